@@ -1,0 +1,308 @@
+#include "app/gui/mainwindow.h"
+
+#include "app/gui/workspace.h"
+#include "gpu/device.h"
+#include "widgets/jobsview.h"
+#include "widgets/logview.h"
+#include "widgets/placeholderpanel.h"
+#include "widgets/runbrowser.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPointer>
+#include <QStatusBar>
+#include <QTabWidget>
+
+#include <atomic>
+
+namespace sdw::app {
+
+namespace {
+std::atomic<widgets::LogView*> gLogView{nullptr};
+QtMessageHandler gPreviousHandler = nullptr;
+
+void logHandler(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
+  if (gPreviousHandler) gPreviousHandler(type, ctx, msg);
+  widgets::LogView* view = gLogView.load();
+  if (!view) return;
+  widgets::LogView::Level level = widgets::LogView::Level::Info;
+  switch (type) {
+    case QtDebugMsg: level = widgets::LogView::Level::Debug; break;
+    case QtInfoMsg: level = widgets::LogView::Level::Info; break;
+    case QtWarningMsg: level = widgets::LogView::Level::Warning; break;
+    case QtCriticalMsg:
+    case QtFatalMsg: level = widgets::LogView::Level::Error; break;
+  }
+  // Messages may come from job threads: hand them to the GUI thread.
+  QMetaObject::invokeMethod(view, [view, level, msg] { view->append(level, msg); }, Qt::QueuedConnection);
+}
+}  // namespace
+
+void installLogHandler(widgets::LogView* view) {
+  gLogView.store(view);
+  if (!gPreviousHandler) gPreviousHandler = qInstallMessageHandler(logHandler);
+}
+
+MainWindow::MainWindow(Settings* settings, QWidget* parent) : QMainWindow(parent), settings_(settings) {
+  setWindowTitle(tr("SparseDecoding Workbench"));
+  setObjectName(QStringLiteral("MainWindow"));
+  resize(1400, 880);
+  buildPanels();
+  buildDocks();
+  buildMenus();
+  wireJobs();
+
+  deviceLabel_ = new QLabel(QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())), this);
+  statusBar()->addPermanentWidget(deviceLabel_);
+  statusBar()->showMessage(tr("Ready"), 3000);
+  restoreState();
+  logInfo(tr("Compute: %1").arg(deviceLabel_->text()));
+}
+
+MainWindow::~MainWindow() {
+  jobs_.cancelAll();
+  jobs_.waitForDone(5000);
+  if (gLogView.load() == logView_) gLogView.store(nullptr);
+}
+
+void MainWindow::buildPanels() {
+  tabs_ = new QTabWidget(this);
+  tabs_->setDocumentMode(true);
+  using widgets::PlaceholderPanel;
+  tabs_->addTab(new PlaceholderPanel(
+                    tr("Model"),
+                    tr("Load a Hugging Face checkpoint (Llama, Qwen3) or the embedded sample model and "
+                       "look inside it."),
+                    {tr("Architecture summary: layers, hidden size, heads, KV heads, vocabulary, parameters, "
+                        "bytes per dtype"),
+                     tr("Module tree of every linear projection with its shape and bytes"),
+                     tr("Generate box streaming tokens with tokens/s, sampling settings and a stop button")}),
+                tr("Model"));
+  tabs_->addTab(new PlaceholderPanel(
+                    tr("Calibration"),
+                    tr("Collect each projection's input statistics from fixed text (teacher-forced) or from the "
+                       "dense model's own decoding, with the prefill discarded."),
+                    {tr("Source, token budget and seed, with the disk and memory estimate before starting"),
+                     tr("Live progress: tokens collected, tokens/s, ETA, per-layer progress"),
+                     tr("Cancel keeps a valid run marked incomplete; resume it later")}),
+                tr("Calibration"));
+  tabs_->addTab(new PlaceholderPanel(
+                    tr("Analysis"),
+                    tr("Compare calibration sources against decode time and see what pruning did to "
+                       "generation."),
+                    {tr("Calibration discrepancy eps(C4) vs eps(AR) per module, with the summary line"),
+                     tr("Eigen-spectra of H_D, H_C4 and H_AR on a log scale for a selected module"),
+                     tr("Activation drift by decode step: per layer, median and inter-quartile band, 90% "
+                        "plateau markers; export PNG/PDF/CSV")}),
+                tr("Analysis"));
+  tabs_->addTab(new PlaceholderPanel(
+                    tr("Pruning"),
+                    tr("Turn a calibration run into a pruned model with SparseGPT, Wanda or magnitude, "
+                       "unstructured 50% or N:M."),
+                    {tr("Method, pattern (2:4, 4:8, 8:16, 16:32) and layer order (parallel or sequential)"),
+                     tr("Per-module table: reconstruction loss, sparsity, time"),
+                     tr("Quality table and side-by-side generations: dense, pruned with fixed text, pruned "
+                        "with AR")}),
+                tr("Pruning"));
+  tabs_->addTab(new PlaceholderPanel(
+                    tr("Benchmark"),
+                    tr("Measure the bitmask N:M sparse matrix-vector kernel against dense and 2:4 baselines "
+                       "at batch 1-8."),
+                    {tr("Shapes of Llama-3.1-8B and Qwen3-14B/32B, patterns, batch sizes and baselines"),
+                     tr("Live charts: time per call and GB/s per kernel; speedup bars with the 1.78x "
+                        "bandwidth limit"),
+                     tr("Results table and export; CPU kernels on machines without a GPU")}),
+                tr("Benchmark"));
+  setCentralWidget(tabs_);
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    if (persist_) settings_->setCurrentPanel(currentPanel());
+  });
+}
+
+void MainWindow::buildDocks() {
+  setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
+  browser_ = new widgets::RunBrowser(this);
+  auto* runsDock = new QDockWidget(tr("Workspace"), this);
+  runsDock->setObjectName(QStringLiteral("WorkspaceDock"));
+  runsDock->setWidget(browser_);
+  addDockWidget(Qt::LeftDockWidgetArea, runsDock);
+
+  jobsView_ = new widgets::JobsView(this);
+  auto* jobsDock = new QDockWidget(tr("Jobs"), this);
+  jobsDock->setObjectName(QStringLiteral("JobsDock"));
+  jobsDock->setWidget(jobsView_);
+  addDockWidget(Qt::BottomDockWidgetArea, jobsDock);
+
+  logView_ = new widgets::LogView(this);
+  auto* logDock = new QDockWidget(tr("Log"), this);
+  logDock->setObjectName(QStringLiteral("LogDock"));
+  logDock->setWidget(logView_);
+  addDockWidget(Qt::BottomDockWidgetArea, logDock);
+  resizeDocks({runsDock}, {420}, Qt::Horizontal);
+  resizeDocks({jobsDock, logDock}, {190, 190}, Qt::Vertical);
+  splitDockWidget(jobsDock, logDock, Qt::Horizontal);
+
+  connect(browser_, &widgets::RunBrowser::openWorkspaceRequested, this, &MainWindow::chooseWorkspace);
+  connect(browser_, &widgets::RunBrowser::refreshRequested, this, [this] {
+    if (!workspace_.isEmpty()) openWorkspace(workspace_);
+  });
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("Open &workspace…"), QKeySequence::Open, this, &MainWindow::chooseWorkspace);
+  file->addAction(tr("Open &run file…"), this, &MainWindow::chooseRunFile);
+  file->addAction(tr("Open &sample workspace"), this, [this] { openWorkspace(sampleWorkspaceDir()); });
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+  view->addSeparator();
+  view->addAction(tr("Clear finished jobs"), this, [this] { jobsView_->clearEnded(); });
+
+  QMenu* jobsMenu = menuBar()->addMenu(tr("&Jobs"));
+  jobsMenu->addAction(tr("Cancel all"), this, [this] { jobs_.cancelAll(); });
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About"), this, [this] {
+    QMessageBox::about(this, tr("About"),
+                       tr("<b>SparseDecoding Workbench</b> %1<br>Decoding-aware pruning: calibration, "
+                          "analysis, pruning and sparse kernels.<br>Compute: %2")
+                           .arg(QApplication::applicationVersion(), deviceLabel_->text().toHtmlEscaped()));
+  });
+}
+
+void MainWindow::wireJobs() {
+  connect(&jobs_, &JobManager::started, this, [this](JobId id, const QString& name) {
+    jobsView_->addJob(id, name);
+    logInfo(tr("job %1 started: %2").arg(id).arg(name));
+  });
+  connect(&jobs_, &JobManager::progressed, this, [this](const JobUpdate& u) {
+    jobsView_->setProgress(u.id, u.stage, u.fraction, u.done, u.total, u.ratePerSecond, u.unit, u.etaSeconds);
+  });
+  connect(&jobs_, &JobManager::finished, this, [this](JobId id, const QVariant&) {
+    jobsView_->endJob(id, widgets::JobsView::End::Finished);
+  });
+  connect(&jobs_, &JobManager::failed, this, [this](JobId id, const QString& err) {
+    jobsView_->endJob(id, widgets::JobsView::End::Failed, err);
+    logError(tr("job %1 failed: %2").arg(id).arg(err));
+  });
+  connect(&jobs_, &JobManager::cancelled, this, [this](JobId id) {
+    jobsView_->endJob(id, widgets::JobsView::End::Cancelled);
+    logInfo(tr("job %1 cancelled").arg(id));
+  });
+  connect(jobsView_, &widgets::JobsView::cancelRequested, this, [this](quint64 id) { jobs_.cancel(id); });
+}
+
+void MainWindow::restoreState() {
+  if (const QByteArray g = settings_->windowGeometry(); !g.isEmpty()) restoreGeometry(g);
+  if (const QByteArray s = settings_->windowState(); !s.isEmpty()) QMainWindow::restoreState(s);
+  selectPanel(settings_->currentPanel());
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (persist_) {
+    settings_->setWindowGeometry(saveGeometry());
+    settings_->setWindowState(saveState());
+    settings_->setCurrentPanel(currentPanel());
+    settings_->sync();
+  }
+  jobs_.cancelAll();
+  QMainWindow::closeEvent(e);
+}
+
+QStringList MainWindow::panelNames() const {
+  QStringList names;
+  for (int i = 0; i < tabs_->count(); ++i) names << tabs_->tabText(i);
+  return names;
+}
+
+QString MainWindow::currentPanel() const { return tabs_->tabText(tabs_->currentIndex()); }
+
+bool MainWindow::selectPanel(const QString& name) {
+  for (int i = 0; i < tabs_->count(); ++i)
+    if (tabs_->tabText(i).compare(name, Qt::CaseInsensitive) == 0) {
+      tabs_->setCurrentIndex(i);
+      return true;
+    }
+  return false;
+}
+
+JobId MainWindow::openWorkspace(const QString& dir) {
+  workspace_ = dir;
+  browser_->setWorkspace(dir);
+  if (persist_) settings_->setWorkspace(dir);
+  const JobId id = jobs_.startTyped<WorkspaceScan>(
+      tr("Scan workspace"), [dir](const sdw::ProgressFn& p) { return scanWorkspace(dir, p); });
+  scanJob_ = id;
+  QPointer<MainWindow> self(this);
+  auto conn = std::make_shared<QMetaObject::Connection>();
+  *conn = connect(&jobs_, &JobManager::finished, this, [this, id, conn](JobId done, const QVariant& v) {
+    if (done != id) return;
+    disconnect(*conn);
+    if (id != scanJob_) return;  // superseded by a newer scan
+    const auto scan = v.value<WorkspaceScan>();
+    int bad = 0;
+    for (const auto& r : scan.rows)
+      if (!r.error.isEmpty()) {
+        ++bad;
+        logError(tr("%1: %2").arg(r.fileName, r.error));
+      }
+    browser_->setRuns(scan.rows);
+    logInfo(tr("workspace %1: %2 run file(s)%3")
+                .arg(scan.dir)
+                .arg(scan.rows.size())
+                .arg(bad ? tr(", %1 unreadable").arg(bad) : QString()));
+  });
+  return id;
+}
+
+JobId MainWindow::openRunFile(const QString& path) {
+  const JobId id = jobs_.startTyped<widgets::RunRow>(
+      tr("Open %1").arg(QFileInfo(path).fileName()), [path](const sdw::ProgressFn&) { return inspectRunRow(path); });
+  auto conn = std::make_shared<QMetaObject::Connection>();
+  *conn = connect(&jobs_, &JobManager::finished, this, [this, id, conn](JobId done, const QVariant& v) {
+    if (done != id) return;
+    disconnect(*conn);
+    const auto row = v.value<widgets::RunRow>();
+    browser_->showDetails(row);
+    browser_->selectPath(row.path);
+    if (!row.error.isEmpty()) {
+      lastError_ = row.error;
+      logError(row.error);
+      statusBar()->showMessage(row.error, 10000);
+      if (errorDialogs_) {
+        auto* box = new QMessageBox(QMessageBox::Critical, tr("Cannot open run file"), row.error,
+                                    QMessageBox::Ok, this);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+      }
+    } else {
+      logInfo(tr("opened %1").arg(row.path));
+    }
+  });
+  return id;
+}
+
+void MainWindow::chooseWorkspace() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open workspace folder"), workspace_);
+  if (!dir.isEmpty()) openWorkspace(dir);
+}
+
+void MainWindow::chooseRunFile() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open run file"), workspace_,
+                                                    tr("Run files (*.sdw.h5 *.sdw.h5.partial);;All files (*)"));
+  if (!path.isEmpty()) openRunFile(path);
+}
+
+void MainWindow::logInfo(const QString& m) { logView_->append(widgets::LogView::Level::Info, m); }
+void MainWindow::logError(const QString& m) { logView_->append(widgets::LogView::Level::Error, m); }
+
+}  // namespace sdw::app

@@ -1,0 +1,78 @@
+#pragma once
+// The workbench window: run browser, the five panels, jobs and log docks.
+// Wiring only: panels display, the job manager runs work, the run store owns
+// files.
+
+#include "app/jobmanager.h"
+#include "app/settings.h"
+
+#include <QMainWindow>
+
+class QTabWidget;
+class QLabel;
+
+namespace sdw::widgets {
+class JobsView;
+class LogView;
+class RunBrowser;
+}  // namespace sdw::widgets
+
+namespace sdw::app {
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(Settings* settings, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Starts a scan job; the browser fills when it finishes.
+  JobId openWorkspace(const QString& dir);
+  // Starts an inspect job; errors show in the details pane, log and a dialog.
+  JobId openRunFile(const QString& path);
+  bool selectPanel(const QString& name);  // "Model", "Calibration", ...
+  QStringList panelNames() const;
+  QString currentPanel() const;
+
+  // Off for screenshots and tests: do not write window state on close.
+  void setPersistState(bool on) { persist_ = on; }
+  void setShowErrorDialogs(bool on) { errorDialogs_ = on; }
+
+  JobManager* jobs() { return &jobs_; }
+  widgets::RunBrowser* runBrowser() const { return browser_; }
+  widgets::JobsView* jobsView() const { return jobsView_; }
+  widgets::LogView* logView() const { return logView_; }
+  QString workspace() const { return workspace_; }
+  QString lastError() const { return lastError_; }
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+
+ private:
+  void buildMenus();
+  void buildPanels();
+  void buildDocks();
+  void wireJobs();
+  void restoreState();
+  void logInfo(const QString& m);
+  void logError(const QString& m);
+  void chooseWorkspace();
+  void chooseRunFile();
+
+  Settings* settings_;
+  JobManager jobs_;
+  QTabWidget* tabs_ = nullptr;
+  widgets::RunBrowser* browser_ = nullptr;
+  widgets::JobsView* jobsView_ = nullptr;
+  widgets::LogView* logView_ = nullptr;
+  QLabel* deviceLabel_ = nullptr;
+  QString workspace_;
+  QString lastError_;
+  JobId scanJob_ = 0;  // results of a superseded scan are dropped
+  bool persist_ = true;
+  bool errorDialogs_ = true;
+};
+
+// Routes qDebug/qWarning/... into the log dock (thread-safe).
+void installLogHandler(widgets::LogView* view);
+
+}  // namespace sdw::app

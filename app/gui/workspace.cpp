@@ -1,0 +1,112 @@
+#include "app/gui/workspace.h"
+
+#include "core/runstore.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+
+#include <nlohmann/json.hpp>
+
+namespace sdw::app {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+QString provenanceHtml(const runstore::RunSummary& s) {
+  const Provenance& p = s.provenance;
+  QString html = QStringLiteral("<h3>%1</h3><table cellspacing=2>").arg(q(s.path.filename().string()).toHtmlEscaped());
+  auto row = [&html](const QString& k, const QString& v) {
+    html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(k, v.toHtmlEscaped());
+  };
+  row(QStringLiteral("Kind"), q(s.kind));
+  row(QStringLiteral("Status"), q(s.status));
+  row(QStringLiteral("Run id"), q(s.runId));
+  row(QStringLiteral("Schema"), QString::number(s.schemaVersion));
+  row(QStringLiteral("Checkpoints"), QString::number(s.checkpoint));
+  row(QStringLiteral("Tool"), q(p.toolName + " " + p.toolVersion));
+  row(QStringLiteral("Host"), q(p.host));
+  row(QStringLiteral("OS"), q(p.os));
+  row(QStringLiteral("GPU"), q(p.gpu));
+  row(QStringLiteral("Model"), q(p.modelId));
+  row(QStringLiteral("Created"), q(p.createdUtc));
+  row(QStringLiteral("Updated"), q(p.updatedUtc));
+  row(QStringLiteral("Finished"), p.finishedUtc.empty() ? QStringLiteral("(not finished)") : q(p.finishedUtc));
+  html += QStringLiteral("</table>");
+  if (!p.modelFiles.empty()) {
+    html += QStringLiteral("<p><b>Model files</b></p><table cellspacing=2>");
+    for (const auto& f : p.modelFiles)
+      html += QStringLiteral("<tr><td>%1</td><td align=right>%2 B</td><td><tt>%3…</tt></td></tr>")
+                  .arg(q(f.path).toHtmlEscaped())
+                  .arg(f.bytes)
+                  .arg(q(f.sha256.substr(0, 16)));
+    html += QStringLiteral("</table>");
+  }
+  QString settings = q(p.settingsJson);
+  try {
+    settings = q(nlohmann::json::parse(p.settingsJson).dump(2));
+  } catch (const std::exception&) {
+    // shown as stored
+  }
+  html += QStringLiteral("<p><b>Settings</b></p><pre>%1</pre>").arg(settings.toHtmlEscaped());
+  return html;
+}
+
+sdw::widgets::RunRow toRow(const std::filesystem::path& path, const runstore::RunSummary* s,
+                           const std::string& error, bool partial) {
+  sdw::widgets::RunRow r;
+  r.path = q(path.string());
+  r.fileName = q(path.filename().string());
+  if (s) {
+    r.kind = q(s->kind);
+    r.status = partial ? QStringLiteral("partial") : q(s->status);
+    r.model = q(s->provenance.modelId);
+    r.created = q(s->provenance.createdUtc);
+    r.detailsHtml = provenanceHtml(*s);
+  } else {
+    r.status = QStringLiteral("invalid");
+    r.error = q(error);
+  }
+  return r;
+}
+
+}  // namespace
+
+WorkspaceScan scanWorkspace(const QString& dir, const sdw::ProgressFn& progress) {
+  WorkspaceScan scan;
+  scan.dir = dir;
+  const auto entries = runstore::listWorkspace(dir.toStdString());
+  const double total = static_cast<double>(entries.size());
+  double done = 0;
+  reportOrThrow(progress, {done, total, "files", "listing"});
+  for (const auto& e : entries) {
+    scan.rows.push_back(toRow(e.path, e.summary ? &*e.summary : nullptr, e.error, e.partial));
+    reportOrThrow(progress, {++done, total, "files", e.path.filename().string()});
+  }
+  return scan;
+}
+
+sdw::widgets::RunRow inspectRunRow(const QString& path) {
+  const std::filesystem::path p = path.toStdString();
+  try {
+    const runstore::RunSummary s = runstore::inspectRun(p);
+    return toRow(p, &s, {}, p.extension() == ".partial");
+  } catch (const std::exception& e) {
+    return toRow(p, nullptr, e.what(), false);
+  }
+}
+
+QString sampleWorkspaceDir() {
+  if (const QByteArray env = qgetenv("SDW_SAMPLES_DIR"); !env.isEmpty())
+    return QDir(QString::fromLocal8Bit(env)).filePath(QStringLiteral("workspace"));
+  // build/bin/sdw -> <source>/samples/workspace when run from the build tree
+  const QDir exeDir(QCoreApplication::applicationDirPath());
+  for (const QString& rel : {QStringLiteral("../../samples/workspace"), QStringLiteral("../share/sdw/samples/workspace")}) {
+    const QString cand = QDir::cleanPath(exeDir.filePath(rel));
+    if (QFileInfo(cand).isDir()) return cand;
+  }
+  return QStringLiteral(SDW_SOURCE_DIR "/samples/workspace");
+}
+
+}  // namespace sdw::app

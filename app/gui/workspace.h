@@ -1,0 +1,32 @@
+#pragma once
+// Bridges the run store (core) and the run browser (widgets): scans a
+// workspace folder into display rows. Runs inside a job, off the GUI thread.
+
+#include "core/progress.h"
+#include "widgets/runlistmodel.h"
+
+#include <QMetaType>
+#include <QString>
+#include <QVector>
+
+namespace sdw::app {
+
+struct WorkspaceScan {
+  QString dir;
+  QVector<sdw::widgets::RunRow> rows;
+};
+
+// Lists and validates every run file in `dir`. Unreadable files become rows
+// with an error. Calls `progress` once per file.
+WorkspaceScan scanWorkspace(const QString& dir, const sdw::ProgressFn& progress);
+
+// Opens one run file by path (validated); the row carries the error if any.
+sdw::widgets::RunRow inspectRunRow(const QString& path);
+
+// The embedded sample workspace shipped in samples/workspace.
+QString sampleWorkspaceDir();
+
+}  // namespace sdw::app
+
+Q_DECLARE_METATYPE(sdw::app::WorkspaceScan)
+Q_DECLARE_METATYPE(sdw::widgets::RunRow)

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# On the GPU machine: build the engine (core, gpu, sdw-cli, engine tests) with
+# nvcc and the pip LibTorch, run the test suites with `ctest -L gpu` first,
+# then the other engine suites, then the device self-check. Logs go to $OUT
+# (or out/gpu). The .debs/ folder (tools/gpu/fetch-deps.sh) must travel along.
+#
+#   tools/gpu/check.sh [extra ctest args]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=${OUT:-$root/out/gpu}
+mkdir -p "$out"
+deps=/opt/sdw-deps
+
+if [ -d .debs ]; then
+  mkdir -p "$deps"
+  for f in .debs/*.deb; do dpkg -x "$f" "$deps"; done
+fi
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+
+{
+  echo "== machine"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvcc --version | tail -1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  echo "== configure"
+} 2>&1 | tee "$out/check.log"
+
+set -o pipefail
+cmake --preset gpu -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr" \
+  -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" 2>&1 | tee -a "$out/check.log" | tail -15 || exit 1
+echo "== build" | tee -a "$out/check.log"
+cmake --build --preset gpu -j "$(nproc)" 2>&1 | tee -a "$out/check.log" | grep -E "error|warning|FAILED|Linking" | tail -40
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "build failed" | tee -a "$out/check.log"; exit 1; }
+
+status=0
+echo "== ctest -L gpu" | tee -a "$out/check.log"
+(cd build-gpu && ctest -L gpu --output-on-failure -V "$@") 2>&1 | tee "$out/ctest-gpu.log" | \
+  grep -E "PASS|FAIL|SKIP|tests passed|Totals|device:" | tee -a "$out/check.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "== ctest (engine suites)" | tee -a "$out/check.log"
+(cd build-gpu && ctest -LE gpu --output-on-failure "$@") 2>&1 | tee "$out/ctest-engine.log" | tail -15 | tee -a "$out/check.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "== sdw-cli device --self-test" | tee -a "$out/check.log"
+build-gpu/bin/sdw-cli device --self-test --json 2>&1 | tee -a "$out/check.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "== status $status" | tee -a "$out/check.log"
+exit $status
