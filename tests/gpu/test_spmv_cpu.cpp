@@ -1,0 +1,137 @@
+// The CPU bitmask SpMV and dense GEMV against a float64 dense reference, with
+// guard regions around the outputs.
+
+#include "core/sparse_format.h"
+#include "gpu/spmv_cpu.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <random>
+
+using namespace sdw;
+using sparse::DType;
+using sparse::Pattern;
+
+namespace {
+constexpr float kSentinel = -777.25f;
+constexpr std::int64_t kGuard = 37;
+
+struct Case {
+  std::vector<float> w;  // dense, pattern imposed, rounded to the dtype
+  std::vector<float> x;  // [batch, cols]
+  std::vector<double> ref;     // [batch, rows]
+  std::vector<double> absRef;  // sum_k |w x|: the scale of fp32 rounding
+};
+
+Case makeCase(std::int64_t rows, std::int64_t cols, int batch, Pattern p, DType dt, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  Case c;
+  c.w.resize(std::size_t(rows * cols));
+  for (auto& v : c.w) v = nd(rng);
+  sparse::imposePattern(c.w, rows, cols, p);
+  for (auto& v : c.w) v = sparse::from16(sparse::floatTo16(v, dt), dt);
+  c.x.resize(std::size_t(batch * cols));
+  for (auto& v : c.x) v = nd(rng);
+  c.ref.assign(std::size_t(batch * rows), 0.0);
+  c.absRef.assign(std::size_t(batch * rows), 0.0);
+  for (int b = 0; b < batch; ++b)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double s = 0, a = 0;
+      for (std::int64_t k = 0; k < cols; ++k) {
+        const double t = double(c.w[std::size_t(r * cols + k)]) * c.x[std::size_t(b * cols + k)];
+        s += t;
+        a += std::abs(t);
+      }
+      c.ref[std::size_t(b * rows + r)] = s;
+      c.absRef[std::size_t(b * rows + r)] = a;
+    }
+  return c;
+}
+
+// y lives inside a buffer with kGuard sentinels before, between rows of the
+// batch (ldy = rows + 3) and after.
+void checkOutput(const std::vector<float>& buf, const Case& c, std::int64_t rows, int batch, std::int64_t ldy) {
+  double err = 0, norm = 0;
+  for (int b = 0; b < batch; ++b)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double got = buf[std::size_t(kGuard + b * ldy + r)], ref = c.ref[std::size_t(b * rows + r)];
+      QVERIFY2(std::isfinite(got), "non-finite output");
+      // fp32 accumulation: error within a few ulps of the magnitudes summed.
+      QVERIFY2(std::abs(got - ref) <= 1e-6 * c.absRef[std::size_t(b * rows + r)] + 1e-30,
+               qPrintable(QStringLiteral("b %1 row %2: %3 vs %4").arg(b).arg(r).arg(got).arg(ref)));
+      err += (got - ref) * (got - ref);
+      norm += ref * ref;
+    }
+  const double rel = std::sqrt(err / std::max(norm, 1e-300));
+  QVERIFY2(rel < 1e-4, qPrintable(QStringLiteral("relative error %1").arg(rel)));
+  for (std::size_t i = 0; i < buf.size(); ++i) {
+    const auto off = std::int64_t(i) - kGuard;
+    const bool inside = off >= 0 && off < batch * ldy && off % ldy < rows;
+    if (!inside) QVERIFY2(buf[i] == kSentinel, qPrintable(QStringLiteral("guard overwritten at %1").arg(i)));
+  }
+}
+}  // namespace
+
+class TestSpmvCpu : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void matchesReference_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("m");
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("threads");
+    for (const Pattern& p : sparse::kPatterns) {
+      QTest::addRow("1x32 b1 %d:%d", p.n, p.m) << 1 << 32 << 1 << p.n << p.m << 1 << 1;
+      QTest::addRow("odd 37x96 b3 %d:%d", p.n, p.m) << 37 << 96 << 3 << p.n << p.m << 1 << 2;
+      QTest::addRow("odd 33x256 b8 fp16 %d:%d", p.n, p.m) << 33 << 256 << 8 << p.n << p.m << 2 << 3;
+      QTest::addRow("large K 9x14336 b2 %d:%d", p.n, p.m) << 9 << 14336 << 2 << p.n << p.m << 1 << 0;
+    }
+    for (int b = 1; b <= 8; ++b) QTest::addRow("batch %d 65x512", b) << 65 << 512 << b << 8 << 16 << 1 << 0;
+    QTest::addRow("threads 1031x1024") << 1031 << 1024 << 1 << 2 << 4 << 1 << 0;
+  }
+  void matchesReference() {
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(int, batch);
+    QFETCH(int, n);
+    QFETCH(int, m);
+    QFETCH(int, dtype);
+    QFETCH(int, threads);
+    const auto dt = static_cast<DType>(dtype);
+    const Case c = makeCase(rows, cols, batch, {n, m}, dt, unsigned(rows * 31 + cols + batch * 7 + n));
+    const auto packed = sparse::packDense(c.w, rows, cols, {n, m}, dt);
+    const std::int64_t ldy = rows + 3;
+    std::vector<float> buf(std::size_t(2 * kGuard + batch * ldy), kSentinel);
+    std::span<float> y(buf.data() + kGuard, std::size_t(batch * ldy));
+    gpu::spmvCpu(packed, c.x, batch, y, ldy, threads);
+    checkOutput(buf, c, rows, batch, ldy);
+
+    // The dense GEMV on the same (zero-filled) weights gives the same answer.
+    std::vector<std::uint16_t> w16(c.w.size());
+    for (std::size_t i = 0; i < w16.size(); ++i) w16[i] = sparse::floatTo16(c.w[i], dt);
+    std::fill(buf.begin(), buf.end(), kSentinel);
+    gpu::gemvCpu(w16, dt, rows, cols, c.x, batch, y, ldy, threads);
+    checkOutput(buf, c, rows, batch, ldy);
+  }
+
+  void rejectsBadSizes() {
+    auto w = std::vector<float>(64, 0.f);
+    const auto p = sparse::packDense(w, 2, 32, {2, 4}, DType::BF16);
+    std::vector<float> x(31), y(2);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::spmvCpu(p, x, 1, y, 2));
+    x.resize(32);
+    y.resize(1);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::spmvCpu(p, x, 1, y, 2));
+    y.resize(2);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::spmvCpu(p, x, 1, y, 1));
+    gpu::spmvCpu(p, x, 1, y, 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSpmvCpu)
+#include "test_spmv_cpu.moc"
