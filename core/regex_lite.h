@@ -1,0 +1,83 @@
+#pragma once
+// A small backtracking regex engine over Unicode code points, for the
+// pre-tokenizer split patterns of tokenizer.json files (GPT-2, Llama-3,
+// Qwen2 and similar). std::regex has no \p{L}, so this is what they run on.
+//
+// Semantics follow Oniguruma / fancy-regex (what the reference tokenizers
+// use): leftmost alternative wins, greedy quantifiers backtrack.
+// Supported: literals and escapes (\r \n \t \f \v \0 \xHH \x{H..} \uHHHH,
+// escaped punctuation), `.`, `^`, `$`, classes `[...]` with negation, ranges
+// and escapes inside, \s \S \d \D \w \W, \p{..} \P{..} \pL for L Lu Ll Lt
+// Lm Lo M N Nd White_Space, groups `(...)` `(?:...)` `(?i:...)` `(?i)`,
+// lookahead `(?=...)` `(?!...)`, quantifiers ? * + {n} {n,} {n,m} and their
+// lazy forms. Case-insensitivity uses simple case folding for ASCII (plus
+// U+017F and U+212A). Anything else is rejected with RegexError.
+
+#include "core/unicode.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace sdw {
+
+class RegexError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class RegexLite {
+public:
+    // Throws RegexError naming the position and the construct not supported.
+    explicit RegexLite(std::string_view pattern);
+
+    const std::string& pattern() const { return pattern_; }
+
+    // Matches as [begin, end) byte ranges of `text`, leftmost-first, scanning
+    // left to right without overlap; an empty match advances one code point.
+    std::vector<std::pair<std::size_t, std::size_t>> findAll(std::string_view text) const;
+
+    // Splits `text` into pieces the way a Split pre-tokenizer with behaviour
+    // "Isolated" does: every match and every gap between matches is a piece.
+    std::vector<std::string_view> splitIsolated(std::string_view text) const;
+
+    // Matches as code point index ranges over already decoded text.
+    std::vector<std::pair<std::size_t, std::size_t>> findAll(std::u32string_view cps) const;
+
+    // Compiled program: a graph of nodes, each naming its successor.
+    struct CharClass {
+        std::vector<std::pair<char32_t, char32_t>> ranges;            // inclusive
+        std::vector<std::pair<unicode::Property, bool>> properties;  // (property, negated)
+        bool negated = false;
+        bool caseInsensitive = false;
+        std::array<std::uint64_t, 2> ascii{};  // precomputed answer for code points < 128
+    };
+    enum class NodeKind { Accept, Char, Any, Class, LineStart, LineEnd, TextStart, TextEnd, Alt, RepeatAtom, Repeat, RepeatTail, Look };
+    struct Node {
+        NodeKind kind = NodeKind::Accept;
+        int next = -1;
+        char32_t cp = 0;               // Char
+        bool caseInsensitive = false;  // Char
+        int cls = -1;                  // Class
+        std::vector<int> branches;     // Alt
+        int child = -1;                // Repeat: body; Look: sub-program; RepeatAtom: the atom node
+        int min = 0, max = -1;         // Repeat*: max -1 = unbounded
+        bool greedy = true;
+        bool negative = false;         // Look
+    };
+
+private:
+    std::string pattern_;
+    std::vector<Node> nodes_;
+    std::vector<CharClass> classes_;
+    int start_ = -1;
+    friend class RegexCompiler;
+    friend class RegexMatcher;
+};
+
+}  // namespace sdw

@@ -1,0 +1,603 @@
+// Tokenizer, pre-tokenizer regex engine, NFC, streaming decode and chat
+// formatting. Hand-made fixtures always run; the golden cases from
+// tests/data/tokenizer/<name>/ (made with the reference `tokenizers`
+// library) run when those files are present.
+
+#include "core/chat_format.h"
+#include "core/regex_lite.h"
+#include "core/tokenizer.h"
+#include "core/unicode.h"
+
+#include <nlohmann/json.hpp>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+using json = nlohmann::json;
+
+namespace {
+
+const char* const kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// GPT-2's byte -> character map, written out independently of the library.
+std::string byteChar(int b) {
+    int cp = b;
+    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF))) {
+        int n = 0;
+        for (int k = 0; k < b; ++k)
+            if (!((k >= 0x21 && k <= 0x7E) || (k >= 0xA1 && k <= 0xAC) || (k >= 0xAE && k <= 0xFF))) ++n;
+        cp = 256 + n;
+    }
+    std::string s;
+    sdw::unicode::appendUtf8(s, static_cast<char32_t>(cp));
+    return s;
+}
+
+// A tiny byte-level BPE: ids 0..255 are the bytes, then merges building
+// "hello" and " world", one merge for the first two bytes of an emoji,
+// and four added tokens.
+json tinyTokenizerJson() {
+    json vocab = json::object();
+    for (int b = 0; b < 256; ++b) vocab[byteChar(b)] = b;
+    const std::vector<std::pair<std::string, std::string>> merges = {
+        {"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"}, {byteChar(' '), "w"}, {"o", "r"},
+        {byteChar(' ') + "w", "or"}, {"l", "d"}, {byteChar(' ') + "wor", "ld"}, {byteChar(0xF0), byteChar(0x9F)},
+    };
+    json mergeList = json::array();
+    int id = 256;
+    for (const auto& [a, b] : merges) {
+        vocab[a + b] = id++;
+        mergeList.push_back(a + " " + b);
+    }
+    json added = json::array();
+    auto addToken = [&](const std::string& content, int tokId, bool special) {
+        added.push_back({{"id", tokId}, {"content", content}, {"single_word", false}, {"lstrip", false},
+                         {"rstrip", false}, {"normalized", false}, {"special", special}});
+    };
+    addToken("<|endoftext|>", 266, true);
+    addToken("<|im_start|>", 267, true);
+    addToken("<|im_end|>", 268, true);
+    addToken("<tool>", 269, false);
+    return {
+        {"version", "1.0"},
+        {"added_tokens", added},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+        {"post_processor", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}}},
+        {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+        {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"fuse_unk", false},
+                   {"byte_fallback", false}, {"vocab", vocab}, {"merges", mergeList}}},
+    };
+}
+
+sdw::Tokenizer tinyTokenizer() { return sdw::Tokenizer::fromJson(tinyTokenizerJson().dump(), "tiny"); }
+
+std::vector<std::string> pieces(const char* pattern, std::string_view text) {
+    const sdw::RegexLite re(pattern);
+    std::vector<std::string> out;
+    for (auto p : re.splitIsolated(text)) out.emplace_back(p);
+    return out;
+}
+
+using Ids = std::vector<std::int32_t>;
+
+QString show(const std::vector<std::string>& v) {
+    QStringList l;
+    for (const auto& s : v) l << QString::fromUtf8(QByteArray::fromStdString(s).toPercentEncoding(" "));
+    return l.join(QStringLiteral(" | "));
+}
+
+QString show(const Ids& v) {
+    QStringList l;
+    for (auto i : v) l << QString::number(i);
+    return l.join(QStringLiteral(","));
+}
+
+std::string readAll(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void writeFile(const std::filesystem::path& p, const std::string& text) {
+    std::ofstream out(p, std::ios::binary);
+    out << text;
+}
+
+std::filesystem::path goldenRoot() { return std::filesystem::path(SDW_SOURCE_DIR) / "tests/data/tokenizer"; }
+
+std::vector<std::filesystem::path> goldenDirs() {
+    std::vector<std::filesystem::path> dirs;
+    std::error_code ec;
+    for (const char* name : {"llama3-bpe", "qwen2-bpe"}) {
+        const auto d = goldenRoot() / name;
+        if (std::filesystem::is_regular_file(d / "tokenizer.json", ec) && std::filesystem::is_regular_file(d / "cases.json", ec))
+            dirs.push_back(d);
+    }
+    return dirs;
+}
+
+}  // namespace
+
+Q_DECLARE_METATYPE(std::string)
+Q_DECLARE_METATYPE(std::vector<std::string>)
+
+class TestTokenizer : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    // ---- regex engine ---------------------------------------------------------
+
+    void regexPieces_data() {
+        QTest::addColumn<QString>("pattern");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QStringList>("expected");
+        const QString llama = QString::fromUtf8(kLlama3Pattern), qwen = QString::fromUtf8(kQwen2Pattern),
+                      gpt2 = QString::fromUtf8(kGpt2Pattern);
+        const QString mixed = QStringLiteral("Hello world's 12345  \n\n  x");
+        QTest::newRow("llama3 mixed") << llama << mixed
+                                      << QStringList{"Hello", " world", "'s", " ", "123", "45", "  \n\n", " ", " x"};
+        QTest::newRow("qwen2 mixed") << qwen << mixed
+                                     << QStringList{"Hello", " world", "'s", " ", "1", "2", "3", "4", "5", "  \n\n", " ", " x"};
+        QTest::newRow("gpt2 mixed") << gpt2 << mixed << QStringList{"Hello", " world", "'s", " 12345", "  \n\n ", " x"};
+        QTest::newRow("llama3 case-insensitive contraction") << llama << QStringLiteral("I'M WE'LL")
+                                                             << QStringList{"I", "'M", " WE", "'LL"};
+        QTest::newRow("gpt2 case-sensitive contraction") << gpt2 << QStringLiteral("I'M") << QStringList{"I", "'", "M"};
+        QTest::newRow("llama3 tab prefix") << llama << QStringLiteral("a\tb") << QStringList{"a", "\tb"};
+        QTest::newRow("gpt2 tab") << gpt2 << QStringLiteral("a\tb") << QStringList{"a", "\t", "b"};
+        QTest::newRow("llama3 punctuation then newlines") << llama << QStringLiteral("x.)\r\n\ny")
+                                                          << QStringList{"x", ".)\r\n\n", "y"};
+        QTest::newRow("llama3 CJK run") << llama << QStringLiteral("日本語のテキスト。次")
+                                        << QStringList{"日本語のテキスト", "。次"};
+        QTest::newRow("llama3 combining mark") << llama << QStringLiteral("cafe\u0301 ok")
+                                               << QStringList{"cafe", "\u0301", " ok"};
+        QTest::newRow("llama3 digits 7") << llama << QStringLiteral("1234567") << QStringList{"123", "456", "7"};
+        QTest::newRow("llama3 trailing spaces") << llama << QStringLiteral("a   ") << QStringList{"a", "   "};
+        QTest::newRow("llama3 no-break space is \\s") << llama << QStringLiteral("a\u00A0\u00A0b")
+                                                      << QStringList{"a", "\u00A0", "\u00A0b"};
+        QTest::newRow("llama3 emoji") << llama << QStringLiteral("hi 👋🏽!") << QStringList{"hi", " 👋🏽!"};
+        QTest::newRow("qwen2 arabic digits") << qwen << QStringLiteral("٣٤") << QStringList{"٣", "٤"};
+        QTest::newRow("empty") << llama << QString() << QStringList{};
+    }
+    void regexPieces() {
+        QFETCH(QString, pattern);
+        QFETCH(QString, text);
+        QFETCH(QStringList, expected);
+        const auto got = pieces(pattern.toStdString().c_str(), text.toStdString());
+        QStringList gotList;
+        for (const auto& s : got) gotList << QString::fromStdString(s);
+        QCOMPARE(gotList, expected);
+    }
+
+    void regexFeatures() {
+        QCOMPARE(sdw::RegexLite("a{2,3}").findAll(std::string_view("aaaaaaa")),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{0, 3}, {3, 6}}));  // one 'a' is left
+        QCOMPARE(sdw::RegexLite("(?:ab)+c").findAll(std::string_view("xababcab")),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{1, 6}}));
+        QCOMPARE(sdw::RegexLite("a+?b").findAll(std::string_view("aaab")),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{0, 4}}));
+        QCOMPARE(sdw::RegexLite("x(?=y)").findAll(std::string_view("xzxy")),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{2, 3}}));
+        QCOMPARE(sdw::RegexLite(R"([a-c\d]+)").findAll(std::string_view("zzab1c2z")),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{2, 7}}));
+        QCOMPARE(sdw::RegexLite(R"(\x41\u00e9)").findAll(std::string_view("A\xC3\xA9")),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{0, 3}}));
+        // Alternation: the leftmost alternative wins, not the longest.
+        QCOMPARE(sdw::RegexLite("a|ab").findAll(std::string_view("ab")),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}}));
+        // Quantified group with alternation and backtracking into it.
+        QCOMPARE(sdw::RegexLite("(?:a|ab)*c").findAll(std::string_view("abac")),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{0, 4}}));
+    }
+
+    void regexInvalidBytesAreOther() {
+        // Each invalid byte is its own code point, outside every property.
+        const auto got = pieces(kLlama3Pattern, std::string_view("ab\xFF\xFE" "cd", 6));
+        QCOMPARE(got, (std::vector<std::string>{"ab", "\xFF\xFE", "cd"}));
+        const sdw::RegexLite notSpace(R"(\S+)");
+        QCOMPARE(notSpace.findAll(std::string_view("\x80 \xC3", 3)),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}, {2, 3}}));
+    }
+
+    void regexRejectsUnsupported_data() {
+        QTest::addColumn<QString>("pattern");
+        QTest::addColumn<QString>("mentions");
+        QTest::newRow("lookbehind") << "(?<=a)b" << "unsupported group";
+        QTest::newRow("unknown property") << R"(\p{Greek})" << "Greek";
+        QTest::newRow("possessive") << "a++" << "possessive";
+        QTest::newRow("unbalanced") << "(ab" << "missing ')'";
+        QTest::newRow("stray paren") << "ab)" << "unbalanced";
+        QTest::newRow("nested class") << "[[a]]" << "nested";
+        QTest::newRow("dangling quantifier") << "*a" << "quantifier";
+        QTest::newRow("backreference") << R"((a)\1)" << "escape";
+    }
+    void regexRejectsUnsupported() {
+        QFETCH(QString, pattern);
+        QFETCH(QString, mentions);
+        try {
+            sdw::RegexLite re(pattern.toStdString());
+            QFAIL("expected RegexError");
+        } catch (const sdw::RegexError& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(mentions), e.what());
+        }
+    }
+
+    // ---- unicode ----------------------------------------------------------------
+
+    void unicodeProperties() {
+        using sdw::unicode::Property;
+        using sdw::unicode::hasProperty;
+        QVERIFY(hasProperty(U'a', Property::Letter));
+        QVERIFY(hasProperty(U'語', Property::Letter));
+        QVERIFY(!hasProperty(U'1', Property::Letter));
+        QVERIFY(hasProperty(U'٣', Property::Number));
+        QVERIFY(hasProperty(U'½', Property::Number));
+        QVERIFY(!hasProperty(U'½', Property::DecimalNumber));
+        QVERIFY(hasProperty(0x3000, Property::WhiteSpace));
+        QVERIFY(hasProperty(0x85, Property::WhiteSpace));
+        QVERIFY(!hasProperty(0x200B, Property::WhiteSpace));  // zero width space is not White_Space
+        QVERIFY(hasProperty(0x301, Property::Mark));
+        QVERIFY(!hasProperty(sdw::unicode::kInvalidByteBase + 0xFF, Property::Letter));
+    }
+
+    void nfc_data() {
+        QTest::addColumn<QString>("input");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("ascii") << QStringLiteral("plain text") << QStringLiteral("plain text");
+        QTest::newRow("e acute") << QStringLiteral("cafe\u0301") << QStringLiteral("caf\u00e9");
+        QTest::newRow("reordered marks") << QStringLiteral("e\u0302\u0323") << QStringLiteral("\u1ec7");
+        QTest::newRow("hangul") << QStringLiteral("\u1100\u1161\u11a8") << QStringLiteral("\uac01");
+        QTest::newRow("singleton") << QStringLiteral("\u212b") << QStringLiteral("\u00c5");  // ANGSTROM SIGN
+        QTest::newRow("excluded") << QStringLiteral("\u0958") << QStringLiteral("\u0915\u093c");
+        QTest::newRow("leading mark") << QStringLiteral("\u0301a") << QStringLiteral("\u0301a");
+        QTest::newRow("already nfc") << QStringLiteral("Ünïcödé 日本") << QStringLiteral("Ünïcödé 日本");
+    }
+    void nfc() {
+        QFETCH(QString, input);
+        QFETCH(QString, expected);
+        QCOMPARE(QString::fromStdString(sdw::unicode::nfc(input.toStdString())), expected);
+    }
+
+    void utf8Lossy() {
+        using sdw::unicode::utf8Lossy;
+        QCOMPARE(utf8Lossy("ok"), std::string("ok"));
+        // Maximal subparts: E2 82 is one replacement, the lone FF another.
+        QCOMPARE(utf8Lossy(std::string_view("a\xE2\x82" "b\xFF", 5)), std::string("a\xEF\xBF\xBD" "b\xEF\xBF\xBD"));
+        QCOMPARE(sdw::unicode::utf8CompletePrefix(std::string_view("a\xF0\x9F\x98", 4)), std::size_t{1});
+        QCOMPARE(sdw::unicode::utf8CompletePrefix(std::string_view("a\xFF", 2)), std::size_t{2});
+    }
+
+    // ---- tiny tokenizer with hand-computed ids -----------------------------------
+
+    void tinyEncode_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("ids");
+        QTest::newRow("merges") << QStringLiteral("hello world!") << QStringLiteral("259,264,33");
+        QTest::newRow("partial merges") << QStringLiteral("Hello") << QStringLiteral("72,101,257,111");
+        QTest::newRow("leftmost equal rank") << QStringLiteral("lll") << QStringLiteral("257,108");
+        QTest::newRow("added tokens") << QStringLiteral("hello<|endoftext|>hel<tool>")
+                                      << QStringLiteral("259,266,256,108,269");
+        QTest::newRow("adjacent specials") << QStringLiteral("<|im_start|><|im_end|>") << QStringLiteral("267,268");
+        QTest::newRow("unfinished special") << QStringLiteral("<|im_sta") << QStringLiteral("60,124,105,109,95,115,116,97");
+        QTest::newRow("emoji bytes") << QStringLiteral("😀") << QStringLiteral("265,152,128");
+        QTest::newRow("space run") << QStringLiteral("a   b") << QStringLiteral("97,32,32,32,98");
+        QTest::newRow("empty") << QString() << QString();
+    }
+    void tinyEncode() {
+        QFETCH(QString, text);
+        QFETCH(QString, ids);
+        const auto tok = tinyTokenizer();
+        const std::string t = text.toStdString();
+        const auto got = tok.encode(t);
+        QCOMPARE(show(got), ids);
+        QCOMPARE(tok.decode(got), t);
+    }
+
+    void tinyVocabulary() {
+        const auto tok = tinyTokenizer();
+        QCOMPARE(tok.vocabSize(), 270);
+        QCOMPARE(tok.tokenText(264), "Ġworld");
+        QCOMPARE(tok.tokenId("Ġworld"), std::optional<std::int32_t>(264));
+        QCOMPARE(tok.tokenId("nope"), std::optional<std::int32_t>());
+        QCOMPARE(tok.tokenText(9999), std::string());
+        QVERIFY(tok.isSpecial(266));
+        QVERIFY(!tok.isSpecial(269));
+        QVERIFY(!tok.isSpecial(259));
+        QCOMPARE(tok.bosId(), std::optional<std::int32_t>());
+        QCOMPARE(tok.eosId(), std::optional<std::int32_t>(266));
+        QCOMPARE(tok.stopIds(), (Ids{266, 268}));
+        // No post-processor template: addSpecialTokens adds nothing.
+        QCOMPARE(tok.encode("hello", true), (Ids{259}));
+    }
+
+    void tinyDecode() {
+        const auto tok = tinyTokenizer();
+        const Ids ids{267, 259, 268};
+        QCOMPARE(tok.decode(ids), std::string("<|im_start|>hello<|im_end|>"));
+        QCOMPARE(tok.decode(ids, true), std::string("hello"));
+        // A lone first half of an emoji: replaced once, at the end.
+        QCOMPARE(tok.decode(Ids{104, 265}), std::string("h\xEF\xBF\xBD"));
+        // Unknown ids are skipped.
+        QCOMPARE(tok.decode(Ids{104, 4000, 105}), std::string("hi"));
+    }
+
+    void templateAndIgnoreMerges() {
+        auto j = tinyTokenizerJson();
+        j["added_tokens"].push_back({{"id", 270}, {"content", "<|begin_of_text|>"}, {"special", true}});
+        j["post_processor"] = {
+            {"type", "Sequence"},
+            {"processors",
+             {{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}},
+              {{"type", "TemplateProcessing"},
+               {"single", {{{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}},
+                           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+               {"pair", json::array()},
+               {"special_tokens", {{"<|begin_of_text|>", {{"id", "<|begin_of_text|>"}, {"ids", {270}}, {"tokens", {"<|begin_of_text|>"}}}}}}}}}};
+        // "hel" + "lo" as a vocab entry without a merge path: only ignore_merges finds it.
+        j["model"]["vocab"]["hellx"] = 271;
+        j["model"]["ignore_merges"] = true;
+        const auto tok = sdw::Tokenizer::fromJson(j.dump());
+        QCOMPARE(tok.encode("hello", true), (Ids{270, 259}));
+        QCOMPARE(tok.encode("hellx"), (Ids{271}));
+        QCOMPARE(tok.bosId(), std::optional<std::int32_t>(270));
+        j["model"]["ignore_merges"] = false;
+        QCOMPARE(sdw::Tokenizer::fromJson(j.dump()).encode("hellx"), (Ids{258, 120}));
+    }
+
+    void splitSequenceAndPairMerges() {
+        // Llama-3 layout: Split(Regex) + ByteLevel(use_regex=false); merges as pairs.
+        auto j = tinyTokenizerJson();
+        json pairs = json::array();
+        for (const auto& m : j["model"]["merges"]) {
+            const std::string s = m.get<std::string>();
+            const auto sp = s.find(' ');
+            pairs.push_back({s.substr(0, sp), s.substr(sp + 1)});
+        }
+        j["model"]["merges"] = pairs;
+        j["pre_tokenizer"] = {
+            {"type", "Sequence"},
+            {"pretokenizers",
+             {{{"type", "Split"}, {"pattern", {{"Regex", kLlama3Pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+        const auto tok = sdw::Tokenizer::fromJson(j.dump());
+        // "12345" splits as 123|45 (digits are single bytes here either way), "I'M" as I|'M.
+        QCOMPARE(tok.encode("hello world 12345"), (Ids{259, 264, 32, 49, 50, 51, 52, 53}));
+        QCOMPARE(tok.decode(tok.encode("x\t\t  y\n\n z")), std::string("x\t\t  y\n\n z"));
+    }
+
+    void nfcNormalizerApplies() {
+        auto j = tinyTokenizerJson();
+        j["normalizer"] = {{"type", "NFC"}};
+        const auto tok = sdw::Tokenizer::fromJson(j.dump());
+        // e + U+0301 becomes U+00E9 (C3 A9) before byte-level encoding.
+        QCOMPARE(tok.encode("e\xCC\x81"), (Ids{0xC3, 0xA9}));
+    }
+
+    // ---- streaming ------------------------------------------------------------------
+
+    void streamDecoderHoldsBackPartialCharacters() {
+        const auto tok = tinyTokenizer();
+        sdw::StreamDecoder s(tok);
+        QCOMPARE(s.push(259), std::string("hello"));
+        QCOMPARE(s.push(32), std::string(" "));
+        QCOMPARE(s.push(265), std::string());     // F0 9F
+        QCOMPARE(s.push(152), std::string());     // 98
+        QCOMPARE(s.push(128), std::string("😀"));  // 80 completes it
+        QCOMPARE(s.push(265), std::string());
+        QCOMPARE(s.flush(), std::string("\xEF\xBF\xBD"));
+        QCOMPARE(s.flush(), std::string());
+    }
+
+    void streamDecoderMatchesDecode() {
+        const auto tok = tinyTokenizer();
+        const std::string text = "<|im_start|>hé 👋🏽 日本\xF0\x9F" "x<tool> world";
+        const auto ids = tok.encode(text);
+        sdw::StreamDecoder s(tok), skip(tok, true);
+        std::string streamed, streamedSkip;
+        for (auto id : ids) {
+            streamed += s.push(id);
+            streamedSkip += skip.push(id);
+        }
+        streamed += s.flush();
+        streamedSkip += skip.flush();
+        QCOMPARE(streamed, tok.decode(ids));
+        QCOMPARE(streamedSkip, tok.decode(ids, true));
+        QVERIFY(streamedSkip.find("<|im_start|>") == std::string::npos);
+    }
+
+    // ---- errors -------------------------------------------------------------------------
+
+    void missingFile() {
+        try {
+            sdw::Tokenizer::fromFile("/nonexistent/dir/tokenizer.json");
+            QFAIL("expected TokenizerError");
+        } catch (const sdw::TokenizerError& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains("/nonexistent/dir/tokenizer.json"), e.what());
+            QVERIFY2(QString::fromUtf8(e.what()).contains("no such file"), e.what());
+        }
+    }
+
+    void badJson_data() {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("mentions");
+        auto mutate = [](auto&& f) {
+            auto j = tinyTokenizerJson();
+            f(j);
+            return QString::fromStdString(j.dump());
+        };
+        QTest::newRow("not json") << "{\"model\": [1, 2" << "not valid JSON";
+        QTest::newRow("no model") << "{}" << "no \"model\"";
+        QTest::newRow("unigram") << mutate([](json& j) { j["model"] = {{"type", "Unigram"}, {"vocab", json::array()}}; })
+                                 << "unsupported model type \"Unigram\"";
+        QTest::newRow("wordpiece") << mutate([](json& j) { j["model"]["type"] = "WordPiece"; })
+                                   << "unsupported model type \"WordPiece\"";
+        QTest::newRow("unknown merge token") << mutate([](json& j) { j["model"]["merges"].push_back("zz q"); })
+                                             << "merge 10 refers to unknown token 'zz'";
+        QTest::newRow("merge result missing") << mutate([](json& j) { j["model"]["merges"].push_back("x y"); })
+                                              << "'xy', which is not in the vocabulary";
+        QTest::newRow("malformed merge") << mutate([](json& j) { j["model"]["merges"].push_back("abc"); })
+                                         << "merge 10";
+        QTest::newRow("metaspace") << mutate([](json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; })
+                                   << "unsupported pre_tokenizer \"Metaspace\"";
+        QTest::newRow("no byte level") << mutate([](json& j) {
+            j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"}};
+        }) << "no ByteLevel";
+        QTest::newRow("bad regex") << mutate([](json& j) {
+            j["pre_tokenizer"] = {{"type", "Sequence"},
+                                  {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "(?<=x)"}}}},
+                                                     {{"type", "ByteLevel"}, {"use_regex", false}}}}};
+        }) << "Split pattern";
+        QTest::newRow("nfkc") << mutate([](json& j) { j["normalizer"] = {{"type", "NFKC"}}; })
+                              << "unsupported normalizer \"NFKC\"";
+        QTest::newRow("wordpiece decoder") << mutate([](json& j) { j["decoder"] = {{"type", "WordPiece"}}; })
+                                           << "unsupported decoder";
+    }
+    void badJson() {
+        QFETCH(QString, json);
+        QFETCH(QString, mentions);
+        try {
+            sdw::Tokenizer::fromJson(json.toStdString(), "some/tokenizer.json");
+            QFAIL("expected TokenizerError");
+        } catch (const sdw::TokenizerError& e) {
+            const QString msg = QString::fromUtf8(e.what());
+            QVERIFY2(msg.startsWith("some/tokenizer.json: "), e.what());
+            QVERIFY2(msg.contains(mentions), e.what());
+        }
+    }
+
+    void fromFileReadsConfig() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::filesystem::path d = dir.path().toStdString();
+        auto j = tinyTokenizerJson();
+        j["added_tokens"].push_back({{"id", 270}, {"content", "<s>"}, {"special", true}});
+        writeFile(d / "tokenizer.json", j.dump());
+        auto tok = sdw::Tokenizer::fromFile(d / "tokenizer.json");
+        QCOMPARE(tok.bosId(), std::optional<std::int32_t>(270));  // by name
+        QCOMPARE(tok.eosId(), std::optional<std::int32_t>(266));
+        writeFile(d / "tokenizer_config.json",
+                  json{{"bos_token", nullptr}, {"eos_token", {{"content", "<|im_end|>"}}}}.dump());
+        tok = sdw::Tokenizer::fromFile(d / "tokenizer.json");
+        QCOMPARE(tok.bosId(), std::optional<std::int32_t>());
+        QCOMPARE(tok.eosId(), std::optional<std::int32_t>(268));
+        QCOMPARE(tok.stopIds(), (Ids{268, 266}));
+        writeFile(d / "tokenizer.json", "not json");
+        try {
+            sdw::Tokenizer::fromFile(d / "tokenizer.json");
+            QFAIL("expected TokenizerError");
+        } catch (const sdw::TokenizerError& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(QString::fromStdString((d / "tokenizer.json").string())), e.what());
+        }
+    }
+
+    // ---- chat formatting ----------------------------------------------------------------
+
+    void chatFormats() {
+        QCOMPARE(sdw::formatChat(sdw::ChatFamily::Qwen3, "Hi?"),
+                 std::string("<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+        QCOMPARE(sdw::formatChat(sdw::ChatFamily::Llama3, "Hi?"),
+                 std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi?<|eot_id|>"
+                             "<|start_header_id|>assistant<|end_header_id|>\n\n"));
+        QCOMPARE(sdw::formatChat(sdw::ChatFamily::Llama3, "Hi?", "Be brief."),
+                 std::string("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                             "<|start_header_id|>user<|end_header_id|>\n\nHi?<|eot_id|>"
+                             "<|start_header_id|>assistant<|end_header_id|>\n\n"));
+        QCOMPARE(sdw::formatChat(sdw::ChatFamily::Qwen3, "Hi?", "Be brief."),
+                 std::string("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi?<|im_end|>\n"
+                             "<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+        QCOMPARE(sdw::formatChat(sdw::ChatFamily::Plain, "Hi?"), std::string("Hi?"));
+    }
+
+    void chatDetectionAndPromptIds() {
+        QTemporaryDir dir;
+        const std::filesystem::path d = dir.path().toStdString();
+        const auto qwen = tinyTokenizer();
+        QCOMPARE(sdw::detectChatFamily(qwen, d), sdw::ChatFamily::Qwen3);  // by special tokens
+        const auto ids = sdw::encodePrompt(qwen, sdw::ChatFamily::Qwen3, "hello");
+        QCOMPARE(ids.front(), 267);
+        QCOMPARE(qwen.decode(ids), sdw::formatChat(sdw::ChatFamily::Qwen3, "hello"));
+        QCOMPARE(std::count(ids.begin(), ids.end(), 268), 1);
+        // A template without chat markers: a base model, plain prompts.
+        writeFile(d / "tokenizer_config.json", json{{"chat_template", "{{ messages[0]['content'] }}"}}.dump());
+        QCOMPARE(sdw::detectChatFamily(qwen, d), sdw::ChatFamily::Plain);
+        writeFile(d / "tokenizer_config.json", json{{"chat_template", "{{'<|im_start|>' + role}}"}}.dump());
+        QCOMPARE(sdw::detectChatFamily(qwen, d), sdw::ChatFamily::Qwen3);
+
+        auto j = tinyTokenizerJson();
+        int id = 270;
+        for (const char* t : {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"})
+            j["added_tokens"].push_back({{"id", id++}, {"content", t}, {"special", true}});
+        const auto llama = sdw::Tokenizer::fromJson(j.dump());
+        std::filesystem::remove(d / "tokenizer_config.json");
+        QCOMPARE(sdw::detectChatFamily(llama, d), sdw::ChatFamily::Llama3);
+        const auto lids = sdw::encodePrompt(llama, sdw::ChatFamily::Llama3, "hello");
+        QCOMPARE(lids, (Ids{270, 271, 117, 115, 101, 114, 272, 10, 10, 259, 273, 271, 97, 115, 115, 105, 115, 116,
+                            97, 110, 116, 272, 10, 10}));
+        QCOMPARE(std::count(lids.begin(), lids.end(), 270), 1);  // bos once
+        QCOMPARE(sdw::encodePrompt(llama, sdw::ChatFamily::Plain, "hello"), (Ids{270, 259}));
+        QCOMPARE(sdw::encodePrompt(qwen, sdw::ChatFamily::Plain, "hello"), (Ids{259}));
+    }
+
+    // ---- golden cases from the reference library ---------------------------------------
+
+    void golden_data() {
+        QTest::addColumn<QString>("dir");
+        QTest::addColumn<std::string>("text");
+        QTest::addColumn<QString>("ids");
+        QTest::addColumn<std::vector<std::string>>("tokens");
+        QTest::addColumn<std::string>("decoded");
+        for (const auto& d : goldenDirs()) {
+            const auto cases = json::parse(readAll(d / "cases.json"));
+            for (const auto& c : cases) {
+                const std::string name = d.filename().string() + "/" + c.value("name", "?");
+                QTest::newRow(name.c_str()) << QString::fromStdString(d.string()) << c["text"].get<std::string>()
+                                            << show(c["ids"].get<Ids>()) << c["tokens"].get<std::vector<std::string>>()
+                                            << c["decoded"].get<std::string>();
+            }
+        }
+    }
+    void golden() {
+        if (goldenDirs().empty()) QSKIP("golden tokenizer files not generated yet");
+        QFETCH(QString, dir);
+        QFETCH(std::string, text);
+        QFETCH(QString, ids);
+        QFETCH(std::vector<std::string>, tokens);
+        QFETCH(std::string, decoded);
+        const auto tok = sdw::Tokenizer::fromFile(std::filesystem::path(dir.toStdString()) / "tokenizer.json");
+        const auto got = tok.encode(text);
+        QCOMPARE(show(got), ids);
+        std::vector<std::string> gotTokens;
+        for (auto id : got) gotTokens.push_back(tok.tokenText(id));
+        QCOMPARE(show(gotTokens), show(tokens));
+        QCOMPARE(tok.decode(got), decoded);
+        QCOMPARE(tok.decode(got), text);
+    }
+
+    // ---- throughput ----------------------------------------------------------------------
+
+    void encodesBrownQuickly() {
+        const auto corpus = std::filesystem::path(SDW_SOURCE_DIR) / "samples/corpus/brown-calib.txt";
+        if (!std::filesystem::exists(corpus)) QSKIP("samples/corpus/brown-calib.txt not present");
+        const std::string text = readAll(corpus).substr(0, 1 << 20);
+        const auto dirs = goldenDirs();
+        const auto tok = dirs.empty() ? tinyTokenizer() : sdw::Tokenizer::fromFile(dirs.front() / "tokenizer.json");
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto ids = tok.encode(text);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        qInfo("encoded 1 MiB of Brown text into %zu tokens in %.3f s with %s", ids.size(), secs,
+              tok.sourceName().c_str());
+        QCOMPARE(tok.decode(ids), text);
+        QVERIFY2(secs < 10.0, "encoding 1 MiB took more than 10 s");
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTokenizer)
+#include "test_tokenizer.moc"
