@@ -24,7 +24,8 @@ const char* chatFamilyName(ChatFamily family);
 ChatFamily detectChatFamily(const Tokenizer& tokenizer, const std::filesystem::path& modelDir);
 
 // The prompt text for one user turn, ending where the assistant's reply
-// starts. Plain returns `user` unchanged (no bos: encodePrompt adds it).
+// starts. Plain returns `user` unchanged and ignores `system` (no bos:
+// encodePrompt adds it).
 std::string formatChat(ChatFamily family, std::string_view user, std::string_view system = {});
 
 // Token ids of the prompt: for Plain, bos (when the tokenizer has one)
