@@ -20,6 +20,7 @@
 #include <QTabWidget>
 
 #include <atomic>
+#include <cstring>
 
 namespace sdw::app {
 
@@ -31,6 +32,9 @@ void logHandler(QtMsgType type, const QMessageLogContext& ctx, const QString& ms
   if (gPreviousHandler) gPreviousHandler(type, ctx, msg);
   widgets::LogView* view = gLogView.load();
   if (!view) return;
+  // Platform-plugin chatter (e.g. the offscreen plugin) is not the user's business.
+  if (ctx.category && std::strncmp(ctx.category, "qt.", 3) == 0) return;
+  if (msg.contains(QLatin1String("propagateSizeHints"))) return;
   widgets::LogView::Level level = widgets::LogView::Level::Info;
   switch (type) {
     case QtDebugMsg: level = widgets::LogView::Level::Debug; break;
