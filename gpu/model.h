@@ -1,0 +1,123 @@
+#pragma once
+// The model runtime: a Llama / Qwen3 decoder loaded from a Hugging Face
+// checkpoint (or built with random weights from a config), on CPU or CUDA.
+// Plain types only; LibTorch stays behind the pimpl (engine code reaches the
+// tensors through gpu/model_internal.h).
+//
+//   auto m = Model::load("samples/tiny-llama", {.device = "cuda", .dtype = "bfloat16"});
+//   auto r = m->generate(promptIds, {.maxNewTokens = 60});
+//
+// Not thread-safe: one thread drives a Model at a time.
+
+#include "core/progress.h"
+#include "gpu/model_config.h"
+#include "gpu/sampling.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sdw::gpu {
+
+struct LoadOptions {
+  std::string device = "cpu";     // "cpu", "cuda" or "cuda:N"
+  std::string dtype = "float32";  // "float32", "bfloat16", "float16"
+};
+
+enum class Phase { Prefill, Decode };
+const char* phaseName(Phase p);
+
+// One projection input seen during a forward pass: `tokens` consecutive
+// positions of one prompt starting at `position`, each a row of `dIn` values.
+// Modules reading the same input (q/k/v; gate/up) come as one event.
+struct ActivationEvent {
+  std::vector<std::string> modules;  // checkpoint names, e.g. {"model.layers.0.self_attn.q_proj", ...k_proj, ...v_proj}
+  int layer = 0;
+  Phase phase = Phase::Prefill;
+  int promptIndex = 0;  // index into the batch (0 for single-prompt calls)
+  int position = 0;     // position of the first row (0 = first prompt token)
+  int tokens = 0;
+  std::int64_t dIn = 0;
+};
+// x: [tokens, dIn] row-major fp32 on the host (copied from the device for
+// this observer only). lm_head's input is not observed (it is never pruned).
+using ActivationObserver = std::function<void(const ActivationEvent&, std::span<const float> x)>;
+
+struct GenerationOptions {
+  int maxNewTokens = 32;
+  SamplingOptions sampling;          // greedy by default
+  std::vector<std::int32_t> stopIds; // generation ends after emitting one of these (it is kept)
+  bool keepLogits = false;           // return the logit row each token was chosen from
+};
+
+enum class StopReason { MaxTokens, StopToken, Callback, ContextFull };
+const char* stopReasonName(StopReason r);
+
+struct GenerationResult {
+  std::vector<std::int32_t> tokens;  // generated tokens only (a stop token included)
+  StopReason stopReason = StopReason::MaxTokens;
+  int promptTokens = 0;
+  double prefillSeconds = 0;
+  double decodeSeconds = 0;          // all decode steps of the call
+  std::vector<float> logits;         // [tokens, vocab] fp32 with keepLogits, else empty
+};
+
+// RoPE inverse frequencies [headDim/2] as the model uses them (fp32, incl.
+// the Llama-3 scaling), for checks against the reference.
+std::vector<float> ropeInvFreq(const ModelConfig& config);
+
+class Model {
+ public:
+  // Reads config.json (+ generation_config.json) and the safetensors weights.
+  // Progress in bytes; returning false cancels (throws sdw::Cancelled).
+  // Errors name the file and tensor (missing, wrong shape, truncated).
+  static std::unique_ptr<Model> load(const std::filesystem::path& dir, const LoadOptions& options = {},
+                                     const ProgressFn& progress = {});
+  // Random weights (normal(0, stddev), norms 1) for benchmarks and tests.
+  static std::unique_ptr<Model> randomInit(const ModelConfig& config, const LoadOptions& options = {},
+                                           std::uint64_t seed = 0, double stddev = 0.02);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const;
+  const LoadOptions& options() const;
+  // On CPU, bf16/fp16 weights are rounded to that dtype but computed in fp32.
+  std::string computeDtype() const;
+  std::vector<ModuleInfo> modules() const;
+  std::uint64_t parameterCount() const;
+  std::uint64_t weightBytes() const;  // as stored (a tied lm_head counted once)
+
+  // Teacher-forced forward over `ids` (no cache). Returns [T, vocab] fp32, row-major.
+  std::vector<float> logits(std::span<const std::int32_t> ids);
+
+  // Prefill + decode with a static KV cache. onToken sees each new token;
+  // returning false stops (StopReason::Callback).
+  GenerationResult generate(std::span<const std::int32_t> promptIds, const GenerationOptions& options,
+                            const std::function<bool(std::int32_t token)>& onToken = {});
+  // Several prompts of different lengths at once (left padding with a key
+  // mask and per-row positions). Rows stop independently. onToken gets the
+  // prompt index; returning false stops every row.
+  std::vector<GenerationResult> generateBatch(
+      const std::vector<std::vector<std::int32_t>>& prompts, const GenerationOptions& options,
+      const std::function<bool(int promptIndex, std::int32_t token)>& onToken = {});
+
+  // Observers see every projection input of every later forward pass.
+  // Without any, nothing is copied. Returns an id for removeObserver.
+  int addObserver(ActivationObserver observer);
+  void removeObserver(int id);
+
+  // Engine-internal state (gpu/model_internal.h).
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sdw::gpu

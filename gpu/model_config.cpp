@@ -1,0 +1,296 @@
+#include "gpu/model_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sdw::gpu {
+
+namespace {
+
+using nlohmann::json;
+
+std::runtime_error configError(const std::string& source, const std::string& what) {
+  return std::runtime_error(source + ": " + what);
+}
+
+std::int64_t requireInt(const json& j, const char* key, const std::string& source) {
+  if (!j.contains(key) || j[key].is_null())
+    throw configError(source, std::string("missing required field \"") + key + "\"");
+  if (!j[key].is_number_integer())
+    throw configError(source, std::string("field \"") + key + "\" must be an integer, got " + j[key].dump());
+  return j[key].get<std::int64_t>();
+}
+
+template <typename T>
+T optional(const json& j, const char* key, T fallback, const std::string& source) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  try {
+    return j[key].get<T>();
+  } catch (const json::exception&) {
+    throw configError(source, std::string("field \"") + key + "\" has the wrong type: " + j[key].dump());
+  }
+}
+
+// eos_token_id: an integer or a list of integers (or null).
+std::vector<std::int32_t> idList(const json& j, const char* key) {
+  std::vector<std::int32_t> out;
+  if (!j.contains(key) || j[key].is_null()) return out;
+  if (j[key].is_number_integer()) out.push_back(j[key].get<std::int32_t>());
+  else if (j[key].is_array())
+    for (const auto& v : j[key])
+      if (v.is_number_integer()) out.push_back(v.get<std::int32_t>());
+  return out;
+}
+
+std::optional<std::int32_t> optId(const json& j, const char* key) {
+  if (j.contains(key) && j[key].is_number_integer()) return j[key].get<std::int32_t>();
+  return std::nullopt;
+}
+
+void parseRope(const json& j, ModelConfig& c, const std::string& source) {
+  c.ropeTheta = optional<double>(j, "rope_theta", 10000.0, source);
+  // Newer transformers write {"rope_parameters": {"rope_theta", "rope_type", ...}}.
+  json scaling;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    scaling = j["rope_parameters"];
+    c.ropeTheta = optional<double>(scaling, "rope_theta", c.ropeTheta, source);
+  } else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+    scaling = j["rope_scaling"];
+  }
+  if (scaling.is_null()) return;
+  std::string type = optional<std::string>(scaling, "rope_type", "", source);
+  if (type.empty()) type = optional<std::string>(scaling, "type", "", source);
+  if (type.empty() || type == "default") return;
+  if (type != "llama3")
+    throw configError(source, "RoPE scaling type \"" + type + "\" is not supported (supported: none, \"llama3\")");
+  const auto need = [&](const char* key) {
+    if (!scaling.contains(key) || !scaling[key].is_number())
+      throw configError(source, std::string("llama3 rope_scaling needs the number \"") + key + "\"");
+    return scaling[key].get<double>();
+  };
+  c.ropeScaling.type = "llama3";
+  c.ropeScaling.factor = need("factor");
+  c.ropeScaling.lowFreqFactor = need("low_freq_factor");
+  c.ropeScaling.highFreqFactor = need("high_freq_factor");
+  c.ropeScaling.originalMaxPositionEmbeddings = static_cast<std::int64_t>(need("original_max_position_embeddings"));
+  if (c.ropeScaling.highFreqFactor == c.ropeScaling.lowFreqFactor)
+    throw configError(source, "llama3 rope_scaling: high_freq_factor must differ from low_freq_factor");
+}
+
+}  // namespace
+
+ModelConfig parseModelConfig(const std::string& jsonText, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(jsonText);
+  } catch (const json::exception& e) {
+    throw configError(source, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw configError(source, "not a JSON object");
+
+  ModelConfig c;
+  std::string arch;
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string())
+    arch = j["architectures"][0].get<std::string>();
+  const std::string modelType = optional<std::string>(j, "model_type", "", source);
+  if (arch == "LlamaForCausalLM" || (arch.empty() && modelType == "llama")) {
+    c.architecture = Architecture::Llama;
+    c.architectureName = "LlamaForCausalLM";
+    c.modelType = "llama";
+  } else if (arch == "Qwen3ForCausalLM" || (arch.empty() && modelType == "qwen3")) {
+    c.architecture = Architecture::Qwen3;
+    c.architectureName = "Qwen3ForCausalLM";
+    c.modelType = "qwen3";
+  } else {
+    const std::string named = !arch.empty() ? arch : !modelType.empty() ? "model_type " + modelType : "(none given)";
+    throw configError(source, "unsupported architecture " + named +
+                                  " (supported: LlamaForCausalLM, Qwen3ForCausalLM)");
+  }
+
+  c.vocabSize = requireInt(j, "vocab_size", source);
+  c.hiddenSize = requireInt(j, "hidden_size", source);
+  c.intermediateSize = requireInt(j, "intermediate_size", source);
+  c.numLayers = requireInt(j, "num_hidden_layers", source);
+  c.numHeads = requireInt(j, "num_attention_heads", source);
+  c.numKvHeads = optional<std::int64_t>(j, "num_key_value_heads", c.numHeads, source);
+  c.headDim = optional<std::int64_t>(j, "head_dim", 0, source);
+  if (c.headDim == 0 && c.numHeads > 0) c.headDim = c.hiddenSize / c.numHeads;
+  c.maxPositionEmbeddings = optional<std::int64_t>(
+      j, "max_position_embeddings", c.architecture == Architecture::Qwen3 ? 40960 : 2048, source);
+  c.rmsNormEps = optional<double>(j, "rms_norm_eps", 1e-6, source);
+  parseRope(j, c, source);
+  c.tieWordEmbeddings = optional<bool>(j, "tie_word_embeddings", false, source);
+  c.torchDtype = optional<std::string>(j, "torch_dtype", "", source);
+  if (c.torchDtype.empty()) c.torchDtype = optional<std::string>(j, "dtype", "", source);
+  c.bosTokenId = optId(j, "bos_token_id");
+  c.eosTokenIds = idList(j, "eos_token_id");
+
+  const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
+  if (act != "silu") throw configError(source, "hidden_act \"" + act + "\" is not supported (supported: silu)");
+  if (optional<bool>(j, "attention_bias", false, source))
+    throw configError(source, "attention_bias = true is not supported");
+  if (optional<bool>(j, "mlp_bias", false, source)) throw configError(source, "mlp_bias = true is not supported");
+  if (optional<bool>(j, "use_sliding_window", false, source))
+    throw configError(source, "use_sliding_window = true is not supported");
+  c.validate(source);
+  return c;
+}
+
+void ModelConfig::validate(const std::string& source) const {
+  const auto bad = [&](const std::string& w) { return std::invalid_argument(source + ": " + w); };
+  if (vocabSize <= 0) throw bad("vocab_size must be positive");
+  if (hiddenSize <= 0) throw bad("hidden_size must be positive");
+  if (intermediateSize <= 0) throw bad("intermediate_size must be positive");
+  if (numLayers <= 0) throw bad("num_hidden_layers must be positive");
+  if (numHeads <= 0) throw bad("num_attention_heads must be positive");
+  if (numKvHeads <= 0 || numHeads % numKvHeads != 0)
+    throw bad("num_key_value_heads (" + std::to_string(numKvHeads) + ") must divide num_attention_heads (" +
+              std::to_string(numHeads) + ")");
+  if (headDim <= 0 || headDim % 2 != 0) throw bad("head_dim must be positive and even");
+  if (maxPositionEmbeddings <= 0) throw bad("max_position_embeddings must be positive");
+  if (!(rmsNormEps > 0)) throw bad("rms_norm_eps must be positive");
+  if (!(ropeTheta > 0)) throw bad("rope_theta must be positive");
+}
+
+std::int64_t ModelConfig::parameterCount() const {
+  const std::int64_t perLayer = hiddenSize * qDim() + 2 * hiddenSize * kvDim() + qDim() * hiddenSize +
+                                3 * hiddenSize * intermediateSize + 2 * hiddenSize +
+                                (hasQkNorm() ? 2 * headDim : 0);
+  return vocabSize * hiddenSize * (tieWordEmbeddings ? 1 : 2) + numLayers * perLayer + hiddenSize;
+}
+
+ModelConfig loadModelConfigFile(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error(file.string() + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseModelConfig(ss.str(), file.string());
+}
+
+ModelConfig loadModelConfig(const std::filesystem::path& dir) {
+  const auto cfgPath = dir / "config.json";
+  if (!std::filesystem::exists(cfgPath)) throw std::runtime_error(dir.string() + ": no config.json in this folder");
+  ModelConfig c = loadModelConfigFile(cfgPath);
+  const auto genPath = dir / "generation_config.json";
+  if (std::filesystem::exists(genPath)) {
+    std::ifstream in(genPath);
+    json g;
+    try {
+      g = json::parse(in);
+    } catch (const json::exception& e) {
+      throw configError(genPath.string(), std::string("not valid JSON: ") + e.what());
+    }
+    auto& d = c.generation;
+    d.present = true;
+    if (g.contains("do_sample") && g["do_sample"].is_boolean()) d.doSample = g["do_sample"].get<bool>();
+    if (g.contains("temperature") && g["temperature"].is_number()) d.temperature = g["temperature"].get<double>();
+    if (g.contains("top_k") && g["top_k"].is_number_integer()) d.topK = g["top_k"].get<int>();
+    if (g.contains("top_p") && g["top_p"].is_number()) d.topP = g["top_p"].get<double>();
+    d.eosTokenIds = idList(g, "eos_token_id");
+    d.bosTokenId = optId(g, "bos_token_id");
+  }
+  return c;
+}
+
+std::string modelConfigToJson(const ModelConfig& c) {
+  json j = {{"architectures", {c.architectureName}},
+            {"model_type", c.modelType},
+            {"vocab_size", c.vocabSize},
+            {"hidden_size", c.hiddenSize},
+            {"intermediate_size", c.intermediateSize},
+            {"num_hidden_layers", c.numLayers},
+            {"num_attention_heads", c.numHeads},
+            {"num_key_value_heads", c.numKvHeads},
+            {"head_dim", c.headDim},
+            {"max_position_embeddings", c.maxPositionEmbeddings},
+            {"rms_norm_eps", c.rmsNormEps},
+            {"rope_theta", c.ropeTheta},
+            {"tie_word_embeddings", c.tieWordEmbeddings},
+            {"hidden_act", "silu"}};
+  if (!c.torchDtype.empty()) j["torch_dtype"] = c.torchDtype;
+  if (c.bosTokenId) j["bos_token_id"] = *c.bosTokenId;
+  if (c.eosTokenIds.size() == 1) j["eos_token_id"] = c.eosTokenIds[0];
+  else if (!c.eosTokenIds.empty()) j["eos_token_id"] = c.eosTokenIds;
+  if (c.ropeScaling.type == "llama3")
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", c.ropeScaling.factor},
+                         {"low_freq_factor", c.ropeScaling.lowFreqFactor},
+                         {"high_freq_factor", c.ropeScaling.highFreqFactor},
+                         {"original_max_position_embeddings", c.ropeScaling.originalMaxPositionEmbeddings}};
+  return j.dump(2);
+}
+
+ModelConfig llama31_8bConfig() {
+  ModelConfig c;
+  c.architecture = Architecture::Llama;
+  c.architectureName = "LlamaForCausalLM";
+  c.modelType = "llama";
+  c.vocabSize = 128256;
+  c.hiddenSize = 4096;
+  c.intermediateSize = 14336;
+  c.numLayers = 32;
+  c.numHeads = 32;
+  c.numKvHeads = 8;
+  c.headDim = 128;
+  c.maxPositionEmbeddings = 131072;
+  c.rmsNormEps = 1e-5;
+  c.ropeTheta = 500000.0;
+  c.ropeScaling = {"llama3", 8.0, 1.0, 4.0, 8192};
+  c.tieWordEmbeddings = false;
+  c.torchDtype = "bfloat16";
+  c.bosTokenId = 128000;
+  c.eosTokenIds = {128001, 128008, 128009};
+  return c;
+}
+
+std::string architectureSummary(const ModelConfig& c) {
+  std::ostringstream s;
+  s << c.architectureName << ", " << c.numLayers << " layers, hidden " << c.hiddenSize << ", intermediate "
+    << c.intermediateSize << ", " << c.numHeads << " heads / " << c.numKvHeads << " kv heads, head_dim "
+    << c.headDim << ", vocab " << c.vocabSize;
+  return s.str();
+}
+
+}  // namespace sdw::gpu
+
+namespace sdw::gpu {
+
+std::string canonicalDtype(const std::string& dtype) {
+  if (dtype == "float32" || dtype == "fp32" || dtype == "f32" || dtype == "float") return "float32";
+  if (dtype == "bfloat16" || dtype == "bf16") return "bfloat16";
+  if (dtype == "float16" || dtype == "fp16" || dtype == "f16" || dtype == "half") return "float16";
+  throw std::invalid_argument("unsupported dtype '" + dtype + "' (supported: float32, bfloat16, float16)");
+}
+
+std::size_t dtypeBytes(const std::string& dtype) {
+  const std::string c = canonicalDtype(dtype);
+  return c == "float32" ? 4 : 2;
+}
+
+std::vector<ModuleInfo> projectionModules(const ModelConfig& c, const std::string& dtype) {
+  const std::string dt = canonicalDtype(dtype);
+  const std::uint64_t eb = dtypeBytes(dt);
+  std::vector<ModuleInfo> out;
+  const auto add = [&](std::string name, std::string kind, int layer, std::int64_t o, std::int64_t i) {
+    out.push_back({std::move(name), std::move(kind), layer, o, i, dt,
+                   static_cast<std::uint64_t>(o) * static_cast<std::uint64_t>(i) * eb});
+  };
+  for (int l = 0; l < c.numLayers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "self_attn.q_proj", "q_proj", l, c.qDim(), c.hiddenSize);
+    add(p + "self_attn.k_proj", "k_proj", l, c.kvDim(), c.hiddenSize);
+    add(p + "self_attn.v_proj", "v_proj", l, c.kvDim(), c.hiddenSize);
+    add(p + "self_attn.o_proj", "o_proj", l, c.hiddenSize, c.qDim());
+    add(p + "mlp.gate_proj", "gate_proj", l, c.intermediateSize, c.hiddenSize);
+    add(p + "mlp.up_proj", "up_proj", l, c.intermediateSize, c.hiddenSize);
+    add(p + "mlp.down_proj", "down_proj", l, c.hiddenSize, c.intermediateSize);
+  }
+  add("lm_head", "lm_head", -1, c.vocabSize, c.hiddenSize);
+  return out;
+}
+
+}  // namespace sdw::gpu

@@ -1,0 +1,104 @@
+#pragma once
+// A decoder's shape and hyper-parameters, parsed from a Hugging Face
+// `config.json` (+ `generation_config.json`). Plain types, torch-free.
+//
+// Supported: LlamaForCausalLM (incl. the Llama-3 "llama3" RoPE scaling) and
+// Qwen3ForCausalLM (per-head q/k RMSNorm, head_dim may differ from
+// hidden/heads). Anything else is refused with a message that names it.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sdw::gpu {
+
+enum class Architecture { Llama, Qwen3 };
+
+struct RopeScaling {
+  std::string type;  // "" (none) or "llama3"
+  double factor = 1.0;
+  double lowFreqFactor = 1.0;
+  double highFreqFactor = 4.0;
+  std::int64_t originalMaxPositionEmbeddings = 8192;
+};
+
+// Sampling defaults a checkpoint ships in generation_config.json.
+struct GenerationDefaults {
+  bool present = false;
+  std::optional<bool> doSample;
+  std::optional<double> temperature;
+  std::optional<int> topK;
+  std::optional<double> topP;
+  std::vector<std::int32_t> eosTokenIds;
+  std::optional<std::int32_t> bosTokenId;
+};
+
+struct ModelConfig {
+  Architecture architecture = Architecture::Llama;
+  std::string architectureName = "LlamaForCausalLM";
+  std::string modelType = "llama";
+  std::int64_t vocabSize = 0;
+  std::int64_t hiddenSize = 0;
+  std::int64_t intermediateSize = 0;
+  std::int64_t numLayers = 0;
+  std::int64_t numHeads = 0;
+  std::int64_t numKvHeads = 0;
+  std::int64_t headDim = 0;
+  std::int64_t maxPositionEmbeddings = 2048;
+  double rmsNormEps = 1e-6;
+  double ropeTheta = 10000.0;
+  RopeScaling ropeScaling;
+  bool tieWordEmbeddings = false;
+  std::string torchDtype;  // as declared ("bfloat16", ...); may be empty
+  std::optional<std::int32_t> bosTokenId;
+  std::vector<std::int32_t> eosTokenIds;
+  GenerationDefaults generation;
+
+  bool hasQkNorm() const { return architecture == Architecture::Qwen3; }
+  std::int64_t qDim() const { return numHeads * headDim; }
+  std::int64_t kvDim() const { return numKvHeads * headDim; }
+
+  // Parameter count (lm_head counted once when tied).
+  std::int64_t parameterCount() const;
+  // Throws std::invalid_argument naming the inconsistent field.
+  void validate(const std::string& source) const;
+};
+
+// Parses config.json text. `source` names the file in error messages.
+ModelConfig parseModelConfig(const std::string& jsonText, const std::string& source = "config.json");
+// dir/config.json and, when present, dir/generation_config.json.
+ModelConfig loadModelConfig(const std::filesystem::path& dir);
+// A config file on its own (bench shapes).
+ModelConfig loadModelConfigFile(const std::filesystem::path& file);
+
+// Serialises the fields we use back into Hugging Face config.json form.
+std::string modelConfigToJson(const ModelConfig& c);
+
+// Llama-3.1-8B's published shape (bench decode default).
+ModelConfig llama31_8bConfig();
+
+std::string architectureSummary(const ModelConfig& c);  // "LlamaForCausalLM, 32 layers, ..."
+
+// Bytes per element of "float32" / "bfloat16" / "float16" (also "fp32",
+// "bf16", "fp16"); throws std::invalid_argument naming the supported ones.
+std::size_t dtypeBytes(const std::string& dtype);
+// The canonical name ("float32", "bfloat16", "float16") of a dtype spelling.
+std::string canonicalDtype(const std::string& dtype);
+
+// One linear projection, named as in the checkpoint (without ".weight").
+struct ModuleInfo {
+  std::string name;  // "model.layers.3.self_attn.q_proj", "lm_head"
+  std::string kind;  // "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"
+  int layer = -1;    // -1 for lm_head
+  std::int64_t outFeatures = 0;  // weight is [out, in]
+  std::int64_t inFeatures = 0;
+  std::string dtype;
+  std::uint64_t bytes = 0;
+};
+// Every linear projection of the decoder in checkpoint order, then lm_head.
+std::vector<ModuleInfo> projectionModules(const ModelConfig& c, const std::string& dtype);
+
+}  // namespace sdw::gpu

@@ -1,0 +1,38 @@
+#pragma once
+// Next-token choice from a logit row: greedy, or seeded temperature / top-k /
+// top-p sampling in the order Hugging Face applies them (temperature, then
+// top-k, then top-p). Torch-free: the final distribution is sampled on the
+// host from a seeded 64-bit Mersenne Twister, so a seed gives the same tokens
+// on every machine and LibTorch version.
+
+#include <cstdint>
+#include <random>
+#include <span>
+
+namespace sdw::gpu {
+
+struct SamplingOptions {
+  double temperature = 0.0;  // <= 0: greedy (argmax, first index on ties)
+  int topK = 0;              // 0: off
+  double topP = 1.0;         // 1: off
+  std::uint64_t seed = 0;
+  bool greedy() const { return temperature <= 0.0; }
+};
+
+// Index of the largest value (the first one on ties); NaNs are never chosen.
+std::int32_t argmax(std::span<const float> logits);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingOptions& options);
+  // Throws std::invalid_argument on an empty row or bad options.
+  std::int32_t next(std::span<const float> logits);
+  // Uniform double in [0, 1) from the seeded stream (exposed for tests).
+  double uniform();
+
+ private:
+  SamplingOptions opt_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace sdw::gpu
