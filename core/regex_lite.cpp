@@ -481,12 +481,15 @@ public:
 
     bool matchAt(std::size_t pos, std::size_t& end) {
         frames_.clear();
+        depth_ = 0;
         if (!run(re_.start_, pos)) return false;
         end = end_;
         return true;
     }
 
 private:
+    static constexpr std::size_t kMaxGroupIterations = 1000;
+
     struct Frame {
         int rep;
         int count;
@@ -503,6 +506,16 @@ private:
     }
 
     bool repeatStep(int rep, std::size_t pos, int count) {
+        // Each iteration of a repeated group nests one level of recursion;
+        // single-character repeats (all the known patterns use) loop instead.
+        if (depth_ >= kMaxGroupIterations)
+            throw RegexError("regex " + re_.pattern_ + ": a repeated group matched more than " +
+                             std::to_string(kMaxGroupIterations) + " times");
+        struct DepthGuard {
+            std::size_t& d;
+            explicit DepthGuard(std::size_t& v) : d(v) { ++d; }
+            ~DepthGuard() { --d; }
+        } guard(depth_);
         const auto& r = re_.nodes_[static_cast<std::size_t>(rep)];
         auto more = [&] {
             if (r.max >= 0 && count >= r.max) return false;
@@ -592,6 +605,7 @@ private:
     std::u32string_view t_;
     std::vector<Frame> frames_;
     std::size_t end_ = 0;
+    std::size_t depth_ = 0;  // nested repeatStep calls
 };
 
 RegexLite::RegexLite(std::string_view pattern) : pattern_(pattern) {

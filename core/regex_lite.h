@@ -12,6 +12,8 @@
 // lookahead `(?=...)` `(?!...)`, quantifiers ? * + {n} {n,} {n,m} and their
 // lazy forms. Case-insensitivity uses simple case folding for ASCII (plus
 // U+017F and U+212A). Anything else is rejected with RegexError.
+// Limit: a quantified group (not a single character or class) may repeat at
+// most 1000 times in one match; beyond that matching throws RegexError.
 
 #include "core/unicode.h"
 

@@ -193,6 +193,12 @@ private Q_SLOTS:
         // Alternation: the leftmost alternative wins, not the longest.
         QCOMPARE(sdw::RegexLite("a|ab").findAll(std::string_view("ab")),
                  (std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}}));
+        // Deeply repeated groups fail cleanly instead of exhausting the stack.
+        std::string abs;
+        for (int i = 0; i < 3000; ++i) abs += "ab";
+        QVERIFY_THROWS_EXCEPTION(sdw::RegexError, sdw::RegexLite("(?:ab)+").findAll(std::string_view(abs)));
+        QCOMPARE(sdw::RegexLite("(?:ab)+").findAll(std::string_view(abs).substr(0, 1000)),
+                 (std::vector<std::pair<std::size_t, std::size_t>>{{0, 1000}}));
         // Quantified group with alternation and backtracking into it.
         QCOMPARE(sdw::RegexLite("(?:a|ab)*c").findAll(std::string_view("abac")),
                  (std::vector<std::pair<std::size_t, std::size_t>>{{0, 4}}));
