@@ -1,0 +1,170 @@
+// Dense GEMV, fp32 accumulation: the honest baseline for the sparse kernel.
+//
+// Each warp owns `R` consecutive rows; per step a lane streams one 16-byte chunk
+// (8 values) of each row with __ldcg and the matching x chunk with __ldca, so a
+// warp step reads R x 512 contiguous bytes; `U` steps are loaded before use.
+// Lanes are reduced with shuffles, warps through shared memory, split-K blocks
+// with the same two-pass epilogue as the sparse kernel (splitk.cuh).
+
+#include "gpu/kernels/gemv.cuh"
+#include "gpu/kernels/splitk.cuh"
+
+#include <algorithm>
+
+namespace sdw::kernels {
+namespace {
+
+using detail::hi16;
+using detail::lo16;
+
+constexpr int kMaxWarps = 8;
+
+template <typename T>
+__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
+  acc = fmaf(lo16<T>(w.x), lo16<T>(x.x), acc);
+  acc = fmaf(hi16<T>(w.x), hi16<T>(x.x), acc);
+  acc = fmaf(lo16<T>(w.y), lo16<T>(x.y), acc);
+  acc = fmaf(hi16<T>(w.y), hi16<T>(x.y), acc);
+  acc = fmaf(lo16<T>(w.z), lo16<T>(x.z), acc);
+  acc = fmaf(hi16<T>(w.z), hi16<T>(x.z), acc);
+  acc = fmaf(lo16<T>(w.w), lo16<T>(x.w), acc);
+  acc = fmaf(hi16<T>(w.w), hi16<T>(x.w), acc);
+  return acc;
+}
+
+template <typename T, int B, int R, int U>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    denseGemvKernel(const uint4* __restrict__ w, std::int64_t rows, std::int64_t cols8, std::int64_t chunksPerSplit,
+                    const uint4* __restrict__ x, T* __restrict__ y, std::int64_t ldy, float* __restrict__ ws,
+                    unsigned* __restrict__ counters) {
+  __shared__ float red[32 * B];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const int rowsPerBlock = W * R;
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * rowsPerBlock + warp * R;
+  const std::int64_t k0 = static_cast<std::int64_t>(blockIdx.y) * chunksPerSplit;
+  const std::int64_t k1 = min(cols8, k0 + chunksPerSplit);
+  const uint4* wr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) wr[r] = w + min(r0 + r, rows - 1) * cols8;  // rows past the end: read, discard
+
+  float acc[R][B];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int b = 0; b < B; ++b) acc[r][b] = 0.f;
+
+  std::int64_t k = k0 + lane;
+  for (; k + 32 * (U - 1) < k1; k += 32 * U) {
+    uint4 wv[U][R], xv[U][B];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) wv[u][r] = __ldcg(wr[r] + k + 32 * u);
+#pragma unroll
+      for (int b = 0; b < B; ++b) xv[u][b] = __ldca(x + b * cols8 + k + 32 * u);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int b = 0; b < B; ++b) acc[r][b] = dot8<T>(wv[u][r], xv[u][b], acc[r][b]);
+  }
+  for (; k < k1; k += 32) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint4 wv = __ldcg(wr[r] + k);
+#pragma unroll
+      for (int b = 0; b < B; ++b) acc[r][b] = dot8<T>(wv, __ldca(x + b * cols8 + k), acc[r][b]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      float v = acc[r][b];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      if (lane == 0) red[b * 32 + warp * R + r] = v;
+    }
+  __syncthreads();
+  if (warp != 0) return;
+  float tot[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) tot[b] = lane < rowsPerBlock ? red[b * 32 + lane] : 0.f;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * rowsPerBlock + lane;
+  const std::int64_t slot = row;
+  detail::finishRows<T, B>(tot, lane < rowsPerBlock, row, lane < rowsPerBlock && row < rows, y, ldy, ws,
+                           counters + blockIdx.x, slot, static_cast<std::int64_t>(gridDim.x) * rowsPerBlock);
+}
+
+template <typename T, int B, int R, int U>
+cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, const void* x, void* y, std::int64_t ldy,
+                        const GemvConfig& cfg, float* ws, unsigned* counters, cudaStream_t stream) {
+  const std::int64_t cols8 = cols / 8;
+  const std::int64_t steps = (cols8 + 31) / 32;  // 32-chunk warp steps
+  const std::int64_t S = std::clamp<std::int64_t>(cfg.splitK, 1, steps);
+  const std::int64_t chunksPerSplit = (steps + S - 1) / S * 32;
+  const std::int64_t splits = (cols8 + chunksPerSplit - 1) / chunksPerSplit;
+  const int rowsPerBlock = cfg.warps * R;
+  dim3 grid(static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), static_cast<unsigned>(splits));
+  denseGemvKernel<T, B, R, U><<<grid, cfg.warps * 32, 0, stream>>>(
+      static_cast<const uint4*>(w), rows, cols8, chunksPerSplit, static_cast<const uint4*>(x), static_cast<T*>(y),
+      ldy, ws, counters);
+  return cudaGetLastError();
+}
+
+template <typename T, int B>
+cudaError_t byShape(const void* w, std::int64_t rows, std::int64_t cols, const void* x, void* y, std::int64_t ldy,
+                    const GemvConfig& cfg, float* ws, unsigned* counters, cudaStream_t stream) {
+#define SDW_GEMV_CASE(r, u)                   \
+  if (cfg.rowsPerWarp == r && cfg.unroll == u) \
+    return launchTyped<T, B, r, u>(w, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+  SDW_GEMV_CASE(1, 1) SDW_GEMV_CASE(1, 2) SDW_GEMV_CASE(2, 1) SDW_GEMV_CASE(2, 2)
+  SDW_GEMV_CASE(4, 1) SDW_GEMV_CASE(4, 2)
+  if constexpr (B == 1) {
+    SDW_GEMV_CASE(1, 4) SDW_GEMV_CASE(2, 4) SDW_GEMV_CASE(4, 4)
+  }
+#undef SDW_GEMV_CASE
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t byBatch(int batch, const void* w, std::int64_t rows, std::int64_t cols, const void* x, void* y,
+                    std::int64_t ldy, const GemvConfig& cfg, float* ws, unsigned* counters, cudaStream_t stream) {
+  switch (batch) {
+#define SDW_GEMV_B(b) \
+  case b: return byShape<T, b>(w, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+    SDW_GEMV_B(1) SDW_GEMV_B(2) SDW_GEMV_B(3) SDW_GEMV_B(4) SDW_GEMV_B(5) SDW_GEMV_B(6) SDW_GEMV_B(7) SDW_GEMV_B(8)
+#undef SDW_GEMV_B
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+std::int64_t gemvCounters(std::int64_t rows, const GemvConfig& cfg) {
+  const int rpb = cfg.warps * cfg.rowsPerWarp;
+  return (rows + rpb - 1) / rpb;
+}
+
+std::size_t gemvWorkspaceFloats(std::int64_t rows, int batch, const GemvConfig& cfg) {
+  return cfg.splitK <= 1 ? 0
+                         : static_cast<std::size_t>(cfg.splitK) * gemvCounters(rows, cfg) * cfg.warps *
+                               cfg.rowsPerWarp * batch;
+}
+
+cudaError_t launchDenseGemv(const void* w, DType dtype, std::int64_t rows, std::int64_t cols, const void* x, int batch,
+                            void* y, std::int64_t ldy, const GemvConfig& cfg, float* workspace, unsigned* counters,
+                            cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0 || cols % 8 || ldy < rows || batch < 1 || batch > 8) return cudaErrorInvalidValue;
+  if (cfg.warps < 1 || cfg.warps > kMaxWarps || cfg.warps * cfg.rowsPerWarp > 32) return cudaErrorInvalidValue;
+  if (cfg.splitK > 1 && (!workspace || !counters)) return cudaErrorInvalidValue;
+  switch (dtype) {
+    case DType::BF16: return byBatch<__nv_bfloat16>(batch, w, rows, cols, x, y, ldy, cfg, workspace, counters, stream);
+    case DType::F16: return byBatch<__half>(batch, w, rows, cols, x, y, ldy, cfg, workspace, counters, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace sdw::kernels

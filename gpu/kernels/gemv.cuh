@@ -1,0 +1,31 @@
+#pragma once
+// Launchers for our dense GEMV (gpu/kernels/gemv.cu), built like the sparse
+// kernel: 16-byte streaming weight loads, cached input loads, fp32 sums,
+// split-K with the same two-pass reduction. Raw pointers only.
+
+#include "gpu/kernels/colstats.cuh"  // DType
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace sdw::kernels {
+
+struct GemvConfig {
+  int warps = 4;         // warps per block (1..8)
+  int rowsPerWarp = 2;   // 1, 2, 4 (warps * rowsPerWarp <= 32)
+  int unroll = 2;        // 16-byte chunks per lane in flight (1, 2, 4; 1-2 for batch > 1)
+  int splitK = 1;
+};
+
+std::size_t gemvWorkspaceFloats(std::int64_t rows, int batch, const GemvConfig& cfg);
+std::int64_t gemvCounters(std::int64_t rows, const GemvConfig& cfg);
+
+// w: [rows, cols] row-major bf16/fp16, cols % 8 == 0, 16-byte aligned;
+// x: [batch, cols] same dtype; y: [batch][ldy] same dtype.
+cudaError_t launchDenseGemv(const void* w, DType dtype, std::int64_t rows, std::int64_t cols, const void* x,
+                            int batch, void* y, std::int64_t ldy, const GemvConfig& cfg, float* workspace,
+                            unsigned* counters, cudaStream_t stream);
+
+}  // namespace sdw::kernels

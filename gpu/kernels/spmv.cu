@@ -1,0 +1,218 @@
+// Bitmask N:M SpMV, fp32 accumulation.
+//
+// One lane per output row: a warp owns a tile of 32 rows and walks its mask
+// words; per word a lane streams its row's 16 values (2 x 16-byte __ldcg) and
+// mask (__ldcg), then runs the fixed 16-step traversal, from the top bit down
+//   p = 31 - clz(m); acc += v[15 - i] * x[32g + p]; m ^= 1 << p
+// reading x from shared memory (each block stages its slice of x once, with
+// __ldca, widened to fp32). All 32 lanes read x inside the same 32-column
+// window, so each x load is one conflict-free shared-memory wavefront; the
+// weights of a warp step are 1 KiB + 128 B contiguous. The warps of a block split the tile's words round-robin in
+// chunks of `unroll` words (loads of a chunk issued before any use), then add
+// their sums through shared memory. gridDim.y > 1 splits the words further
+// across blocks, reduced by the last block to finish (splitk.cuh).
+
+#include "gpu/kernels/spmv.cuh"
+#include "gpu/kernels/splitk.cuh"
+
+#include <algorithm>
+
+namespace sdw::kernels {
+namespace {
+
+using detail::hi16;
+using detail::lo16;
+
+template <int XS>
+struct XSmem;  // x from shared memory, fp32, [column][XS]
+template <>
+struct XSmem<1> {
+  static __device__ __forceinline__ void get(const float* p, float* out) { out[0] = p[0]; }
+};
+template <>
+struct XSmem<2> {
+  static __device__ __forceinline__ void get(const float* p, float* out) {
+    const float2 u = *reinterpret_cast<const float2*>(p);
+    out[0] = u.x, out[1] = u.y;
+  }
+};
+template <>
+struct XSmem<4> {
+  static __device__ __forceinline__ void get(const float* p, float* out) {
+    const float4 u = *reinterpret_cast<const float4*>(p);
+    out[0] = u.x, out[1] = u.y, out[2] = u.z, out[3] = u.w;
+  }
+};
+template <>
+struct XSmem<8> {
+  static __device__ __forceinline__ void get(const float* p, float* out) {
+    const float4 u = *reinterpret_cast<const float4*>(p), w = *reinterpret_cast<const float4*>(p + 4);
+    out[0] = u.x, out[1] = u.y, out[2] = u.z, out[3] = u.w, out[4] = w.x, out[5] = w.y, out[6] = w.z, out[7] = w.w;
+  }
+};
+
+// One mask word: 16 kept values in va/vb (increasing column order). The walk
+// goes from the highest kept column down: p = 31 - clz(m) is a single FLO, and
+// value 15 - i is then known at compile time. xs: this word's 32 columns of x in
+// shared memory.
+template <typename T, int B, int XS>
+__device__ __forceinline__ void accumulateWord(const uint4& va, const uint4& vb, std::uint32_t m,
+                                               const float* xs, float (&acc)[B]) {
+  const std::uint32_t w[8] = {va.x, va.y, va.z, va.w, vb.x, vb.y, vb.z, vb.w};
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int p = 31 - __clz(m);
+    m ^= 1u << p;
+    const int k = 15 - i;
+    const float v = (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
+    float xv[XS];
+    XSmem<XS>::get(xs + p * XS, xv);
+#pragma unroll
+    for (int b = 0; b < B; ++b) acc[b] = fmaf(v, xv[b], acc[b]);
+  }
+}
+
+constexpr int kMaxWarps = 8;
+constexpr int kMaxXsBytes = 40 * 1024;  // x slice in shared memory; with `red`, under the 48 KiB default
+
+template <typename T, int B, int XS, int U>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    bitmaskSpmvKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
+                      int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
+                      std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
+  __shared__ float red[kMaxWarps * B * 32];
+  extern __shared__ float4 xsRaw[];
+  float* xs = reinterpret_cast<float*>(xsRaw);  // [32 * words of this split][XS] fp32
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const std::int64_t tile = blockIdx.x;
+  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
+  const int g1 = min(G, gs + wordsPerSplit);
+  const std::int64_t tileBase = tile * G;
+
+  // Stage this split's slice of x once per block, widened to fp32.
+  {
+    const int n = (g1 - gs) * 32 * XS;
+    const unsigned short* xg = reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) xs[j] = lo16<T>(__ldca(xg + j));
+  }
+  __syncthreads();
+
+  float acc[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) acc[b] = 0.f;
+
+  int g = gs + warp * U;
+  for (; g + U <= g1; g += W * U) {
+    uint4 va[U], vb[U];
+    std::uint32_t mk[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t e = (tileBase + g + u) * 32 + lane;
+      va[u] = __ldcg(values + 2 * e);
+      vb[u] = __ldcg(values + 2 * e + 1);
+      mk[u] = __ldcg(masks + e);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      accumulateWord<T, B, XS>(va[u], vb[u], mk[u], xs + (g + u - gs) * 32 * XS, acc);
+  }
+  for (; g < g1; ++g) {  // a last chunk shorter than U (one warp at most)
+    const std::int64_t e = (tileBase + g) * 32 + lane;
+    accumulateWord<T, B, XS>(__ldcg(values + 2 * e), __ldcg(values + 2 * e + 1), __ldcg(masks + e),
+                             xs + (g - gs) * 32 * XS, acc);
+  }
+
+#pragma unroll
+  for (int b = 0; b < B; ++b) red[(warp * B + b) * 32 + lane] = acc[b];
+  __syncthreads();
+  if (warp != 0) return;
+  float tot[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) tot[b] = 0.f;
+  for (int w = 0; w < W; ++w) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) tot[b] += red[(w * B + b) * 32 + lane];
+  }
+  const std::int64_t row = tile * 32 + lane;
+  detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row,
+                           static_cast<std::int64_t>(gridDim.x) * 32);
+}
+
+template <typename T, int B, int XS, int U>
+cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
+                        const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
+                        unsigned* counters, cudaStream_t stream) {
+  const int G = static_cast<int>(cols / 32);
+  const int wordsPerSplit = spmvWordsPerSplit(cols, B, cfg);
+  const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
+  const std::size_t smem = static_cast<std::size_t>(wordsPerSplit) * 32 * XS * sizeof(float);
+  dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
+  bitmaskSpmvKernel<T, B, XS, U><<<grid, cfg.warps * 32, smem, stream>>>(
+      static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,
+      static_cast<T*>(y), ldy, ws, counters);
+  return cudaGetLastError();
+}
+
+template <typename T, int B>
+cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
+                     const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
+                     unsigned* counters, cudaStream_t stream) {
+  constexpr int XS = B == 1 ? 1 : B == 2 ? 2 : B <= 4 ? 4 : 8;
+  switch (cfg.unroll) {
+    case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+    case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+    case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+template <typename T>
+cudaError_t byBatch(int batch, const void* values, const std::uint32_t* masks, std::int64_t rows,
+                    std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
+                    unsigned* counters, cudaStream_t stream) {
+  switch (batch) {
+#define SDW_SPMV_CASE(b) \
+  case b: return byUnroll<T, b>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+    SDW_SPMV_CASE(1) SDW_SPMV_CASE(2) SDW_SPMV_CASE(3) SDW_SPMV_CASE(4)
+    SDW_SPMV_CASE(5) SDW_SPMV_CASE(6) SDW_SPMV_CASE(7) SDW_SPMV_CASE(8)
+#undef SDW_SPMV_CASE
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+int spmvXStride(int batch) { return batch <= 1 ? 1 : batch == 2 ? 2 : batch <= 4 ? 4 : 8; }
+
+std::int64_t spmvTiles(std::int64_t rows) { return (rows + 31) / 32; }
+
+int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
+  const int G = static_cast<int>(cols / 32);
+  const int maxWords = kMaxXsBytes / (32 * spmvXStride(batch) * static_cast<int>(sizeof(float)));
+  const int S = std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
+  return (G + S - 1) / S;
+}
+
+std::size_t spmvWorkspaceFloats(std::int64_t rows, std::int64_t cols, int batch, const SpmvConfig& cfg) {
+  const int G = static_cast<int>(cols / 32), per = spmvWordsPerSplit(cols, batch, cfg);
+  const int splits = (G + per - 1) / per;
+  return splits <= 1 ? 0 : static_cast<std::size_t>(splits) * spmvTiles(rows) * 32 * batch;
+}
+
+cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DType dtype, std::int64_t rows,
+                              std::int64_t cols, const void* x, int batch, void* y, std::int64_t ldy,
+                              const SpmvConfig& cfg, float* workspace, unsigned* counters,
+                              cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0 || cols % 32 || ldy < rows || batch < 1 || batch > 8) return cudaErrorInvalidValue;
+  if (cfg.warps < 1 || cfg.warps > kMaxWarps || spmvTiles(rows) > 2147483647) return cudaErrorInvalidValue;
+  if (spmvWorkspaceFloats(rows, cols, batch, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
+  switch (dtype) {
+    case DType::BF16:
+      return byBatch<__nv_bfloat16>(batch, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream);
+    case DType::F16:
+      return byBatch<__half>(batch, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace sdw::kernels

@@ -1,0 +1,44 @@
+#pragma once
+// Launchers for the bitmask N:M SpMV (gpu/kernels/spmv.cu). Raw pointers only.
+//
+// Device layout ("row tiles", docs/sparse-format.md): rows are padded to a
+// multiple of 32 and cut into tiles of 32 rows; G = cols / 32 mask words per row.
+//   values: [tiles][G][32 rows][16] bf16/fp16 — lane l of a warp reads the 32
+//           bytes of row 32t+l, word g: a warp reads 1 KiB contiguous;
+//   masks:  [tiles][G][32 rows] uint32 — 128 bytes contiguous per warp, the
+//           words unchanged (bit c: column 32g + c kept).
+// Padding rows carry mask 0x0000ffff and zero values (never written out).
+// x: [cols][xStride] (the batch interleaved per column; xStride in {1,2,4,8},
+//    >= batch), so one load fetches a column for the whole batch.
+// y: [batch][ldy] in the value dtype.
+
+#include "gpu/kernels/colstats.cuh"  // DType
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace sdw::kernels {
+
+struct SpmvConfig {
+  int warps = 8;   // warps per block (1..8), all on the same 32-row tile
+  int unroll = 2;  // mask words per warp with loads in flight before use (1, 2, 4)
+  int splitK = 1;  // blocks per tile along the input dimension (two-pass reduction);
+                   // raised where the x slice would not fit in shared memory
+};
+
+int spmvXStride(int batch);  // 1, 2, 4 or 8
+std::int64_t spmvTiles(std::int64_t rows);
+// Mask words per split-K slice actually used (cfg.splitK, raised for shared memory).
+int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg);
+// fp32 partial sums the split-K path needs; counters: spmvTiles(rows) unsigned,
+// zeroed once before first use (the kernel leaves them zero).
+std::size_t spmvWorkspaceFloats(std::int64_t rows, std::int64_t cols, int batch, const SpmvConfig& cfg);
+
+cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DType dtype, std::int64_t rows,
+                              std::int64_t cols, const void* x, int batch, void* y, std::int64_t ldy,
+                              const SpmvConfig& cfg, float* workspace, unsigned* counters,
+                              cudaStream_t stream);
+
+}  // namespace sdw::kernels

@@ -1,0 +1,329 @@
+// Standalone kernel probe for the GPU machine (no torch, no Qt): checks the
+// SpMV / GEMV kernels against a float64 host reference, measures HBM read
+// bandwidth, and sweeps launch configurations per shape and batch. Prints a
+// table and writes the best configurations as JSON (resources/tuning format).
+//
+//   nvcc -std=c++20 -O3 -arch=sm_90 -I. tools/gpu/spmv_probe.cu gpu/kernels/{spmv,gemv,hbm,benchfill}.cu -o probe
+//   ./probe OUT.json [quick]
+
+#include "gpu/kernels/benchfill.cuh"
+#include "gpu/kernels/gemv.cuh"
+#include "gpu/kernels/hbm.cuh"
+#include "gpu/kernels/spmv.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace sdw::kernels;
+
+#define CK(x)                                                                                     \
+  do {                                                                                            \
+    cudaError_t e_ = (x);                                                                         \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+static float h2f(unsigned short h, bool bf) {
+  if (bf) return std::bit_cast<float>(static_cast<unsigned>(h) << 16);
+  const unsigned s = (h & 0x8000u) << 16, e = (h >> 10) & 31, m = h & 0x3ff;
+  if (e == 0) return (s ? -1.f : 1.f) * m * 5.9604644775390625e-8f;
+  if (e == 31) return std::bit_cast<float>(s | 0x7f800000u | (m << 13));
+  return std::bit_cast<float>(s | ((e + 112) << 23) | (m << 13));
+}
+
+static cudaStream_t gStream;
+static int gSm = 132;
+
+// Median time per launch (us) of `fn(copy)` over graph-captured rotations.
+template <typename Fn>
+static double timeGraph(int copies, int launchesPerGraph, int reps, Fn fn) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(gStream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < launchesPerGraph; ++i) CK(fn(i % copies));
+  CK(cudaStreamEndCapture(gStream, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaGraphLaunch(ge, gStream));  // warm-up
+  CK(cudaStreamSynchronize(gStream));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(a, gStream));
+    CK(cudaGraphLaunch(ge, gStream));
+    CK(cudaEventRecord(b, gStream));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.0 / launchesPerGraph);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Shape {
+  const char* name;
+  long rows, cols;
+};
+
+// ---- correctness ------------------------------------------------------------
+static bool checkSparse(long rows, long cols, int batch, DType dt, SpmvConfig cfg, int n, int m) {
+  const bool bf = dt == DType::BF16;
+  const long tiles = spmvTiles(rows), G = cols / 32;
+  const size_t nv = tiles * 32 * cols / 2, nw = tiles * 32 * G;
+  const int XS = spmvXStride(batch);
+  const long ldy = rows + 5, guard = 64;
+  void *dv, *dx, *dy;
+  unsigned* dm;
+  float* ws;
+  unsigned* cnt;
+  CK(cudaMalloc(&dv, nv * 2));
+  CK(cudaMalloc(&dm, nw * 4));
+  CK(cudaMalloc(&dx, cols * XS * 2));
+  CK(cudaMalloc(&dy, (batch * ldy + 2 * guard) * 2));
+  CK(cudaMalloc(&ws, std::max<size_t>(4, spmvWorkspaceFloats(rows, cols, batch, cfg) * 4)));
+  CK(cudaMalloc(&cnt, tiles * 4));
+  CK(cudaMemset(cnt, 0, tiles * 4));
+  CK(launchFillRandom16(dv, nv, dt, rows * 7 + cols, gStream));
+  CK(launchFillRandomMasks(dm, nw, n, m, rows + cols * 3, gStream));
+  CK(launchFillRandom16(dx, cols * XS, dt, 99 + batch, gStream));
+  CK(cudaMemset(dy, 0x7b, (batch * ldy + 2 * guard) * 2));
+  bool ok = true;
+  for (int rep = 0; rep < 2; ++rep) {  // twice: the split-K counters must have reset
+    CK(launchBitmaskSpmv(dv, dm, dt, rows, cols, dx, batch, static_cast<unsigned short*>(dy) + guard, ldy, cfg, ws,
+                         cnt, gStream));
+    CK(cudaStreamSynchronize(gStream));
+    std::vector<unsigned short> v(nv), x(cols * XS), y(batch * ldy + 2 * guard);
+    std::vector<unsigned> mk(nw);
+    CK(cudaMemcpy(v.data(), dv, nv * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(mk.data(), dm, nw * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(x.data(), dx, cols * XS * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(y.data(), dy, y.size() * 2, cudaMemcpyDeviceToHost));
+    double err = 0, nrm = 0;
+    for (long r = 0; r < rows; ++r)
+      for (int b = 0; b < batch; ++b) {
+        const long t = r / 32, l = r % 32;
+        double s = 0;
+        for (long g = 0; g < G; ++g) {
+          unsigned w = mk[(t * G + g) * 32 + l];
+          const unsigned short* vv = &v[((t * G + g) * 32 + l) * 16];
+          for (int i = 0; i < 16; ++i) {
+            const int c = std::countr_zero(w);
+            w &= w - 1;
+            s += double(h2f(vv[i], bf)) * h2f(x[(32 * g + c) * XS + b], bf);
+          }
+        }
+        const double got = h2f(y[guard + b * ldy + r], bf);
+        err += (got - s) * (got - s);
+        nrm += s * s;
+      }
+    for (size_t i = 0; i < y.size(); ++i) {
+      const long o = long(i) - guard;
+      const bool in = o >= 0 && o < batch * ldy && o % ldy < rows;
+      if (!in && y[i] != 0x7b7b) ok = false;
+    }
+    const double rel = std::sqrt(err / nrm);
+    if (!(rel < (bf ? 8e-3 : 1e-3))) ok = false;
+    if (!ok) std::printf("  sparse FAIL %ldx%ld b%d w%d u%d s%d rel %.2e\n", rows, cols, batch, cfg.warps, cfg.unroll,
+                         cfg.splitK, rel);
+  }
+  cudaFree(dv), cudaFree(dm), cudaFree(dx), cudaFree(dy), cudaFree(ws), cudaFree(cnt);
+  return ok;
+}
+
+static bool checkDense(long rows, long cols, int batch, DType dt, GemvConfig cfg) {
+  const bool bf = dt == DType::BF16;
+  const long ldy = rows + 3, guard = 64;
+  void *dw, *dx, *dy;
+  float* ws;
+  unsigned* cnt;
+  const long nc = gemvCounters(rows, cfg);
+  CK(cudaMalloc(&dw, rows * cols * 2));
+  CK(cudaMalloc(&dx, batch * cols * 2));
+  CK(cudaMalloc(&dy, (batch * ldy + 2 * guard) * 2));
+  CK(cudaMalloc(&ws, std::max<size_t>(4, gemvWorkspaceFloats(rows, batch, cfg) * 4)));
+  CK(cudaMalloc(&cnt, nc * 4));
+  CK(cudaMemset(cnt, 0, nc * 4));
+  CK(launchFillRandom16(dw, rows * cols, dt, 5 + rows, gStream));
+  CK(launchFillRandom16(dx, batch * cols, dt, 6 + cols, gStream));
+  CK(cudaMemset(dy, 0x7b, (batch * ldy + 2 * guard) * 2));
+  bool ok = true;
+  for (int rep = 0; rep < 2; ++rep) {
+    CK(launchDenseGemv(dw, dt, rows, cols, dx, batch, static_cast<unsigned short*>(dy) + guard, ldy, cfg, ws, cnt,
+                       gStream));
+    CK(cudaStreamSynchronize(gStream));
+    std::vector<unsigned short> w(rows * cols), x(batch * cols), y(batch * ldy + 2 * guard);
+    CK(cudaMemcpy(w.data(), dw, w.size() * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(x.data(), dx, x.size() * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(y.data(), dy, y.size() * 2, cudaMemcpyDeviceToHost));
+    double err = 0, nrm = 0;
+    for (long r = 0; r < rows; ++r)
+      for (int b = 0; b < batch; ++b) {
+        double s = 0;
+        for (long c = 0; c < cols; ++c) s += double(h2f(w[r * cols + c], bf)) * h2f(x[b * cols + c], bf);
+        const double got = h2f(y[guard + b * ldy + r], bf);
+        err += (got - s) * (got - s);
+        nrm += s * s;
+      }
+    for (size_t i = 0; i < y.size(); ++i) {
+      const long o = long(i) - guard;
+      const bool in = o >= 0 && o < batch * ldy && o % ldy < rows;
+      if (!in && y[i] != 0x7b7b) ok = false;
+    }
+    const double rel = std::sqrt(err / nrm);
+    if (!(rel < (bf ? 8e-3 : 1e-3))) ok = false;
+    if (!ok) std::printf("  dense FAIL %ldx%ld b%d w%d r%d u%d s%d rel %.2e\n", rows, cols, batch, cfg.warps,
+                         cfg.rowsPerWarp, cfg.unroll, cfg.splitK, rel);
+  }
+  cudaFree(dw), cudaFree(dx), cudaFree(dy), cudaFree(ws), cudaFree(cnt);
+  return ok;
+}
+
+// ---- timing -----------------------------------------------------------------
+struct SparseSet {
+  long rows, cols;
+  int copies;
+  std::vector<void*> v;
+  std::vector<unsigned*> m;
+  void* x;
+  void* y;
+  float* ws;
+  unsigned* cnt;
+  size_t bytes() const { return size_t(rows) * cols / 2 * 2 + size_t(rows) * cols / 32 * 4; }
+};
+
+int main(int argc, char** argv) {
+  const char* outPath = argc > 1 ? argv[1] : "tuning.json";
+  const bool quick = argc > 2 && std::strcmp(argv[2], "quick") == 0;
+  CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  gSm = p.multiProcessorCount;
+  std::printf("device %s, %d SMs, L2 %d MB\n", p.name, gSm, p.l2CacheSize >> 20);
+
+  // HBM read bandwidth: 4 GiB, read once per launch.
+  const size_t hbmBytes = size_t(4) << 30;
+  void* big;
+  unsigned* sink;
+  CK(cudaMalloc(&big, hbmBytes));
+  CK(cudaMalloc(&sink, 4));
+  CK(cudaMemset(big, 1, hbmBytes));
+  const double tHbm =
+      timeGraph(1, 5, 7, [&](int) { return launchHbmRead(big, hbmBytes / 16, sink, gSm, gStream); });
+  const double hbm = hbmBytes / (tHbm * 1e-6) / 1e9;
+  std::printf("HBM read: %.0f GB/s (%.0f us per 4 GiB)\n", hbm, tHbm);
+  CK(cudaFree(big));
+
+  // Correctness.
+  int fails = 0;
+  for (DType dt : {DType::BF16, DType::F16})
+    for (int b : {1, 2, 3, 4, 5, 8})
+      for (SpmvConfig c : {SpmvConfig{8, 2, 1}, SpmvConfig{4, 4, 3}, SpmvConfig{2, 1, 8}}) {
+        fails += !checkSparse(37, 96, b, dt, c, 2, 4);
+        fails += !checkSparse(100, 1056, b, dt, c, 8, 16);
+        fails += !checkSparse(33, 32, b, dt, c, 16, 32);
+      }
+  for (DType dt : {DType::BF16, DType::F16})
+    for (int b : {1, 2, 3, 8})
+      for (GemvConfig c : {GemvConfig{4, 2, 2, 1}, GemvConfig{8, 4, 1, 3}, GemvConfig{2, 1, 1, 5}}) {
+        fails += !checkDense(37, 96, b, dt, c);
+        fails += !checkDense(70, 2056, b, dt, c);
+        fails += !checkDense(33, 32, b, dt, c);
+      }
+  std::printf("correctness: %d failures\n", fails);
+
+  const Shape shapes[] = {{"4096x4096", 4096, 4096},    {"1024x4096", 1024, 4096},   {"14336x4096", 14336, 4096},
+                          {"4096x14336", 4096, 14336},  {"5120x5120", 5120, 5120},   {"1024x5120", 1024, 5120},
+                          {"17408x5120", 17408, 5120},  {"5120x17408", 5120, 17408}, {"8192x5120", 8192, 5120},
+                          {"5120x8192", 5120, 8192},    {"25600x5120", 25600, 5120}, {"5120x25600", 5120, 25600}};
+  FILE* js = std::fopen(outPath, "w");
+  std::fprintf(js, "{\n  \"device\": \"%s\",\n  \"hbm_read_gbs\": %.1f,\n  \"entries\": [\n", p.name, hbm);
+  bool firstEntry = true;
+  const std::vector<int> batches = quick ? std::vector<int>{1} : std::vector<int>{1, 2, 4, 8};
+  std::printf("%-11s %2s | %8s %8s %5s %-10s | %8s %8s %5s %-12s | %5s\n", "shape", "b", "dense us", "GB/s", "%hbm",
+              "cfg", "sparse us", "GB/s", "%hbm", "cfg", "x");
+  for (const Shape& s : shapes) {
+    const size_t dBytes = size_t(s.rows) * s.cols * 2;
+    const size_t sBytes = size_t(spmvTiles(s.rows)) * 32 * s.cols / 2 * 2 + size_t(spmvTiles(s.rows)) * 32 * s.cols / 32 * 4;
+    const int copies = std::max<int>(4, int((size_t(256) << 20) / sBytes) + 1);
+    std::vector<void*> dw(copies), sv(copies);
+    std::vector<unsigned*> sm(copies);
+    for (int i = 0; i < copies; ++i) {
+      CK(cudaMalloc(&dw[i], dBytes));
+      CK(cudaMalloc(&sv[i], sBytes));
+      sm[i] = reinterpret_cast<unsigned*>(static_cast<char*>(sv[i]) + size_t(spmvTiles(s.rows)) * 32 * s.cols);
+      CK(launchFillRandom16(dw[i], size_t(s.rows) * s.cols, DType::BF16, 11 + i, gStream));
+      CK(launchFillRandom16(sv[i], size_t(spmvTiles(s.rows)) * 32 * s.cols / 2, DType::BF16, 21 + i, gStream));
+      CK(launchFillRandomMasks(sm[i], size_t(spmvTiles(s.rows)) * 32 * s.cols / 32, 2, 4, 31 + i, gStream));
+    }
+    void *x, *y;
+    float* ws;
+    unsigned* cnt;
+    CK(cudaMalloc(&x, s.cols * 8 * 2));
+    CK(cudaMalloc(&y, s.rows * 8 * 2));
+    CK(cudaMalloc(&ws, size_t(64) * (s.rows + 64) * 8 * 4));
+    CK(cudaMalloc(&cnt, 65536 * 4));
+    CK(cudaMemset(cnt, 0, 65536 * 4));
+    CK(launchFillRandom16(x, s.cols * 8, DType::BF16, 3, gStream));
+    const int launches = std::max(2 * copies, 20);
+    for (int b : batches) {
+      double bestD = 1e30, bestS = 1e30;
+      GemvConfig bd;
+      SpmvConfig bs;
+      for (int w : {4, 8})
+        for (int r : {1, 2, 4})
+          for (int u : {1, 2, 4})
+            for (int k : {1, 2, 4, 8}) {
+              if (b > 1 && u == 4) continue;
+              if (w * r > 32) continue;
+              GemvConfig c{w, r, u, k};
+              const double t = timeGraph(copies, launches, 5, [&](int i) {
+                return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
+              });
+              if (t < bestD) bestD = t, bd = c;
+            }
+      for (int w : {2, 4, 8})
+        for (int u : {1, 2, 4})
+          for (int k : {1, 2, 3, 4, 6, 8, 16}) {
+            SpmvConfig c{w, u, k};
+            const double t = timeGraph(copies, launches, 5, [&](int i) {
+              return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt,
+                                       gStream);
+            });
+            if (t < bestS) bestS = t, bs = c;
+          }
+      const double dg = dBytes / (bestD * 1e-6) / 1e9, sg = sBytes / (bestS * 1e-6) / 1e9;
+      std::printf("%-11s %2d | %8.2f %8.0f %5.1f w%d r%d u%d s%-2d | %8.2f %8.0f %5.1f w%d u%d s%-2d     | %5.2f\n", s.name,
+                  b, bestD, dg, 100 * dg / hbm, bd.warps, bd.rowsPerWarp, bd.unroll, bd.splitK, bestS, sg,
+                  100 * sg / hbm, bs.warps, bs.unroll, bs.splitK, bestD / bestS);
+      std::fflush(stdout);
+      std::fprintf(js,
+                   "%s    {\"rows\": %ld, \"cols\": %ld, \"batch\": %d, \"dtype\": \"bf16\", "
+                   "\"sparse\": {\"warps\": %d, \"unroll\": %d, \"split_k\": %d, \"us\": %.3f}, "
+                   "\"dense\": {\"warps\": %d, \"rows_per_warp\": %d, \"unroll\": %d, \"split_k\": %d, \"us\": %.3f}}",
+                   firstEntry ? "" : ",\n", s.rows, s.cols, b, bs.warps, bs.unroll, bs.splitK, bestS, bd.warps,
+                   bd.rowsPerWarp, bd.unroll, bd.splitK, bestD);
+      firstEntry = false;
+    }
+    for (int i = 0; i < copies; ++i) cudaFree(dw[i]), cudaFree(sv[i]);
+    cudaFree(x), cudaFree(y), cudaFree(ws), cudaFree(cnt);
+  }
+  std::fprintf(js, "\n  ]\n}\n");
+  std::fclose(js);
+  return fails ? 1 : 0;
+}
