@@ -1,0 +1,235 @@
+#include "gpu/bench_decode.h"
+
+#include "gpu/device.h"
+#include "gpu/model.h"
+#include "gpu/model_internal.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#ifdef SDW_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace sdw::gpu {
+
+namespace {
+
+// Times device work: CUDA events on the current stream, or the host clock on CPU.
+class StepTimer {
+ public:
+  explicit StepTimer(bool cuda) : cuda_(cuda) {
+#ifdef SDW_TORCH_CUDA
+    if (cuda_) {
+      check(cudaEventCreate(&begin_), "cudaEventCreate");
+      check(cudaEventCreate(&end_), "cudaEventCreate");
+    }
+#endif
+  }
+  ~StepTimer() {
+#ifdef SDW_TORCH_CUDA
+    if (cuda_) {
+      cudaEventDestroy(begin_);
+      cudaEventDestroy(end_);
+    }
+#endif
+  }
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+
+  void start() {
+#ifdef SDW_TORCH_CUDA
+    if (cuda_) {
+      check(cudaEventRecord(begin_, c10::cuda::getCurrentCUDAStream()), "cudaEventRecord");
+      return;
+    }
+#endif
+    t0_ = std::chrono::steady_clock::now();
+  }
+  // Waits for the work queued since start() and returns its duration.
+  double stopMs() {
+#ifdef SDW_TORCH_CUDA
+    if (cuda_) {
+      check(cudaEventRecord(end_, c10::cuda::getCurrentCUDAStream()), "cudaEventRecord");
+      check(cudaEventSynchronize(end_), "cudaEventSynchronize");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, begin_, end_), "cudaEventElapsedTime");
+      return ms;
+    }
+#endif
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+#ifdef SDW_TORCH_CUDA
+  static void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+  }
+  cudaEvent_t begin_{}, end_{};
+#endif
+  bool cuda_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// Read bandwidth (a sum reduction) and copy bandwidth over `bytes` of memory, GB/s.
+std::pair<double, double> measureBandwidth(const c10::Device& device, std::uint64_t bytes, bool cuda) {
+  // bf16 on the GPU (the weights' dtype); fp32 on the CPU, whose bf16 reductions are not vectorised.
+  const auto dt = cuda ? at::kBFloat16 : at::kFloat;
+  const std::int64_t elem = cuda ? 2 : 4;
+  const auto n = static_cast<std::int64_t>(bytes) / elem;
+  const at::Tensor buf = at::ones({n}, at::TensorOptions().dtype(dt).device(device));
+  at::Tensor dst = at::empty_like(buf);
+  StepTimer timer(cuda);
+  std::vector<double> readMs, copyMs;
+  for (int i = 0; i < 13; ++i) {
+    timer.start();
+    const at::Tensor s = at::sum(buf, at::kFloat);
+    const double ms = timer.stopMs();
+    (void)s;
+    if (i >= 3) readMs.push_back(ms);
+  }
+  for (int i = 0; i < 8; ++i) {
+    timer.start();
+    dst.copy_(buf);
+    const double ms = timer.stopMs();
+    if (i >= 3) copyMs.push_back(ms);
+  }
+  const double b = static_cast<double>(n * elem);
+  return {b / (median(readMs) * 1e6), 2.0 * b / (median(copyMs) * 1e6)};
+}
+
+}  // namespace
+
+DecodeBenchResult runDecodeBench(const DecodeBenchOptions& o, const ProgressFn& progress) {
+  if (o.context < 1 || o.tokens < 1 || o.warmup < 0 || o.batch < 1)
+    throw std::invalid_argument("bench decode: context, tokens and batch must be >= 1, warmup >= 0");
+  if (o.context + 1 > o.config.maxPositionEmbeddings)
+    throw std::invalid_argument("bench decode: context " + std::to_string(o.context) + " exceeds the model's " +
+                                std::to_string(o.config.maxPositionEmbeddings) + " positions");
+  const c10::Device device = parseDevice(o.device);  // throws with the reason when CUDA is unusable
+  const bool cuda = device.is_cuda();
+
+  DecodeBenchResult r;
+  r.device = cuda ? describeDevice(deviceInfo()) : "cpu";
+  r.configName = o.configName;
+  r.dtype = canonicalDtype(o.dtype);
+  r.context = o.context;
+  r.tokens = o.tokens;
+  r.warmup = o.warmup;
+  r.batch = o.batch;
+  r.parameters = o.config.parameterCount();
+
+  // Bytes one decode step reads.
+  const ModelConfig& c = o.config;
+  const std::uint64_t eb = dtypeBytes(r.dtype);
+  std::uint64_t w = 0;
+  for (const auto& mod : projectionModules(c, r.dtype)) w += mod.bytes;  // incl. lm_head (the embedding when tied)
+  w += static_cast<std::uint64_t>(c.numLayers * (2 * c.hiddenSize + (c.hasQkNorm() ? 2 * c.headDim : 0)) + c.hiddenSize) * eb;
+  w += static_cast<std::uint64_t>(o.batch * c.hiddenSize) * eb;  // the embedding rows looked up
+  r.weightBytesPerStep = w;
+  r.kvBytesPerStep = static_cast<std::uint64_t>(c.numLayers) * 2 * static_cast<std::uint64_t>(o.batch) *
+                     static_cast<std::uint64_t>(c.kvDim()) * static_cast<std::uint64_t>(o.context + 1) * eb;
+  r.bytesPerStep = r.weightBytesPerStep + r.kvBytesPerStep;
+
+  Progress p{0, static_cast<double>(o.warmup + o.tokens), "steps", "random init"};
+  reportOrThrow(progress, p);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = Model::randomInit(c, {o.device, r.dtype}, o.seed, 0.02);
+  auto& m = model->impl();
+  try {
+    const at::NoGradGuard noGrad;
+    const std::int64_t B = o.batch, ctx = o.context, capacity = ctx + 1;
+    KvCache& cache = ensureKvCache(m, B, capacity);
+    ensureRope(m, capacity);
+    if (cuda) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // sync: init finished
+    r.setupSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    // Prefill `context` random tokens: fills the cache with real keys and values.
+    at::Generator gen = at::detail::createCPUGenerator(o.seed);
+    ForwardInput pre;
+    pre.ids = at::randint(c.vocabSize, {B, ctx}, gen, at::TensorOptions().dtype(at::kLong)).to(device);
+    pre.positions = at::arange(ctx, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0).expand({B, ctx});
+    pre.positionLimit = capacity;
+    pre.lastOnly = true;
+    StepTimer timer(cuda);
+    p.stage = "prefill";
+    reportOrThrow(progress, p);
+    timer.start();
+    at::Tensor next = forward(m, pre, &cache).argmax(-1).view({B, 1});
+    r.prefillMs = timer.stopMs();
+
+    // Decode steps at position `context`: the step's own key/value goes to slot
+    // `context`, attention reads context + 1 slots, the argmax feeds the next step.
+    ForwardInput d;
+    d.ids = next;
+    d.positions = at::full({B, 1}, ctx, at::TensorOptions().dtype(at::kLong).device(device));
+    d.positionLimit = capacity;
+    d.cacheStart = ctx;
+    d.lastOnly = true;
+    for (int i = 0; i < o.warmup + o.tokens; ++i) {
+      const bool timed = i >= o.warmup;
+      if (timed) timer.start();
+      d.ids = forward(m, d, &cache).argmax(-1).view({B, 1});
+      const double ms = timed ? timer.stopMs() : 0.0;
+      if (timed) r.stepMs.push_back(ms);
+      if (!timed && cuda && i + 1 == o.warmup) (void)d.ids.cpu();  // drain the warm-up queue
+      p.done = i + 1;
+      p.stage = timed ? "timed steps" : "warm-up";
+      if ((i + 1) % 10 == 0) reportOrThrow(progress, p);
+    }
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(std::string("bench decode: ") + e.what_without_backtrace());
+  }
+  model.reset();  // free the weights before the bandwidth probe allocates
+
+  r.medianMs = median(r.stepMs);
+  r.p10Ms = percentile(r.stepMs, 0.1);
+  r.p90Ms = percentile(r.stepMs, 0.9);
+  double sum = 0;
+  for (const double v : r.stepMs) sum += v;
+  r.meanMs = sum / static_cast<double>(r.stepMs.size());
+  r.tokensPerSecond = static_cast<double>(o.batch) * 1000.0 / r.medianMs;
+  r.achievedGBs = static_cast<double>(r.bytesPerStep) / (r.medianMs * 1e6);
+
+  p.stage = "bandwidth probe";
+  reportOrThrow(progress, p);
+  try {
+    const std::uint64_t probe = cuda ? o.bandwidthBytes : std::min<std::uint64_t>(o.bandwidthBytes, 256ull << 20);
+    const auto [readGBs, copyGBs] = measureBandwidth(device, probe, cuda);
+    r.measuredReadGBs = readGBs;
+    r.measuredCopyGBs = copyGBs;
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(std::string("bench decode: bandwidth probe: ") + e.what_without_backtrace());
+  }
+  r.limitTokensPerSecond = static_cast<double>(o.batch) * r.measuredReadGBs * 1e9 / static_cast<double>(r.bytesPerStep);
+  r.ratioToLimit = r.tokensPerSecond / r.limitTokensPerSecond;
+  r.method = std::string(cuda ? "CUDA events around each decode step" : "host clock around each decode step") +
+             " (eager LibTorch, no CUDA graph), median of " + std::to_string(o.tokens) + " after " +
+             std::to_string(o.warmup) + " warm-up; bandwidth: median " + (cuda ? "bf16" : "fp32") + " sum reduction over " +
+             std::to_string((cuda ? o.bandwidthBytes : std::min<std::uint64_t>(o.bandwidthBytes, 256ull << 20)) >> 20) +
+             " MiB";
+  return r;
+}
+
+}  // namespace sdw::gpu

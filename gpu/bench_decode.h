@@ -1,0 +1,58 @@
+#pragma once
+// Decode-speed benchmark of the model runtime: a model built from a config
+// with random weights (speed does not depend on values), its KV cache filled
+// to a context length by a real prefill, then N timed decode steps at that
+// context (each step writes and reads slot `context`, so every step sees the
+// same number of keys), measured with CUDA events after warm-up. Reports
+// tokens/s against the bandwidth limit: bytes one token must read (weights,
+// one embedding row, the KV cache) over a measured HBM read bandwidth taken
+// in the same run. Plain types.
+
+#include "core/progress.h"
+#include "gpu/model_config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sdw::gpu {
+
+struct DecodeBenchOptions {
+  ModelConfig config;
+  std::string configName;           // for the report
+  std::string device = "cuda";
+  std::string dtype = "bfloat16";
+  int context = 512;
+  int tokens = 50;                  // timed steps
+  int warmup = 50;
+  int batch = 1;
+  std::uint64_t seed = 0;
+  std::uint64_t bandwidthBytes = 4ull << 30;  // buffer read by the bandwidth probe (CUDA)
+};
+
+struct DecodeBenchResult {
+  std::string device;               // "NVIDIA H200 (sm_90, ...)" or "cpu"
+  std::string configName;
+  std::string dtype;
+  int context = 0, tokens = 0, warmup = 0, batch = 0;
+  std::int64_t parameters = 0;
+  double setupSeconds = 0;          // random init
+  double prefillMs = 0;
+  std::vector<double> stepMs;       // timed steps, in order
+  double medianMs = 0, p10Ms = 0, p90Ms = 0, meanMs = 0;
+  double tokensPerSecond = 0;       // batch / median step
+  std::uint64_t weightBytesPerStep = 0;  // every weight read once (+ one embedding row per sequence)
+  std::uint64_t kvBytesPerStep = 0;      // K and V of `context + 1` positions, all layers, all rows
+  std::uint64_t bytesPerStep = 0;
+  double achievedGBs = 0;           // bytesPerStep / median step
+  double measuredReadGBs = 0;       // sum reduction over a large buffer
+  double measuredCopyGBs = 0;       // device-to-device copy, (read + write) / time
+  double limitTokensPerSecond = 0;  // batch x measuredReadGBs / bytesPerStep
+  double ratioToLimit = 0;          // tokensPerSecond / limitTokensPerSecond
+  std::string method;               // one line on how it was timed
+};
+
+// Throws std::runtime_error (e.g. no GPU for device "cuda"), sdw::Cancelled.
+DecodeBenchResult runDecodeBench(const DecodeBenchOptions& options, const ProgressFn& progress = {});
+
+}  // namespace sdw::gpu
