@@ -34,6 +34,7 @@ const char* toString(ErrorCode code) {
         case ErrorCode::Foreign: return "foreign HDF5 file";
         case ErrorCode::NewerSchema: return "newer schema";
         case ErrorCode::Io: return "I/O error";
+        case ErrorCode::Locked: return "locked";
         case ErrorCode::DiskFull: return "disk full";
         case ErrorCode::Exists: return "already exists";
         case ErrorCode::Missing: return "missing";
@@ -879,7 +880,8 @@ void openValidated(RunFileState& st, bool writable) {
     if (!st.file) {
         const std::string detail = hdf5ErrorDetail();
         if (looksLikeLocked(detail)) {
-            st.fail(ErrorCode::Io, {}, withDetail(quoted(p) + " is locked (another process may be writing it)", detail));
+            // HDF5 holds an exclusive lock while a file is open for writing.
+            st.fail(ErrorCode::Locked, {}, withDetail(quoted(p) + " is locked: another process is writing it", detail));
         }
         if (detail.find("Permission denied") != std::string::npos) {
             st.fail(ErrorCode::Io, {}, withDetail("permission denied opening " + quoted(p), detail));

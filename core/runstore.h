@@ -50,7 +50,8 @@ enum class ErrorCode {
     Corrupt,          // HDF5 signature present but the file cannot be read: truncated or damaged
     Foreign,          // valid HDF5 without our sdw_format magic
     NewerSchema,      // sdw_schema_version > kSchemaVersion
-    Io,               // OS-level failure: permissions, locked by another process, rename failed
+    Io,               // OS-level failure: permissions, rename failed, read/write error
+    Locked,           // another process has the file open for writing (e.g. a run in progress)
     DiskFull,         // not enough free space for a write
     Exists,           // refusing to overwrite a run file or dataset
     Missing,          // the object (group, dataset, attribute) is not in the file
@@ -160,7 +161,7 @@ struct WorkspaceEntry {
 };
 
 // Opens, validates and reads the root attributes and provenance. Throws
-// RunStoreError (NotFound, NotHdf5, Corrupt, Foreign, NewerSchema, Io).
+// RunStoreError (NotFound, NotHdf5, Corrupt, Foreign, NewerSchema, Locked, Io).
 RunSummary inspectRun(const std::filesystem::path& path);
 
 // Every *.sdw.h5 and *.sdw.h5.partial directly in `dir`, sorted by file name.

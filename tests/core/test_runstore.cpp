@@ -249,6 +249,7 @@ private Q_SLOTS:
     void listWorkspaceMixed();
     void listWorkspaceWhileWriting();
     void listWorkspaceMissingDir();
+    void lockedByAnotherProcess();
     void concurrentWriters();
 };
 
@@ -1402,6 +1403,61 @@ void TestRunStore::listWorkspaceMissingDir() {
     QTemporaryDir dir;
     EXPECT_RUN_ERROR(listWorkspace(tempPath(dir, "nowhere")), ErrorCode::NotFound);
     QVERIFY(listWorkspace(dir.path().toStdString()).empty());
+}
+
+void TestRunStore::lockedByAnotherProcess() {
+#if defined(__unix__)
+    QTemporaryDir dir;
+    const fs::path ws = dir.path().toStdString();
+    const fs::path p = ws / "live.sdw.h5";
+    int ready[2], release[2];
+    QVERIFY(pipe(ready) == 0 && pipe(release) == 0);
+    const pid_t pid = fork();
+    QVERIFY(pid >= 0);
+    if (pid == 0) {
+        // Child: a run in progress in another process (say, the CLI).
+        int rc = 0;
+        try {
+            RunWriter w = RunWriter::create(p, sampleProvenance(), "calibration");
+            w.checkpoint();
+            char c = 'r';
+            if (write(ready[1], &c, 1) != 1) rc = 4;
+            if (read(release[0], &c, 1) != 1) rc = 5;
+            w.commit();
+        } catch (...) {
+            rc = 3;
+        }
+        std::_Exit(rc);
+    }
+    char c = 0;
+    QCOMPARE(read(ready[0], &c, 1), ssize_t(1));
+
+    const std::vector<WorkspaceEntry> entries = listWorkspace(ws);
+    const std::optional<RunStoreError> resume = errorOf([&] { RunWriter::openForResume(p); });
+    const std::optional<RunStoreError> create = errorOf([&] { RunWriter::create(p, Provenance::capture(), "sample"); });
+    c = 'g';
+    QCOMPARE(write(release[1], &c, 1), ssize_t(1));
+    int status = 0;
+    QCOMPARE(waitpid(pid, &status, 0), pid);
+    QVERIFY(WIFEXITED(status));
+    QCOMPARE(WEXITSTATUS(status), 0);
+
+    QCOMPARE(entries.size(), std::size_t(1));
+    QVERIFY(entries[0].partial);
+    QVERIFY(!entries[0].summary.has_value());
+    QVERIFY(entries[0].errorCode.has_value());
+    QCOMPARE(toString(*entries[0].errorCode), toString(ErrorCode::Locked));
+    QVERIFY2(QString::fromStdString(entries[0].error).contains("another process"), entries[0].error.c_str());
+    QVERIFY(resume.has_value());
+    QCOMPARE(toString(resume->code()), toString(ErrorCode::Locked));
+    QVERIFY(create.has_value());
+    QCOMPARE(toString(create->code()), toString(ErrorCode::Exists));
+    // Once the other process is done, the run reads normally.
+    QCOMPARE(inspectRun(p).status, std::string("complete"));
+    for (int fd : {ready[0], ready[1], release[0], release[1]}) close(fd);
+#else
+    QSKIP("needs fork()");
+#endif
 }
 
 void TestRunStore::concurrentWriters() {
