@@ -17,6 +17,8 @@ if [ -d .debs ]; then
   for f in .debs/*.deb; do dpkg -x "$f" "$deps"; done
 fi
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+# Kernels for A100 and H100/H200; without this, torch's CMake picks the arch of the local GPU.
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-"8.0;9.0"}
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 
 {

@@ -7,5 +7,6 @@ cd "$(dirname "$0")/../.."
 mkdir -p .debs
 cd .debs
 apt-get download libqt6core6 libqt6test6 qt6-base-dev qt6-base-dev-tools libicu72 \
-  libdouble-conversion3 libb2-1 libpcre2-16-0 libglib2.0-0 nlohmann-json3-dev libeigen3-dev
+  libdouble-conversion3 libb2-1 libpcre2-16-0 libglib2.0-0 nlohmann-json3-dev libeigen3-dev \
+  qmake6 qmake6-bin
 ls -la
