@@ -5,6 +5,7 @@
 #include "gpu/model_internal.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
@@ -158,7 +159,7 @@ DecodeBenchResult runDecodeBench(const DecodeBenchOptions& o, const ProgressFn& 
   auto model = Model::randomInit(c, {o.device, r.dtype}, o.seed, 0.02);
   auto& m = model->impl();
   try {
-    const at::NoGradGuard noGrad;
+    const c10::NoGradGuard noGrad;
     const std::int64_t B = o.batch, ctx = o.context, capacity = ctx + 1;
     KvCache& cache = ensureKvCache(m, B, capacity);
     ensureRope(m, capacity);

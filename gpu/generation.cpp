@@ -5,6 +5,7 @@
 #include "gpu/model_internal.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <chrono>
@@ -81,7 +82,7 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
   }
 
   try {
-    const at::NoGradGuard noGrad;
+    const c10::NoGradGuard noGrad;
     const auto lopts = at::TensorOptions().dtype(at::kLong).device(m.device);
     const std::int64_t capacity = Lmax + maxBudget;
     KvCache& cache = ensureKvCache(m, B, capacity);

@@ -9,6 +9,7 @@
 #include "gpu/model_internal.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <stdexcept>
@@ -212,7 +213,7 @@ std::vector<float> Model::logits(std::span<const std::int32_t> ids) {
                                   std::to_string(m.config.vocabSize) + ")");
   const auto T = static_cast<std::int64_t>(ids.size());
   try {
-    const at::NoGradGuard noGrad;
+    const c10::NoGradGuard noGrad;
     ForwardInput in;
     in.ids = at::from_blob(const_cast<std::int32_t*>(ids.data()), {1, T}, at::TensorOptions().dtype(at::kInt))
                  .to(m.device, at::kLong);
