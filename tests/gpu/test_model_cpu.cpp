@@ -334,6 +334,29 @@ class TestModelCpu : public QObject {
     QCOMPARE(r.stopReason, StopReason::MaxTokens);
   }
 
+  // The sample model (bf16 on disk, computed in fp32): greedy continuations of
+  // six prompts and the last prompt logits of "The jury said" from transformers.
+  void sampleModelGolden() {
+    const fs::path dir = fs::path(SDW_SOURCE_DIR) / "samples/model/brown-llama";
+    const auto g = readJson(kRef / "brown-llama/golden.json");
+    const auto m = Model::load(dir);
+    GenerationOptions o;
+    o.maxNewTokens = g["max_new_tokens"].get<int>();
+    o.stopIds = m->config().eosTokenIds;
+    for (const auto& c : g["cases"]) {
+      const auto prompt = ids(c["prompt_ids"]);
+      QCOMPARE(m->generate(prompt, o).tokens, ids(c["greedy_ids"]));
+      if (c.contains("last_prompt_logits_fp32_cpu")) {
+        const auto out = m->logits(prompt);
+        const auto V = static_cast<std::size_t>(m->config().vocabSize);
+        const double d = maxAbsDiff(std::span(out).subspan((prompt.size() - 1) * V, V),
+                                    c["last_prompt_logits_fp32_cpu"].get<std::vector<float>>());
+        qInfo("brown-llama: max |logit - transformers| = %.3g", d);
+        QVERIFY2(d <= 1e-4, qPrintable(QStringLiteral("max abs diff %1").arg(d)));
+      }
+    }
+  }
+
   // The KV-cache decode path against one teacher-forced pass over the same tokens.
   void kvCacheMatchesTeacherForcing_data() {
     QTest::addColumn<QString>("model");
