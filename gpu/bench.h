@@ -1,0 +1,93 @@
+#pragma once
+// The kernel benchmark: bitmask SpMV against dense baselines on real projection
+// shapes, on the GPU (CUDA events over graph-captured launches, weights rotated
+// through copies several times the L2 size) or, without one, on the CPU kernels.
+// Plain types: the CLI prints them, the GUI plots them.
+
+#include "core/progress.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sdw::gpu {
+
+struct BenchShape {
+  std::string model;   // "llama3-8b", or "custom"
+  std::string module;  // "q_proj", ...
+  std::int64_t rows = 0, cols = 0;  // out features, in features
+};
+
+// The seven projections of one layer of a known model, in execution order.
+// Throws std::invalid_argument for unknown names (have: llama3-8b, qwen3-14b, qwen3-32b).
+std::vector<BenchShape> modelShapes(const std::string& model);
+std::vector<std::string> knownModels();
+// "llama3-8b,qwen3-14b", or custom shapes "ROWSxCOLS[,...]" (model "custom").
+std::vector<BenchShape> parseShapes(const std::string& spec);
+
+struct BenchSettings {
+  std::vector<BenchShape> shapes;
+  std::vector<std::string> patterns{"2:4", "4:8", "8:16", "16:32"};
+  std::vector<int> batches{1};
+  std::string dtype = "bf16";
+  int repeats = 7;
+  bool library = true;     // cuBLAS through LibTorch
+  bool ownDense = true;    // our dense GEMV
+  bool cusparselt = true;  // 2:4 through LibTorch, where the build has it
+  bool layer = true;       // whole-layer sequences for model shapes
+  bool forceCpu = false;   // the CPU kernels even when a GPU is present
+  bool tune = false;       // sweep launch configurations per shape, keep the best
+  std::string tuningIn;    // tuning table to read (empty: heuristics)
+  std::string tuningOut;   // with tune: where to write the table
+  int cpuThreads = 0;
+};
+
+struct BenchRow {
+  std::string model, module;
+  std::int64_t rows = 0, cols = 0;
+  std::string pattern;  // "-" for dense kernels
+  int batch = 1;
+  std::string kernel;   // "sparse", "dense", "cublas", "cusparselt", "sparse-cpu", "dense-cpu"
+  double us = 0;        // median time per call
+  double bytes = 0;     // bytes the kernel must read (weights)
+  double gbs = 0;
+  double fractionHbm = 0;
+  double speedupVsLibrary = 0;  // cuBLAS time / this time (0: no baseline)
+  double speedupVsDense = 0;    // our dense time / this time
+  std::string config;           // launch configuration used
+};
+
+struct BenchSummary {
+  std::string pattern;
+  int count = 0;
+  double medianVsLibrary = 0, medianVsDense = 0, medianVsCusparselt = 0;
+};
+
+struct BenchResult {
+  std::string backend;  // "cuda" or "cpu"
+  std::string device, driver, torchVersion;
+  double hbmReadGBs = 0;  // measured in this run (CPU: memory read bandwidth)
+  std::string cusparseltStatus;  // "ok" or why not
+  std::vector<BenchRow> rows;
+  // Batch 1, the run's dtype, over Llama-3.1-8B and Qwen3-14B projection shapes.
+  std::vector<BenchSummary> summary;
+  double patternSpreadPercent = 0;  // (max - min) / min of the patterns' median speedups over our dense
+  std::vector<std::string> notes;
+};
+
+// Runs the benchmark. Progress: one unit per measured kernel; a false answer
+// stops it (throws sdw::Cancelled). Rows are also handed to `onRow` as they come
+// (may be empty) so a view can plot them live.
+BenchResult runKernelBench(const BenchSettings& s, const ProgressFn& progress,
+                           const std::function<void(const BenchRow&)>& onRow = {});
+
+// Fills `summary` and `patternSpreadPercent` from `rows` (used by the runner and
+// by readers of saved results).
+void summarise(BenchResult& r, const std::string& dtype);
+
+std::string toJson(const BenchResult& r, const std::string& commandLine, const BenchSettings& s);
+// Reads what toJson wrote (rows, device, bandwidth, summary). Throws std::runtime_error.
+BenchResult fromJson(const std::string& text);
+
+}  // namespace sdw::gpu

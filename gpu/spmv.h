@@ -1,0 +1,57 @@
+#pragma once
+// Launch configurations of the SpMV / GEMV kernels and the per-shape tuning
+// table that persists them (resources/tuning/*.json). Plain types.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sdw::gpu {
+
+struct SpmvLaunch {
+  int warps = 8;   // warps per block on one 32-row tile
+  int unroll = 2;  // mask words in flight per warp
+  int splitK = 1;  // blocks per tile along the input dimension
+};
+
+struct GemvLaunch {
+  int warps = 4;
+  int rowsPerWarp = 4;
+  int unroll = 2;
+  int splitK = 1;
+};
+
+struct TuningEntry {
+  std::int64_t rows = 0, cols = 0;
+  int batch = 1;
+  std::string dtype = "bf16";
+  SpmvLaunch sparse;
+  GemvLaunch dense;
+  double sparseUs = 0, denseUs = 0;  // as measured when tuned
+};
+
+// Best launch configuration per (rows, cols, batch, dtype). Lookup falls back to
+// the entry of the same batch with the nearest size, then to a heuristic.
+class TuningTable {
+ public:
+  static TuningTable load(const std::filesystem::path& path);  // throws std::runtime_error
+  void save(const std::filesystem::path& path) const;
+  void put(const TuningEntry& e);
+  SpmvLaunch sparse(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount) const;
+  GemvLaunch dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount) const;
+  const std::vector<TuningEntry>& entries() const { return entries_; }
+  std::string device;
+  double hbmReadGBs = 0;
+
+ private:
+  const TuningEntry* find(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;
+  std::vector<TuningEntry> entries_;
+};
+
+// The heuristics used without a table entry.
+SpmvLaunch defaultSpmvLaunch(std::int64_t rows, std::int64_t cols, int batch, int smCount);
+GemvLaunch defaultGemvLaunch(std::int64_t rows, std::int64_t cols, int batch, int smCount);
+
+}  // namespace sdw::gpu

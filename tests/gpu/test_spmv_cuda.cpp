@@ -1,0 +1,122 @@
+// Every CUDA SpMV / GEMV kernel path (bf16/fp16, batch 1..8, split-K, our dense
+// GEMV) against a float64 LibTorch reference built from the same 16-bit values,
+// with guard regions around the outputs. Label: gpu. Skips without a device.
+
+#include "core/sparse_format.h"
+#include "gpu/device.h"
+#include "gpu/spmv_ops.h"
+
+#include <torch/torch.h>
+
+#include <QtTest>
+
+#include <random>
+
+using namespace sdw;
+
+namespace {
+constexpr std::int64_t kGuard = 64;
+constexpr double kSentinel = -1234.0;  // exact in bf16 and fp16
+}  // namespace
+
+class TestSpmvCuda : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() {
+    const auto& d = gpu::deviceInfo();
+    if (!d.cudaAvailable) QSKIP(qPrintable(QStringLiteral("no usable GPU: %1").arg(QString::fromStdString(d.reason))));
+    qInfo("device: %s", gpu::describeDevice(d).c_str());
+  }
+
+  void matchesReference_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<QString>("pattern");
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<int>("splitK");
+    for (const char* dt : {"bf16", "fp16"}) {
+      for (const char* p : {"2:4", "4:8", "8:16", "16:32"}) {
+        QTest::addRow("odd 37x96 b1 %s %s", p, dt) << 37 << 96 << 1 << p << dt << 1;
+        QTest::addRow("K=32 33x32 b3 %s %s", p, dt) << 33 << 32 << 3 << p << dt << 1;
+        QTest::addRow("large K 70x14336 b1 %s %s", p, dt) << 70 << 14336 << 1 << p << dt << 4;
+      }
+      for (int b = 1; b <= 8; ++b) QTest::addRow("batch %d 101x1024 %s", b, dt) << 101 << 1024 << b << "8:16" << dt << 1;
+      QTest::addRow("split-K 1024x4096 b1 %s", dt) << 1024 << 4096 << 1 << "2:4" << dt << 8;
+      QTest::addRow("split-K 1000x5120 b8 %s", dt) << 1000 << 5120 << 8 << "16:32" << dt << 16;
+      QTest::addRow("split-K uneven 65x4000->4064 b2 %s", dt) << 65 << 4064 << 2 << "4:8" << dt << 7;
+    }
+  }
+
+  void matchesReference() {
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(int, batch);
+    QFETCH(QString, pattern);
+    QFETCH(QString, dtype);
+    QFETCH(int, splitK);
+    const auto dt = sparse::parseDType(dtype.toStdString());
+    const auto pat = sparse::parsePattern(pattern.toStdString());
+    const auto st = dt == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf;
+    std::mt19937 rng(static_cast<unsigned>(rows * 131 + cols + batch * 7 + splitK));
+    std::normal_distribution<float> nd;
+    std::vector<float> w(static_cast<std::size_t>(rows) * cols);
+    for (auto& v : w) v = nd(rng);
+    sparse::imposePattern(w, rows, cols, pat);
+    const auto packed = sparse::packDense(w, rows, cols, pat, dt);
+    const auto dense = sparse::unpack(packed);  // the 16-bit-rounded values, as fp32
+
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA).dtype(st);
+    const auto wd = torch::from_blob(const_cast<float*>(dense.data()), {rows, cols}, torch::kFloat).clone();
+    const auto x = torch::randn({batch, cols}, cuda);
+    const auto ref = torch::matmul(x.cpu().to(torch::kDouble), wd.to(torch::kDouble).t());  // [batch, rows]
+    const double tol = dt == sparse::DType::BF16 ? 8e-3 : 1e-3;  // output rounding to 16 bits dominates
+
+    const auto check = [&](const char* what, const std::function<void(torch::Tensor&)>& run) {
+      const std::int64_t ldy = rows + 5;
+      auto buf = torch::full({2 * kGuard + batch * ldy}, kSentinel, cuda);
+      auto y = buf.narrow(0, kGuard, batch * ldy).view({batch, ldy}).narrow(1, 0, rows);
+      run(y);
+      run(y);  // twice: split-K counters must have reset
+      torch::cuda::synchronize();
+      const auto yd = y.cpu().to(torch::kDouble);
+      QVERIFY2(torch::isfinite(yd).all().item<bool>(), what);
+      const double rel = ((yd - ref).norm() / ref.norm()).item<double>();
+      QVERIFY2(rel < tol, qPrintable(QStringLiteral("%1: relative error %2").arg(what).arg(rel)));
+      // Per element: within one 16-bit rounding of the float64 reference, plus fp32 accumulation.
+      const auto absRef = torch::matmul(x.cpu().to(torch::kDouble).abs(), wd.to(torch::kDouble).abs().t());
+      const double ulp = dt == sparse::DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
+      const auto bad = ((yd - ref).abs() > ref.abs() * ulp + absRef * 1e-5 + 1e-6).sum().item<std::int64_t>();
+      QVERIFY2(bad == 0, qPrintable(QStringLiteral("%1: %2 elements off").arg(what).arg(bad)));
+      // Guards and the gaps between batch rows stay untouched.
+      const auto h = buf.cpu().to(torch::kDouble);
+      QVERIFY2(h.narrow(0, 0, kGuard).eq(kSentinel).all().item<bool>(), "guard before y overwritten");
+      QVERIFY2(h.narrow(0, kGuard + batch * ldy, kGuard).eq(kSentinel).all().item<bool>(), "guard after y overwritten");
+      const auto gaps = h.narrow(0, kGuard, batch * ldy).view({batch, ldy}).narrow(1, rows, ldy - rows);
+      QVERIFY2(gaps.eq(kSentinel).all().item<bool>(), "gap between batch rows overwritten");
+    };
+
+    const auto dw = gpu::toDeviceLayout(packed, torch::Device(torch::kCUDA));
+    for (int unroll : {1, 2, 4}) {
+      const gpu::SpmvLaunch cfg{unroll == 4 ? 4 : 8, unroll, splitK};
+      check(qPrintable(QStringLiteral("sparse u%1").arg(unroll)), [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
+    }
+    const auto wdev = wd.to(cuda);
+    for (const gpu::GemvLaunch cfg : {gpu::GemvLaunch{4, 4, 2, 1}, gpu::GemvLaunch{8, 1, 1, splitK}, gpu::GemvLaunch{2, 2, 2, 3}})
+      check("dense", [&](torch::Tensor& y) { gpu::denseGemvInto(wdev, x, y, cfg); });
+  }
+
+  void rejectsBadInputs() {
+    auto w = std::vector<float>(64 * 64, 0.f);
+    const auto p = sparse::packDense(w, 64, 64, {2, 4}, sparse::DType::BF16);
+    const auto dw = gpu::toDeviceLayout(p, torch::Device(torch::kCUDA));
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+    auto y = torch::empty({1, 64}, cuda);
+    QVERIFY_THROWS_EXCEPTION(c10::Error, gpu::bitmaskSpmvInto(dw, torch::zeros({1, 32}, cuda), y, {}));
+    QVERIFY_THROWS_EXCEPTION(c10::Error, gpu::bitmaskSpmvInto(dw, torch::zeros({9, 64}, cuda), y, {}));
+    QVERIFY_THROWS_EXCEPTION(c10::Error, gpu::bitmaskSpmvInto(dw, torch::zeros({1, 64}, cuda.dtype(torch::kHalf)), y, {}));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSpmvCuda)
+#include "test_spmv_cuda.moc"
