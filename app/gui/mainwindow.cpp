@@ -1,9 +1,11 @@
 #include "app/gui/mainwindow.h"
 
+#include "app/gui/modelcontroller.h"
 #include "app/gui/workspace.h"
 #include "gpu/device.h"
 #include "widgets/jobsview.h"
 #include "widgets/logview.h"
+#include "widgets/modelpanel.h"
 #include "widgets/placeholderpanel.h"
 #include "widgets/runbrowser.h"
 
@@ -61,6 +63,7 @@ MainWindow::MainWindow(Settings* settings, QWidget* parent) : QMainWindow(parent
   buildDocks();
   buildMenus();
   wireJobs();
+  wireModel();
 
   deviceLabel_ = new QLabel(QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())), this);
   statusBar()->addPermanentWidget(deviceLabel_);
@@ -79,15 +82,8 @@ void MainWindow::buildPanels() {
   tabs_ = new QTabWidget(this);
   tabs_->setDocumentMode(true);
   using widgets::PlaceholderPanel;
-  tabs_->addTab(new PlaceholderPanel(
-                    tr("Model"),
-                    tr("Load a Hugging Face checkpoint (Llama, Qwen3) or the embedded sample model and "
-                       "look inside it."),
-                    {tr("Architecture summary: layers, hidden size, heads, KV heads, vocabulary, parameters, "
-                        "bytes per dtype"),
-                     tr("Module tree of every linear projection with its shape and bytes"),
-                     tr("Generate box streaming tokens with tokens/s, sampling settings and a stop button")}),
-                tr("Model"));
+  modelPanel_ = new widgets::ModelPanel(this);
+  tabs_->addTab(modelPanel_, tr("Model"));
   tabs_->addTab(new PlaceholderPanel(
                     tr("Calibration"),
                     tr("Collect each projection's input statistics from fixed text (teacher-forced) or from the "
@@ -203,6 +199,19 @@ void MainWindow::wireJobs() {
     logInfo(tr("job %1 cancelled").arg(id));
   });
   connect(jobsView_, &widgets::JobsView::cancelRequested, this, [this](quint64 id) { jobs_.cancel(id); });
+}
+
+void MainWindow::wireModel() {
+  modelController_ = new ModelController(&jobs_, this);
+  modelController_->attach(modelPanel_);
+  connect(modelController_, &ModelController::info, this, &MainWindow::logInfo);
+  connect(modelController_, &ModelController::error, this, [this](const QString& m) {
+    logError(m);
+    statusBar()->showMessage(m, 10000);
+  });
+  // The sample model is what every panel starts from. CPU/float32: it is tiny,
+  // and the GPU stays free for the user's own choice.
+  modelController_->load(sampleModelDir(), QStringLiteral("cpu"), QStringLiteral("float32"));
 }
 
 void MainWindow::restoreState() {

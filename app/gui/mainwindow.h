@@ -14,10 +14,13 @@ class QLabel;
 namespace sdw::widgets {
 class JobsView;
 class LogView;
+class ModelPanel;
 class RunBrowser;
 }  // namespace sdw::widgets
 
 namespace sdw::app {
+
+class ModelController;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -41,6 +44,8 @@ class MainWindow : public QMainWindow {
   widgets::RunBrowser* runBrowser() const { return browser_; }
   widgets::JobsView* jobsView() const { return jobsView_; }
   widgets::LogView* logView() const { return logView_; }
+  widgets::ModelPanel* modelPanel() const { return modelPanel_; }
+  ModelController* modelController() const { return modelController_; }
   QString workspace() const { return workspace_; }
   QString lastError() const { return lastError_; }
 
@@ -52,6 +57,7 @@ class MainWindow : public QMainWindow {
   void buildPanels();
   void buildDocks();
   void wireJobs();
+  void wireModel();
   void restoreState();
   void logInfo(const QString& m);
   void logError(const QString& m);
@@ -64,6 +70,8 @@ class MainWindow : public QMainWindow {
   widgets::RunBrowser* browser_ = nullptr;
   widgets::JobsView* jobsView_ = nullptr;
   widgets::LogView* logView_ = nullptr;
+  widgets::ModelPanel* modelPanel_ = nullptr;
+  ModelController* modelController_ = nullptr;
   QLabel* deviceLabel_ = nullptr;
   QString workspace_;
   QString lastError_;

@@ -1,0 +1,394 @@
+#include "app/gui/modelcontroller.h"
+
+#include "core/chat_format.h"
+#include "core/tokenizer.h"
+#include "gpu/device.h"
+#include "gpu/model.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace sdw::app {
+
+struct LoadedModel {
+  std::shared_ptr<gpu::Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;  // null when the folder has no tokenizer.json
+  std::filesystem::path dir;
+  ChatFamily family = ChatFamily::Plain;
+  widgets::ModelSummary summary;
+  QVector<widgets::ModuleRow> modules;
+};
+
+// Written by the generation job, drained by the GUI thread's chunk timer.
+struct TextStream {
+  std::mutex mutex;
+  std::string pending;  // decoded UTF-8 not yet handed to the panel
+  int tokens = 0;
+  double tokensPerSecond = 0;
+};
+
+struct GenerationOutcome {
+  int tokens = 0;
+  int promptTokens = 0;
+  QString reason;
+  double prefillSeconds = 0;
+  double decodeSeconds = 0;
+};
+
+}  // namespace sdw::app
+
+Q_DECLARE_METATYPE(std::shared_ptr<sdw::app::LoadedModel>)
+Q_DECLARE_METATYPE(sdw::app::GenerationOutcome)
+
+namespace sdw::app {
+
+namespace {
+
+std::filesystem::path toPath(const QString& s) { return std::filesystem::path(QFile::encodeName(s).toStdString()); }
+QString fromPath(const std::filesystem::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
+
+QString ropeScalingText(const gpu::RopeScaling& r) {
+  if (r.type.empty()) return QStringLiteral("none");
+  return QStringLiteral("%1 (factor %2, low %3, high %4, original %5)")
+      .arg(QString::fromStdString(r.type))
+      .arg(r.factor)
+      .arg(r.lowFreqFactor)
+      .arg(r.highFreqFactor)
+      .arg(r.originalMaxPositionEmbeddings);
+}
+
+// Runs inside the load job: reads everything the panel shows while the
+// model is still private to this thread.
+std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOptions& options,
+                                       const sdw::ProgressFn& progress) {
+  const QFileInfo info(dirText);
+  if (!info.exists()) throw std::runtime_error(dirText.toStdString() + ": no such folder");
+  if (!info.isDir()) throw std::runtime_error(dirText.toStdString() + ": not a folder");
+  auto out = std::make_shared<LoadedModel>();
+  out->dir = toPath(info.absoluteFilePath());
+  out->model = std::shared_ptr<gpu::Model>(gpu::Model::load(out->dir, options, progress));
+
+  const auto tokPath = out->dir / "tokenizer.json";
+  QString tokText;
+  if (std::filesystem::exists(tokPath)) {
+    auto tok = std::make_shared<Tokenizer>(Tokenizer::fromFile(tokPath));
+    out->family = detectChatFamily(*tok, out->dir);
+    tokText = QStringLiteral("byte-level BPE, %1 tokens, chat format %2")
+                  .arg(tok->vocabSize())
+                  .arg(QString::fromLatin1(chatFamilyName(out->family)));
+    out->tokenizer = std::move(tok);
+  } else {
+    tokText = QStringLiteral("none (no tokenizer.json: generation is off)");
+  }
+
+  const gpu::ModelConfig& c = out->model->config();
+  const std::string dtype = out->model->options().dtype;
+  widgets::ModelSummary& s = out->summary;
+  s.dir = fromPath(out->dir);
+  s.architecture = QString::fromStdString(c.architectureName);
+  s.layers = c.numLayers;
+  s.hiddenSize = c.hiddenSize;
+  s.intermediateSize = c.intermediateSize;
+  s.heads = c.numHeads;
+  s.kvHeads = c.numKvHeads;
+  s.headDim = c.headDim;
+  s.vocabSize = c.vocabSize;
+  s.contextLength = c.maxPositionEmbeddings;
+  s.ropeTheta = c.ropeTheta;
+  s.ropeScaling = ropeScalingText(c.ropeScaling);
+  s.tiedEmbeddings = c.tieWordEmbeddings;
+  s.parameters = out->model->parameterCount();
+  s.bytesFp32 = s.parameters * 4;
+  s.bytesBf16 = s.parameters * 2;
+  s.bytesFp16 = s.parameters * 2;
+  s.bytesLoaded = out->model->weightBytes();
+  s.device = QString::fromStdString(out->model->options().device);
+  s.dtype = QString::fromStdString(dtype);
+  s.computeDtype = QString::fromStdString(out->model->computeDtype());
+  s.tokenizer = tokText;
+  s.chatFamily = QString::fromLatin1(chatFamilyName(out->family));
+  s.canGenerate = out->tokenizer != nullptr;
+
+  // embeddings first, then the projections in checkpoint order (lm_head last)
+  widgets::ModuleRow embed;
+  embed.name = QStringLiteral("model.embed_tokens");
+  embed.kind = QStringLiteral("embed_tokens");
+  embed.outFeatures = c.vocabSize;
+  embed.inFeatures = c.hiddenSize;
+  embed.dtype = s.dtype;
+  embed.bytes = static_cast<quint64>(c.vocabSize) * static_cast<quint64>(c.hiddenSize) * gpu::dtypeBytes(dtype);
+  out->modules.push_back(embed);
+  for (const gpu::ModuleInfo& m : out->model->modules()) {
+    widgets::ModuleRow r;
+    r.name = QString::fromStdString(m.name);
+    r.kind = QString::fromStdString(m.kind);
+    r.layer = m.layer;
+    r.outFeatures = m.outFeatures;
+    r.inFeatures = m.inFeatures;
+    r.dtype = QString::fromStdString(m.dtype);
+    r.bytes = m.bytes;
+    if (m.kind == "lm_head" && c.tieWordEmbeddings) r.note = QStringLiteral("tied to model.embed_tokens");
+    out->modules.push_back(r);
+  }
+  return out;
+}
+
+QString stopReasonText(gpu::StopReason r) {
+  switch (r) {
+    case gpu::StopReason::MaxTokens: return QStringLiteral("max new tokens reached");
+    case gpu::StopReason::StopToken: return QStringLiteral("end of text");
+    case gpu::StopReason::Callback: return QStringLiteral("stopped");
+    case gpu::StopReason::ContextFull: return QStringLiteral("context full");
+  }
+  return {};
+}
+
+}  // namespace
+
+QString sampleModelDir() {
+  const QString rel = QStringLiteral("model/brown-llama");
+  if (const QByteArray env = qgetenv("SDW_SAMPLES_DIR"); !env.isEmpty())
+    return QDir(QString::fromLocal8Bit(env)).filePath(rel);
+  // build/bin/sdw -> <source>/samples/model/brown-llama when run from the build tree
+  const QDir exeDir(QCoreApplication::applicationDirPath());
+  for (const QString& base : {QStringLiteral("../../samples/"), QStringLiteral("../share/sdw/samples/")}) {
+    const QString cand = QDir::cleanPath(exeDir.filePath(base + rel));
+    if (QFileInfo(cand).isDir()) return cand;
+  }
+  return QStringLiteral(SDW_SOURCE_DIR "/samples/") + rel;
+}
+
+ModelController::ModelController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
+  qRegisterMetaType<sdw::widgets::ModelSummary>("sdw::widgets::ModelSummary");
+  chunkTimer_.setInterval(30);
+  connect(&chunkTimer_, &QTimer::timeout, this, &ModelController::drainStream);
+  connect(jobs, &JobManager::finished, this, &ModelController::onFinished);
+  connect(jobs, &JobManager::failed, this, &ModelController::onFailed);
+  connect(jobs, &JobManager::cancelled, this, &ModelController::onCancelled);
+  connect(jobs, &JobManager::progressed, this, &ModelController::onProgress);
+}
+
+ModelController::~ModelController() {
+  // The jobs hold their own references to the model and stream; they only
+  // need to be told to stop.
+  if (jobs_) {
+    if (loadJob_) jobs_->cancel(loadJob_);
+    if (genJob_) jobs_->cancel(genJob_);
+  }
+}
+
+void ModelController::attach(widgets::ModelPanel* panel) {
+  const gpu::DeviceInfo& dev = gpu::deviceInfo();
+  panel->setCudaAvailable(dev.cudaAvailable, QString::fromStdString(dev.reason));
+  panel->setSampleDir(sampleModelDir());
+  connect(panel, &widgets::ModelPanel::loadRequested, this,
+          [this](const QString& dir, const QString& device, const QString& dtype) { load(dir, device, dtype); });
+  connect(panel, &widgets::ModelPanel::cancelLoadRequested, this, &ModelController::cancelLoad);
+  connect(panel, &widgets::ModelPanel::generateRequested, this,
+          [this](const widgets::GenerateSettings& s) { generate(s); });
+  connect(panel, &widgets::ModelPanel::stopRequested, this, &ModelController::stop);
+  connect(this, &ModelController::loadStarted, panel, &widgets::ModelPanel::beginLoading);
+  connect(this, &ModelController::loadProgress, panel, &widgets::ModelPanel::setLoadProgress);
+  connect(this, &ModelController::modelLoaded, panel, &widgets::ModelPanel::setModel);
+  connect(this, &ModelController::loadEnded, panel, &widgets::ModelPanel::endLoading);
+  connect(this, &ModelController::generationStarted, panel, &widgets::ModelPanel::beginGeneration);
+  connect(this, &ModelController::textStreamed, panel, &widgets::ModelPanel::appendText);
+  connect(this, &ModelController::generationEnded, panel, &widgets::ModelPanel::endGeneration);
+  if (current_) panel->setModel(current_->summary, current_->modules);
+}
+
+QString ModelController::modelDir() const { return current_ ? current_->summary.dir : QString(); }
+
+widgets::ModelSummary ModelController::summary() const {
+  return current_ ? current_->summary : widgets::ModelSummary{};
+}
+
+JobId ModelController::load(const QString& dir, const QString& device, const QString& dtype) {
+  if (!jobs_) return 0;
+  if (loadJob_) jobs_->cancel(loadJob_);  // superseded: its result is dropped
+  const gpu::LoadOptions options{device.toStdString(), dtype.toStdString()};
+  loadDir_ = dir;
+  loadJob_ = jobs_->startTyped<std::shared_ptr<LoadedModel>>(
+      tr("Load model"), [dir, options](const sdw::ProgressFn& p) { return loadModel(dir, options, p); });
+  Q_EMIT loadStarted(dir);
+  Q_EMIT info(tr("loading model %1 (%2, %3)").arg(dir, device, dtype));
+  return loadJob_;
+}
+
+void ModelController::cancelLoad() {
+  if (jobs_ && loadJob_) jobs_->cancel(loadJob_);
+}
+
+JobId ModelController::generate(const widgets::GenerateSettings& settings) {
+  if (!jobs_) return 0;
+  QString refusal;
+  if (genJob_) refusal = tr("a generation is already running");
+  else if (!current_) refusal = tr("no model is loaded");
+  else if (!current_->tokenizer) refusal = tr("this checkpoint has no tokenizer.json");
+  if (!refusal.isEmpty()) {
+    Q_EMIT error(tr("cannot generate: %1").arg(refusal));
+    if (!genJob_) Q_EMIT generationEnded(tr("Cannot generate: %1").arg(refusal), true);
+    return 0;
+  }
+
+  std::shared_ptr<LoadedModel> loaded = current_;
+  gpu::GenerationOptions options;
+  options.maxNewTokens = settings.maxNewTokens;
+  options.sampling.temperature = settings.temperature;
+  options.sampling.topK = settings.topK;
+  options.sampling.topP = settings.topP;
+  options.sampling.seed = settings.seed;
+  options.stopIds = loaded->tokenizer->stopIds();
+  for (std::int32_t id : loaded->model->config().eosTokenIds)  // config only: plain data, never changes
+    if (std::find(options.stopIds.begin(), options.stopIds.end(), id) == options.stopIds.end())
+      options.stopIds.push_back(id);
+  const ChatFamily family = settings.chatFormat ? loaded->family : ChatFamily::Plain;
+  const std::string prompt = settings.prompt.toStdString();
+
+  stream_ = std::make_shared<TextStream>();
+  auto stream = stream_;
+  genJob_ = jobs_->startTyped<GenerationOutcome>(
+      tr("Generate"), [loaded, stream, options, family, prompt](const sdw::ProgressFn& progress) {
+        using Clock = std::chrono::steady_clock;
+        const Tokenizer& tok = *loaded->tokenizer;
+        const std::vector<std::int32_t> ids = encodePrompt(tok, family, prompt);
+        if (ids.empty()) throw std::runtime_error("the prompt is empty and the tokenizer has no bos token");
+        const double max = options.maxNewTokens;
+        reportOrThrow(progress, {0, max, "tokens", "prefill"});
+        StreamDecoder decoder(tok, /*skipSpecialTokens=*/true);
+        Clock::time_point first;
+        int n = 0;
+        bool stopped = false;
+        const gpu::GenerationResult r = loaded->model->generate(ids, options, [&](std::int32_t id) {
+          const auto now = Clock::now();
+          if (++n == 1) first = now;
+          const double secs = std::chrono::duration<double>(now - first).count();
+          const std::string text = decoder.push(id);
+          {
+            std::lock_guard lock(stream->mutex);
+            stream->pending += text;
+            stream->tokens = n;
+            // decode rate: the first token's time is prefill
+            stream->tokensPerSecond = (n >= 2 && secs > 0) ? (n - 1) / secs : 0.0;
+          }
+          if (!progress({double(n), max, "tokens", "decode"})) {
+            stopped = true;
+            return false;
+          }
+          return true;
+        });
+        {
+          std::lock_guard lock(stream->mutex);
+          stream->pending += decoder.flush();
+          if (r.decodeSeconds > 0 && r.tokens.size() >= 2)
+            stream->tokensPerSecond = double(r.tokens.size() - 1) / r.decodeSeconds;
+        }
+        if (stopped) throw sdw::Cancelled();
+        GenerationOutcome o;
+        o.tokens = static_cast<int>(r.tokens.size());
+        o.promptTokens = r.promptTokens;
+        o.reason = stopReasonText(r.stopReason);
+        o.prefillSeconds = r.prefillSeconds;
+        o.decodeSeconds = r.decodeSeconds;
+        return o;
+      });
+  chunkTimer_.start();
+  Q_EMIT generationStarted(settings.prompt);
+  return genJob_;
+}
+
+void ModelController::stop() {
+  if (jobs_ && genJob_) jobs_->cancel(genJob_);
+}
+
+void ModelController::drainStream() {
+  if (!stream_) return;
+  std::string text;
+  int tokens = 0;
+  double rate = 0;
+  {
+    std::lock_guard lock(stream_->mutex);
+    text.swap(stream_->pending);
+    tokens = stream_->tokens;
+    rate = stream_->tokensPerSecond;
+  }
+  Q_EMIT textStreamed(QString::fromUtf8(text), tokens, rate);
+}
+
+void ModelController::onProgress(const JobUpdate& u) {
+  if (u.id != loadJob_ || loadJob_ == 0) return;
+  const double mib = 1024.0 * 1024.0;
+  const QString text = u.total > 0 ? tr("%1 / %2 MiB").arg(u.done / mib, 0, 'f', 1).arg(u.total / mib, 0, 'f', 1)
+                                   : tr("%1 MiB").arg(u.done / mib, 0, 'f', 1);
+  Q_EMIT loadProgress(u.fraction, text);
+}
+
+void ModelController::onFinished(JobId id, const QVariant& result) {
+  if (id == 0) return;
+  if (id == loadJob_) {
+    loadJob_ = 0;
+    current_ = result.value<std::shared_ptr<LoadedModel>>();
+    const widgets::ModelSummary& s = current_->summary;
+    Q_EMIT modelLoaded(s, current_->modules);
+    Q_EMIT info(tr("model loaded: %1 (%2 layers, %3 parameters, %4 on %5)")
+                    .arg(s.dir)
+                    .arg(s.layers)
+                    .arg(s.parameters)
+                    .arg(s.dtype, s.device));
+  } else if (id == genJob_) {
+    genJob_ = 0;
+    chunkTimer_.stop();
+    drainStream();
+    const auto o = result.value<GenerationOutcome>();
+    Q_EMIT generationEnded(tr("%1 (prompt %2 tokens, prefill %3 ms)")
+                               .arg(o.reason)
+                               .arg(o.promptTokens)
+                               .arg(o.prefillSeconds * 1000.0, 0, 'f', 0),
+                           false);
+    Q_EMIT info(tr("generated %1 tokens: %2").arg(o.tokens).arg(o.reason));
+  }
+}
+
+void ModelController::onFailed(JobId id, const QString& message) {
+  if (id == 0) return;
+  if (id == loadJob_) {
+    loadJob_ = 0;
+    const QString m = tr("Cannot load the model: %1").arg(message);
+    Q_EMIT loadEnded(current_ ? m + tr(" (still using %1)").arg(current_->summary.dir) : m, true);
+    Q_EMIT error(m);
+  } else if (id == genJob_) {
+    genJob_ = 0;
+    chunkTimer_.stop();
+    drainStream();
+    const QString m = tr("Generation failed: %1").arg(message);
+    Q_EMIT generationEnded(m, true);
+    Q_EMIT error(m);
+  }
+}
+
+void ModelController::onCancelled(JobId id) {
+  if (id == 0) return;
+  if (id == loadJob_) {
+    loadJob_ = 0;
+    Q_EMIT loadEnded(current_ ? tr("Loading cancelled; still using %1.").arg(current_->summary.dir)
+                              : tr("Loading cancelled."),
+                     false);
+    Q_EMIT info(tr("model loading cancelled: %1").arg(loadDir_));
+  } else if (id == genJob_) {
+    genJob_ = 0;
+    chunkTimer_.stop();
+    drainStream();
+    Q_EMIT generationEnded(tr("stopped"), false);
+  }
+}
+
+}  // namespace sdw::app

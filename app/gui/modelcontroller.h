@@ -1,0 +1,87 @@
+#pragma once
+// Owns the loaded model and its tokenizer for the Model panel: loads a
+// checkpoint as a job ("Load model", progress in bytes, cancellable: the
+// previous model stays) and generates as a job ("Generate", progress in
+// tokens) whose decoded text reaches the panel in coalesced chunks.
+//
+// Threading: the model and tokenizer are only touched inside jobs. A
+// generation keeps its own reference to the model it started with, so a load
+// finishing meanwhile swaps the current model without disturbing it. One
+// generation at a time.
+
+#include "app/jobmanager.h"
+#include "widgets/modelpanel.h"
+
+#include <QObject>
+#include <QPointer>
+#include <QTimer>
+
+#include <memory>
+
+namespace sdw::app {
+
+struct LoadedModel;   // model + tokenizer + their display summary
+struct TextStream;    // decoded text on its way from a job to the panel
+
+// The embedded sample model: $SDW_SAMPLES_DIR/model/brown-llama, else
+// samples/ next to the build tree or install, else the source tree's.
+QString sampleModelDir();
+
+class ModelController : public QObject {
+  Q_OBJECT
+ public:
+  explicit ModelController(JobManager* jobs, QObject* parent = nullptr);
+  ~ModelController() override;
+
+  // Connects a panel both ways and tells it about CUDA and the sample folder.
+  void attach(widgets::ModelPanel* panel);
+
+  // Starts a load job and returns its id. A load already running is
+  // cancelled and its result dropped.
+  JobId load(const QString& dir, const QString& device = QStringLiteral("cpu"),
+             const QString& dtype = QStringLiteral("float32"));
+  void cancelLoad();
+  // Starts a generation job; 0 (with generationEnded carrying the reason)
+  // when there is no model, no tokenizer, or a generation is running.
+  JobId generate(const widgets::GenerateSettings& settings);
+  void stop();
+
+  bool hasModel() const { return current_ != nullptr; }
+  QString modelDir() const;
+  widgets::ModelSummary summary() const;
+  bool isLoading() const { return loadJob_ != 0; }
+  bool isGenerating() const { return genJob_ != 0; }
+  JobId loadJob() const { return loadJob_; }
+  JobId generateJob() const { return genJob_; }
+  // How often streamed text is handed to the panel (default 30 ms).
+  void setChunkInterval(int msecs) { chunkTimer_.setInterval(msecs); }
+
+ Q_SIGNALS:
+  void loadStarted(const QString& dir);
+  void loadProgress(double fraction, const QString& text);
+  void modelLoaded(const sdw::widgets::ModelSummary& summary, const QVector<sdw::widgets::ModuleRow>& modules);
+  // A load that did not replace the model: failed or cancelled.
+  void loadEnded(const QString& message, bool isError);
+  void generationStarted(const QString& promptText);
+  void textStreamed(const QString& chunk, int tokens, double tokensPerSecond);
+  void generationEnded(const QString& outcome, bool isError);
+  void info(const QString& message);
+  void error(const QString& message);
+
+ private:
+  void onFinished(JobId id, const QVariant& result);
+  void onFailed(JobId id, const QString& message);
+  void onCancelled(JobId id);
+  void onProgress(const JobUpdate& u);
+  void drainStream();
+
+  QPointer<JobManager> jobs_;
+  std::shared_ptr<LoadedModel> current_;
+  JobId loadJob_ = 0;
+  QString loadDir_;
+  JobId genJob_ = 0;
+  std::shared_ptr<TextStream> stream_;
+  QTimer chunkTimer_;
+};
+
+}  // namespace sdw::app

@@ -1,0 +1,469 @@
+#include "widgets/modelpanel.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTextCharFormat>
+#include <QTextCursor>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <limits>
+
+namespace sdw::widgets {
+
+namespace {
+QString count(qint64 v) { return QLocale(QLocale::English).toString(v); }
+QString countU(quint64 v) { return QLocale(QLocale::English).toString(static_cast<qulonglong>(v)); }
+QString bytesText(quint64 b) {
+  return QStringLiteral("%1 (%2 bytes)").arg(ModuleTreeModel::formatBytes(b), countU(b));
+}
+
+// Summary rows, in two columns of label/value pairs.
+const char* const kSummaryKeys[] = {
+    "Architecture", "Layers",      "Hidden size",  "Intermediate size", "Attention heads", "KV heads",
+    "Head dim",     "Vocabulary",  "Context length", "RoPE theta",      "RoPE scaling",    "Tied embeddings",
+    "Parameters",   "Size fp32",   "Size bf16",    "Size fp16",         "As loaded",       "Tokenizer",
+};
+constexpr int kSummaryRows = 9;
+}  // namespace
+
+ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
+  qRegisterMetaType<sdw::widgets::GenerateSettings>("sdw::widgets::GenerateSettings");
+  setObjectName(QStringLiteral("ModelPanel"));
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(8, 8, 8, 8);
+  layout->addWidget(buildCheckpointBox());
+
+  auto* left = new QSplitter(Qt::Vertical, this);
+  left->addWidget(buildSummaryBox());
+  left->addWidget(buildModulesBox());
+  left->setStretchFactor(0, 0);
+  left->setStretchFactor(1, 1);
+  left->setChildrenCollapsible(false);
+
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(left);
+  split->addWidget(buildGenerateBox());
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
+  split->setChildrenCollapsible(false);
+  layout->addWidget(split, 1);
+  updateButtons();
+}
+
+QWidget* ModelPanel::buildCheckpointBox() {
+  auto* box = new QGroupBox(tr("Checkpoint"), this);
+  auto* grid = new QGridLayout(box);
+  dirEdit_ = new QLineEdit(box);
+  dirEdit_->setObjectName(QStringLiteral("modelDir"));
+  dirEdit_->setPlaceholderText(tr("A Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer.json)"));
+  openButton_ = new QPushButton(tr("Open…"), box);
+  openButton_->setObjectName(QStringLiteral("openModel"));
+  sampleButton_ = new QPushButton(tr("Sample model"), box);
+  sampleButton_->setObjectName(QStringLiteral("sampleModel"));
+  sampleButton_->setToolTip(tr("Load the embedded sample model (brown-llama)"));
+
+  device_ = new QComboBox(box);
+  device_->setObjectName(QStringLiteral("device"));
+  device_->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
+  device_->addItem(QStringLiteral("cuda"), QStringLiteral("cuda"));
+  dtype_ = new QComboBox(box);
+  dtype_->setObjectName(QStringLiteral("dtype"));
+  for (const char* d : {"float32", "bfloat16", "float16"}) dtype_->addItem(QLatin1String(d), QLatin1String(d));
+  dtype_->setToolTip(tr("Weights are converted to this type when loading. On the CPU, bfloat16 and float16 "
+                        "weights are rounded to that type but computed in float32."));
+  loadButton_ = new QPushButton(tr("Load"), box);
+  loadButton_->setObjectName(QStringLiteral("loadModel"));
+  loadBar_ = new QProgressBar(box);
+  loadBar_->setRange(0, 1000);
+  loadBar_->setTextVisible(true);
+  loadBar_->setMaximumWidth(220);
+  loadBar_->hide();
+  status_ = new QLabel(tr("No model loaded."), box);
+  status_->setObjectName(QStringLiteral("modelStatus"));
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  grid->addWidget(new QLabel(tr("Folder"), box), 0, 0);
+  grid->addWidget(dirEdit_, 0, 1, 1, 5);
+  grid->addWidget(openButton_, 0, 6);
+  grid->addWidget(sampleButton_, 0, 7);
+  grid->addWidget(new QLabel(tr("Device"), box), 1, 0);
+  grid->addWidget(device_, 1, 1);
+  grid->addWidget(new QLabel(tr("DType"), box), 1, 2);
+  grid->addWidget(dtype_, 1, 3);
+  grid->addWidget(loadButton_, 1, 4);
+  grid->addWidget(loadBar_, 1, 5);
+  grid->addWidget(status_, 2, 0, 1, 8);
+  grid->setColumnStretch(5, 1);
+
+  connect(openButton_, &QPushButton::clicked, this, &ModelPanel::chooseFolder);
+  connect(sampleButton_, &QPushButton::clicked, this, [this] {
+    if (sampleDir_.isEmpty()) return;
+    dirEdit_->setText(sampleDir_);
+    requestLoad();
+  });
+  connect(loadButton_, &QPushButton::clicked, this, [this] {
+    if (loading_) Q_EMIT cancelLoadRequested();
+    else requestLoad();
+  });
+  connect(dirEdit_, &QLineEdit::returnPressed, this, &ModelPanel::requestLoad);
+  return box;
+}
+
+QWidget* ModelPanel::buildSummaryBox() {
+  auto* box = new QGroupBox(tr("Architecture"), this);
+  auto* grid = new QGridLayout(box);
+  grid->setHorizontalSpacing(12);
+  grid->setVerticalSpacing(2);
+  int i = 0;
+  for (const char* key : kSummaryKeys) {
+    const QString k = QLatin1String(key);
+    auto* name = new QLabel(tr(key) + QLatin1Char(':'), box);
+    name->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    auto* value = new QLabel(QStringLiteral("–"), box);
+    value->setObjectName(QStringLiteral("summary-") + k);
+    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    const int row = i % kSummaryRows;
+    const int col = (i / kSummaryRows) * 2;
+    grid->addWidget(name, row, col);
+    grid->addWidget(value, row, col + 1);
+    summaryLabels_.push_back({k, value});
+    ++i;
+  }
+  grid->setColumnStretch(1, 1);
+  grid->setColumnStretch(3, 1);
+  return box;
+}
+
+QWidget* ModelPanel::buildModulesBox() {
+  auto* box = new QGroupBox(tr("Modules"), this);
+  auto* v = new QVBoxLayout(box);
+  modules_ = new ModuleTreeModel(this);
+  tree_ = new QTreeView(box);
+  tree_->setObjectName(QStringLiteral("moduleTree"));
+  tree_->setModel(modules_);
+  tree_->setUniformRowHeights(true);
+  tree_->setAlternatingRowColors(true);
+  tree_->header()->setStretchLastSection(false);
+  tree_->header()->setSectionResizeMode(ModuleTreeModel::Name, QHeaderView::Stretch);
+  for (int c = ModuleTreeModel::Shape; c < ModuleTreeModel::ColumnCount; ++c)
+    tree_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  v->addWidget(tree_);
+  return box;
+}
+
+QWidget* ModelPanel::buildGenerateBox() {
+  auto* box = new QGroupBox(tr("Generate"), this);
+  auto* v = new QVBoxLayout(box);
+  prompt_ = new QPlainTextEdit(box);
+  prompt_->setObjectName(QStringLiteral("prompt"));
+  prompt_->setPlaceholderText(tr("Prompt"));
+  prompt_->setPlainText(QStringLiteral("The jury said"));
+  prompt_->setMaximumHeight(64);
+  v->addWidget(prompt_);
+
+  auto* grid = new QGridLayout();
+  maxTokens_ = new QSpinBox(box);
+  maxTokens_->setObjectName(QStringLiteral("maxNewTokens"));
+  maxTokens_->setRange(1, 1 << 20);
+  maxTokens_->setValue(64);
+  temperature_ = new QDoubleSpinBox(box);
+  temperature_->setObjectName(QStringLiteral("temperature"));
+  temperature_->setRange(0.0, 5.0);
+  temperature_->setSingleStep(0.1);
+  temperature_->setDecimals(2);
+  temperature_->setValue(0.8);
+  temperature_->setSpecialValueText(tr("0 (greedy)"));
+  topK_ = new QSpinBox(box);
+  topK_->setObjectName(QStringLiteral("topK"));
+  topK_->setRange(0, 1 << 20);
+  topK_->setValue(40);
+  topK_->setSpecialValueText(tr("off"));
+  topP_ = new QDoubleSpinBox(box);
+  topP_->setObjectName(QStringLiteral("topP"));
+  topP_->setRange(0.01, 1.0);
+  topP_->setSingleStep(0.05);
+  topP_->setDecimals(2);
+  topP_->setValue(0.95);
+  seed_ = new QSpinBox(box);
+  seed_->setObjectName(QStringLiteral("seed"));
+  seed_->setRange(0, std::numeric_limits<int>::max());
+  chat_ = new QComboBox(box);
+  chat_->setObjectName(QStringLiteral("chatFormat"));
+  chat_->addItem(tr("auto"), true);
+  chat_->addItem(tr("plain"), false);
+  chat_->setToolTip(tr("auto: wrap the prompt in the model's chat format (Qwen3, Llama-3 instruct) when it has "
+                       "one; plain: the text as it is"));
+  const QList<QPair<QString, QWidget*>> fields = {
+      {tr("Max new tokens"), maxTokens_}, {tr("Temperature"), temperature_}, {tr("Top-k"), topK_},
+      {tr("Top-p"), topP_},               {tr("Seed"), seed_},               {tr("Chat format"), chat_}};
+  for (int i = 0; i < fields.size(); ++i) {
+    grid->addWidget(new QLabel(fields[i].first, box), i / 3, (i % 3) * 2);
+    grid->addWidget(fields[i].second, i / 3, (i % 3) * 2 + 1);
+  }
+  v->addLayout(grid);
+
+  auto* buttons = new QHBoxLayout();
+  generateButton_ = new QPushButton(tr("Generate"), box);
+  generateButton_->setObjectName(QStringLiteral("generate"));
+  stopButton_ = new QPushButton(tr("Stop"), box);
+  stopButton_->setObjectName(QStringLiteral("stop"));
+  genStatus_ = new QLabel(box);
+  genStatus_->setObjectName(QStringLiteral("generationStatus"));
+  buttons->addWidget(generateButton_);
+  buttons->addWidget(stopButton_);
+  buttons->addWidget(genStatus_, 1);
+  v->addLayout(buttons);
+
+  output_ = new QPlainTextEdit(box);
+  output_->setObjectName(QStringLiteral("output"));
+  output_->setReadOnly(true);
+  output_->setPlaceholderText(tr("Generated text appears here as it is produced."));
+  v->addWidget(output_, 1);
+
+  connect(generateButton_, &QPushButton::clicked, this, [this] {
+    if (haveModel_ && summary_.canGenerate && !generating_) Q_EMIT generateRequested(generateSettings());
+  });
+  connect(stopButton_, &QPushButton::clicked, this, [this] {
+    if (generating_) Q_EMIT stopRequested();
+  });
+  return box;
+}
+
+void ModelPanel::setSampleDir(const QString& dir) {
+  sampleDir_ = dir;
+  sampleButton_->setToolTip(tr("Load the embedded sample model: %1").arg(dir));
+  updateButtons();
+}
+
+void ModelPanel::setCudaAvailable(bool available, const QString& reason) {
+  auto* m = qobject_cast<QStandardItemModel*>(device_->model());
+  if (QStandardItem* item = m ? m->item(1) : nullptr) {
+    item->setEnabled(available);
+    item->setToolTip(available ? QString() : tr("CUDA is not available: %1").arg(reason));
+  }
+  device_->setToolTip(available ? tr("Where the weights live and the forward pass runs")
+                                : tr("CUDA is not available: %1").arg(reason));
+  if (!available && device_->currentIndex() == 1) device_->setCurrentIndex(0);
+}
+
+bool ModelPanel::cudaSelectable() const {
+  const auto* m = qobject_cast<const QStandardItemModel*>(device_->model());
+  const QStandardItem* item = m ? m->item(1) : nullptr;
+  return item && item->isEnabled();
+}
+
+QString ModelPanel::cudaToolTip() const {
+  const auto* m = qobject_cast<const QStandardItemModel*>(device_->model());
+  const QStandardItem* item = m ? m->item(1) : nullptr;
+  return item ? item->toolTip() : QString();
+}
+
+void ModelPanel::setDevice(const QString& device) {
+  const int i = device_->findData(device.startsWith(QLatin1String("cuda")) ? QStringLiteral("cuda") : device);
+  if (i >= 0 && (i != 1 || cudaSelectable())) device_->setCurrentIndex(i);
+}
+
+void ModelPanel::setDtype(const QString& dtype) {
+  const int i = dtype_->findData(dtype);
+  if (i >= 0) dtype_->setCurrentIndex(i);
+}
+
+void ModelPanel::setModelDir(const QString& dir) { dirEdit_->setText(dir); }
+
+void ModelPanel::chooseFolder() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), dirEdit_->text());
+  if (dir.isEmpty()) return;
+  dirEdit_->setText(dir);
+  requestLoad();
+}
+
+void ModelPanel::requestLoad() {
+  const QString dir = dirEdit_->text().trimmed();
+  if (dir.isEmpty()) {
+    setStatus(tr("Choose a checkpoint folder first."), true);
+    return;
+  }
+  Q_EMIT loadRequested(dir, device_->currentData().toString(), dtype_->currentData().toString());
+}
+
+void ModelPanel::beginLoading(const QString& dir) {
+  loading_ = true;
+  dirEdit_->setText(dir);
+  loadBar_->setRange(0, 0);
+  loadBar_->show();
+  setStatus(tr("Loading %1…").arg(dir), false);
+  updateButtons();
+}
+
+void ModelPanel::setLoadProgress(double fraction, const QString& text) {
+  if (!loading_) return;
+  if (fraction < 0) {
+    loadBar_->setRange(0, 0);
+  } else {
+    loadBar_->setRange(0, 1000);
+    loadBar_->setValue(static_cast<int>(fraction * 1000.0 + 0.5));
+  }
+  loadBar_->setFormat(text.isEmpty() ? QStringLiteral("%p%") : text);
+}
+
+void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modules) {
+  loading_ = false;
+  loadBar_->hide();
+  summary_ = s;
+  haveModel_ = true;
+  dirEdit_->setText(s.dir);
+  setDevice(s.device);
+  setDtype(s.dtype);
+  setSummaryValue(QStringLiteral("Architecture"), s.architecture);
+  setSummaryValue(QStringLiteral("Layers"), count(s.layers));
+  setSummaryValue(QStringLiteral("Hidden size"), count(s.hiddenSize));
+  setSummaryValue(QStringLiteral("Intermediate size"), count(s.intermediateSize));
+  setSummaryValue(QStringLiteral("Attention heads"), count(s.heads));
+  setSummaryValue(QStringLiteral("KV heads"),
+                  s.kvHeads == s.heads ? count(s.kvHeads)
+                                       : tr("%1 (grouped-query, %2 per KV head)")
+                                             .arg(count(s.kvHeads))
+                                             .arg(s.kvHeads > 0 ? s.heads / s.kvHeads : 0));
+  setSummaryValue(QStringLiteral("Head dim"), count(s.headDim));
+  setSummaryValue(QStringLiteral("Vocabulary"), count(s.vocabSize));
+  setSummaryValue(QStringLiteral("Context length"), count(s.contextLength));
+  setSummaryValue(QStringLiteral("RoPE theta"), QLocale(QLocale::English).toString(s.ropeTheta, 'g', 10));
+  setSummaryValue(QStringLiteral("RoPE scaling"), s.ropeScaling);
+  setSummaryValue(QStringLiteral("Tied embeddings"), s.tiedEmbeddings ? tr("yes") : tr("no"));
+  setSummaryValue(QStringLiteral("Parameters"), countU(s.parameters));
+  setSummaryValue(QStringLiteral("Size fp32"), bytesText(s.bytesFp32));
+  setSummaryValue(QStringLiteral("Size bf16"), bytesText(s.bytesBf16));
+  setSummaryValue(QStringLiteral("Size fp16"), bytesText(s.bytesFp16));
+  setSummaryValue(QStringLiteral("As loaded"), tr("%1, %2 on %3")
+                                                   .arg(ModuleTreeModel::formatBytes(s.bytesLoaded), s.dtype,
+                                                        s.device));
+  setSummaryValue(QStringLiteral("Tokenizer"), s.tokenizer);
+  modules_->setRows(modules);
+  tree_->collapseAll();
+  if (modules_->rowCount() > 1) tree_->expand(modules_->index(1, 0));  // the first layer shows the pattern
+  setStatus(tr("Loaded %1 (%2, %3).").arg(s.dir, s.device, s.dtype), false);
+  updateButtons();
+}
+
+void ModelPanel::endLoading(const QString& message, bool isError) {
+  loading_ = false;
+  loadBar_->hide();
+  setStatus(message, isError);
+  updateButtons();
+}
+
+void ModelPanel::beginGeneration(const QString& promptText) {
+  generating_ = true;
+  generated_.clear();
+  tokens_ = 0;
+  rate_ = 0;
+  output_->clear();
+  QTextCursor c(output_->document());
+  QTextCharFormat promptFormat;
+  promptFormat.setForeground(palette().color(QPalette::Disabled, QPalette::Text));
+  c.insertText(promptText, promptFormat);
+  genStatus_->setText(tr("prefill…"));
+  genStatus_->setStyleSheet(QString());
+  updateButtons();
+}
+
+void ModelPanel::appendText(const QString& chunk, int tokens, double tokensPerSecond) {
+  tokens_ = tokens;
+  rate_ = tokensPerSecond;
+  if (!chunk.isEmpty()) {
+    generated_ += chunk;
+    QScrollBar* bar = output_->verticalScrollBar();
+    const bool atEnd = bar->value() == bar->maximum();
+    QTextCursor c(output_->document());
+    c.movePosition(QTextCursor::End);
+    c.insertText(chunk, QTextCharFormat());
+    if (atEnd) bar->setValue(bar->maximum());
+  }
+  genStatus_->setText(tr("%n token(s) · %1 tokens/s", nullptr, tokens).arg(tokensPerSecond, 0, 'f', 1));
+}
+
+void ModelPanel::endGeneration(const QString& outcome, bool isError) {
+  generating_ = false;
+  const QString stats =
+      tr("%n token(s) · %1 tokens/s", nullptr, tokens_).arg(rate_, 0, 'f', 1);
+  if (isError) genStatus_->setText(outcome);
+  else genStatus_->setText(outcome.isEmpty() ? stats : stats + QStringLiteral(" · ") + outcome);
+  genStatus_->setStyleSheet(isError ? QStringLiteral("color: #b00020;") : QString());
+  updateButtons();
+}
+
+GenerateSettings ModelPanel::generateSettings() const {
+  GenerateSettings s;
+  s.prompt = prompt_->toPlainText();
+  s.maxNewTokens = maxTokens_->value();
+  s.temperature = temperature_->value();
+  s.topK = topK_->value();
+  s.topP = topP_->value();
+  s.seed = static_cast<quint64>(seed_->value());
+  s.chatFormat = chat_->currentData().toBool();
+  return s;
+}
+
+void ModelPanel::setGenerateSettings(const GenerateSettings& s) {
+  prompt_->setPlainText(s.prompt);
+  maxTokens_->setValue(s.maxNewTokens);
+  temperature_->setValue(s.temperature);
+  topK_->setValue(s.topK);
+  topP_->setValue(s.topP);
+  seed_->setValue(static_cast<int>(std::min<quint64>(s.seed, std::numeric_limits<int>::max())));
+  chat_->setCurrentIndex(s.chatFormat ? 0 : 1);
+}
+
+QString ModelPanel::summaryValue(const QString& key) const {
+  for (const auto& [k, label] : summaryLabels_)
+    if (k == key) return label->text();
+  return {};
+}
+
+QString ModelPanel::statusText() const { return status_->text(); }
+QString ModelPanel::generationStatusText() const { return genStatus_->text(); }
+
+void ModelPanel::setSummaryValue(const QString& key, const QString& value) {
+  for (auto& [k, label] : summaryLabels_)
+    if (k == key) label->setText(value);
+}
+
+void ModelPanel::setStatus(const QString& text, bool isError) {
+  status_->setText(text);
+  status_->setToolTip(text);
+  status_->setStyleSheet(isError ? QStringLiteral("color: #b00020;") : QString());
+}
+
+void ModelPanel::updateButtons() {
+  loadButton_->setText(loading_ ? tr("Cancel") : tr("Load"));
+  loadButton_->setToolTip(loading_ ? tr("Cancel loading; the current model stays") : QString());
+  sampleButton_->setEnabled(!loading_ && !sampleDir_.isEmpty());
+  openButton_->setEnabled(!loading_);
+  const bool canGenerate = haveModel_ && summary_.canGenerate;
+  generateButton_->setEnabled(canGenerate && !generating_);
+  generateButton_->setToolTip(!haveModel_            ? tr("Load a model first")
+                              : !summary_.canGenerate ? tr("This checkpoint has no tokenizer.json")
+                                                      : QString());
+  stopButton_->setEnabled(generating_);
+}
+
+}  // namespace sdw::widgets
