@@ -438,7 +438,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, "-", b, "cublas");
           r.bytes = bytesDense(sh);
           r.config = b == 1 ? "at::mv" : "at::mm";
-          at::Tensor y1 = ds.y.view({sh.rows}), x1 = ds.x.view({-1});
+          at::Tensor y1 = b == 1 ? ds.y.view({sh.rows}) : ds.y, x1 = b == 1 ? ds.x.view({-1}) : ds.x;
           r.us = timeGraph(copies, s.repeats, [&](int i) {
             if (b == 1) at::mv_out(y1, ds.w[static_cast<std::size_t>(i)], x1);
             else at::mm_out(ds.y, ds.x, ds.w[static_cast<std::size_t>(i)].t());

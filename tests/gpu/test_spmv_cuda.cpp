@@ -16,7 +16,7 @@ using namespace sdw;
 
 namespace {
 constexpr std::int64_t kGuard = 64;
-constexpr double kSentinel = -1234.0;  // exact in bf16 and fp16
+constexpr double kSentinel = -1216.0;  // exact in bf16 (8 significant bits) and fp16
 }  // namespace
 
 class TestSpmvCuda : public QObject {
