@@ -31,6 +31,12 @@ namespace sdw::widgets {
 namespace {
 QString count(qint64 v) { return QLocale(QLocale::English).toString(v); }
 QString countU(quint64 v) { return QLocale(QLocale::English).toString(static_cast<qulonglong>(v)); }
+QString tokensText(int tokens, double perSecond) {
+  return QStringLiteral("%1 %2 · %3 tokens/s")
+      .arg(tokens)
+      .arg(tokens == 1 ? QStringLiteral("token") : QStringLiteral("tokens"))
+      .arg(perSecond, 0, 'f', 1);
+}
 QString bytesText(quint64 b) {
   return QStringLiteral("%1 (%2 bytes)").arg(ModuleTreeModel::formatBytes(b), countU(b));
 }
@@ -228,6 +234,7 @@ QWidget* ModelPanel::buildGenerateBox() {
   stopButton_->setObjectName(QStringLiteral("stop"));
   genStatus_ = new QLabel(box);
   genStatus_->setObjectName(QStringLiteral("generationStatus"));
+  genStatus_->setWordWrap(true);
   buttons->addWidget(generateButton_);
   buttons->addWidget(stopButton_);
   buttons->addWidget(genStatus_, 1);
@@ -340,7 +347,7 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
   setSummaryValue(QStringLiteral("Attention heads"), count(s.heads));
   setSummaryValue(QStringLiteral("KV heads"),
                   s.kvHeads == s.heads ? count(s.kvHeads)
-                                       : tr("%1 (grouped-query, %2 per KV head)")
+                                       : tr("%1 (GQA, %2 q per kv)")
                                              .arg(count(s.kvHeads))
                                              .arg(s.kvHeads > 0 ? s.heads / s.kvHeads : 0));
   setSummaryValue(QStringLiteral("Head dim"), count(s.headDim));
@@ -398,16 +405,16 @@ void ModelPanel::appendText(const QString& chunk, int tokens, double tokensPerSe
     c.insertText(chunk, QTextCharFormat());
     if (atEnd) bar->setValue(bar->maximum());
   }
-  genStatus_->setText(tr("%n token(s) · %1 tokens/s", nullptr, tokens).arg(tokensPerSecond, 0, 'f', 1));
+  genStatus_->setText(tokensText(tokens, tokensPerSecond));
 }
 
 void ModelPanel::endGeneration(const QString& outcome, bool isError) {
   generating_ = false;
-  const QString stats =
-      tr("%n token(s) · %1 tokens/s", nullptr, tokens_).arg(rate_, 0, 'f', 1);
+  const QString stats = tokensText(tokens_, rate_);
   if (isError) genStatus_->setText(outcome);
   else genStatus_->setText(outcome.isEmpty() ? stats : stats + QStringLiteral(" · ") + outcome);
   genStatus_->setStyleSheet(isError ? QStringLiteral("color: #b00020;") : QString());
+  genStatus_->setToolTip(genStatus_->text());
   updateButtons();
 }
 
@@ -444,7 +451,10 @@ QString ModelPanel::generationStatusText() const { return genStatus_->text(); }
 
 void ModelPanel::setSummaryValue(const QString& key, const QString& value) {
   for (auto& [k, label] : summaryLabels_)
-    if (k == key) label->setText(value);
+    if (k == key) {
+      label->setText(value);
+      label->setToolTip(value);  // long values (tokenizer, sizes) may be cut off
+    }
 }
 
 void ModelPanel::setStatus(const QString& text, bool isError) {

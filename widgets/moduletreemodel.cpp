@@ -108,7 +108,7 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const {
       case Qt::DisplayRole:
         switch (index.column()) {
           case Name: return QStringLiteral("model.layers.%1").arg(layerNode->layer);
-          case Shape: return tr("%n projection(s)", nullptr, static_cast<int>(layerNode->children.size()));
+          case Shape: return tr("%1 projections").arg(layerNode->children.size());
           case Bytes: return formatBytes(layerNode->bytes);
           default: return {};
         }

@@ -82,7 +82,7 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOp
   if (std::filesystem::exists(tokPath)) {
     auto tok = std::make_shared<Tokenizer>(Tokenizer::fromFile(tokPath));
     out->family = detectChatFamily(*tok, out->dir);
-    tokText = QStringLiteral("byte-level BPE, %1 tokens, chat format %2")
+    tokText = QStringLiteral("BPE, %1 tokens, chat: %2")
                   .arg(tok->vocabSize())
                   .arg(QString::fromLatin1(chatFamilyName(out->family)));
     out->tokenizer = std::move(tok);
@@ -349,7 +349,7 @@ void ModelController::onFinished(JobId id, const QVariant& result) {
     chunkTimer_.stop();
     drainStream();
     const auto o = result.value<GenerationOutcome>();
-    Q_EMIT generationEnded(tr("%1 (prompt %2 tokens, prefill %3 ms)")
+    Q_EMIT generationEnded(tr("%1 · prompt %2 tokens, prefill %3 ms")
                                .arg(o.reason)
                                .arg(o.promptTokens)
                                .arg(o.prefillSeconds * 1000.0, 0, 'f', 0),
