@@ -572,9 +572,10 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           ss.cfg = table.sparse(sh.rows, sh.cols, b, s.dtype, sms);
           if (s.tune && pi == 0) {
             double best = 1e300;
-            for (int w : {4, 8})
+            for (int w : {4, 8, 16})
               for (int u : {1, 2, 4})
                 for (int k : {1, 2, 3, 4, 6, 8, 16}) {
+                  if (w > 8 && b > 1) continue;  // 16 warps per block: batch-1 kernel only
                   const SpmvLaunch c{w, u, k};
                   const double t = launchWith(c);
                   if (t < best) best = t, ss.cfg = c;

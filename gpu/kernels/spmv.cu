@@ -72,8 +72,120 @@ __device__ __forceinline__ void accumulateWord(const uint4& va, const uint4& vb,
   }
 }
 
-constexpr int kMaxWarps = 8;
+constexpr int kMaxWarps = 8;       // batch >= 2 kernel
+constexpr int kMaxWarpsB1 = 16;    // batch-1 kernel
 constexpr int kMaxXsBytes = 40 * 1024;  // x slice in shared memory; with `red`, under the 48 KiB default
+
+// Position of the highest set bit (FLO).
+__device__ __forceinline__ int topBit(std::uint32_t m) {
+  int p;
+  asm("bfind.u32 %0, %1;" : "=r"(p) : "r"(m));
+  return p;
+}
+
+// Batch 1, one mask word, two independent chains: the top chain walks m from its
+// highest kept column down (values 15..8), the bottom chain walks brev(m) from its
+// highest bit down, i.e. m from its lowest kept column up (values 0..7). x comes
+// from registers by shuffle: lane c of xr holds x[32g + c], lane c of xq holds
+// x[32g + 31 - c]. Per kept value: FLO, SHF + LOP (clear), SHFL, widen, FFMA.
+template <typename T>
+__device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& vb, std::uint32_t m, float xr,
+                                                 float xq, float& acc0, float& acc1) {
+  const std::uint32_t w[8] = {va.x, va.y, va.z, va.w, vb.x, vb.y, vb.z, vb.w};
+  std::uint32_t r = __brev(m);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int p = topBit(m);
+    m ^= 1u << p;
+    const int q = topBit(r);
+    r ^= 1u << q;
+    const int k = 15 - i;
+    const float vh = (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
+    const float vl = (i & 1) ? hi16<T>(w[i / 2]) : lo16<T>(w[i / 2]);
+    acc0 = fmaf(vh, __shfl_sync(0xffffffffu, xr, p), acc0);
+    acc1 = fmaf(vl, __shfl_sync(0xffffffffu, xq, q), acc1);
+  }
+}
+
+template <int U>
+struct ChunkB1 {  // U mask words of one lane: values, mask, and its column of x (16-bit bits)
+  uint4 va[U], vb[U];
+  std::uint32_t mk[U];
+  unsigned short xv[U];
+};
+
+template <int U>
+__device__ __forceinline__ void loadChunkB1(ChunkB1<U>& c, const uint4* __restrict__ values,
+                                            const std::uint32_t* __restrict__ masks,
+                                            const unsigned short* __restrict__ xg, std::int64_t tileBase, int g,
+                                            int lane) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const std::int64_t e = (tileBase + g + u) * 32 + lane;
+    c.va[u] = __ldcg(values + 2 * e);
+    c.vb[u] = __ldcg(values + 2 * e + 1);
+    c.mk[u] = __ldcg(masks + e);
+    c.xv[u] = __ldca(xg + static_cast<std::int64_t>(g + u) * 32 + lane);
+  }
+}
+
+template <typename T, int U>
+__device__ __forceinline__ void computeChunkB1(const ChunkB1<U>& c, float& acc0, float& acc1) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const float xr = lo16<T>(c.xv[u]);
+    const float xq = __shfl_xor_sync(0xffffffffu, xr, 31);
+    accumulateWordB1<T>(c.va[u], c.vb[u], c.mk[u], xr, xq, acc0, acc1);
+  }
+}
+
+// Batch 1: no shared-memory copy of x (each lane loads its column of the word,
+// __ldca, and the warp shares it by shuffle), so the first weight loads are not
+// held behind a block-wide staging step. Loads of the next chunk of U words are
+// issued before the current chunk is used (two register buffers, ping-pong).
+template <typename T, int U>
+__global__ void __launch_bounds__(kMaxWarpsB1 * 32)
+    bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
+                        int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
+                        float* __restrict__ ws, unsigned* __restrict__ counters) {
+  __shared__ float red[kMaxWarpsB1 * 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const std::int64_t tile = blockIdx.x;
+  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
+  const int g1 = min(G, gs + wordsPerSplit);
+  const std::int64_t tileBase = tile * G;
+  const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
+
+  float acc0 = 0.f, acc1 = 0.f;
+  const int step = W * U;
+  int g = gs + warp * U;
+  ChunkB1<U> a, b;
+  if (g + U <= g1) loadChunkB1<U>(a, values, masks, xg, tileBase, g, lane);
+  for (;;) {
+    if (g + U > g1) break;
+    if (g + step + U <= g1) loadChunkB1<U>(b, values, masks, xg, tileBase, g + step, lane);
+    computeChunkB1<T, U>(a, acc0, acc1);
+    g += step;
+    if (g + U > g1) break;
+    if (g + step + U <= g1) loadChunkB1<U>(a, values, masks, xg, tileBase, g + step, lane);
+    computeChunkB1<T, U>(b, acc0, acc1);
+    g += step;
+  }
+  for (; g < g1; ++g) {  // a last chunk shorter than U (one warp at most)
+    ChunkB1<1> c;
+    loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
+    computeChunkB1<T, 1>(c, acc0, acc1);
+  }
+
+  red[warp * 32 + lane] = acc0 + acc1;
+  __syncthreads();
+  if (warp != 0) return;
+  float tot[1] = {0.f};
+  for (int w = 0; w < W; ++w) tot[0] += red[w * 32 + lane];
+  const std::int64_t row = tile * 32 + lane;
+  detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile, row,
+                           static_cast<std::int64_t>(gridDim.x) * 32);
+}
 
 template <typename T, int B, int XS, int U>
 __global__ void __launch_bounds__(kMaxWarps * 32)
@@ -153,16 +265,39 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
   return cudaGetLastError();
 }
 
+template <typename T, int U>
+cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
+                     const void* x, void* y, const SpmvConfig& cfg, float* ws, unsigned* counters,
+                     cudaStream_t stream) {
+  const int G = static_cast<int>(cols / 32);
+  const int wordsPerSplit = spmvWordsPerSplit(cols, 1, cfg);
+  const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
+  dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
+  bitmaskSpmvB1Kernel<T, U><<<grid, cfg.warps * 32, 0, stream>>>(static_cast<const uint4*>(values), masks, G,
+                                                                  wordsPerSplit, static_cast<const T*>(x), rows,
+                                                                  static_cast<T*>(y), ws, counters);
+  return cudaGetLastError();
+}
+
 template <typename T, int B>
 cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
                      unsigned* counters, cudaStream_t stream) {
-  constexpr int XS = B == 1 ? 1 : B == 2 ? 2 : B <= 4 ? 4 : 8;
-  switch (cfg.unroll) {
-    case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-    case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-    case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-    default: return cudaErrorInvalidValue;
+  if constexpr (B == 1) {
+    switch (cfg.unroll) {
+      case 1: return launchB1<T, 1>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+      case 2: return launchB1<T, 2>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+      case 4: return launchB1<T, 4>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+      default: return cudaErrorInvalidValue;
+    }
+  } else {
+    constexpr int XS = B == 2 ? 2 : B <= 4 ? 4 : 8;
+    switch (cfg.unroll) {
+      case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      default: return cudaErrorInvalidValue;
+    }
   }
 }
 
@@ -189,7 +324,8 @@ std::int64_t spmvTiles(std::int64_t rows) { return (rows + 31) / 32; }
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   const int G = static_cast<int>(cols / 32);
   const int maxWords = kMaxXsBytes / (32 * spmvXStride(batch) * static_cast<int>(sizeof(float)));
-  const int S = std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
+  const int S = batch == 1 ? std::clamp(cfg.splitK, 1, G)  // batch 1: x is not staged
+                           : std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
   return (G + S - 1) / S;
 }
 
@@ -204,7 +340,8 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
                               const SpmvConfig& cfg, float* workspace, unsigned* counters,
                               cudaStream_t stream) {
   if (rows <= 0 || cols <= 0 || cols % 32 || ldy < rows || batch < 1 || batch > 8) return cudaErrorInvalidValue;
-  if (cfg.warps < 1 || cfg.warps > kMaxWarps || spmvTiles(rows) > 2147483647) return cudaErrorInvalidValue;
+  if (cfg.warps < 1 || cfg.warps > (batch == 1 ? kMaxWarpsB1 : kMaxWarps) || spmvTiles(rows) > 2147483647)
+    return cudaErrorInvalidValue;
   if (spmvWorkspaceFloats(rows, cols, batch, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
   switch (dtype) {
     case DType::BF16:

@@ -98,7 +98,7 @@ class TestSpmvCuda : public QObject {
 
     const auto dw = gpu::toDeviceLayout(packed, torch::Device(torch::kCUDA));
     for (int unroll : {1, 2, 4}) {
-      const gpu::SpmvLaunch cfg{unroll == 4 ? 4 : 8, unroll, splitK};
+      const gpu::SpmvLaunch cfg{unroll == 4 ? 4 : unroll == 2 && batch == 1 ? 16 : 8, unroll, splitK};
       check(qPrintable(QStringLiteral("sparse u%1").arg(unroll)), [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
     }
     const auto wdev = wd.to(cuda);

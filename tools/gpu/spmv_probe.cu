@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   int fails = 0;
   for (DType dt : {DType::BF16, DType::F16})
     for (int b : {1, 2, 3, 4, 5, 8})
-      for (SpmvConfig c : {SpmvConfig{8, 2, 1}, SpmvConfig{4, 4, 3}, SpmvConfig{2, 1, 8}}) {
+      for (SpmvConfig c : {SpmvConfig{8, 2, 1}, SpmvConfig{4, 4, 3}, SpmvConfig{2, 1, 8}, SpmvConfig{b == 1 ? 16 : 8, 4, 2}}) {
         fails += !checkSparse(37, 96, b, dt, c, 2, 4);
         fails += !checkSparse(100, 1056, b, dt, c, 8, 16);
         fails += !checkSparse(33, 32, b, dt, c, 16, 32);
@@ -297,9 +297,11 @@ int main(int argc, char** argv) {
               });
               if (t < bestD) bestD = t, bd = c;
             }
-      for (int w : {2, 4, 8})
+      for (int w : {4, 8, 16})
         for (int u : {1, 2, 4})
           for (int k : {1, 2, 3, 4, 6, 8, 16}) {
+            if (w > 8 && b > 1) continue;  // 16 warps per block: batch-1 kernel only
+            if (b > 1 && (u == 4 || k == 3 || k == 16)) continue;
             SpmvConfig c{w, u, k};
             const double t = timeGraph(copies, launches, 5, [&](int i) {
               return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt,

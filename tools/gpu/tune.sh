@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# On the GPU machine, in one pass: the standalone probe (correctness check with
+# guard regions, HBM read bandwidth, launch-configuration sweep -> tuning JSON,
+# SASS instruction mix of the batch-1 SpMV kernel) runs while the engine builds;
+# then `ctest -L gpu -R spmv` and the kernel benchmark with the fresh tuning.
+# Everything lands in $OUT (or out/gpu); each step has a time limit so partial
+# results survive. The .debs/ folder (tools/gpu/fetch-deps.sh) must travel along.
+#
+#   tools/gpu/tune.sh            # TUNE_BUDGET_S=330 by default (seconds of wall time)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=${OUT:-$root/out/gpu}
+mkdir -p "$out"
+budget=${TUNE_BUDGET_S:-330}
+t0=$SECONDS
+left() { echo $((budget - (SECONDS - t0))); }
+log() { echo "[$((SECONDS - t0))s] $*" | tee -a "$out/summary.log"; }
+
+deps=/opt/sdw-deps
+mkdir -p "$deps"
+for f in .debs/*.deb; do dpkg -x "$f" "$deps"; done
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+export TORCH_CUDA_ARCH_LIST="9.0"
+torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+log "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) / $(nvcc --version | tail -1)"
+
+# 1. Engine build (background): only what the SpMV suite and the benchmark need.
+jobs=$(($(nproc) > 4 ? $(nproc) - 3 : 2))
+(
+  cmake --preset gpu -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
+    -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 &&
+    cmake --build --preset gpu -j "$jobs" --target sdw-cli test_spmv_cuda >>"$out/build.log" 2>&1
+  echo "build rc $?" >>"$out/build.log"
+) &
+build_pid=$!
+
+# 2. Probe: compile (kernels in parallel), SASS mix, check + sweep.
+mkdir -p /tmp/probe
+for f in spmv gemv hbm benchfill; do
+  nvcc -std=c++20 -O3 -arch=sm_90 -I. -c "gpu/kernels/$f.cu" -o "/tmp/probe/$f.o" &
+done
+nvcc -std=c++20 -O3 -arch=sm_90 -I. -c tools/gpu/spmv_probe.cu -o /tmp/probe/main.o
+wait $(jobs -p | grep -v "^$build_pid$")
+nvcc -arch=sm_90 /tmp/probe/*.o -o /tmp/probe/probe && log "probe built" || log "probe build FAILED"
+if command -v cuobjdump >/dev/null; then
+  cuobjdump --dump-sass /tmp/probe/spmv.o >/tmp/probe/spmv.sass 2>/dev/null
+  # Opcode histogram of the batch-1 bf16 kernel (unroll 2 and 4) and the batch-2 bf16 kernel (unroll 1).
+  for k in 'bitmaskSpmvB1KernelI13__nv_bfloat16Li2E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li4E' \
+    'bitmaskSpmvKernelI13__nv_bfloat16Li2ELi2ELi1E'; do
+    echo "== $k"
+    awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on && /\/\*[0-9a-f]{4}\*\// {print}' /tmp/probe/spmv.sass |
+      sed -E 's/.*\*\/ +(@!?U?P[0-9T] +)?([A-Z0-9_]+)[. ].*/\2/; s/.*\*\/ +(@!?U?P[0-9T] +)?([A-Z0-9_]+);.*/\2/' |
+      sort | uniq -c | sort -rn | head -30
+    echo "total: $(awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on && /\/\*[0-9a-f]{4}\*\// {n++} END {print n}' /tmp/probe/spmv.sass)"
+  done >"$out/sass-mix.txt" 2>&1
+fi
+if [ -x /tmp/probe/probe ]; then
+  timeout $(($(left) - 170)) /tmp/probe/probe "$out/tuning.json" >"$out/probe.log" 2>&1
+  log "probe rc $? ($(grep -c . "$out/probe.log") lines)"
+fi
+
+# 3. Engine: SpMV suite and the benchmark.
+wait "$build_pid"
+log "$(tail -1 "$out/build.log")"
+if [ -x build-gpu/bin/sdw-cli ]; then
+  tuning=resources/tuning/nvidia-h200.json
+  if [ -s "$out/tuning.json" ] && python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$out/tuning.json"; then
+    cp "$out/tuning.json" "$tuning"
+  fi
+  (cd build-gpu && timeout 90 ctest -L gpu -R spmv --output-on-failure) >"$out/ctest-spmv.log" 2>&1
+  log "ctest rc $?: $(grep -E 'tests passed|Totals' "$out/ctest-spmv.log" | tr '\n' ' ')"
+  timeout $(($(left) - 5)) build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b,qwen3-32b \
+    --batch 1,2,4,8 --tuning "$tuning" --json --out "$out/h200.json" >/dev/null 2>"$out/bench.err"
+  log "bench rc $?"
+  [ -s "$out/h200.json" ] && python3 - "$out/h200.json" <<'EOF' | tee -a "$out/summary.log"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("hbm", d.get("hbm_read_gbs"), "cusparselt", d.get("cusparselt"))
+for s in d.get("summary", []): print(s)
+print("spread", d.get("pattern_spread_percent"))
+EOF
+fi
+log "done"
