@@ -56,9 +56,9 @@ if command -v cuobjdump >/dev/null; then
   done >"$out/sass-mix.txt" 2>&1
 fi
 if [ -x /tmp/probe/probe ]; then
-  # Batch 1 only (the batch >= 2 kernel is unchanged: its entries are kept from the committed table).
-  t=$(($(left) - 150)); [ "$t" -lt 40 ] && t=40
-  timeout "$t" /tmp/probe/probe "$out/tuning.json" quick >"$out/probe.log" 2>&1
+  # PROBE_MODE=quick: batch 1 only (entries of other batches are kept from the committed table).
+  t=$(($(left) - 120)); [ "$t" -lt 40 ] && t=40
+  timeout "$t" /tmp/probe/probe "$out/tuning.json" ${PROBE_MODE:-} >"$out/probe.log" 2>&1
   log "probe rc $? ($(grep -c . "$out/probe.log") lines)"
 fi
 
