@@ -1,6 +1,10 @@
 // sdw: the workbench GUI. `sdw --screenshot FILE [--panel NAME]` renders the
 // window offscreen with the sample workspace and writes a PNG.
+// `--bench-results FILE.json` shows saved kernel benchmark results in the
+// Benchmark panel; a screenshot of that panel without one runs a short CPU
+// benchmark on small shapes first, so the charts have something to show.
 
+#include "app/gui/benchmarkcontroller.h"
 #include "app/gui/mainwindow.h"
 #include "app/gui/workspace.h"
 #include "core/version.h"
@@ -24,13 +28,15 @@ struct Options {
   QString screenshot;
   QString panel;
   QString workspace;
+  QString benchResults;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: sdw [--workspace DIR] [--panel NAME] [--screenshot FILE.png]\n\n"
+               "usage: sdw [--workspace DIR] [--panel NAME] [--bench-results FILE.json] [--screenshot FILE.png]\n\n"
                "  --workspace DIR     open this workspace folder (default: the last one, else the sample)\n"
                "  --panel NAME        start on a panel: Model, Calibration, Analysis, Pruning, Benchmark\n"
+               "  --bench-results F   show kernel benchmark results (sdw-cli bench kernels --out F) in Benchmark\n"
                "  --screenshot FILE   render the window offscreen with the sample workspace, write a PNG, exit\n"
                "\nHeadless use: sdw-cli --help\n");
 }
@@ -62,6 +68,7 @@ int main(int argc, char** argv) {
     } else if (a == "--screenshot") value(opt.screenshot);
     else if (a == "--panel") value(opt.panel);
     else if (a == "--workspace") value(opt.workspace);
+    else if (a == "--bench-results") value(opt.benchResults);
     else {
       std::fprintf(stderr, "sdw: error: unknown argument '%s'\n", a.c_str());
       usage(stderr);
@@ -106,6 +113,19 @@ int main(int argc, char** argv) {
   }
   window.show();
   window.openWorkspace(ws);
+  const bool benchShot = shot && window.currentPanel() == QLatin1String("Benchmark");
+  if (!opt.benchResults.isEmpty()) {
+    window.benchmarkController()->openResults(opt.benchResults);
+  } else if (benchShot) {
+    // A few seconds of the CPU kernels on small shapes: every chart gets data.
+    sdw::widgets::BenchRequest demo;
+    demo.settings.batches = {1, 2, 4};
+    demo.settings.repeats = 5;
+    demo.settings.forceCpu = true;
+    demo.customShapes = QStringLiteral("1024x1024,512x1024,2048x1024,1024x2048");
+    window.benchmarkPanel()->setRequest(demo);
+    window.benchmarkController()->start(demo);
+  }
 
   if (!shot) return app.exec();
 
@@ -115,6 +135,11 @@ int main(int argc, char** argv) {
   while ((window.jobs()->runningCount() > 0 || t.elapsed() < 300) && t.elapsed() < 20000) {
     QApplication::processEvents(QEventLoop::AllEvents, 50);
     QThread::msleep(10);
+  }
+  if (benchShot || !opt.benchResults.isEmpty()) {  // the charts' coalesced replots
+    QElapsedTimer settle;
+    settle.start();
+    while (settle.elapsed() < 300) QApplication::processEvents(QEventLoop::AllEvents, 50);
   }
   QApplication::processEvents();
   const QPixmap pix = window.grab();

@@ -1,8 +1,10 @@
 #include "app/gui/mainwindow.h"
 
+#include "app/gui/benchmarkcontroller.h"
 #include "app/gui/modelcontroller.h"
 #include "app/gui/workspace.h"
 #include "gpu/device.h"
+#include "widgets/benchmarkpanel.h"
 #include "widgets/jobsview.h"
 #include "widgets/logview.h"
 #include "widgets/modelpanel.h"
@@ -64,6 +66,7 @@ MainWindow::MainWindow(Settings* settings, QWidget* parent) : QMainWindow(parent
   buildMenus();
   wireJobs();
   wireModel();
+  wireBenchmark();
 
   deviceLabel_ = new QLabel(QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())), this);
   statusBar()->addPermanentWidget(deviceLabel_);
@@ -110,15 +113,8 @@ void MainWindow::buildPanels() {
                      tr("Quality table and side-by-side generations: dense, pruned with fixed text, pruned "
                         "with AR")}),
                 tr("Pruning"));
-  tabs_->addTab(new PlaceholderPanel(
-                    tr("Benchmark"),
-                    tr("Measure the bitmask N:M sparse matrix-vector kernel against dense and 2:4 baselines "
-                       "at batch 1-8."),
-                    {tr("Shapes of Llama-3.1-8B and Qwen3-14B/32B, patterns, batch sizes and baselines"),
-                     tr("Live charts: time per call and GB/s per kernel; speedup bars with the 1.78x "
-                        "bandwidth limit"),
-                     tr("Results table and export; CPU kernels on machines without a GPU")}),
-                tr("Benchmark"));
+  benchmarkPanel_ = new widgets::BenchmarkPanel(this);
+  tabs_->addTab(benchmarkPanel_, tr("Benchmark"));
   setCentralWidget(tabs_);
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     if (persist_) settings_->setCurrentPanel(currentPanel());
@@ -212,6 +208,16 @@ void MainWindow::wireModel() {
   // The sample model is what every panel starts from. CPU/float32: it is tiny,
   // and the GPU stays free for the user's own choice.
   modelController_->load(sampleModelDir(), QStringLiteral("cpu"), QStringLiteral("float32"));
+}
+
+void MainWindow::wireBenchmark() {
+  benchmarkController_ = new BenchmarkController(&jobs_, this);
+  benchmarkController_->attach(benchmarkPanel_);
+  connect(benchmarkController_, &BenchmarkController::info, this, &MainWindow::logInfo);
+  connect(benchmarkController_, &BenchmarkController::error, this, [this](const QString& m) {
+    logError(m);
+    statusBar()->showMessage(m, 10000);
+  });
 }
 
 void MainWindow::restoreState() {

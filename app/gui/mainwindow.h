@@ -12,6 +12,7 @@ class QTabWidget;
 class QLabel;
 
 namespace sdw::widgets {
+class BenchmarkPanel;
 class JobsView;
 class LogView;
 class ModelPanel;
@@ -20,6 +21,7 @@ class RunBrowser;
 
 namespace sdw::app {
 
+class BenchmarkController;
 class ModelController;
 
 class MainWindow : public QMainWindow {
@@ -46,6 +48,8 @@ class MainWindow : public QMainWindow {
   widgets::LogView* logView() const { return logView_; }
   widgets::ModelPanel* modelPanel() const { return modelPanel_; }
   ModelController* modelController() const { return modelController_; }
+  widgets::BenchmarkPanel* benchmarkPanel() const { return benchmarkPanel_; }
+  BenchmarkController* benchmarkController() const { return benchmarkController_; }
   QString workspace() const { return workspace_; }
   QString lastError() const { return lastError_; }
 
@@ -58,6 +62,7 @@ class MainWindow : public QMainWindow {
   void buildDocks();
   void wireJobs();
   void wireModel();
+  void wireBenchmark();
   void restoreState();
   void logInfo(const QString& m);
   void logError(const QString& m);
@@ -72,6 +77,8 @@ class MainWindow : public QMainWindow {
   widgets::LogView* logView_ = nullptr;
   widgets::ModelPanel* modelPanel_ = nullptr;
   ModelController* modelController_ = nullptr;
+  widgets::BenchmarkPanel* benchmarkPanel_ = nullptr;
+  BenchmarkController* benchmarkController_ = nullptr;
   QLabel* deviceLabel_ = nullptr;
   QString workspace_;
   QString lastError_;

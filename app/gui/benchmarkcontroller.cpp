@@ -1,0 +1,490 @@
+#include "app/gui/benchmarkcontroller.h"
+
+#include "gpu/device.h"
+#include "widgets/benchresultsmodel.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSaveFile>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+Q_DECLARE_METATYPE(sdw::gpu::BenchResult)
+
+namespace sdw::app {
+
+// Written by the runner's per-row callback on the job thread, drained on the GUI thread.
+struct BenchStream {
+  std::mutex mutex;
+  std::vector<gpu::BenchRow> pending;
+};
+
+// A results file as read by the open job.
+struct LoadedBench {
+  gpu::BenchResult result;
+  gpu::BenchSettings settings;
+  QString command;
+};
+
+}  // namespace sdw::app
+
+Q_DECLARE_METATYPE(sdw::app::LoadedBench)
+
+namespace sdw::app {
+
+namespace bench {
+
+namespace {
+std::string key(const gpu::BenchRow& r) {
+  return r.model + "|" + r.module + "|" + std::to_string(r.rows) + "x" + std::to_string(r.cols) + "|" +
+         std::to_string(r.batch);
+}
+bool isSparse(const gpu::BenchRow& r) { return r.kernel == "sparse" || r.kernel == "sparse-cpu"; }
+bool isOwnDense(const gpu::BenchRow& r) { return r.kernel == "dense" || r.kernel == "dense-cpu"; }
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+int barBatch(const QVector<gpu::BenchRow>& rows) {
+  int b = 0;
+  for (const auto& r : rows)
+    if (b == 0 || r.batch < b) b = r.batch;
+  return b == 0 ? 1 : b;
+}
+const char* const kPatternOrder[] = {"2:4", "4:8", "8:16", "16:32"};
+int patternRank(const std::string& p) {
+  for (int i = 0; i < 4; ++i)
+    if (p == kPatternOrder[i]) return i;
+  return 4;
+}
+}  // namespace
+
+QString seriesName(const gpu::BenchRow& r) {
+  const QString p = QString::fromStdString(r.pattern);
+  if (r.kernel == "sparse") return QStringLiteral("sparse %1").arg(p);
+  if (r.kernel == "sparse-cpu") return QStringLiteral("sparse %1 (CPU)").arg(p);
+  if (r.kernel == "dense") return QStringLiteral("dense GEMV (ours)");
+  if (r.kernel == "dense-cpu") return QStringLiteral("dense GEMV (CPU)");
+  if (r.kernel == "cublas") return QStringLiteral("cuBLAS");
+  if (r.kernel == "cusparselt") return QStringLiteral("cuSPARSELt %1").arg(p);
+  return QString::fromStdString(r.kernel);
+}
+
+QString baselineName(const QVector<gpu::BenchRow>& rows) {
+  auto has = [&](const char* k) {
+    return std::any_of(rows.begin(), rows.end(), [k](const gpu::BenchRow& r) { return r.kernel == k; });
+  };
+  if (has("cublas")) return QStringLiteral("cuBLAS");
+  if (has("dense")) return QStringLiteral("our dense GEMV");
+  if (has("dense-cpu")) return QStringLiteral("dense GEMV (CPU)");
+  return QStringLiteral("dense");
+}
+
+QVector<double> speedups(const QVector<gpu::BenchRow>& rows) {
+  std::map<std::string, double> library, dense;
+  for (const auto& r : rows) {
+    if (r.us <= 0) continue;
+    if (r.kernel == "cublas") library[key(r)] = r.us;
+    if (isOwnDense(r)) dense[key(r)] = r.us;
+  }
+  QVector<double> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) {
+    double s = 0;
+    if (r.us > 0) {
+      if (auto it = library.find(key(r)); it != library.end()) s = it->second / r.us;
+      else if (auto jt = dense.find(key(r)); jt != dense.end()) s = jt->second / r.us;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows) {
+  widgets::SpeedupBars bars;
+  bars.baseline = baselineName(rows);
+  bars.batch = barBatch(rows);
+  const bool overLibrary = bars.baseline == QLatin1String("cuBLAS");
+  const QVector<double> sp = speedups(rows);
+  // shapes in run order, whole-layer sequences after the projections
+  QStringList projections, layers;
+  std::vector<std::pair<int, QString>> series;  // (rank, name)
+  for (int i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    if (r.batch != bars.batch) continue;
+    const QString shape = widgets::BenchResultsModel::shapeLabel(r);
+    QStringList& list = r.module == "layer" ? layers : projections;
+    if (!list.contains(shape)) list << shape;
+    int rank = -1;
+    if (isSparse(r)) rank = patternRank(r.pattern);
+    else if (overLibrary && r.kernel == "dense") rank = 10;
+    else if (r.kernel == "cusparselt") rank = 11;
+    if (rank < 0) continue;
+    const QString name = seriesName(r);
+    if (std::none_of(series.begin(), series.end(), [&](const auto& s) { return s.second == name; }))
+      series.emplace_back(rank, name);
+  }
+  std::stable_sort(series.begin(), series.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  bars.shapes = projections + layers;
+  for (const auto& s : series) bars.series << s.second;
+  bars.values = QVector<QVector<double>>(bars.series.size(), QVector<double>(bars.shapes.size(), 0.0));
+  for (int i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    if (r.batch != bars.batch || sp[i] <= 0) continue;
+    const int s = static_cast<int>(bars.series.indexOf(seriesName(r)));
+    const int x = static_cast<int>(bars.shapes.indexOf(widgets::BenchResultsModel::shapeLabel(r)));
+    if (s >= 0 && x >= 0) bars.values[s][x] = sp[i];
+  }
+  return bars;
+}
+
+QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& meta) {
+  if (rows.isEmpty()) return {};
+  const int batch = barBatch(rows);
+  const QString baseline = baselineName(rows);
+  const bool overLibrary = baseline == QLatin1String("cuBLAS");
+  const QVector<double> sp = speedups(rows);
+  std::map<std::string, double> dense, cusparselt;
+  for (const auto& r : rows) {
+    if (r.kernel == "dense") dense[key(r)] = r.us;
+    if (r.kernel == "cusparselt") cusparselt[key(r)] = r.us;
+  }
+  struct Acc {
+    std::vector<double> base, ownDense, csl, hbm;
+  };
+  std::map<int, std::pair<std::string, Acc>> byPattern;
+  std::vector<std::string> shapes;
+  for (int i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    if (r.batch != batch || r.module == "layer" || !isSparse(r)) continue;
+    auto& [name, acc] = byPattern[patternRank(r.pattern)];
+    name = r.pattern;
+    if (sp[i] > 0) acc.base.push_back(sp[i]);
+    if (overLibrary)
+      if (auto it = dense.find(key(r)); it != dense.end()) acc.ownDense.push_back(it->second / r.us);
+    if (auto it = cusparselt.find(key(r)); it != cusparselt.end()) acc.csl.push_back(it->second / r.us);
+    if (r.fractionHbm > 0) acc.hbm.push_back(100.0 * r.fractionHbm);
+    if (std::find(shapes.begin(), shapes.end(), key(r)) == shapes.end()) shapes.push_back(key(r));
+  }
+  if (byPattern.empty()) return QObject::tr("No sparse kernel measured yet at batch %1.").arg(batch);
+  QStringList parts, own, csl, hbm;
+  for (const auto& [rank, entry] : byPattern) {
+    const auto& [name, acc] = entry;
+    const QString p = QString::fromStdString(name);
+    parts << QStringLiteral("%1 %2x").arg(p).arg(median(acc.base), 0, 'f', 2);
+    if (!acc.ownDense.empty()) own << QStringLiteral("%1 %2x").arg(p).arg(median(acc.ownDense), 0, 'f', 2);
+    if (!acc.csl.empty()) csl << QStringLiteral("%1 %2x").arg(p).arg(median(acc.csl), 0, 'f', 2);
+    if (!acc.hbm.empty()) hbm << QStringLiteral("%1 %2%").arg(p).arg(median(acc.hbm), 0, 'f', 0);
+  }
+  QString line = QObject::tr("Batch %1 medians over %2 shape(s) — speedup over %3: %4")
+                     .arg(batch)
+                     .arg(shapes.size())
+                     .arg(baseline, parts.join(QStringLiteral(" · ")));
+  if (!own.isEmpty()) line += QObject::tr("; over our dense GEMV: %1").arg(own.join(QStringLiteral(" · ")));
+  if (!csl.isEmpty()) line += QObject::tr("; over cuSPARSELt 2:4: %1").arg(csl.join(QStringLiteral(" · ")));
+  if (!hbm.isEmpty()) {
+    const QString of = meta.hbmReadGBs > 0 ? QObject::tr(" of %1 GB/s").arg(meta.hbmReadGBs, 0, 'f', 0) : QString();
+    line += QObject::tr("; sparse reads at %1%2").arg(hbm.join(QStringLiteral(" · ")), of);
+  }
+  line += QObject::tr(". Bandwidth limit 1.78x.");
+  return line;
+}
+
+}  // namespace bench
+
+namespace {
+
+QString deviceLine() {
+  const gpu::DeviceInfo& d = gpu::deviceInfo();
+  if (d.cudaAvailable) return QObject::tr("GPU: %1").arg(QString::fromStdString(gpu::describeDevice(d)));
+  return QObject::tr("no GPU: benchmarking the CPU kernels (%1)").arg(QString::fromStdString(d.reason));
+}
+
+QString modelTitle(const std::string& model) {
+  QFile f(QStringLiteral(SDW_SOURCE_DIR "/resources/shapes/%1.json").arg(QString::fromStdString(model)));
+  if (f.open(QIODevice::ReadOnly)) {
+    const QString t = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("model")).toString();
+    if (!t.isEmpty()) return t;
+  }
+  return QString::fromStdString(model);
+}
+
+LoadedBench readResults(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) throw std::runtime_error(path.toStdString() + ": " + f.errorString().toStdString());
+  const QByteArray bytes = f.readAll();
+  LoadedBench out;
+  try {
+    out.result = gpu::fromJson(bytes.toStdString());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(QFileInfo(path).fileName().toStdString() + ": " + e.what());
+  }
+  // The settings block is informational; keep it so an export writes it back.
+  const QJsonObject j = QJsonDocument::fromJson(bytes).object();
+  const QJsonObject s = j.value(QStringLiteral("settings")).toObject();
+  out.command = j.value(QStringLiteral("command")).toString();
+  out.settings.dtype = s.value(QStringLiteral("dtype")).toString(QStringLiteral("bf16")).toStdString();
+  out.settings.repeats = s.value(QStringLiteral("repeats")).toInt(out.settings.repeats);
+  if (s.contains(QStringLiteral("patterns"))) {
+    out.settings.patterns.clear();
+    for (const auto& p : s.value(QStringLiteral("patterns")).toArray())
+      out.settings.patterns.push_back(p.toString().toStdString());
+  }
+  if (s.contains(QStringLiteral("batches"))) {
+    out.settings.batches.clear();
+    for (const auto& b : s.value(QStringLiteral("batches")).toArray()) out.settings.batches.push_back(b.toInt());
+  }
+  return out;
+}
+
+QVector<widgets::BenchMeasurement> pointsFor(const QVector<gpu::BenchRow>& rows, int firstIndex) {
+  QVector<widgets::BenchMeasurement> points;
+  points.reserve(rows.size());
+  for (int i = 0; i < rows.size(); ++i)
+    points.push_back({firstIndex + i, bench::seriesName(rows[i]), rows[i].us, rows[i].gbs});
+  return points;
+}
+
+}  // namespace
+
+BenchmarkController::BenchmarkController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
+  qRegisterMetaType<sdw::gpu::BenchResult>();
+  qRegisterMetaType<sdw::app::LoadedBench>();
+  drainTimer_.setInterval(40);
+  connect(&drainTimer_, &QTimer::timeout, this, &BenchmarkController::drain);
+  connect(jobs, &JobManager::finished, this, &BenchmarkController::onFinished);
+  connect(jobs, &JobManager::failed, this, &BenchmarkController::onFailed);
+  connect(jobs, &JobManager::cancelled, this, &BenchmarkController::onCancelled);
+  connect(jobs, &JobManager::progressed, this, &BenchmarkController::onProgress);
+}
+
+BenchmarkController::~BenchmarkController() {
+  if (jobs_ && runJob_) jobs_->cancel(runJob_);  // the job owns its stream; it only needs to stop
+}
+
+void BenchmarkController::attach(widgets::BenchmarkPanel* panel) {
+  panel->setDevice(gpu::deviceInfo().cudaAvailable, deviceLine());
+  QVector<widgets::ShapeGroup> groups;
+  for (const std::string& m : gpu::knownModels()) {
+    widgets::ShapeGroup g{QString::fromStdString(m), modelTitle(m), {}};
+    for (const auto& s : gpu::modelShapes(m)) g.shapes.push_back(s);
+    groups.push_back(g);
+  }
+  panel->setShapeCatalog(groups);
+  connect(panel, &widgets::BenchmarkPanel::startRequested, this,
+          [this](const widgets::BenchRequest& r) { start(r); });
+  connect(panel, &widgets::BenchmarkPanel::cancelRequested, this, &BenchmarkController::cancel);
+  connect(panel, &widgets::BenchmarkPanel::openResultsRequested, this,
+          [this](const QString& path) { openResults(path); });
+  connect(panel, &widgets::BenchmarkPanel::exportRequested, this, [this, panel](const QString& path) {
+    const QString err = exportTable(path);
+    if (err.isEmpty()) Q_EMIT info(tr("exported %1 benchmark rows to %2").arg(rows_.size()).arg(path));
+    else Q_EMIT error(err);
+    panel->showMessage(err.isEmpty() ? tr("Exported %1").arg(path) : err, !err.isEmpty());
+  });
+  connect(this, &BenchmarkController::runStarted, panel, &widgets::BenchmarkPanel::beginRun);
+  connect(this, &BenchmarkController::measured, panel, &widgets::BenchmarkPanel::addMeasurements);
+  connect(this, &BenchmarkController::speedupsChanged, panel, &widgets::BenchmarkPanel::setSpeedups);
+  connect(this, &BenchmarkController::barsChanged, panel, &widgets::BenchmarkPanel::setSpeedupBars);
+  connect(this, &BenchmarkController::summaryChanged, panel, &widgets::BenchmarkPanel::setSummary);
+  connect(this, &BenchmarkController::progressed, panel, &widgets::BenchmarkPanel::setProgress);
+  connect(this, &BenchmarkController::runEnded, panel, &widgets::BenchmarkPanel::endRun);
+  connect(this, &BenchmarkController::resultLoaded, panel, &widgets::BenchmarkPanel::showResult);
+}
+
+JobId BenchmarkController::start(const widgets::BenchRequest& request) {
+  if (!jobs_) return 0;
+  if (runJob_) {
+    Q_EMIT error(tr("a benchmark is already running"));
+    return 0;
+  }
+  gpu::BenchSettings s = request.settings;
+  QString problem;
+  try {
+    if (!request.customShapes.isEmpty())
+      for (auto& sh : gpu::parseShapes(request.customShapes.toStdString())) s.shapes.push_back(sh);
+  } catch (const std::exception& e) {
+    problem = tr("custom shapes: %1").arg(QString::fromUtf8(e.what()));
+  }
+  if (problem.isEmpty() && s.shapes.empty()) problem = tr("choose at least one shape");
+  else if (problem.isEmpty() && s.patterns.empty()) problem = tr("choose at least one pattern");
+  else if (problem.isEmpty() && s.batches.empty()) problem = tr("choose at least one batch size");
+  if (!problem.isEmpty()) {
+    Q_EMIT runEnded(tr("Cannot start: %1").arg(problem), true);
+    Q_EMIT error(tr("benchmark: %1").arg(problem));
+    return 0;
+  }
+
+  settings_ = s;
+  rows_.clear();
+  meta_ = {};
+  const bool gpu = !s.forceCpu && gpu::deviceInfo().cudaAvailable;
+  meta_.backend = gpu ? "cuda" : "cpu";
+  meta_.device = gpu ? gpu::deviceInfo().name : "CPU";
+  stream_ = std::make_shared<BenchStream>();
+  auto stream = stream_;
+  runJob_ = jobs_->startTyped<gpu::BenchResult>(tr("Benchmark kernels"), [s, stream](const sdw::ProgressFn& p) {
+    return gpu::runKernelBench(s, p, [stream](const gpu::BenchRow& row) {
+      std::lock_guard<std::mutex> lock(stream->mutex);
+      stream->pending.push_back(row);
+    });
+  });
+  const QString title = tr("Benchmarking %1 shape(s) × %2 batch size(s) on %3…")
+                            .arg(s.shapes.size())
+                            .arg(s.batches.size())
+                            .arg(gpu ? tr("the GPU") : tr("the CPU kernels"));
+  Q_EMIT runStarted(title);
+  Q_EMIT info(title);
+  drainTimer_.start();
+  return runJob_;
+}
+
+void BenchmarkController::cancel() {
+  if (jobs_ && runJob_) jobs_->cancel(runJob_);
+}
+
+JobId BenchmarkController::openResults(const QString& path) {
+  if (!jobs_) return 0;
+  if (runJob_) {
+    Q_EMIT error(tr("a benchmark is running: cancel it before opening results"));
+    return 0;
+  }
+  openPath_ = path;
+  openJob_ = jobs_->startTyped<LoadedBench>(tr("Open %1").arg(QFileInfo(path).fileName()),
+                                            [path](const sdw::ProgressFn&) { return readResults(path); });
+  return openJob_;
+}
+
+QString BenchmarkController::exportTable(const QString& path) const {
+  QByteArray bytes;
+  const QString lower = path.toLower();
+  if (lower.endsWith(QLatin1String(".csv"))) {
+    widgets::BenchResultsModel table;
+    table.appendRows(rows_);
+    table.setSpeedups(bench::speedups(rows_));
+    bytes = table.toCsv().toUtf8();
+  } else if (lower.endsWith(QLatin1String(".json"))) {
+    gpu::BenchResult r = meta_;
+    r.rows.assign(rows_.begin(), rows_.end());
+    gpu::summarise(r, settings_.dtype);
+    bytes = QByteArray::fromStdString(gpu::toJson(r, "sdw (Benchmark panel)", settings_) + "\n");
+  } else {
+    return tr("unknown export format for %1 (use .csv or .json)").arg(path);
+  }
+  QSaveFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
+    return tr("could not write %1: %2").arg(path, f.errorString());
+  return {};
+}
+
+void BenchmarkController::drain() {
+  if (!stream_) return;
+  std::vector<gpu::BenchRow> batch;
+  {
+    std::lock_guard<std::mutex> lock(stream_->mutex);
+    batch.swap(stream_->pending);
+  }
+  if (batch.empty()) return;
+  const QVector<gpu::BenchRow> rows(batch.begin(), batch.end());
+  const QVector<widgets::BenchMeasurement> points = pointsFor(rows, static_cast<int>(rows_.size()));
+  rows_ += rows;
+  Q_EMIT measured(rows, points);
+  publishDerived();
+}
+
+void BenchmarkController::publishDerived() {
+  Q_EMIT speedupsChanged(bench::speedups(rows_), bench::baselineName(rows_));
+  Q_EMIT barsChanged(bench::speedupBars(rows_));
+  Q_EMIT summaryChanged(bench::summaryLine(rows_, meta_));
+}
+
+void BenchmarkController::onProgress(const JobUpdate& u) {
+  if (u.id == 0 || u.id != runJob_) return;
+  const QString text = u.total > 0 ? tr("%1 (%2/%3 kernels)").arg(u.stage).arg(u.done).arg(u.total) : u.stage;
+  Q_EMIT progressed(u.fraction, text);
+}
+
+void BenchmarkController::onFinished(JobId id, const QVariant& result) {
+  if (id == 0) return;
+  if (id == runJob_) {
+    runJob_ = 0;
+    drain();
+    drainTimer_.stop();
+    stream_.reset();
+    const auto r = result.value<gpu::BenchResult>();
+    meta_ = r;
+    meta_.rows.clear();
+    // Normally every row came through the stream; keep any that did not.
+    if (r.rows.size() > static_cast<std::size_t>(rows_.size())) {
+      const QVector<gpu::BenchRow> rest(r.rows.begin() + rows_.size(), r.rows.end());
+      const auto points = pointsFor(rest, static_cast<int>(rows_.size()));
+      rows_ += rest;
+      Q_EMIT measured(rest, points);
+    }
+    publishDerived();
+    const QString msg = tr("Done: %1 measurements on %2; read bandwidth %3 GB/s.")
+                            .arg(rows_.size())
+                            .arg(QString::fromStdString(r.device))
+                            .arg(r.hbmReadGBs, 0, 'f', 0);
+    Q_EMIT runEnded(msg, false);
+    Q_EMIT info(tr("benchmark: %1").arg(msg));
+    for (const auto& n : r.notes) Q_EMIT info(tr("benchmark note: %1").arg(QString::fromStdString(n)));
+  } else if (id == openJob_) {
+    openJob_ = 0;
+    const auto loaded = result.value<LoadedBench>();
+    settings_ = loaded.settings;
+    meta_ = loaded.result;
+    meta_.rows.clear();
+    rows_ = QVector<gpu::BenchRow>(loaded.result.rows.begin(), loaded.result.rows.end());
+    const QString title = tr("%1: %2 rows from %3 (%4)")
+                              .arg(QFileInfo(openPath_).fileName())
+                              .arg(rows_.size())
+                              .arg(QString::fromStdString(meta_.device.empty() ? meta_.backend : meta_.device),
+                                   loaded.command.isEmpty() ? tr("no command recorded") : loaded.command);
+    Q_EMIT resultLoaded(title, rows_, pointsFor(rows_, 0));
+    publishDerived();
+    Q_EMIT info(tr("opened benchmark results %1 (%2 rows)").arg(openPath_).arg(rows_.size()));
+  }
+}
+
+void BenchmarkController::onFailed(JobId id, const QString& message) {
+  if (id == 0) return;
+  if (id == runJob_) {
+    runJob_ = 0;
+    drain();
+    drainTimer_.stop();
+    stream_.reset();
+    const QString m = tr("Benchmark failed: %1").arg(message);
+    Q_EMIT runEnded(m, true);
+    Q_EMIT error(m);
+  } else if (id == openJob_) {
+    openJob_ = 0;
+    const QString m = tr("Cannot open benchmark results: %1").arg(message);
+    Q_EMIT runEnded(m, true);
+    Q_EMIT error(m);
+  }
+}
+
+void BenchmarkController::onCancelled(JobId id) {
+  if (id == 0 || id != runJob_) return;
+  runJob_ = 0;
+  drain();
+  drainTimer_.stop();
+  stream_.reset();
+  const QString m = tr("Cancelled after %1 measurements.").arg(rows_.size());
+  Q_EMIT runEnded(m, false);
+  Q_EMIT info(tr("benchmark: %1").arg(m));
+}
+
+}  // namespace sdw::app

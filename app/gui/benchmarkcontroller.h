@@ -1,0 +1,101 @@
+#pragma once
+// Runs the kernel benchmark for the Benchmark panel as a job ("Benchmark
+// kernels", progress in measured kernels, cancellable between kernels) and
+// opens saved results as a job. Rows measured on the job thread reach the
+// panel in coalesced batches; the controller computes what the panel draws
+// from them: per-row speedups over dense, per-shape speedup bars and the
+// batch-1 summary medians.
+//
+// Threading: the runner's per-row callback only appends to a mutex-guarded
+// queue owned by that job; a GUI-thread timer drains it. One run at a time;
+// rows of a superseded job are dropped.
+
+#include "app/jobmanager.h"
+#include "gpu/bench.h"
+#include "widgets/benchmarkpanel.h"
+
+#include <QObject>
+#include <QPointer>
+#include <QTimer>
+#include <QVector>
+
+#include <memory>
+
+namespace sdw::app {
+
+struct BenchStream;  // rows on their way from a job to the GUI thread
+
+// Plain computations over measured rows; free functions so tests can check them.
+namespace bench {
+// "cuBLAS" when a row has a cuBLAS baseline, else "our dense GEMV" / "dense (CPU)".
+QString baselineName(const QVector<gpu::BenchRow>& rows);
+// Per row: baseline time / row time, the baseline being cuBLAS for the row's
+// shape and batch when measured, else our dense (GPU or CPU); 0 when neither.
+QVector<double> speedups(const QVector<gpu::BenchRow>& rows);
+// Per shape (in run order, whole-layer sequences last) at batch 1 (or the
+// smallest batch run): sparse patterns, cuSPARSELt and, over cuBLAS, our dense.
+widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows);
+// One line: batch-1 medians per pattern over the measured projection shapes.
+QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& meta);
+// The series name a row is plotted under: "sparse 2:4", "dense (ours)", ...
+QString seriesName(const gpu::BenchRow& row);
+}  // namespace bench
+
+class BenchmarkController : public QObject {
+  Q_OBJECT
+ public:
+  explicit BenchmarkController(JobManager* jobs, QObject* parent = nullptr);
+  ~BenchmarkController() override;
+
+  // Tells the panel about the device and the shape catalog, connects it both ways.
+  void attach(widgets::BenchmarkPanel* panel);
+
+  // Starts a benchmark job; 0 (with runEnded saying why) when one is running
+  // or the request is invalid.
+  JobId start(const widgets::BenchRequest& request);
+  void cancel();
+  // Reads a results JSON (sdw-cli bench kernels --out FILE) as a job.
+  JobId openResults(const QString& path);
+  // .csv: the table; .json: the format Open results reads. Error text, or empty.
+  QString exportTable(const QString& path) const;
+
+  bool isRunning() const { return runJob_ != 0; }
+  JobId runJob() const { return runJob_; }
+  const QVector<gpu::BenchRow>& rows() const { return rows_; }
+  const gpu::BenchResult& result() const { return meta_; }
+  // How often streamed rows are handed to the panel (default 40 ms).
+  void setDrainInterval(int msecs) { drainTimer_.setInterval(msecs); }
+
+ Q_SIGNALS:
+  void runStarted(const QString& title);
+  void measured(const QVector<sdw::gpu::BenchRow>& rows, const QVector<sdw::widgets::BenchMeasurement>& points);
+  void speedupsChanged(const QVector<double>& perRow, const QString& baseline);
+  void barsChanged(const sdw::widgets::SpeedupBars& bars);
+  void summaryChanged(const QString& text);
+  void progressed(double fraction, const QString& text);
+  void runEnded(const QString& message, bool isError);
+  void resultLoaded(const QString& title, const QVector<sdw::gpu::BenchRow>& rows,
+                    const QVector<sdw::widgets::BenchMeasurement>& points);
+  void info(const QString& message);
+  void error(const QString& message);
+
+ private:
+  void onFinished(JobId id, const QVariant& result);
+  void onFailed(JobId id, const QString& message);
+  void onCancelled(JobId id);
+  void onProgress(const JobUpdate& u);
+  void drain();
+  void publishDerived();
+
+  QPointer<JobManager> jobs_;
+  JobId runJob_ = 0;
+  JobId openJob_ = 0;
+  QString openPath_;
+  std::shared_ptr<BenchStream> stream_;
+  QTimer drainTimer_;
+  gpu::BenchSettings settings_;   // of the run or file shown
+  gpu::BenchResult meta_;         // device, bandwidth, notes of the run or file shown
+  QVector<gpu::BenchRow> rows_;   // everything shown, in run order
+};
+
+}  // namespace sdw::app

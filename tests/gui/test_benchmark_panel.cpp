@@ -1,0 +1,305 @@
+// The Benchmark panel offscreen, driven through its controller: a CPU
+// benchmark on tiny custom shapes end to end (table, rolling charts, speedup
+// bars, summary), cancel within a second, a results JSON (the format of
+// `sdw-cli bench kernels --out FILE`) shown the same way, exports, and the
+// speedup arithmetic against hand-computed values.
+
+#include "app/gui/benchmarkcontroller.h"
+#include "app/jobmanager.h"
+#include "gpu/bench.h"
+#include "gpu/device.h"
+#include "widgets/benchcharts.h"
+#include "widgets/benchmarkpanel.h"
+#include "widgets/benchresultsmodel.h"
+#include "widgets/plotview.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <memory>
+
+using sdw::app::BenchmarkController;
+using sdw::app::JobManager;
+using sdw::widgets::BenchmarkPanel;
+using sdw::widgets::BenchRequest;
+using sdw::widgets::BenchResultsModel;
+
+namespace {
+
+// Hand-written in the layout gpu/bench.cpp's toJson writes; times are round
+// numbers of the size measured on an H200 (docs/kernels.md) so the expected
+// speedups are easy to check by hand. Row order is the GPU runner's:
+// cuSPARSELt before cuBLAS, so the controller must not rely on row order.
+const char* const kFixture = R"({
+ "tool": "sdw-cli bench kernels",
+ "command": "sdw-cli bench kernels --shapes llama3-8b --json --out fixture.json",
+ "machine": {"backend": "cuda", "device": "NVIDIA H200", "driver": "580", "torch": "2.11"},
+ "hbm_read_gbs": 4640,
+ "cusparselt": "ok",
+ "settings": {"dtype": "bf16", "patterns": ["2:4", "4:8"], "batches": [1], "repeats": 7},
+ "notes": [],
+ "rows": [
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "cusparselt", "us": 20.0, "bytes": 18874368, "gbs": 943.7, "fraction_hbm": 0.203, "speedup_vs_cublas": 0, "speedup_vs_dense": 0},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "cublas", "us": 12.0, "bytes": 33554432, "gbs": 2796, "fraction_hbm": 0.603, "speedup_vs_cublas": 1, "speedup_vs_dense": 0},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "dense", "us": 10.0, "bytes": 33554432, "gbs": 3355, "fraction_hbm": 0.723, "speedup_vs_cublas": 1.2, "speedup_vs_dense": 1},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "sparse", "us": 8.0, "bytes": 18874368, "gbs": 2359, "fraction_hbm": 0.508, "speedup_vs_cublas": 1.5, "speedup_vs_dense": 1.25},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "4:8", "batch": 1, "kernel": "sparse", "us": 7.5, "bytes": 18874368, "gbs": 2517, "fraction_hbm": 0.542, "speedup_vs_cublas": 1.6, "speedup_vs_dense": 1.333},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "cusparselt", "us": 16.0, "bytes": 4718592, "gbs": 295, "fraction_hbm": 0.064, "speedup_vs_cublas": 0, "speedup_vs_dense": 0},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "cublas", "us": 8.0, "bytes": 8388608, "gbs": 1049, "fraction_hbm": 0.226, "speedup_vs_cublas": 1, "speedup_vs_dense": 0},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "dense", "us": 6.0, "bytes": 8388608, "gbs": 1398, "fraction_hbm": 0.301, "speedup_vs_cublas": 1.333, "speedup_vs_dense": 1},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "sparse", "us": 5.0, "bytes": 4718592, "gbs": 944, "fraction_hbm": 0.203, "speedup_vs_cublas": 1.6, "speedup_vs_dense": 1.2},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "4:8", "batch": 1, "kernel": "sparse", "us": 4.0, "bytes": 4718592, "gbs": 1180, "fraction_hbm": 0.254, "speedup_vs_cublas": 2, "speedup_vs_dense": 1.5}
+ ]
+})";
+constexpr int kFixtureRows = 10;
+
+int csvLines(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return -1;
+  return static_cast<int>(QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts).size());
+}
+
+int rowOf(const BenchResultsModel* m, const char* module, const char* kernel, const char* pattern) {
+  for (int i = 0; i < m->rowCount(); ++i) {
+    const auto& r = m->rows()[i];
+    if (r.module == module && r.kernel == kernel && r.pattern == pattern) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+class TestBenchmarkPanel : public QObject {
+  Q_OBJECT
+ private:
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<BenchmarkPanel> panel_;
+  std::unique_ptr<BenchmarkController> controller_;
+  std::unique_ptr<QAbstractItemModelTester> tester_, proxyTester_;
+  QTemporaryDir tmp_;
+
+  BenchRequest tinyCpuRequest() const {
+    BenchRequest r;
+    r.settings.patterns = {"2:4", "4:8"};
+    r.settings.batches = {1, 2};
+    r.settings.repeats = 3;
+    r.settings.forceCpu = true;
+    r.customShapes = QStringLiteral("64x128,96x64");
+    return r;
+  }
+
+  bool loadFixture() {
+    const QString path = tmp_.filePath(QStringLiteral("fixture.json"));
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(kFixture) < 0) return false;
+    f.close();
+    QSignalSpy loaded(controller_.get(), &BenchmarkController::resultLoaded);
+    if (controller_->openResults(path) == 0) return false;
+    return loaded.wait(10000) || loaded.count() == 1;
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    jobs_ = std::make_unique<JobManager>();
+    jobs_->setProgressInterval(5);
+    panel_ = std::make_unique<BenchmarkPanel>();
+    panel_->resize(1400, 900);
+    panel_->show();
+    controller_ = std::make_unique<BenchmarkController>(jobs_.get());
+    controller_->attach(panel_.get());
+    using Mode = QAbstractItemModelTester::FailureReportingMode;
+    tester_ = std::make_unique<QAbstractItemModelTester>(panel_->resultsModel(), Mode::QtTest);
+    proxyTester_ = std::make_unique<QAbstractItemModelTester>(panel_->proxyModel(), Mode::QtTest);
+  }
+
+  void cleanupTestCase() {
+    controller_->cancel();
+    jobs_->cancelAll();
+    QVERIFY(jobs_->waitForDone(10000));
+  }
+
+  void deviceLineSaysWhatRuns() {
+    const sdw::gpu::DeviceInfo& d = sdw::gpu::deviceInfo();
+    if (d.cudaAvailable) {
+      QVERIFY2(panel_->deviceText().startsWith(QStringLiteral("GPU: ")), qPrintable(panel_->deviceText()));
+    } else {
+      QVERIFY2(panel_->deviceText().startsWith(QStringLiteral("no GPU: benchmarking the CPU kernels")),
+               qPrintable(panel_->deviceText()));
+      QVERIFY(panel_->deviceText().contains(QString::fromStdString(d.reason)));
+    }
+  }
+
+  void invalidRequestIsRefused() {
+    BenchRequest r = tinyCpuRequest();
+    r.customShapes = QStringLiteral("12xbanana");
+    QSignalSpy ended(controller_.get(), &BenchmarkController::runEnded);
+    QCOMPARE(controller_->start(r), sdw::app::JobId(0));
+    QCOMPARE(ended.count(), 1);
+    QVERIFY(ended.first().at(1).toBool());
+    QVERIFY(panel_->statusText().startsWith(QStringLiteral("Cannot start")));
+    QVERIFY(!controller_->isRunning());
+  }
+
+  void cpuRunFillsTableAndCharts() {
+    QSignalSpy measured(controller_.get(), &BenchmarkController::measured);
+    QSignalSpy started(jobs_.get(), &JobManager::started);
+    QVERIFY(controller_->start(tinyCpuRequest()) != 0);
+    QCOMPARE(started.count(), 1);
+    QCOMPARE(started.first().at(1).toString(), QStringLiteral("Benchmark kernels"));
+    QVERIFY(panel_->isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(!controller_->isRunning(), 60000);
+    QVERIFY(!panel_->isRunning());
+    QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Done: 12 measurements")),
+             qPrintable(panel_->statusText()));
+
+    // 2 shapes x 2 batches x (our dense + 2 patterns)
+    const BenchResultsModel* m = panel_->resultsModel();
+    QCOMPARE(m->rowCount(), 12);
+    QVERIFY(measured.count() >= 1);
+    for (int i = 0; i < m->rowCount(); ++i) {
+      const auto& r = m->rows()[i];
+      QVERIFY(r.us > 0);
+      QVERIFY(r.gbs > 0);
+      QVERIFY(r.kernel == "dense-cpu" || r.kernel == "sparse-cpu");
+      // speedup over the CPU dense GEMV of the same shape and batch
+      double denseUs = 0;
+      for (const auto& o : m->rows())
+        if (o.kernel == "dense-cpu" && o.rows == r.rows && o.cols == r.cols && o.batch == r.batch) denseUs = o.us;
+      QVERIFY(denseUs > 0);
+      QCOMPARE(m->speedup(i), denseUs / r.us);
+    }
+    QCOMPARE(m->data(m->index(0, BenchResultsModel::Shape)).toString(), QStringLiteral("64x128"));
+
+    auto* charts = panel_->charts();
+    QCOMPARE(charts->kernelSeries().size(), 3);
+    QVERIFY(charts->kernelSeries().contains(QStringLiteral("sparse 2:4 (CPU)")));
+    QCOMPARE(charts->pointCount(QStringLiteral("dense GEMV (CPU)")), 4);  // 2 shapes x 2 batches
+    QCOMPARE(charts->speedupBars().batch, 1);
+    QCOMPARE(charts->speedupBars().shapes, (QStringList{QStringLiteral("64x128"), QStringLiteral("96x64")}));
+    QCOMPARE(charts->barCount(), 4);  // 2 shapes x 2 patterns at batch 1
+    QCOMPARE(charts->bandwidthLimit(), 1.78);
+    QVERIFY(charts->bandwidthLimitLabel().contains(QStringLiteral("1.78x")));
+    QVERIFY2(panel_->summaryText().startsWith(QStringLiteral("Batch 1 medians over 2 shape(s)")),
+             qPrintable(panel_->summaryText()));
+    QVERIFY(panel_->summaryText().contains(QStringLiteral("dense GEMV (CPU)")));
+  }
+
+  void cancelStopsWithinOneSecond() {
+    BenchRequest r;
+    r.settings.batches = {1, 2, 4, 8};
+    r.settings.repeats = 30;
+    r.settings.forceCpu = true;
+    r.customShapes = QStringLiteral("1024x1024,1024x2048");
+    const int total = 2 * 4 * 5;
+    QVERIFY(controller_->start(r) != 0);
+    QTRY_VERIFY_WITH_TIMEOUT(controller_->rows().size() >= 1, 60000);
+    QElapsedTimer t;
+    t.start();
+    panel_->findChild<QPushButton*>(QStringLiteral("BenchCancel"))->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!controller_->isRunning(), 1000);
+    QVERIFY2(t.elapsed() < 1000, qPrintable(QString::number(t.elapsed())));
+    QVERIFY(controller_->rows().size() < total);
+    QCOMPARE(panel_->resultsModel()->rowCount(), controller_->rows().size());
+    QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Cancelled after")), qPrintable(panel_->statusText()));
+    QVERIFY(jobs_->waitForDone(5000));
+  }
+
+  void resultsFileIsShownTheSameWay() {
+    QVERIFY(loadFixture());
+    const BenchResultsModel* m = panel_->resultsModel();
+    QCOMPARE(m->rowCount(), kFixtureRows);
+    QCOMPARE(controller_->result().hbmReadGBs, 4640.0);
+
+    // cuSPARSELt came before cuBLAS in the file: its speedup is still over cuBLAS.
+    QCOMPARE(m->speedup(rowOf(m, "q_proj", "cusparselt", "2:4")), 12.0 / 20.0);
+    QCOMPARE(m->speedup(rowOf(m, "q_proj", "sparse", "2:4")), 12.0 / 8.0);
+    QCOMPARE(m->speedup(rowOf(m, "k_proj", "sparse", "4:8")), 8.0 / 4.0);
+    QCOMPARE(m->data(m->index(rowOf(m, "k_proj", "sparse", "4:8"), BenchResultsModel::Speedup)).toString(),
+             QStringLiteral("2.00x"));
+    QCOMPARE(m->data(m->index(rowOf(m, "q_proj", "dense", "-"), BenchResultsModel::PercentHbm)).toString(),
+             QStringLiteral("72.3"));
+
+    // bars: 2 shapes x (2 patterns + our dense + cuSPARSELt), over cuBLAS
+    const auto& bars = panel_->charts()->speedupBars();
+    QCOMPARE(bars.baseline, QStringLiteral("cuBLAS"));
+    QCOMPARE(bars.shapes, (QStringList{QStringLiteral("llama3-8b q_proj"), QStringLiteral("llama3-8b k_proj")}));
+    QCOMPARE(bars.series, (QStringList{QStringLiteral("sparse 2:4"), QStringLiteral("sparse 4:8"),
+                                       QStringLiteral("dense GEMV (ours)"), QStringLiteral("cuSPARSELt 2:4")}));
+    QCOMPARE(panel_->charts()->barCount(), 8);
+    QCOMPARE(bars.values[0][0], 1.5);       // q_proj 2:4: 12 / 8
+    QCOMPARE(bars.values[2][1], 8.0 / 6.0);  // k_proj our dense
+    QCOMPARE(bars.values[3][1], 0.5);       // k_proj cuSPARSELt: 8 / 16
+    QCOMPARE(panel_->charts()->pointCount(QStringLiteral("cuBLAS")), 2);
+
+    // summary: medians of two values are their mean
+    const QString s = panel_->summaryText();
+    QVERIFY2(s.contains(QStringLiteral("speedup over cuBLAS: 2:4 1.55x · 4:8 1.80x")), qPrintable(s));
+    QVERIFY2(s.contains(QStringLiteral("over our dense GEMV: 2:4 1.2")), qPrintable(s));  // (1.25 + 1.2) / 2
+    QVERIFY2(s.contains(QStringLiteral("· 4:8 1.42x; over cuSPARSELt")), qPrintable(s));  // (4/3 + 1.5) / 2
+    QVERIFY2(s.contains(QStringLiteral("over cuSPARSELt 2:4: 2:4 2.8")), qPrintable(s));  // (2.5 + 3.2) / 2
+    QVERIFY2(s.contains(QStringLiteral("of 4640 GB/s")), qPrintable(s));
+
+    // sortable: fastest first by median time
+    QSortFilterProxyModel* proxy = panel_->proxyModel();
+    proxy->sort(BenchResultsModel::MedianUs, Qt::AscendingOrder);
+    QCOMPARE(proxy->data(proxy->index(0, BenchResultsModel::MedianUs)).toString(), QStringLiteral("4.00"));
+    proxy->sort(BenchResultsModel::Speedup, Qt::DescendingOrder);
+    QCOMPARE(proxy->data(proxy->index(0, BenchResultsModel::Speedup)).toString(), QStringLiteral("2.00x"));
+    proxy->sort(-1);
+  }
+
+  void exportsOneRowPerResult() {
+    QVERIFY(loadFixture());
+    const QString csv = tmp_.filePath(QStringLiteral("table.csv"));
+    QCOMPARE(controller_->exportTable(csv), QString());
+    QCOMPARE(csvLines(csv), 1 + kFixtureRows);
+
+    // JSON export reads back as the same rows
+    const QString json = tmp_.filePath(QStringLiteral("table.json"));
+    QCOMPARE(controller_->exportTable(json), QString());
+    QFile f(json);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const sdw::gpu::BenchResult back = sdw::gpu::fromJson(f.readAll().toStdString());
+    QCOMPARE(int(back.rows.size()), kFixtureRows);
+    QCOMPARE(back.device, std::string("NVIDIA H200"));
+    QCOMPARE(back.rows[3].us, 8.0);
+
+    // each chart exports its data
+    const QString bars = tmp_.filePath(QStringLiteral("bars.csv"));
+    QCOMPARE(panel_->charts()->speedupView()->exportTo(bars), QString());
+    QCOMPARE(csvLines(bars), 1 + 8);
+    const QString times = tmp_.filePath(QStringLiteral("times.csv"));
+    QCOMPARE(panel_->charts()->timeView()->exportTo(times), QString());
+    QCOMPARE(csvLines(times), 1 + kFixtureRows);
+    const QString png = tmp_.filePath(QStringLiteral("bars.png"));
+    QCOMPARE(panel_->charts()->speedupView()->exportTo(png), QString());
+    QVERIFY(QFileInfo(png).size() > 1000);
+    QCOMPARE(controller_->exportTable(tmp_.filePath(QStringLiteral("table.txt"))).isEmpty(), false);
+  }
+
+  void badResultsFileSaysWhy() {
+    const QString path = tmp_.filePath(QStringLiteral("bad.json"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"rows\": 3}");
+    f.close();
+    QSignalSpy ended(controller_.get(), &BenchmarkController::runEnded);
+    QVERIFY(controller_->openResults(path) != 0);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 10000);
+    QVERIFY(ended.first().at(1).toBool());
+    QVERIFY2(panel_->statusText().contains(QStringLiteral("bad.json")), qPrintable(panel_->statusText()));
+    QCOMPARE(panel_->resultsModel()->rowCount(), kFixtureRows);  // what was shown stays
+  }
+};
+
+QTEST_MAIN(TestBenchmarkPanel)
+#include "test_benchmark_panel.moc"

@@ -1,0 +1,353 @@
+#include "widgets/benchmarkpanel.h"
+
+#include "widgets/benchresultsmodel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSortFilterProxyModel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+namespace sdw::widgets {
+
+namespace {
+const char* const kPatterns[] = {"2:4", "4:8", "8:16", "16:32"};
+const int kBatches[] = {1, 2, 4, 8};
+constexpr int kShapeRole = Qt::UserRole;  // child items: index into the group's shapes
+}  // namespace
+
+BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
+  qRegisterMetaType<sdw::widgets::BenchRequest>("sdw::widgets::BenchRequest");
+  setObjectName(QStringLiteral("BenchmarkPanel"));
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(8, 8, 8, 8);
+
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(buildSettings());
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setFixedWidth(300);
+  layout->addWidget(scroll);
+
+  charts_ = new BenchCharts(this);
+  model_ = new BenchResultsModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(BenchResultsModel::SortRole);
+  table_ = new QTableView(this);
+  table_->setObjectName(QStringLiteral("BenchResultsTable"));
+  table_->setModel(proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(-1, Qt::AscendingOrder);  // run order until a header is clicked
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setAlternatingRowColors(true);
+  table_->verticalHeader()->setVisible(false);
+  table_->verticalHeader()->setDefaultSectionSize(20);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(BenchResultsModel::Shape, QHeaderView::Stretch);
+
+  summary_ = new QLabel(tr("No results yet: start a run or open a results file."), this);
+  summary_->setObjectName(QStringLiteral("BenchSummary"));
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* bottom = new QWidget(this);
+  auto* bl = new QVBoxLayout(bottom);
+  bl->setContentsMargins(0, 0, 0, 0);
+  bl->addWidget(summary_);
+  bl->addWidget(table_, 1);
+
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(charts_);
+  split->addWidget(bottom);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  split->setChildrenCollapsible(false);
+  layout->addWidget(split, 1);
+  updateButtons();
+}
+
+QWidget* BenchmarkPanel::buildSettings() {
+  auto* w = new QWidget(this);
+  auto* v = new QVBoxLayout(w);
+  v->setContentsMargins(0, 0, 4, 0);
+
+  device_ = new QLabel(w);
+  device_->setObjectName(QStringLiteral("BenchDevice"));
+  device_->setWordWrap(true);
+  v->addWidget(device_);
+
+  auto* shapesBox = new QGroupBox(tr("Shapes"), w);
+  auto* sl = new QVBoxLayout(shapesBox);
+  shapes_ = new QTreeWidget(shapesBox);
+  shapes_->setHeaderHidden(true);
+  shapes_->setColumnCount(2);
+  shapes_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+  shapes_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+  shapes_->header()->setStretchLastSection(false);
+  shapes_->setMinimumHeight(120);
+  sl->addWidget(shapes_);
+  custom_ = new QLineEdit(shapesBox);
+  custom_->setPlaceholderText(tr("custom: ROWSxCOLS, e.g. 4096x4096,1024x4096"));
+  custom_->setToolTip(tr("Extra shapes, rows = out features, cols = in features (a multiple of 32)"));
+  sl->addWidget(custom_);
+  v->addWidget(shapesBox);
+
+  auto* runBox = new QGroupBox(tr("Kernels"), w);
+  auto* form = new QFormLayout(runBox);
+  auto* pat = new QWidget(runBox);
+  auto* pl = new QHBoxLayout(pat);
+  pl->setContentsMargins(0, 0, 0, 0);
+  for (const char* p : kPatterns) {
+    auto* c = new QCheckBox(QString::fromLatin1(p), pat);
+    c->setChecked(true);
+    patterns_.push_back(c);
+    pl->addWidget(c);
+  }
+  form->addRow(tr("Patterns"), pat);
+  auto* bat = new QWidget(runBox);
+  auto* bal = new QHBoxLayout(bat);
+  bal->setContentsMargins(0, 0, 0, 0);
+  for (int b : kBatches) {
+    auto* c = new QCheckBox(QString::number(b), bat);
+    c->setChecked(b == 1);
+    batches_.push_back(c);
+    bal->addWidget(c);
+  }
+  form->addRow(tr("Batch"), bat);
+  dtype_ = new QComboBox(runBox);
+  dtype_->addItems({QStringLiteral("bf16"), QStringLiteral("fp16")});
+  form->addRow(tr("Dtype"), dtype_);
+  repeats_ = new QSpinBox(runBox);
+  repeats_->setRange(1, 1000);
+  repeats_->setValue(7);
+  repeats_->setToolTip(tr("Timed repeats per kernel; the table shows their median"));
+  form->addRow(tr("Repeats"), repeats_);
+  v->addWidget(runBox);
+
+  auto* baseBox = new QGroupBox(tr("Baselines"), w);
+  auto* bl = new QVBoxLayout(baseBox);
+  cublas_ = new QCheckBox(tr("cuBLAS dense (LibTorch)"), baseBox);
+  ownDense_ = new QCheckBox(tr("our dense GEMV"), baseBox);
+  cusparselt_ = new QCheckBox(tr("cuSPARSELt 2:4"), baseBox);
+  layer_ = new QCheckBox(tr("whole-layer sequence"), baseBox);
+  layer_->setToolTip(tr("A model's selected projections back to back (GPU only)"));
+  for (QCheckBox* c : {cublas_, ownDense_, cusparselt_, layer_}) {
+    c->setChecked(true);
+    bl->addWidget(c);
+  }
+  v->addWidget(baseBox);
+
+  auto* buttons = new QGridLayout();
+  start_ = new QPushButton(tr("Start"), w);
+  start_->setObjectName(QStringLiteral("BenchStart"));
+  cancel_ = new QPushButton(tr("Cancel"), w);
+  cancel_->setObjectName(QStringLiteral("BenchCancel"));
+  open_ = new QPushButton(tr("Open results…"), w);
+  open_->setObjectName(QStringLiteral("BenchOpen"));
+  open_->setToolTip(tr("A JSON file written by sdw-cli bench kernels --json --out FILE"));
+  export_ = new QPushButton(tr("Export table…"), w);
+  export_->setObjectName(QStringLiteral("BenchExport"));
+  export_->setToolTip(tr("The results as CSV, or as JSON that Open results… reads back"));
+  buttons->addWidget(start_, 0, 0);
+  buttons->addWidget(cancel_, 0, 1);
+  buttons->addWidget(open_, 1, 0);
+  buttons->addWidget(export_, 1, 1);
+  v->addLayout(buttons);
+  bar_ = new QProgressBar(w);
+  bar_->setTextVisible(false);
+  bar_->setMaximumHeight(8);
+  bar_->setRange(0, 1000);
+  bar_->setValue(0);
+  v->addWidget(bar_);
+  status_ = new QLabel(w);
+  status_->setObjectName(QStringLiteral("BenchStatus"));
+  status_->setWordWrap(true);
+  v->addWidget(status_);
+  v->addStretch(1);
+
+  connect(start_, &QPushButton::clicked, this, [this] { Q_EMIT startRequested(request()); });
+  connect(cancel_, &QPushButton::clicked, this, &BenchmarkPanel::cancelRequested);
+  connect(open_, &QPushButton::clicked, this, &BenchmarkPanel::chooseResults);
+  connect(export_, &QPushButton::clicked, this, &BenchmarkPanel::chooseExport);
+  return w;
+}
+
+void BenchmarkPanel::setDevice(bool gpu, const QString& text) {
+  gpu_ = gpu;
+  device_->setText(text);
+  device_->setStyleSheet(gpu ? QString() : QStringLiteral("color: #9a6700;"));
+  const QString why = gpu ? QString() : tr("no GPU here: %1").arg(text);
+  for (QCheckBox* c : {cublas_, cusparselt_, layer_}) {
+    c->setEnabled(gpu);
+    c->setToolTip(gpu ? c->toolTip() : why);
+  }
+}
+
+void BenchmarkPanel::setShapeCatalog(const QVector<ShapeGroup>& groups) {
+  shapes_->clear();
+  for (const ShapeGroup& g : groups) {
+    auto* top = new QTreeWidgetItem(shapes_, {g.title.isEmpty() ? g.model : g.title});
+    top->setData(0, kShapeRole, g.model);
+    top->setFlags(top->flags() | Qt::ItemIsUserCheckable | Qt::ItemIsAutoTristate);
+    top->setCheckState(0, Qt::Unchecked);
+    for (const gpu::BenchShape& s : g.shapes) {
+      auto* item = new QTreeWidgetItem(top, {QString::fromStdString(s.module),
+                                             QStringLiteral("%1x%2").arg(s.rows).arg(s.cols)});
+      item->setData(0, kShapeRole, QString::fromStdString(s.module));
+      item->setData(1, kShapeRole, QVariant::fromValue(QPair<qlonglong, qlonglong>(s.rows, s.cols)));
+      item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+      item->setCheckState(0, Qt::Unchecked);
+    }
+  }
+  if (shapes_->topLevelItemCount() > 0) shapes_->topLevelItem(0)->setCheckState(0, Qt::Checked);
+}
+
+BenchRequest BenchmarkPanel::request() const {
+  BenchRequest r;
+  gpu::BenchSettings& s = r.settings;
+  for (int t = 0; t < shapes_->topLevelItemCount(); ++t) {
+    const QTreeWidgetItem* top = shapes_->topLevelItem(t);
+    for (int c = 0; c < top->childCount(); ++c) {
+      const QTreeWidgetItem* item = top->child(c);
+      if (item->checkState(0) != Qt::Checked) continue;
+      const auto rc = item->data(1, kShapeRole).value<QPair<qlonglong, qlonglong>>();
+      s.shapes.push_back({top->data(0, kShapeRole).toString().toStdString(),
+                          item->data(0, kShapeRole).toString().toStdString(), rc.first, rc.second});
+    }
+  }
+  r.customShapes = custom_->text().trimmed();
+  s.patterns.clear();
+  for (QCheckBox* c : patterns_)
+    if (c->isChecked()) s.patterns.push_back(c->text().toStdString());
+  s.batches.clear();
+  for (QCheckBox* c : batches_)
+    if (c->isChecked()) s.batches.push_back(c->text().toInt());
+  s.dtype = dtype_->currentText().toStdString();
+  s.repeats = repeats_->value();
+  s.library = cublas_->isChecked();
+  s.ownDense = ownDense_->isChecked();
+  s.cusparselt = cusparselt_->isChecked();
+  s.layer = layer_->isChecked();
+  return r;
+}
+
+void BenchmarkPanel::setRequest(const BenchRequest& r) {
+  const gpu::BenchSettings& s = r.settings;
+  for (int t = 0; t < shapes_->topLevelItemCount(); ++t) {
+    QTreeWidgetItem* top = shapes_->topLevelItem(t);
+    const std::string model = top->data(0, kShapeRole).toString().toStdString();
+    for (int c = 0; c < top->childCount(); ++c) {
+      QTreeWidgetItem* item = top->child(c);
+      const std::string module = item->data(0, kShapeRole).toString().toStdString();
+      const bool on = std::any_of(s.shapes.begin(), s.shapes.end(),
+                                  [&](const gpu::BenchShape& b) { return b.model == model && b.module == module; });
+      item->setCheckState(0, on ? Qt::Checked : Qt::Unchecked);
+    }
+  }
+  custom_->setText(r.customShapes);
+  for (QCheckBox* c : patterns_)
+    c->setChecked(std::find(s.patterns.begin(), s.patterns.end(), c->text().toStdString()) != s.patterns.end());
+  for (QCheckBox* c : batches_)
+    c->setChecked(std::find(s.batches.begin(), s.batches.end(), c->text().toInt()) != s.batches.end());
+  dtype_->setCurrentText(QString::fromStdString(s.dtype));
+  repeats_->setValue(s.repeats);
+  cublas_->setChecked(s.library);
+  ownDense_->setChecked(s.ownDense);
+  cusparselt_->setChecked(s.cusparselt);
+  layer_->setChecked(s.layer);
+}
+
+void BenchmarkPanel::beginRun(const QString& title) {
+  running_ = true;
+  model_->clear();
+  charts_->clear();
+  summary_->setText(QString());
+  bar_->setValue(0);
+  setStatus(title, false);
+  updateButtons();
+}
+
+void BenchmarkPanel::addMeasurements(const QVector<gpu::BenchRow>& rows, const QVector<BenchMeasurement>& points) {
+  model_->appendRows(rows);
+  charts_->addMeasurements(points);
+}
+
+void BenchmarkPanel::setSpeedups(const QVector<double>& perRow, const QString& baseline) {
+  model_->setSpeedupBaseline(baseline);
+  model_->setSpeedups(perRow);
+}
+
+void BenchmarkPanel::setSpeedupBars(const SpeedupBars& bars) { charts_->setSpeedupBars(bars); }
+
+void BenchmarkPanel::setSummary(const QString& text) { summary_->setText(text); }
+
+void BenchmarkPanel::setProgress(double fraction, const QString& text) {
+  bar_->setRange(0, fraction < 0 ? 0 : 1000);
+  if (fraction >= 0) bar_->setValue(static_cast<int>(fraction * 1000));
+  setStatus(text, false);
+}
+
+void BenchmarkPanel::endRun(const QString& message, bool isError) {
+  running_ = false;
+  bar_->setRange(0, 1000);
+  bar_->setValue(isError ? 0 : bar_->value());
+  setStatus(message, isError);
+  updateButtons();
+}
+
+void BenchmarkPanel::showResult(const QString& title, const QVector<gpu::BenchRow>& rows,
+                                const QVector<BenchMeasurement>& points) {
+  model_->clear();
+  charts_->clear();
+  charts_->addMeasurements(points);
+  model_->appendRows(rows);
+  setStatus(title, false);
+  updateButtons();
+}
+
+QString BenchmarkPanel::deviceText() const { return device_->text(); }
+QString BenchmarkPanel::summaryText() const { return summary_->text(); }
+QString BenchmarkPanel::statusText() const { return status_->text(); }
+
+void BenchmarkPanel::setStatus(const QString& text, bool isError) {
+  status_->setText(text);
+  status_->setStyleSheet(isError ? QStringLiteral("color: #c01c28;") : QString());
+}
+
+void BenchmarkPanel::chooseResults() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open benchmark results"), QString(),
+                                                    tr("Benchmark results (*.json);;All files (*)"));
+  if (!path.isEmpty()) Q_EMIT openResultsRequested(path);
+}
+
+void BenchmarkPanel::chooseExport() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export results"), QStringLiteral("bench.csv"),
+                                                    tr("CSV table (*.csv);;Results JSON (*.json)"));
+  if (!path.isEmpty()) Q_EMIT exportRequested(path);
+}
+
+void BenchmarkPanel::updateButtons() {
+  start_->setEnabled(!running_);
+  cancel_->setEnabled(running_);
+  open_->setEnabled(!running_);
+  export_->setEnabled(model_->rowCount() > 0 || !running_);
+}
+
+}  // namespace sdw::widgets

@@ -1,0 +1,48 @@
+#pragma once
+// The Benchmark panel's results table: one row per measured kernel (shape,
+// pattern, batch, kernel, median time, GB/s, share of the read bandwidth,
+// speedup over dense). Display only: the rows come measured, the speedups
+// come computed (the baseline of a row may arrive after the row itself).
+
+#include "gpu/bench.h"
+
+#include <QAbstractTableModel>
+#include <QVector>
+
+namespace sdw::widgets {
+
+class BenchResultsModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Shape, Rows, Cols, Pattern, Batch, Kernel, MedianUs, GBs, PercentHbm, Speedup, ColumnCount };
+  // Numbers for sorting (the display role holds formatted text).
+  static constexpr int SortRole = Qt::UserRole;
+
+  explicit BenchResultsModel(QObject* parent = nullptr);
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+  void clear();
+  void appendRows(const QVector<gpu::BenchRow>& rows);
+  // One speedup per row (0: no baseline yet); extra or missing entries are ignored.
+  void setSpeedups(const QVector<double>& speedups);
+  void setSpeedupBaseline(const QString& text) { baseline_ = text; }
+
+  const QVector<gpu::BenchRow>& rows() const { return rows_; }
+  double speedup(int row) const { return row < speedups_.size() ? speedups_[row] : 0.0; }
+  // "llama3-8b q_proj", "layer (qwen3-14b)", "256x512".
+  static QString shapeLabel(const gpu::BenchRow& r);
+  // One line per row, in model order:
+  // model,module,rows,cols,pattern,batch,kernel,median_us,gbs,percent_hbm,speedup,config
+  QString toCsv() const;
+
+ private:
+  QVector<gpu::BenchRow> rows_;
+  QVector<double> speedups_;
+  QString baseline_;
+};
+
+}  // namespace sdw::widgets
