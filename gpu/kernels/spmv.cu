@@ -97,13 +97,12 @@ __device__ __forceinline__ void stageX(float* xs, const unsigned short* xg, int 
 
 // Batch 1, one mask word, two independent chains: the top chain walks m from its
 // highest kept column down (values 15..8), the bottom chain walks brev(m) from its
-// highest bit down, i.e. m from its lowest kept column up (values 0..7). xw: the
-// word's 32 columns of x in shared memory (fp32). Per kept value: FLO, SHF + LOP
-// (clear the bit), address, LDS, widen, FFMA; no shuffles, so no warp-collective
-// code around the loop.
+// highest bit down, i.e. m from its lowest kept column up (values 0..7). x comes
+// from registers by shuffle: lane c of xr holds x[32g + c], lane c of xq holds
+// x[32g + 31 - c]. Per kept value: FLO, SHF + LOP (clear), SHFL, widen, FFMA.
 template <typename T>
-__device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& vb, std::uint32_t m,
-                                                 const float* xw, float& acc0, float& acc1) {
+__device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& vb, std::uint32_t m, float xr,
+                                                 float xq, float& acc0, float& acc1) {
   const std::uint32_t w[8] = {va.x, va.y, va.z, va.w, vb.x, vb.y, vb.z, vb.w};
   std::uint32_t r = __brev(m);
 #pragma unroll
@@ -115,20 +114,22 @@ __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& v
     const int k = 15 - i;
     const float vh = (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
     const float vl = (i & 1) ? hi16<T>(w[i / 2]) : lo16<T>(w[i / 2]);
-    acc0 = fmaf(vh, xw[p], acc0);
-    acc1 = fmaf(vl, xw[31 - q], acc1);
+    acc0 = fmaf(vh, __shfl_sync(0xffffffffu, xr, p), acc0);
+    acc1 = fmaf(vl, __shfl_sync(0xffffffffu, xq, q), acc1);
   }
 }
 
 template <int U>
-struct ChunkB1 {  // U mask words of one lane: values and mask
+struct ChunkB1 {  // U mask words of one lane: values, mask, and its column of x (16-bit bits)
   uint4 va[U], vb[U];
   std::uint32_t mk[U];
+  unsigned short xv[U];
 };
 
 template <int U>
 __device__ __forceinline__ void loadChunkB1(ChunkB1<U>& c, const uint4* __restrict__ values,
-                                            const std::uint32_t* __restrict__ masks, std::int64_t tileBase, int g,
+                                            const std::uint32_t* __restrict__ masks,
+                                            const unsigned short* __restrict__ xg, std::int64_t tileBase, int g,
                                             int lane) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -136,55 +137,65 @@ __device__ __forceinline__ void loadChunkB1(ChunkB1<U>& c, const uint4* __restri
     c.va[u] = __ldcg(values + 2 * e);
     c.vb[u] = __ldcg(values + 2 * e + 1);
     c.mk[u] = __ldcg(masks + e);
+    c.xv[u] = __ldca(xg + static_cast<std::int64_t>(g + u) * 32 + lane);
   }
 }
 
+// Adds the chunk's sums to acc when `keep` (a chunk past the end of the slice is
+// computed on a duplicate of a valid chunk and dropped: the shuffles stay in
+// block-uniform control flow).
 template <typename T, int U>
-__device__ __forceinline__ void computeChunkB1(const ChunkB1<U>& c, const float* xw, float& acc0, float& acc1) {
+__device__ __forceinline__ void computeChunkB1(const ChunkB1<U>& c, bool keep, float& acc0, float& acc1) {
+  float s0 = 0.f, s1 = 0.f;
 #pragma unroll
-  for (int u = 0; u < U; ++u) accumulateWordB1<T>(c.va[u], c.vb[u], c.mk[u], xw + u * 32, acc0, acc1);
+  for (int u = 0; u < U; ++u) {
+    const float xr = lo16<T>(c.xv[u]);
+    const float xq = __shfl_xor_sync(0xffffffffu, xr, 31);
+    accumulateWordB1<T>(c.va[u], c.vb[u], c.mk[u], xr, xq, s0, s1);
+  }
+  if (keep) acc0 += s0, acc1 += s1;
 }
 
-// Batch 1. Each warp issues its first chunk of weight loads before the block stages
-// its slice of x (16-byte __ldca loads, widened to fp32 in shared memory), so the
-// staging overlaps the first HBM round trip. Loads of the next chunk of U words
-// are issued before the current chunk is used (two register buffers, ping-pong).
+// Batch 1: no shared-memory copy of x (each lane loads its column of the word,
+// __ldca, and the warp shares it by shuffle), so nothing holds the first weight
+// loads back. Every warp runs the same, block-uniform number of iterations (the
+// trip counts depend on blockIdx, blockDim and the arguments only), so the
+// compiler needs no warp-collective fallback around the shuffles; loads of the
+// next chunk of U words are issued before the current chunk is used (two
+// register buffers, ping-pong).
 template <typename T, int U>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
                         float* __restrict__ ws, unsigned* __restrict__ counters) {
   __shared__ float red[kMaxWarpsB1 * 32];
-  extern __shared__ float4 xsRaw[];
-  float* xs = reinterpret_cast<float*>(xsRaw);  // [32 * words of this split] fp32
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int W = static_cast<int>(blockDim.x >> 5);
   const std::int64_t tile = blockIdx.x;
   const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
   const int g1 = min(G, gs + wordsPerSplit);
   const std::int64_t tileBase = tile * G;
+  const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
 
-  const int step = W * U;
-  int g = gs + warp * U;
-  ChunkB1<U> a, b;
-  if (g + U <= g1) loadChunkB1<U>(a, values, masks, tileBase, g, lane);
-  stageX<T>(xs, reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32, (g1 - gs) * 32);
-  __syncthreads();
+  const int full = (g1 - gs) / U;          // whole chunks in this slice (block-uniform)
+  const int iters = (full + W - 1) / W;    // per warp (block-uniform)
+  const int gLast = gs + (full - 1) * U;   // the last whole chunk: stands in for chunks past the end
+  auto chunkAt = [&](int it) { return gs + (it * W + warp) * U; };
 
   float acc0 = 0.f, acc1 = 0.f;
-  for (;;) {
-    if (g + U > g1) break;
-    if (g + step + U <= g1) loadChunkB1<U>(b, values, masks, tileBase, g + step, lane);
-    computeChunkB1<T, U>(a, xs + (g - gs) * 32, acc0, acc1);
-    g += step;
-    if (g + U > g1) break;
-    if (g + step + U <= g1) loadChunkB1<U>(a, values, masks, tileBase, g + step, lane);
-    computeChunkB1<T, U>(b, xs + (g - gs) * 32, acc0, acc1);
-    g += step;
+  ChunkB1<U> a, b;
+  if (iters > 0) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(0), gLast), lane);
+  for (int it = 0; it < iters; it += 2) {
+    if (it + 1 < iters) loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
+    computeChunkB1<T, U>(a, chunkAt(it) + U <= g1, acc0, acc1);
+    if (it + 1 >= iters) break;
+    if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(it + 2), gLast), lane);
+    computeChunkB1<T, U>(b, chunkAt(it + 1) + U <= g1, acc0, acc1);
   }
-  for (; g < g1; ++g) {  // a last chunk shorter than U (one warp at most)
+  for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
     ChunkB1<1> c;
-    loadChunkB1<1>(c, values, masks, tileBase, g, lane);
-    computeChunkB1<T, 1>(c, xs + (g - gs) * 32, acc0, acc1);
+    loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
+    computeChunkB1<T, 1>(c, warp == 0, acc0, acc1);
   }
 
   red[warp * 32 + lane] = acc0 + acc1;
@@ -280,8 +291,7 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
   const int wordsPerSplit = spmvWordsPerSplit(cols, 1, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
   dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
-  const std::size_t smem = static_cast<std::size_t>(wordsPerSplit) * 32 * sizeof(float);
-  bitmaskSpmvB1Kernel<T, U><<<grid, cfg.warps * 32, smem, stream>>>(static_cast<const uint4*>(values), masks, G,
+  bitmaskSpmvB1Kernel<T, U><<<grid, cfg.warps * 32, 0, stream>>>(static_cast<const uint4*>(values), masks, G,
                                                                   wordsPerSplit, static_cast<const T*>(x), rows,
                                                                   static_cast<T*>(y), ws, counters);
   return cudaGetLastError();
@@ -332,7 +342,8 @@ std::int64_t spmvTiles(std::int64_t rows) { return (rows + 31) / 32; }
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   const int G = static_cast<int>(cols / 32);
   const int maxWords = kMaxXsBytes / (32 * spmvXStride(batch) * static_cast<int>(sizeof(float)));
-  const int S = std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
+  const int S = batch == 1 ? std::clamp(cfg.splitK, 1, G)  // batch 1: x is not staged
+                           : std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
   return (G + S - 1) / S;
 }
 

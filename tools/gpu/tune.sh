@@ -54,6 +54,9 @@ if command -v cuobjdump >/dev/null; then
       sort | uniq -c | sort -rn | head -30
     echo "total: $(awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on && /\/\*[0-9a-f]{4}\*\// {n++} END {print n}' /tmp/probe/spmv.sass)"
   done >"$out/sass-mix.txt" 2>&1
+  # The listing of the batch-1 bf16 unroll-2 kernel, for reading the inner loop.
+  awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li2E") > 0} on' /tmp/probe/spmv.sass |
+    grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's@ */\* 0x[0-9a-f]+ \*/@@' >>"$out/sass-mix.txt"
 fi
 if [ -x /tmp/probe/probe ]; then
   # PROBE_MODE=quick: batch 1 only (entries of other batches are kept from the committed table).
