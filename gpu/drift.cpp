@@ -1,0 +1,244 @@
+// Activation drift: dense vs pruned attention-input activations per decode
+// step and layer, in own- and shared-trajectory modes, and the drift run file.
+
+#include "gpu/drift.h"
+
+#include "core/chat_format.h"
+#include "core/runstore.h"
+#include "core/tokenizer.h"
+#include "gpu/calibration_sources.h"
+#include "gpu/device.h"
+#include "gpu/model_internal.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+
+namespace sdw::gpu {
+
+namespace {
+
+namespace rs = sdw::runstore;
+
+constexpr std::size_t kBatch = 16;  // prompts per generateBatch call
+
+bool isAttentionInput(const ActivationEvent& ev) {
+  const std::string& m = ev.modules.front();
+  return m.size() >= 6 && m.compare(m.size() - 6, 6, "q_proj") == 0;
+}
+
+// Removes a tensor observer when leaving scope.
+struct ObserverGuard {
+  Model& model;
+  int id;
+  ~ObserverGuard() { model.removeObserver(id); }
+};
+
+// Attention-input activations of generated positions [from, from + n) for
+// every layer: [layers][n * hidden] fp32 host, from one teacher-forced pass.
+std::vector<std::vector<float>> attentionInputs(Model& model, const std::vector<std::int32_t>& ids, std::size_t from) {
+  const auto layers = static_cast<std::size_t>(model.config().numLayers);
+  std::vector<std::vector<float>> out(layers);
+  const auto n = static_cast<std::int64_t>(ids.size() - from);
+  const int id = addTensorObserver(model, [&](const ActivationEvent& ev, const at::Tensor& x) {
+    if (!isAttentionInput(ev)) return;
+    const std::int64_t begin = static_cast<std::int64_t>(from) - ev.position;  // x: [tokens, hidden]
+    if (begin < 0 || begin + n > ev.tokens) throw std::logic_error("drift: observed rows do not cover the steps");
+    const at::Tensor rows = x.narrow(0, begin, n).to(at::kCPU, at::kFloat).contiguous();  // [n, hidden]
+    out[static_cast<std::size_t>(ev.layer)].assign(rows.data_ptr<float>(), rows.data_ptr<float>() + rows.numel());
+  });
+  const ObserverGuard guard{model, id};
+  (void)model.logits(ids);
+  return out;
+}
+
+std::vector<GenerationResult> generateAll(Model& model, const std::vector<std::vector<std::int32_t>>& prompts,
+                                          const GenerationOptions& options) {
+  std::vector<GenerationResult> out;
+  for (std::size_t i = 0; i < prompts.size(); i += kBatch) {
+    const std::size_t n = std::min(kBatch, prompts.size() - i);
+    std::vector<std::vector<std::int32_t>> chunk(prompts.begin() + static_cast<std::ptrdiff_t>(i),
+                                                 prompts.begin() + static_cast<std::ptrdiff_t>(i + n));
+    auto r = model.generateBatch(chunk, options);
+    for (auto& g : r) out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::string labelFor(const std::filesystem::path& dir) {
+  auto p = dir;
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+}  // namespace
+
+const char* driftModeName(DriftMode mode) { return mode == DriftMode::Own ? "own" : "shared"; }
+
+std::vector<DriftCurves> measureDrift(Model& dense, Model& pruned, const std::vector<std::vector<std::int32_t>>& prompts,
+                                      int steps, const std::vector<DriftMode>& modes, bool keepTrace,
+                                      const ProgressFn& progress) {
+  if (steps < 1) throw std::invalid_argument("drift: steps must be >= 1");
+  if (prompts.empty()) throw std::invalid_argument("drift: no prompts");
+  if (modes.empty()) throw std::invalid_argument("drift: no mode");
+  const auto& dc = dense.config();
+  const auto& pc = pruned.config();
+  if (dc.numLayers != pc.numLayers || dc.hiddenSize != pc.hiddenSize || dc.vocabSize != pc.vocabSize)
+    throw std::invalid_argument("drift: the dense and pruned models have different shapes");
+  const int layers = static_cast<int>(dc.numLayers);
+  const auto hidden = static_cast<std::size_t>(dc.hiddenSize);
+
+  GenerationOptions gen;  // greedy, no stop token: `steps` tokens per prompt
+  gen.maxNewTokens = steps;
+  const auto denseGen = generateAll(dense, prompts, gen);
+  const bool own = std::find(modes.begin(), modes.end(), DriftMode::Own) != modes.end();
+  std::vector<GenerationResult> prunedGen;
+  if (own) prunedGen = generateAll(pruned, prompts, gen);
+
+  std::vector<drift::DriftAccumulator> acc(modes.size(), drift::DriftAccumulator(steps, layers));
+  std::vector<DriftCurves> curves(modes.size());
+  for (std::size_t p = 0; p < prompts.size(); ++p) {
+    reportOrThrow(progress, {static_cast<double>(p), static_cast<double>(prompts.size()), "prompts",
+                             "prompt " + std::to_string(p + 1) + "/" + std::to_string(prompts.size())});
+    const std::size_t L = prompts[p].size();
+    std::vector<std::int32_t> denseIds = prompts[p];
+    denseIds.insert(denseIds.end(), denseGen[p].tokens.begin(), denseGen[p].tokens.end());
+    if (denseIds.size() <= L) continue;  // no room left in the context
+    const auto denseActs = attentionInputs(dense, denseIds, L);
+    for (std::size_t mi = 0; mi < modes.size(); ++mi) {
+      std::vector<std::int32_t> ids = prompts[p];
+      const auto& tokens = modes[mi] == DriftMode::Shared ? denseGen[p].tokens : prunedGen[p].tokens;
+      ids.insert(ids.end(), tokens.begin(), tokens.end());
+      const std::size_t n = std::min(ids.size(), denseIds.size()) - L;
+      ids.resize(L + n);
+      if (keepTrace) {
+        curves[mi].trace.denseInputs.push_back(denseIds);
+        curves[mi].trace.prunedInputs.push_back(ids);
+      }
+      if (n == 0) continue;
+      const auto acts = attentionInputs(pruned, ids, L);
+      for (int l = 0; l < layers; ++l) {
+        const auto& a = acts[static_cast<std::size_t>(l)];
+        const auto& d = denseActs[static_cast<std::size_t>(l)];
+        for (std::size_t t = 0; t < n; ++t)
+          acc[mi].add(static_cast<int>(t), l,
+                      drift::relativeDiscrepancy(std::span<const float>(a.data() + t * hidden, hidden),
+                                                 std::span<const float>(d.data() + t * hidden, hidden)));
+      }
+    }
+  }
+  reportOrThrow(progress, {static_cast<double>(prompts.size()), static_cast<double>(prompts.size()), "prompts", "done"});
+  for (std::size_t mi = 0; mi < modes.size(); ++mi) {
+    DriftCurves& c = curves[mi];
+    c.mode = modes[mi];
+    c.steps = steps;
+    c.layers = layers;
+    c.ratio = acc[mi].mean();
+    c.count = acc[mi].counts();
+    c.summary = drift::summarizeDrift(c.ratio, steps, layers);
+  }
+  return curves;
+}
+
+DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (settings.pruned.empty()) throw std::invalid_argument("drift: no pruned model");
+  DriftResult res;
+  res.settings = settings;
+  const Tokenizer tok = Tokenizer::fromFile(settings.dense / "tokenizer.json");
+  const ChatFamily family = detectChatFamily(tok, settings.dense);
+  std::vector<Prompt> prompts = readPrompts(settings.prompts);
+  if (settings.maxPrompts > 0 && static_cast<int>(prompts.size()) > settings.maxPrompts)
+    prompts.resize(static_cast<std::size_t>(settings.maxPrompts));
+  if (prompts.empty()) throw std::invalid_argument("drift: no prompts in " + settings.prompts.string());
+  std::vector<std::vector<std::int32_t>> ids;
+  for (const auto& p : prompts) ids.push_back(encodePrompt(tok, family, p.prompt));
+  res.prompts = static_cast<int>(ids.size());
+
+  const LoadOptions lo{settings.device, settings.dtype};
+  std::unique_ptr<Model> dense = Model::load(settings.dense, lo);
+  res.layers = static_cast<int>(dense->config().numLayers);
+  const double total = static_cast<double>(settings.pruned.size() * ids.size());
+  for (std::size_t k = 0; k < settings.pruned.size(); ++k) {
+    std::unique_ptr<Model> pruned = Model::load(settings.pruned[k], lo);
+    DriftModelResult mr;
+    mr.dir = settings.pruned[k];
+    mr.label = labelFor(mr.dir);
+    const double base = static_cast<double>(k * ids.size());
+    mr.curves = measureDrift(*dense, *pruned, ids, settings.steps, settings.modes, false, [&](const Progress& p) {
+      return !progress || progress({base + p.done, total, "prompts", mr.label + ": " + p.stage});
+    });
+    res.models.push_back(std::move(mr));
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem::path& out, bool overwrite) {
+  const auto& s = r.settings;
+  nlohmann::json modes = nlohmann::json::array();
+  for (const auto m : s.modes) modes.push_back(driftModeName(m));
+  nlohmann::json pruned = nlohmann::json::array();
+  for (const auto& p : s.pruned) pruned.push_back(p.string());
+  const nlohmann::json settings = {{"dense", s.dense.string()}, {"pruned", pruned},       {"prompts", s.prompts.string()},
+                                   {"steps", s.steps},          {"modes", modes},         {"max_prompts", s.maxPrompts},
+                                   {"device", s.device},        {"dtype", s.dtype}};
+  Provenance prov = Provenance::capture();
+  prov.modelId = s.dense.string();
+  prov.settingsJson = settings.dump();
+  prov.gpu = s.device.rfind("cuda", 0) == 0 ? describeDevice(deviceInfo()) : "none";
+  prov.addModelFiles(s.dense);
+
+  rs::RunWriter w = rs::RunWriter::create(out, prov, "drift", rs::CreateOptions{overwrite});
+  const std::string g = "/drift";
+  w.createGroup(g);
+  w.setStringAttribute(g, "dense_dir", s.dense.string());
+  w.setStringAttribute(g, "prompts_file", s.prompts.string());
+  w.setIntAttribute(g, "prompts", r.prompts);
+  w.setIntAttribute(g, "steps", s.steps);
+  w.setIntAttribute(g, "layers", r.layers);
+  w.setStringAttribute(g, "activation", "attention input of layer l: input RMSNorm of the residual stream entering "
+                                        "the layer (what q/k/v_proj read)");
+  w.setDoubleAttribute(g, "plateau_fraction", drift::kPlateauFraction);
+  w.setDoubleAttribute(g, "seconds", r.seconds);
+  std::vector<std::string> dirs, labels;
+  for (const auto& m : r.models) {
+    dirs.push_back(m.dir.string());
+    labels.push_back(m.label);
+  }
+  w.writeStrings(g + "/pruned_dirs", dirs);
+  w.writeStrings(g + "/pruned_labels", labels);
+  const auto K = static_cast<hsize_t>(r.models.size());
+  const auto T = static_cast<hsize_t>(s.steps);
+  const auto Lh = static_cast<hsize_t>(r.layers);
+  for (std::size_t mi = 0; mi < s.modes.size(); ++mi) {
+    std::vector<float> ratio, plateau, median, q1, q3;
+    std::vector<std::int32_t> step90, count;
+    for (const auto& m : r.models) {
+      const DriftCurves& c = m.curves[mi];
+      for (const double v : c.ratio) ratio.push_back(static_cast<float>(v));
+      for (const long long v : c.count) count.push_back(static_cast<std::int32_t>(v));
+      for (const double v : c.summary.plateau) plateau.push_back(static_cast<float>(v));
+      for (const int v : c.summary.step90) step90.push_back(v);
+      for (const double v : c.summary.median) median.push_back(static_cast<float>(v));
+      for (const double v : c.summary.q1) q1.push_back(static_cast<float>(v));
+      for (const double v : c.summary.q3) q3.push_back(static_cast<float>(v));
+    }
+    const std::string mg = g + "/" + driftModeName(s.modes[mi]);
+    w.writeDataset(mg + "/ratio", ratio, {K, T, Lh});
+    w.writeDataset(mg + "/count", count, {K, T, Lh});
+    w.writeDataset(mg + "/plateau", plateau, {K, Lh});
+    w.writeDataset(mg + "/step90", step90, {K, Lh});
+    w.writeDataset(mg + "/median", median, {K, T});
+    w.writeDataset(mg + "/q1", q1, {K, T});
+    w.writeDataset(mg + "/q3", q3, {K, T});
+  }
+  return w.commit(overwrite);
+}
+
+}  // namespace sdw::gpu

@@ -1,0 +1,143 @@
+#pragma once
+// Quality evaluation of pruned models against their dense parent, with no
+// external judge (DESIGN §3 "Quality"):
+//
+//  - perplexity on held-out fixed text: seeded random token windows of the
+//    held-out corpus, teacher-forced, every position after the first counted;
+//  - perplexity on held-out dense generations: the dense model continues the
+//    held-out prompts, then every model scores prompt + continuation
+//    teacher-forced, counting only the generated positions;
+//  - on-policy agreement: each model decodes its own trajectory from the
+//    held-out prompts (greedy, or sampled with a seed), the dense model scores
+//    that trajectory: mean KL(dense || model) of the next-token distributions
+//    along it, greedy agreement (argmax dense == argmax model) and the first
+//    divergence step (first generated token that differs from the dense
+//    argmax), for several seeds with mean and spread;
+//  - side-by-side generations of the same prompt through every model.
+//
+// Plain types only; the engine stays behind gpu/model.h.
+//
+//   EvaluationSettings s;
+//   s.dense = "samples/model/brown-llama";
+//   s.models = {"pruned-fixed", "pruned-ar"};
+//   EvaluationResult r = evaluate(s);
+//   writeEvaluationRun(r, "workspace/eval.sdw.h5");
+
+#include "core/progress.h"
+#include "gpu/model.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sdw::gpu {
+
+struct EvaluationSettings {
+  std::filesystem::path dense;                 // the dense checkpoint (also the scorer)
+  std::vector<std::filesystem::path> models;   // pruned checkpoints to compare
+  std::filesystem::path text;                  // held-out corpus (.txt with "# doc" headers, or .jsonl)
+  std::filesystem::path prompts;               // held-out prompts (.jsonl {"id","prompt"})
+  std::vector<std::uint64_t> seeds = {0, 1, 2};
+  int maxNewTokens = 64;
+  int window = 256;           // tokens per fixed-text window
+  int windows = 16;           // windows drawn (seeded by textSeed)
+  std::uint64_t textSeed = 0;
+  int maxPrompts = 0;         // 0: every prompt in the file
+  // On-policy decoding; temperature <= 0 is greedy (then every seed gives the
+  // same trajectories). The dense generations for perplexity use the same
+  // sampling with the first seed.
+  double temperature = 0.8;
+  int topK = 0;
+  double topP = 1.0;
+  bool stopAtEos = true;      // trajectories end after an end-of-sequence token
+  int sideBySidePrompts = 1;  // the first N prompts, greedy, through every model
+  std::string device = "cpu";
+  std::string dtype = "float32";
+};
+
+struct Spread {
+  double mean = 0, std = 0, min = 0, max = 0;  // over seeds; std is the population std (n, not n-1)
+  int n = 0;
+};
+Spread spreadOf(const std::vector<double>& values);
+
+// One seed's on-policy figures for one model.
+struct OnPolicySeed {
+  std::uint64_t seed = 0;
+  double klMean = 0;            // mean over every scored step of every prompt (nats)
+  double agreement = 0;         // share of steps with argmax dense == argmax model
+  std::int64_t steps = 0;       // steps scored
+  // Per prompt: first step whose chosen token differs from the dense argmax;
+  // -1 when the whole trajectory agrees.
+  std::vector<int> firstDivergence;
+  std::vector<int> trajectoryLength;  // per prompt
+  // Median of firstDivergence over prompts, a trajectory without divergence
+  // counted as its length (censored).
+  double firstDivergenceMedian = 0;
+  int noDivergence = 0;         // prompts whose trajectory never diverged
+};
+
+struct ModelEvaluation {
+  std::filesystem::path dir;
+  std::string label;            // "dense" or the directory name
+  bool isDense = false;
+  double pplText = 0;           // exp(mean NLL) over the fixed-text windows
+  double nllText = 0;
+  std::int64_t tokensText = 0;  // positions scored
+  double pplDenseGen = 0;       // over the dense generations' generated positions
+  double nllDenseGen = 0;
+  std::int64_t tokensDenseGen = 0;
+  std::vector<OnPolicySeed> seeds;
+  Spread kl, agreement, firstDivergence;  // of the per-seed values
+};
+
+struct SideBySide {
+  std::string promptId;
+  std::string prompt;
+  std::vector<std::string> texts;  // per model, in EvaluationResult::models order
+};
+
+struct EvaluationResult {
+  EvaluationSettings settings;
+  std::vector<ModelEvaluation> models;  // [0] the dense model, then settings.models in order
+  int prompts = 0;
+  int windows = 0;
+  std::vector<std::string> denseGenerations;  // decoded continuations used for pplDenseGen
+  std::vector<std::vector<std::int32_t>> denseGenerationIds;  // their tokens (generated part only)
+  std::vector<SideBySide> sideBySide;
+  double seconds = 0;
+};
+
+// Progress in units of work (model x stage); returning false throws Cancelled.
+EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& progress = {});
+
+// ---- building blocks (tests, other panels) ----
+
+// Mean negative log-likelihood (nats) of `ids[t]` for t in [from, ids.size())
+// under the model's teacher-forced logits of ids[0..t-1]; `from` >= 1.
+struct NllSum {
+  double sum = 0;
+  std::int64_t count = 0;
+};
+NllSum sequenceNll(Model& model, const std::vector<std::int32_t>& ids, std::size_t from);
+
+// The on-policy comparison of one trajectory: `ids` = prompt + generated,
+// the generated part starting at `promptLength`.
+struct TrajectoryScore {
+  std::vector<double> kl;        // per generated step, KL(dense || model) in nats
+  std::vector<bool> agree;       // per step, argmax dense == argmax model
+  int firstDivergence = -1;      // first step where ids[promptLength + t] != argmax dense
+};
+TrajectoryScore scoreTrajectory(Model& dense, Model& model, const std::vector<std::int32_t>& ids,
+                                std::size_t promptLength);
+
+// KL(p || q) of softmax(pLogits) and softmax(qLogits), in nats, in double.
+double klDivergence(std::span<const float> pLogits, std::span<const float> qLogits);
+
+// Writes a run of kind "evaluation" (layout in docs/run-format.md,
+// "Evaluation runs"). Returns the final path.
+std::filesystem::path writeEvaluationRun(const EvaluationResult& result, const std::filesystem::path& out,
+                                         bool overwrite = false);
+
+}  // namespace sdw::gpu
