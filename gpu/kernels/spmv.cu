@@ -1,16 +1,17 @@
-// Bitmask N:M SpMV, fp32 accumulation.
+// Bitmask N:M SpMV, fp32 accumulation (design and measurements: docs/kernels.md).
 //
 // One lane per output row: a warp owns a tile of 32 rows and walks its mask
 // words; per word a lane streams its row's 16 values (2 x 16-byte __ldcg) and
-// mask (__ldcg), then runs the fixed 16-step traversal, from the top bit down
-//   p = 31 - clz(m); acc += v[15 - i] * x[32g + p]; m ^= 1 << p
-// reading x from shared memory (each block stages its slice of x once, with
-// __ldca, widened to fp32). All 32 lanes read x inside the same 32-column
-// window, so each x load is one conflict-free shared-memory wavefront; the
-// weights of a warp step are 1 KiB + 128 B contiguous. The warps of a block split the tile's words round-robin in
-// chunks of `unroll` words (loads of a chunk issued before any use), then add
-// their sums through shared memory. gridDim.y > 1 splits the words further
+// mask (__ldcg); the weights of a warp step are 1 KiB + 128 B contiguous. The
+// warps of a block split the tile's words in chunks of `unroll` words, then add
+// their sums through shared memory; gridDim.y > 1 splits the words further
 // across blocks, reduced by the last block to finish (splitk.cuh).
+//
+// Batch 1 (bitmaskSpmvB1Kernel): x by shuffle from registers, two traversal
+// chains per word, block-uniform trip counts, next chunk prefetched.
+// Batch 2-8 (bitmaskSpmvKernel): x staged per block in shared memory as fp32,
+// batch-interleaved; one traversal from the top bit:
+//   p = 31 - clz(m); acc += v[15 - i] * x[32g + p]; m ^= 1 << p
 
 #include "gpu/kernels/spmv.cuh"
 #include "gpu/kernels/splitk.cuh"

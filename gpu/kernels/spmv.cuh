@@ -22,7 +22,7 @@
 namespace sdw::kernels {
 
 struct SpmvConfig {
-  int warps = 8;   // warps per block (1..8), all on the same 32-row tile
+  int warps = 8;   // warps per block, all on the same 32-row tile: 1..16 at batch 1, 1..8 above
   int unroll = 2;  // mask words per warp with loads in flight before use (1, 2, 4)
   int splitK = 1;  // blocks per tile along the input dimension (two-pass reduction);
                    // raised where the x slice would not fit in shared memory
