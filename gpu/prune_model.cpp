@@ -1,0 +1,263 @@
+// pruneModel: the layer loop. Reads the calibration statistics, solves each
+// attention and MLP projection, and in sequential order re-captures layer i's
+// statistics from the same calibration source through the model whose layers
+// before i are already pruned (the calibration engine, with the pruned weights
+// swapped in as it loads the model).
+
+#include "core/runstore.h"
+#include "core/safetensors.h"
+#include "gpu/calibration.h"
+#include "gpu/model_config.h"
+#include "gpu/model_internal.h"
+#include "gpu/prune_internal.h"
+#include "gpu/prune_ops.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+namespace sdw::gpu {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// One shared projection input's statistics.
+struct InputStats {
+  std::int64_t dIn = 0, tokens = 0;
+  std::vector<float> xtx;    // [dIn, dIn] raw sum; empty with top-k storage
+  std::vector<float> sumSq;  // [dIn]
+};
+
+// module name -> input group name, for every input of the run.
+std::map<std::string, std::string> moduleInputs(const runstore::RunFile& run) {
+  std::map<std::string, std::string> out;
+  for (const auto& g : run.listGroup("/calibration/inputs")) {
+    const std::string path = "/calibration/inputs/" + g;
+    std::stringstream ss(run.readStringAttribute(path, "modules"));
+    for (std::string m; std::getline(ss, m, ',');)
+      if (!m.empty()) out[m] = g;
+  }
+  return out;
+}
+
+InputStats readInput(const runstore::RunFile& run, const std::string& group, bool needXtx) {
+  const std::string path = "/calibration/inputs/" + group;
+  InputStats s;
+  s.dIn = run.readIntAttribute(path, "d_in");
+  s.tokens = run.readIntAttribute(path, "tokens");
+  s.sumSq = run.read<float>(path + "/sum_sq").data;
+  if (run.exists(path + "/xtx")) s.xtx = run.read<float>(path + "/xtx").data;
+  else if (needXtx)
+    throw std::runtime_error(run.path().string() + ": input " + group +
+                             " has no xtx (storage \"topk\"); SparseGPT needs storage \"full\"");
+  if (s.tokens < 1) throw std::runtime_error(run.path().string() + ": input " + group + " counted no tokens");
+  return s;
+}
+
+at::Tensor& layerTensor(LayerWeights& L, const std::string& kind) {
+  if (kind == "q_proj") return L.q;
+  if (kind == "k_proj") return L.k;
+  if (kind == "v_proj") return L.v;
+  if (kind == "o_proj") return L.o;
+  if (kind == "gate_proj") return L.gate;
+  if (kind == "up_proj") return L.up;
+  if (kind == "down_proj") return L.down;
+  throw std::logic_error("not a projection: " + kind);
+}
+
+}  // namespace
+
+void validatePruneSettings(const PruneSettings& s) {
+  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  if (s.method != "sparsegpt" && s.method != "wanda" && s.method != "magnitude")
+    bad("method must be sparsegpt, wanda or magnitude, got '" + s.method + "'");
+  parsePruningPattern(s.pattern);
+  if (s.order != "parallel" && s.order != "sequential") bad("order must be parallel or sequential, got '" + s.order + "'");
+  if (!(s.percdamp >= 0)) bad("percdamp must be >= 0");
+  if (s.blocksize < 1) bad("blocksize must be >= 1");
+  if (s.model.empty() || !fs::is_directory(s.model)) bad("model folder '" + s.model.string() + "' does not exist");
+  if (s.calibration.empty() || !fs::is_regular_file(s.calibration))
+    bad("calibration run '" + s.calibration.string() + "' does not exist");
+  if (s.out.empty()) bad("an output folder is needed");
+  if (fs::exists(s.out) && fs::equivalent(s.out, s.model)) bad("the output folder must differ from the model folder");
+  if (!s.record.empty() && s.record.string().find(".sdw.h5") == std::string::npos)
+    bad("the pruning record must end in .sdw.h5");
+}
+
+PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
+                       const std::function<void(const ModulePruneRow&)>& onModule) {
+  validatePruneSettings(s);
+  c10::NoGradGuard noGrad;
+  const auto t0 = Clock::now();
+  const PruningPattern pattern = parsePruningPattern(s.pattern);
+  const bool sparsegpt = s.method == "sparsegpt";
+  if (!s.overwrite && fs::exists(s.out / "model.safetensors"))
+    throw std::runtime_error(s.out.string() + " already holds a model.safetensors (pass overwrite to replace it)");
+
+  const auto calib = runstore::RunReader::open(s.calibration);
+  if (calib.kind() != "calibration")
+    throw std::runtime_error(s.calibration.string() + " is a run of kind '" + calib.kind() + "', not calibration");
+  if (!calib.summary().complete())
+    throw std::runtime_error(s.calibration.string() + " is incomplete; resume it first (sdw-cli calibrate --resume)");
+  const auto inputOf = moduleInputs(calib);
+
+  const ModelConfig config = loadModelConfig(s.model);
+  const auto ckpt = SafetensorsCheckpoint::open(s.model);
+  std::vector<ModuleInfo> modules;
+  for (auto& m : projectionModules(config, "float32"))
+    if (m.layer >= 0) modules.push_back(m);  // never lm_head (nor the embedding)
+  for (const auto& m : modules) {
+    checkPatternFits(pattern, m.inFeatures, sparsegpt ? s.blocksize : 0);
+    if (!inputOf.count(m.name))
+      throw std::runtime_error(s.calibration.string() + " has no statistics for " + m.name +
+                               " (calibrated on another model?)");
+  }
+
+  PruneResult result;
+  result.calibrationRunId = calib.runId();
+  PruneRecordInfo info;
+  info.calibrationRunId = calib.runId();
+  info.calibrationSource = calib.readStringAttribute("/calibration", "source");
+  info.calibrationModelDir = calib.readStringAttribute("/calibration", "model_dir");
+  info.calibrationTokens = calib.readIntAttribute("/calibration", "tokens_collected");
+
+  SparseGptOptions gptOptions;
+  gptOptions.percdamp = s.percdamp;
+  gptOptions.blocksize = s.blocksize;
+  gptOptions.device = s.device;
+
+  std::map<std::string, PrunedTensor> pruned;
+  std::map<std::string, std::vector<float>> prunedFloat;  // sequential: swapped into the re-capture model
+  const bool sequential = s.order == "sequential";
+  const fs::path scratch = s.out / ".recapture";
+  const int total = static_cast<int>(modules.size());
+  int done = 0;
+
+  for (int layer = 0; layer < config.numLayers; ++layer) {
+    reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules",
+                                     "layer " + std::to_string(layer + 1) + "/" + std::to_string(config.numLayers)});
+    // Statistics for this layer's inputs: the run's, or re-captured through the pruned layers.
+    std::map<std::string, InputStats> stats;
+    std::optional<runstore::RunReader> recaptured;
+    if (sequential && layer > 0) {
+      const auto tr = Clock::now();
+      CalibrationSettings cs = calibrationSettingsFromJson(calib.provenance().settingsJson);
+      cs.model = s.model;
+      cs.device = s.device;
+      cs.storage = "full";
+      if (cs.source == "ar") {
+        // The dense model's own generations (same seeds, so the same tokens
+        // as the run), teacher-forced through the partially pruned model:
+        // the calibration engine's cross-model path with the dense model as
+        // the generator. Swapping the weights into the generating model
+        // would change the trajectory, not just the inputs.
+        cs.source = "cross-model";
+        cs.crossModel = s.model;
+        cs.capture = "reforward";
+      }
+      cs.checkpointSeconds = 1e9;
+      cs.checkpointEvery = 0;
+      fs::create_directories(scratch);
+      const fs::path run = scratch / ("layer-" + std::to_string(layer) + ".sdw.h5");
+      fs::remove(run);
+      fs::remove(runstore::partialPathFor(run));
+      CalibrationHooks hooks;
+      hooks.modelLoaded = [&](Model& m) {
+        auto& impl = m.impl();
+        for (const auto& mod : modules) {
+          if (mod.layer >= layer) continue;
+          at::Tensor& t = layerTensor(impl.w.layers[static_cast<std::size_t>(mod.layer)], mod.kind);
+          const auto& v = prunedFloat.at(mod.name);
+          t = at::from_blob(const_cast<float*>(v.data()), {mod.outFeatures, mod.inFeatures}, at::kFloat)
+                  .to(t.device(), t.scalar_type())
+                  .contiguous();
+        }
+      };
+      ProgressFn inner;
+      if (progress)
+        inner = [&](const Progress& p) {
+          Progress q = p;
+          q.stage = "recapture layer " + std::to_string(layer + 1) + ": " + p.stage;
+          return progress(q);
+        };
+      runCalibration(cs, run, inner, hooks);
+      recaptured.emplace(runstore::RunReader::open(run));
+      result.recaptureSeconds += since(tr);
+    }
+    const runstore::RunFile& source = recaptured ? static_cast<const runstore::RunFile&>(*recaptured) : calib;
+    const auto sourceInputs = recaptured ? moduleInputs(*recaptured) : inputOf;
+
+    for (const auto& mod : modules) {
+      if (mod.layer != layer) continue;
+      const std::string& group = sourceInputs.at(mod.name);
+      if (!stats.count(group)) stats[group] = readInput(source, group, sparsegpt);
+      const InputStats& in = stats.at(group);
+      if (in.dIn != mod.inFeatures)
+        throw std::runtime_error("calibration input " + group + " has d_in " + std::to_string(in.dIn) + ", " +
+                                 mod.name + " reads " + std::to_string(mod.inFeatures));
+      const auto entry = ckpt.find(mod.name + ".weight");
+      if (!entry.view) throw std::runtime_error(s.model.string() + ": no tensor " + mod.name + ".weight");
+      const TensorView& tv = *entry.view;
+      if (tv.shape != std::vector<std::int64_t>{mod.outFeatures, mod.inFeatures})
+        throw std::runtime_error(s.model.string() + ": " + mod.name + ".weight has an unexpected shape");
+      const std::vector<float> w = decodeToFloat(tv.dtype, tv.bytes.data(), tv.numel());
+
+      SolveResult r;
+      if (s.method == "sparsegpt")
+        r = solveSparseGpt(w, mod.outFeatures, mod.inFeatures, in.xtx, in.tokens, pattern, gptOptions);
+      else if (s.method == "wanda")
+        r = solveWanda(w, mod.outFeatures, mod.inFeatures, in.sumSq, in.xtx, in.tokens, pattern, s.device);
+      else
+        r = solveMagnitude(w, mod.outFeatures, mod.inFeatures, in.xtx, in.tokens, pattern, s.device);
+
+      ModulePruneRow row;
+      row.name = mod.name;
+      row.layer = mod.layer;
+      row.rows = mod.outFeatures;
+      row.cols = mod.inFeatures;
+      row.loss = r.loss;
+      row.outputLoss = r.outputLoss;
+      row.relOutputError = r.relOutputError;
+      row.sparsity = r.sparsity;
+      row.percdampUsed = sparsegpt ? r.percdampUsed : 0;
+      row.dampingSteps = r.dampingSteps;
+      row.deadInputs = r.deadInputs;
+      row.seconds = r.seconds;
+      PrunedTensor pt;
+      pt.dtype = tv.dtype;
+      pt.shape = tv.shape;
+      pt.bytes = encodeFromFloat(tv.dtype, r.weight.data(), tv.numel());
+      pruned.emplace(mod.name, std::move(pt));
+      if (sequential) prunedFloat.emplace(mod.name, std::move(r.weight));
+      result.modules.push_back(row);
+      if (onModule) onModule(row);
+      ++done;
+      reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules",
+                                       "layer " + std::to_string(layer + 1) + "/" + std::to_string(config.numLayers)});
+    }
+    if (recaptured) {
+      const fs::path p = recaptured->path();
+      recaptured.reset();
+      fs::remove(p);
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+
+  writePrunedOutputs(s, pattern, pruned, result);
+  result.seconds = since(t0);
+  writePruningRecord(s, pattern, info, result);
+  return result;
+}
+
+}  // namespace sdw::gpu

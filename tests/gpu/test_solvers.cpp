@@ -1,0 +1,482 @@
+// Pruning solvers: SparseGPT against the fp64 reference (core/sparsegpt_ref),
+// Wanda and magnitude against brute force, pattern exactness, dead inputs,
+// the damping ladder; end to end, `sdw-cli prune` on the sample model.
+
+#include "core/runstore.h"
+#include "core/safetensors.h"
+#include "core/sparse_file.h"
+#include "core/sparse_format.h"
+#include "core/sparsegpt_ref.h"
+#include "gpu/calibration.h"
+#include "gpu/model.h"
+#include "gpu/pruning.h"
+
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+using namespace sdw;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModel = fs::path(SDW_SOURCE_DIR) / "samples/model/brown-llama";
+const fs::path kCli = fs::path(SDW_BINARY_DIR) / "bin/sdw-cli";
+
+// A calibration run of the sample model: a shipped one in samples/workspace
+// when present (fixed text, full storage), else 4096 fixed-text positions
+// collected here with the calibration engine.
+fs::path sampleCalibration(const fs::path& scratch) {
+  const fs::path ws = fs::path(SDW_SOURCE_DIR) / "samples/workspace";
+  for (const auto& e : runstore::listWorkspace(ws)) {
+    if (!e.summary || !e.summary->complete() || e.summary->kind != "calibration") continue;
+    const auto r = runstore::RunReader::open(e.path);
+    if (r.readStringAttribute("/calibration", "storage") == "full" &&
+        r.readStringAttribute("/calibration", "source") == "fixed" &&
+        fs::path(r.readStringAttribute("/calibration", "model_dir")).filename() == "brown-llama")
+      return e.path;
+  }
+  gpu::CalibrationSettings s;
+  s.source = "fixed";
+  s.model = kModel;
+  s.corpus = fs::path(SDW_SOURCE_DIR) / "samples/corpus/brown-calib.txt";
+  s.tokenBudget = 4096;
+  s.window = 128;
+  s.batch = 8;
+  s.seed = 1;
+  const fs::path out = scratch / "calibration-fixed.sdw.h5";
+  gpu::runCalibration(s, out);
+  return out;
+}
+
+nlohmann::json runPruneCli(const QStringList& args) {
+  QProcess p;
+  p.start(QString::fromStdString(kCli.string()), args);
+  if (!p.waitForFinished(600000)) return {};
+  if (p.exitCode() != 0) {
+    qWarning("%s", p.readAllStandardError().constData());
+    return {};
+  }
+  return nlohmann::json::parse(p.readAllStandardOutput().toStdString(), nullptr, false);
+}
+
+struct Problem {
+  std::int64_t rows = 0, cols = 0, tokens = 0;
+  std::vector<float> w, xtx, sumSq;
+};
+
+// W ~ N(0, 1); X: tokens x cols with correlated columns and uneven scales.
+Problem makeProblem(std::int64_t rows, std::int64_t cols, std::uint32_t seed, std::int64_t tokens = 0) {
+  Problem p;
+  p.rows = rows;
+  p.cols = cols;
+  p.tokens = tokens > 0 ? tokens : 4 * cols;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  p.w.resize(static_cast<std::size_t>(rows * cols));
+  for (auto& v : p.w) v = nd(rng);
+  std::vector<double> x(static_cast<std::size_t>(p.tokens * cols));
+  std::vector<double> scale(static_cast<std::size_t>(cols));
+  for (auto& s : scale) s = std::exp(0.5 * nd(rng));
+  for (std::int64_t t = 0; t < p.tokens; ++t) {
+    const double common = nd(rng);
+    for (std::int64_t j = 0; j < cols; ++j)
+      x[static_cast<std::size_t>(t * cols + j)] = scale[static_cast<std::size_t>(j)] * (nd(rng) + 0.5 * common);
+  }
+  p.xtx.assign(static_cast<std::size_t>(cols * cols), 0.f);
+  p.sumSq.assign(static_cast<std::size_t>(cols), 0.f);
+  for (std::int64_t i = 0; i < cols; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      double s = 0;
+      for (std::int64_t t = 0; t < p.tokens; ++t)
+        s += x[static_cast<std::size_t>(t * cols + i)] * x[static_cast<std::size_t>(t * cols + j)];
+      p.xtx[static_cast<std::size_t>(i * cols + j)] = static_cast<float>(s);
+    }
+  for (std::int64_t j = 0; j < cols; ++j) p.sumSq[static_cast<std::size_t>(j)] = p.xtx[static_cast<std::size_t>(j * cols + j)];
+  return p;
+}
+
+// Every aligned group of M inputs of every row has at most N (exactly N when
+// `exact`) non-zeros. Returns the first offending "row r group g", or "".
+QString patternViolation(const std::vector<float>& w, std::int64_t rows, std::int64_t cols, int n, int m, bool exact) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t g = 0; g < cols / m; ++g) {
+      int nz = 0;
+      for (int b = 0; b < m; ++b) nz += w[static_cast<std::size_t>(r * cols + g * m + b)] != 0.f;
+      if (nz > n || (exact && nz != n)) return QStringLiteral("row %1 group %2: %3 non-zeros").arg(r).arg(g).arg(nz);
+    }
+  return {};
+}
+
+// Brute force: per row, keep the entries a score ranks highest.
+std::vector<float> bruteForce(const Problem& p, const std::vector<double>& score, const gpu::PruningPattern& pat) {
+  std::vector<float> out = p.w;
+  for (std::int64_t r = 0; r < p.rows; ++r) {
+    if (pat.unstructured) {
+      std::vector<std::int64_t> idx(static_cast<std::size_t>(p.cols));
+      std::iota(idx.begin(), idx.end(), 0);
+      std::stable_sort(idx.begin(), idx.end(), [&](auto a, auto b) {
+        return score[static_cast<std::size_t>(r * p.cols + a)] < score[static_cast<std::size_t>(r * p.cols + b)];
+      });
+      for (std::int64_t k = 0; k < p.cols / 2; ++k) out[static_cast<std::size_t>(r * p.cols + idx[static_cast<std::size_t>(k)])] = 0;
+    } else {
+      for (std::int64_t g = 0; g < p.cols / pat.m; ++g) {
+        // enumerate: drop the M-N lowest = keep the N highest
+        std::vector<std::int64_t> idx(static_cast<std::size_t>(pat.m));
+        std::iota(idx.begin(), idx.end(), g * pat.m);
+        std::sort(idx.begin(), idx.end(), [&](auto a, auto b) {
+          return score[static_cast<std::size_t>(r * p.cols + a)] > score[static_cast<std::size_t>(r * p.cols + b)];
+        });
+        for (int k = pat.n; k < pat.m; ++k) out[static_cast<std::size_t>(r * p.cols + idx[static_cast<std::size_t>(k)])] = 0;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+class TestSolvers : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void sparseGptMatchesReference_data();
+  void sparseGptMatchesReference();
+  void wandaAndMagnitudeMatchBruteForce_data();
+  void wandaAndMagnitudeMatchBruteForce();
+  void patternExactness_data();
+  void patternExactness();
+  void deadInputsAreZeroed();
+  void dampingLadderIsReported();
+  void badPatternsAreRefused();
+  void sparseGptBeatsWandaBeatsMagnitude();
+  void endToEndOnSampleModel();
+};
+
+void TestSolvers::sparseGptMatchesReference_data() {
+  QTest::addColumn<int>("rows");
+  QTest::addColumn<int>("cols");
+  QTest::addColumn<int>("blocksize");
+  QTest::addColumn<QString>("pattern");
+  QTest::addColumn<double>("percdamp");
+  for (const QString pat : {QStringLiteral("unstructured50"), QStringLiteral("2:4"), QStringLiteral("4:8")}) {
+    for (const int bs : {32, 128}) {
+      QTest::addRow("16x64 bs%d %s", bs, qPrintable(pat)) << 16 << 64 << bs << pat << 0.01;
+      QTest::addRow("32x128 bs%d %s", bs, qPrintable(pat)) << 32 << 128 << bs << pat << 0.01;
+    }
+  }
+  QTest::addRow("24x96 bs32 8:16 (partial last block)") << 24 << 96 << 64 << QStringLiteral("8:16") << 0.01;
+  QTest::addRow("16x64 bs32 2:4 percdamp 0.1") << 16 << 64 << 32 << QStringLiteral("2:4") << 0.1;
+}
+
+void TestSolvers::sparseGptMatchesReference() {
+  QFETCH(int, rows);
+  QFETCH(int, cols);
+  QFETCH(int, blocksize);
+  QFETCH(QString, pattern);
+  QFETCH(double, percdamp);
+  const Problem p = makeProblem(rows, cols, static_cast<std::uint32_t>(rows * 7919 + cols + blocksize));
+  const auto pat = gpu::parsePruningPattern(pattern.toStdString());
+  gpu::SparseGptOptions o;
+  o.percdamp = percdamp;
+  o.blocksize = blocksize;
+  const auto r = gpu::solveSparseGpt(p.w, p.rows, p.cols, p.xtx, p.tokens, pat, o);
+  QCOMPARE(r.dampingSteps, 0);
+  QCOMPARE(r.percdampUsed, percdamp);
+
+  ref::SparseGptRefOptions ro;
+  ro.unstructured = pat.unstructured;
+  ro.sparsity = pat.sparsity;
+  ro.n = pat.n;
+  ro.m = pat.m;
+  ro.percdamp = percdamp;
+  ro.blocksize = blocksize;
+  std::vector<double> h(p.xtx.size());
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = 2.0 * static_cast<double>(p.xtx[i]) / static_cast<double>(p.tokens);
+  const auto ref = ref::sparseGptReference(std::vector<double>(p.w.begin(), p.w.end()), p.rows, p.cols, h, ro);
+  QVERIFY(ref.ok);
+
+  double diff = 0, norm = 0;
+  int maskMismatch = 0;
+  for (std::size_t i = 0; i < p.w.size(); ++i) {
+    maskMismatch += (r.weight[i] == 0.f) != (ref.weight[i] == 0.0);
+    diff += std::pow(r.weight[i] - ref.weight[i], 2);
+    norm += ref.weight[i] * ref.weight[i];
+  }
+  QCOMPARE(maskMismatch, 0);
+  const double rel = std::sqrt(diff / norm);
+  QVERIFY2(rel < 1e-4, qPrintable(QStringLiteral("relative weight difference %1").arg(rel)));
+  QVERIFY2(std::abs(r.loss - ref.loss) <= 1e-4 * ref.loss,
+           qPrintable(QStringLiteral("loss %1 vs reference %2").arg(r.loss).arg(ref.loss)));
+  // The OBS losses are the output error under the damped H: close to the true one.
+  QVERIFY(r.outputLoss > 0);
+  QVERIFY2(std::abs(r.outputLoss - r.loss) < 0.05 * r.outputLoss,
+           qPrintable(QStringLiteral("outputLoss %1 vs OBS loss %2").arg(r.outputLoss).arg(r.loss)));
+  QVERIFY(r.relOutputError > 0 && r.relOutputError < 1);
+  QCOMPARE(r.sparsity, 0.5);
+}
+
+void TestSolvers::wandaAndMagnitudeMatchBruteForce_data() {
+  QTest::addColumn<QString>("method");
+  QTest::addColumn<QString>("pattern");
+  for (const QString m : {QStringLiteral("wanda"), QStringLiteral("magnitude")})
+    for (const QString pat : {QStringLiteral("unstructured50"), QStringLiteral("2:4"), QStringLiteral("4:8"),
+                              QStringLiteral("8:16"), QStringLiteral("16:32"), QStringLiteral("1:4"), QStringLiteral("3:8")})
+      QTest::addRow("%s %s", qPrintable(m), qPrintable(pat)) << m << pat;
+}
+
+void TestSolvers::wandaAndMagnitudeMatchBruteForce() {
+  QFETCH(QString, method);
+  QFETCH(QString, pattern);
+  const Problem p = makeProblem(12, 64, 11);
+  const auto pat = gpu::parsePruningPattern(pattern.toStdString());
+  std::vector<double> score(p.w.size());
+  for (std::int64_t r = 0; r < p.rows; ++r)
+    for (std::int64_t j = 0; j < p.cols; ++j) {
+      const auto i = static_cast<std::size_t>(r * p.cols + j);
+      score[i] = std::abs(static_cast<double>(p.w[i])) *
+                 (method == QLatin1String("wanda") ? std::sqrt(static_cast<double>(p.sumSq[static_cast<std::size_t>(j)])) : 1.0);
+    }
+  const auto expected = bruteForce(p, score, pat);
+  const auto r = method == QLatin1String("wanda") ? gpu::solveWanda(p.w, p.rows, p.cols, p.sumSq, p.xtx, p.tokens, pat)
+                                                  : gpu::solveMagnitude(p.w, p.rows, p.cols, p.xtx, p.tokens, pat);
+  QCOMPARE(r.weight.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (r.weight[i] != expected[i]) QFAIL(qPrintable(QStringLiteral("entry %1: %2 vs brute force %3").arg(i).arg(r.weight[i]).arg(expected[i])));
+  const double expectSparsity = pat.unstructured ? 0.5 : 1.0 - static_cast<double>(pat.n) / pat.m;
+  QCOMPARE(r.sparsity, expectSparsity);
+  QVERIFY(r.relOutputError > 0);
+}
+
+void TestSolvers::patternExactness_data() {
+  QTest::addColumn<QString>("method");
+  QTest::addColumn<QString>("pattern");
+  for (const QString m : {QStringLiteral("sparsegpt"), QStringLiteral("wanda"), QStringLiteral("magnitude")})
+    for (const QString pat : {QStringLiteral("2:4"), QStringLiteral("4:8"), QStringLiteral("8:16"), QStringLiteral("16:32"),
+                              QStringLiteral("unstructured50")})
+      QTest::addRow("%s %s", qPrintable(m), qPrintable(pat)) << m << pat;
+}
+
+void TestSolvers::patternExactness() {
+  QFETCH(QString, method);
+  QFETCH(QString, pattern);
+  const Problem p = makeProblem(20, 128, 5);
+  const auto pat = gpu::parsePruningPattern(pattern.toStdString());
+  gpu::SolveResult r;
+  if (method == QLatin1String("sparsegpt")) {
+    gpu::SparseGptOptions o;
+    o.blocksize = 64;
+    r = gpu::solveSparseGpt(p.w, p.rows, p.cols, p.xtx, p.tokens, pat, o);
+  } else if (method == QLatin1String("wanda")) {
+    r = gpu::solveWanda(p.w, p.rows, p.cols, p.sumSq, p.xtx, p.tokens, pat);
+  } else {
+    r = gpu::solveMagnitude(p.w, p.rows, p.cols, p.xtx, p.tokens, pat);
+  }
+  if (!pat.unstructured) {
+    const QString bad = patternViolation(r.weight, p.rows, p.cols, pat.n, pat.m, /*exact=*/true);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+  } else if (method == QLatin1String("sparsegpt")) {
+    // comparison group: each block of 64 columns over all rows
+    for (std::int64_t b = 0; b < p.cols; b += 64) {
+      int zeros = 0;
+      for (std::int64_t r2 = 0; r2 < p.rows; ++r2)
+        for (std::int64_t j = b; j < b + 64; ++j) zeros += r.weight[static_cast<std::size_t>(r2 * p.cols + j)] == 0.f;
+      QCOMPARE(zeros, static_cast<int>(p.rows * 64 / 2));
+    }
+  } else {
+    for (std::int64_t r2 = 0; r2 < p.rows; ++r2) {
+      int zeros = 0;
+      for (std::int64_t j = 0; j < p.cols; ++j) zeros += r.weight[static_cast<std::size_t>(r2 * p.cols + j)] == 0.f;
+      QCOMPARE(zeros, static_cast<int>(p.cols / 2));
+    }
+  }
+  QCOMPARE(r.sparsity, 0.5);
+}
+
+void TestSolvers::deadInputsAreZeroed() {
+  Problem p = makeProblem(8, 32, 3);
+  for (const std::int64_t dead : {3, 17}) {
+    for (std::int64_t j = 0; j < p.cols; ++j) {
+      p.xtx[static_cast<std::size_t>(dead * p.cols + j)] = 0;
+      p.xtx[static_cast<std::size_t>(j * p.cols + dead)] = 0;
+    }
+    p.sumSq[static_cast<std::size_t>(dead)] = 0;
+  }
+  gpu::SparseGptOptions o;
+  o.blocksize = 16;
+  const auto pat = gpu::parsePruningPattern("2:4");
+  const auto r = gpu::solveSparseGpt(p.w, p.rows, p.cols, p.xtx, p.tokens, pat, o);
+  QCOMPARE(r.deadInputs, 2);
+  for (std::int64_t row = 0; row < p.rows; ++row) {
+    QCOMPARE(r.weight[static_cast<std::size_t>(row * p.cols + 3)], 0.f);
+    QCOMPARE(r.weight[static_cast<std::size_t>(row * p.cols + 17)], 0.f);
+  }
+  QVERIFY(patternViolation(r.weight, p.rows, p.cols, 2, 4, false).isEmpty());
+  // The reference agrees with the same convention.
+  ref::SparseGptRefOptions ro;
+  ro.blocksize = 16;
+  std::vector<double> h(p.xtx.size());
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = 2.0 * p.xtx[i] / static_cast<double>(p.tokens);
+  const auto ref = ref::sparseGptReference(std::vector<double>(p.w.begin(), p.w.end()), p.rows, p.cols, h, ro);
+  QVERIFY(ref.ok);
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < p.w.size(); ++i) {
+    diff += std::pow(r.weight[i] - ref.weight[i], 2);
+    norm += ref.weight[i] * ref.weight[i];
+  }
+  QVERIFY(std::sqrt(diff / norm) < 1e-4);
+}
+
+void TestSolvers::dampingLadderIsReported() {
+  // H = 4 * ones: rank 1, the second Cholesky pivot is exactly 0 without damping.
+  const std::int64_t rows = 8, cols = 32;
+  std::vector<float> w(static_cast<std::size_t>(rows * cols));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  for (auto& v : w) v = nd(rng);
+  const std::vector<float> xtx(static_cast<std::size_t>(cols * cols), 2.f);  // H = 2 xtx / 1 = 4
+  gpu::SparseGptOptions o;
+  o.percdamp = 0;
+  o.blocksize = 32;
+  const auto r = gpu::solveSparseGpt(w, rows, cols, xtx, 1, gpu::parsePruningPattern("2:4"), o);
+  QVERIFY(r.dampingSteps >= 1);
+  QVERIFY(r.percdampUsed > 0);
+  for (const float v : r.weight) QVERIFY(std::isfinite(v));
+  QVERIFY(patternViolation(r.weight, rows, cols, 2, 4, false).isEmpty());
+  // The requested damping suffices: no ladder step.
+  o.percdamp = 0.01;
+  const Problem p = makeProblem(rows, cols, 9);
+  QCOMPARE(gpu::solveSparseGpt(p.w, rows, cols, p.xtx, p.tokens, gpu::parsePruningPattern("2:4"), o).dampingSteps, 0);
+  // A ladder that may not climb far enough throws instead of falling back.
+  o.percdamp = 0;
+  o.maxPercdamp = 0;
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error,
+                           gpu::solveSparseGpt(w, rows, cols, xtx, 1, gpu::parsePruningPattern("2:4"), o));
+}
+
+void TestSolvers::badPatternsAreRefused() {
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::parsePruningPattern("4:2"));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::parsePruningPattern("2-4"));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::parsePruningPattern("0:4"));
+  QCOMPARE(gpu::parsePruningPattern("16:32").name(), std::string("16:32"));
+  QVERIFY(gpu::parsePruningPattern("unstructured50").unstructured);
+  const Problem p = makeProblem(4, 36, 2);
+  gpu::SparseGptOptions o;
+  o.blocksize = 36;
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           gpu::solveSparseGpt(p.w, 4, 36, p.xtx, p.tokens, gpu::parsePruningPattern("16:32"), o));
+  o.blocksize = 30;
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           gpu::solveSparseGpt(p.w, 4, 36, p.xtx, p.tokens, gpu::parsePruningPattern("2:4"), o));
+}
+
+void TestSolvers::sparseGptBeatsWandaBeatsMagnitude() {
+  const Problem p = makeProblem(32, 128, 21);
+  const auto pat = gpu::parsePruningPattern("2:4");
+  const auto s = gpu::solveSparseGpt(p.w, p.rows, p.cols, p.xtx, p.tokens, pat);
+  const auto w = gpu::solveWanda(p.w, p.rows, p.cols, p.sumSq, p.xtx, p.tokens, pat);
+  const auto m = gpu::solveMagnitude(p.w, p.rows, p.cols, p.xtx, p.tokens, pat);
+  QVERIFY2(s.outputLoss < w.outputLoss && w.outputLoss < m.outputLoss,
+           qPrintable(QStringLiteral("%1 %2 %3").arg(s.outputLoss).arg(w.outputLoss).arg(m.outputLoss)));
+}
+
+void TestSolvers::endToEndOnSampleModel() {
+  QTemporaryDir dir;
+  const fs::path tmp = dir.path().toStdString();
+  const fs::path calib = sampleCalibration(tmp);
+  std::map<std::string, nlohmann::json> reports;
+  for (const char* method : {"sparsegpt", "wanda", "magnitude"}) {
+    const fs::path out = tmp / method;
+    const auto j = runPruneCli({"prune", "--model", QString::fromStdString(kModel.string()), "--calibration",
+                                QString::fromStdString(calib.string()), "--method", method, "--pattern", "2:4",
+                                "--out", QString::fromStdString(out.string()), "--json"});
+    QVERIFY2(j.is_object(), method);
+    reports[method] = j;
+    QCOMPARE(j["modules"].size(), std::size_t{6 * 7});
+
+    // The checkpoint loads, and every projection follows 2:4 as read from the file.
+    const auto model = gpu::Model::load(out);
+    QCOMPARE(model->config().numLayers, std::int64_t{6});
+    const auto src = SafetensorsCheckpoint::open(kModel);
+    const auto dst = SafetensorsCheckpoint::open(out);
+    QCOMPARE(dst.names(), src.names());
+    const auto packed = sparse::readSparseFile(out / "model.sdwsparse");  // validates every module
+    QCOMPARE(packed.size(), std::size_t{6 * 7});
+    std::map<std::string, const sparse::PackedMatrix*> byName;
+    for (const auto& m : packed) byName[m.name] = &m.matrix;
+    for (const auto& name : dst.names()) {
+      const TensorView& v = *dst.find(name).view;
+      const TensorView& o = *src.find(name).view;
+      QCOMPARE(v.dtype, o.dtype);
+      QCOMPARE(v.shape, o.shape);
+      const bool projection = name.find("_proj.weight") != std::string::npos;
+      if (!projection) {
+        QVERIFY2(std::memcmp(v.bytes.data(), o.bytes.data(), v.bytes.size()) == 0, name.c_str());
+        continue;
+      }
+      QCOMPARE(v.dtype, std::string("BF16"));
+      std::vector<float> w(static_cast<std::size_t>(v.numel()));
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, v.bytes.data() + 2 * i, 2);
+        w[i] = sparse::bf16ToFloat(h);
+      }
+      const QString bad = patternViolation(w, v.shape[0], v.shape[1], 2, 4, false);
+      QVERIFY2(bad.isEmpty(), qPrintable(QString::fromStdString(name) + ": " + bad));
+      const std::string module = name.substr(0, name.size() - 7);
+      QVERIFY2(byName.count(module), module.c_str());
+      QCOMPARE(sparse::unpack(*byName.at(module)), w);
+    }
+    QVERIFY(!dst.find("lm_head.weight").view || std::memcmp(dst.find("lm_head.weight").view->bytes.data(),
+                                                            src.find("lm_head.weight").view->bytes.data(),
+                                                            src.find("lm_head.weight").view->bytes.size()) == 0);
+
+    const auto rec = runstore::RunReader::open(out / "pruning.sdw.h5");
+    QCOMPARE(rec.kind(), std::string("pruning"));
+    QCOMPARE(rec.readStringAttribute("/pruning", "method"), std::string(method));
+    QCOMPARE(rec.readStringAttribute("/pruning", "pattern"), std::string("2:4"));
+    QCOMPARE(rec.readStringAttribute("/pruning", "calibration_run_id"), runstore::RunReader::open(calib).runId());
+    QCOMPARE(rec.readStrings("/pruning/modules/name").size(), std::size_t{42});
+    for (const double sp : rec.read<double>("/pruning/modules/sparsity").data) QVERIFY(sp >= 0.5);
+  }
+
+  // Per layer (summed over its 7 projections): SparseGPT <= Wanda <= magnitude.
+  for (std::size_t l = 0; l < 6; ++l) {
+    const double s = reports["sparsegpt"]["layers"][l]["output_loss"];
+    const double w = reports["wanda"]["layers"][l]["output_loss"];
+    const double m = reports["magnitude"]["layers"][l]["output_loss"];
+    qInfo("layer %zu output loss: sparsegpt %.5g  wanda %.5g  magnitude %.5g", l, s, w, m);
+    QVERIFY2(s <= w && w <= m, qPrintable(QStringLiteral("layer %1: %2 %3 %4").arg(l).arg(s).arg(w).arg(m)));
+  }
+
+  // Sequential order: layer 0 sees the same statistics as in parallel order;
+  // later layers are calibrated through the pruned ones.
+  const fs::path seqOut = tmp / "sequential";
+  const auto seq = runPruneCli({"prune", "--model", QString::fromStdString(kModel.string()), "--calibration",
+                                QString::fromStdString(calib.string()), "--method", "sparsegpt", "--pattern", "4:8",
+                                "--order", "sequential", "--out", QString::fromStdString(seqOut.string()), "--json"});
+  QVERIFY(seq.is_object());
+  const auto par = runPruneCli({"prune", "--model", QString::fromStdString(kModel.string()), "--calibration",
+                                QString::fromStdString(calib.string()), "--method", "sparsegpt", "--pattern", "4:8",
+                                "--out", QString::fromStdString((tmp / "parallel48").string()), "--json"});
+  QVERIFY(par.is_object());
+  QVERIFY(double(seq["recapture_seconds"]) > 0);
+  QCOMPARE(double(seq["layers"][0]["output_loss"]), double(par["layers"][0]["output_loss"]));
+  QVERIFY(double(seq["layers"][5]["output_loss"]) != double(par["layers"][5]["output_loss"]));
+  QVERIFY(fs::exists(seqOut / "model.sdwsparse"));
+  QVERIFY(!fs::exists(seqOut / ".recapture"));
+}
+
+QTEST_GUILESS_MAIN(TestSolvers)
+#include "test_solvers.moc"
