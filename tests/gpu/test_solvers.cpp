@@ -170,7 +170,7 @@ void TestSolvers::sparseGptMatchesReference_data() {
   QTest::addColumn<int>("blocksize");
   QTest::addColumn<QString>("pattern");
   QTest::addColumn<double>("percdamp");
-  for (const QString pat : {QStringLiteral("unstructured50"), QStringLiteral("2:4"), QStringLiteral("4:8")}) {
+  for (const QString& pat : {QStringLiteral("unstructured50"), QStringLiteral("2:4"), QStringLiteral("4:8")}) {
     for (const int bs : {32, 128}) {
       QTest::addRow("16x64 bs%d %s", bs, qPrintable(pat)) << 16 << 64 << bs << pat << 0.01;
       QTest::addRow("32x128 bs%d %s", bs, qPrintable(pat)) << 32 << 128 << bs << pat << 0.01;
@@ -219,9 +219,9 @@ void TestSolvers::sparseGptMatchesReference() {
   QVERIFY2(rel < 1e-4, qPrintable(QStringLiteral("relative weight difference %1").arg(rel)));
   QVERIFY2(std::abs(r.loss - ref.loss) <= 1e-4 * ref.loss,
            qPrintable(QStringLiteral("loss %1 vs reference %2").arg(r.loss).arg(ref.loss)));
-  // The OBS losses are the output error under the damped H: close to the true one.
+  // The OBS losses are the output error under the damped H: a little above the undamped one.
   QVERIFY(r.outputLoss > 0);
-  QVERIFY2(std::abs(r.outputLoss - r.loss) < 0.05 * r.outputLoss,
+  QVERIFY2(r.loss >= r.outputLoss && r.loss < 1.1 * r.outputLoss,
            qPrintable(QStringLiteral("outputLoss %1 vs OBS loss %2").arg(r.outputLoss).arg(r.loss)));
   QVERIFY(r.relOutputError > 0 && r.relOutputError < 1);
   QCOMPARE(r.sparsity, 0.5);
@@ -230,8 +230,8 @@ void TestSolvers::sparseGptMatchesReference() {
 void TestSolvers::wandaAndMagnitudeMatchBruteForce_data() {
   QTest::addColumn<QString>("method");
   QTest::addColumn<QString>("pattern");
-  for (const QString m : {QStringLiteral("wanda"), QStringLiteral("magnitude")})
-    for (const QString pat : {QStringLiteral("unstructured50"), QStringLiteral("2:4"), QStringLiteral("4:8"),
+  for (const QString& m : {QStringLiteral("wanda"), QStringLiteral("magnitude")})
+    for (const QString& pat : {QStringLiteral("unstructured50"), QStringLiteral("2:4"), QStringLiteral("4:8"),
                               QStringLiteral("8:16"), QStringLiteral("16:32"), QStringLiteral("1:4"), QStringLiteral("3:8")})
       QTest::addRow("%s %s", qPrintable(m), qPrintable(pat)) << m << pat;
 }
@@ -262,8 +262,8 @@ void TestSolvers::wandaAndMagnitudeMatchBruteForce() {
 void TestSolvers::patternExactness_data() {
   QTest::addColumn<QString>("method");
   QTest::addColumn<QString>("pattern");
-  for (const QString m : {QStringLiteral("sparsegpt"), QStringLiteral("wanda"), QStringLiteral("magnitude")})
-    for (const QString pat : {QStringLiteral("2:4"), QStringLiteral("4:8"), QStringLiteral("8:16"), QStringLiteral("16:32"),
+  for (const QString& m : {QStringLiteral("sparsegpt"), QStringLiteral("wanda"), QStringLiteral("magnitude")})
+    for (const QString& pat : {QStringLiteral("2:4"), QStringLiteral("4:8"), QStringLiteral("8:16"), QStringLiteral("16:32"),
                               QStringLiteral("unstructured50")})
       QTest::addRow("%s %s", qPrintable(m), qPrintable(pat)) << m << pat;
 }

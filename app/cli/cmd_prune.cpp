@@ -1,0 +1,150 @@
+// sdw-cli prune: SparseGPT, Wanda or magnitude pruning of a checkpoint's
+// attention and MLP projections from a calibration run; writes the pruned
+// checkpoint, the bitmask file and the pruning record; progress per layer on
+// stderr, the per-module table on stdout (or JSON).
+
+#include "app/cli/command.h"
+#include "gpu/pruning.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+namespace sdw::cli {
+namespace {
+
+double getDouble(const Args& a, const std::string& name, double fallback) {
+  if (!a.has(name)) return fallback;
+  const std::string v = a.get(name);
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(v, &used);
+    if (used != v.size()) throw std::invalid_argument("trailing");
+    return d;
+  } catch (const std::exception&) {
+    throw UsageError("--" + name + " expects a number, got '" + v + "'");
+  }
+}
+
+int runPrune(const Args& a) {
+  gpu::PruneSettings s;
+  s.model = a.get("model");
+  s.calibration = a.get("calibration");
+  s.method = a.get("method");
+  s.pattern = a.get("pattern");
+  s.order = a.get("order", "parallel");
+  s.percdamp = getDouble(a, "percdamp", 0.01);
+  s.blocksize = static_cast<int>(a.getInt("blocksize", 128));
+  s.device = a.get("device", "cpu");
+  s.out = a.get("out");
+  s.record = a.get("record");
+  s.overwrite = a.has("overwrite");
+  for (const char* req : {"model", "calibration", "method", "pattern", "out"})
+    if (!a.has(req)) throw UsageError(std::string("--") + req + " is required");
+  try {
+    gpu::validatePruneSettings(s);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const bool json = a.has("json");
+
+  const auto r = gpu::pruneModel(
+      s,
+      [&](const Progress& p) {
+        std::fprintf(stderr, "\r  %-60.60s %4.0f / %.0f modules", p.stage.c_str(), p.done, p.total);
+        return true;
+      },
+      [&](const gpu::ModulePruneRow& row) {
+        std::fprintf(stderr, "\r  layer %d %-44s rel. error %.4f, %.2f s%s\n", row.layer, row.name.c_str(),
+                     row.relOutputError, row.seconds,
+                     row.dampingSteps > 0 ? " (damping raised)" : "");
+      });
+  std::fprintf(stderr, "\n");
+
+  // Per layer: summed output loss, mean relative output error.
+  std::map<int, std::pair<double, double>> perLayer;
+  std::map<int, int> perLayerCount;
+  for (const auto& m : r.modules) {
+    perLayer[m.layer].first += m.outputLoss;
+    perLayer[m.layer].second += m.relOutputError;
+    ++perLayerCount[m.layer];
+  }
+
+  if (json) {
+    nlohmann::json mods = nlohmann::json::array();
+    for (const auto& m : r.modules)
+      mods.push_back({{"name", m.name}, {"layer", m.layer}, {"rows", m.rows}, {"cols", m.cols},
+                      {"loss", m.loss}, {"output_loss", m.outputLoss}, {"rel_output_error", m.relOutputError},
+                      {"sparsity", m.sparsity}, {"percdamp_used", m.percdampUsed},
+                      {"damping_steps", m.dampingSteps}, {"dead_inputs", m.deadInputs},
+                      {"seconds", m.seconds}, {"packed", m.packed}});
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& [l, v] : perLayer)
+      layers.push_back({{"layer", l}, {"output_loss", v.first},
+                        {"mean_rel_output_error", v.second / perLayerCount[l]}});
+    const nlohmann::json j = {{"method", s.method},
+                              {"pattern", gpu::parsePruningPattern(s.pattern).name()},
+                              {"order", s.order},
+                              {"percdamp", s.percdamp},
+                              {"blocksize", s.blocksize},
+                              {"device", s.device},
+                              {"calibration_run", s.calibration.string()},
+                              {"calibration_run_id", r.calibrationRunId},
+                              {"checkpoint", r.checkpoint.string()},
+                              {"sparse_file", r.sparseFile.string()},
+                              {"record", r.record.string()},
+                              {"total_seconds", r.seconds},
+                              {"recapture_seconds", r.recaptureSeconds},
+                              {"layers", layers},
+                              {"modules", mods}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-44s %5s %11s %11s %9s %8s %9s %7s\n", "module", "layer", "loss", "output loss", "rel.error",
+              "sparsity", "percdamp", "seconds");
+  for (const auto& m : r.modules)
+    std::printf("%-44s %5d %11.4g %11.4g %9.5f %8.4f %9.3g %7.2f\n", m.name.c_str(), m.layer, m.loss, m.outputLoss,
+                m.relOutputError, m.sparsity, m.percdampUsed, m.seconds);
+  std::printf("\n%5s %13s %18s\n", "layer", "output loss", "mean rel. error");
+  for (const auto& [l, v] : perLayer) std::printf("%5d %13.5g %18.5f\n", l, v.first, v.second / perLayerCount[l]);
+  std::printf("\ncheckpoint:  %s\n", r.checkpoint.string().c_str());
+  if (!r.sparseFile.empty()) std::printf("bitmask:     %s\n", r.sparseFile.string().c_str());
+  std::printf("record:      %s\n", r.record.string().c_str());
+  std::printf("total:       %.2f s%s\n", r.seconds, s.order == "sequential" ? " (incl. re-capture)" : "");
+  return 0;
+}
+
+const Register reg{Command{
+    "prune",
+    "prune a checkpoint's projections (SparseGPT, Wanda, magnitude) from a calibration run",
+    "prune --model DIR --calibration RUN --method sparsegpt|wanda|magnitude --pattern "
+    "2:4|4:8|8:16|16:32|unstructured50 [--order parallel|sequential] [--percdamp 0.01] [--blocksize 128] "
+    "[--device cpu|cuda] --out DIR [--record RUN.sdw.h5] [--json]",
+    "Prunes every attention and MLP projection (never embeddings or lm_head) of the checkpoint in --model "
+    "with the statistics of the calibration run --calibration, and writes to --out a Hugging Face checkpoint "
+    "(dense with zeros, the model's dtype, config and tokenizer copied), the packed bitmask file "
+    "model.sdwsparse for 50% N:M patterns, and a run file of kind \"pruning\" (per-module losses, damping, "
+    "times). Sequential order re-captures each layer's statistics from the same calibration source through "
+    "the already pruned layers. General N:M patterns (N kept per M) are accepted; only 50% ones with M | 32 "
+    "get a bitmask file. See docs/pruning.md.",
+    {{"model", "DIR", "Hugging Face checkpoint folder", ""},
+     {"calibration", "RUN", "calibration run (.sdw.h5) of this model", ""},
+     {"method", "NAME", "sparsegpt, wanda or magnitude", ""},
+     {"pattern", "P", "2:4, 4:8, 8:16, 16:32 (any N:M) or unstructured50", ""},
+     {"order", "ORDER", "parallel or sequential", "parallel"},
+     {"percdamp", "X", "SparseGPT damping, a fraction of mean(diag H)", "0.01"},
+     {"blocksize", "N", "SparseGPT columns per block", "128"},
+     {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},
+     {"out", "DIR", "output folder", ""},
+     {"record", "RUN", "pruning record (default: OUT/pruning.sdw.h5)", ""},
+     {"overwrite", "", "replace an existing checkpoint and record", ""},
+     {"json", "", "machine-readable output", ""}},
+    0,
+    0,
+    runPrune}};
+
+}  // namespace
+}  // namespace sdw::cli
