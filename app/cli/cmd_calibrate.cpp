@@ -1,0 +1,243 @@
+// sdw-cli calibrate: collect per-input calibration statistics from fixed text
+// or from the dense model's own decoding into a run file, with the disk and
+// memory estimate first, progress on stderr, Ctrl-C keeping a resumable run.
+
+#include "app/cli/command.h"
+#include "core/progress.h"
+#include "gpu/calibration.h"
+#include "gpu/model_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+namespace sdw::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<bool> gInterrupted{false};
+extern "C" void onInterrupt(int) { gInterrupted.store(true); }
+
+double getDouble(const Args& a, const std::string& name, double fallback) {
+  if (!a.has(name)) return fallback;
+  const std::string v = a.get(name);
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(v, &used);
+    if (used != v.size()) throw std::invalid_argument("trailing");
+    return d;
+  } catch (const std::exception&) {
+    throw UsageError("--" + name + " expects a number, got '" + v + "'");
+  }
+}
+
+std::string human(std::uint64_t bytes) {
+  char buf[64];
+  const auto b = static_cast<double>(bytes);
+  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", b / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
+  return buf;
+}
+
+std::string duration(double s) {
+  char buf[64];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%.0fh%02.0fm", std::floor(s / 3600), std::floor(std::fmod(s, 3600) / 60));
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%.0fm%02.0fs", std::floor(s / 60), std::fmod(s, 60));
+  else std::snprintf(buf, sizeof buf, "%.0fs", s);
+  return buf;
+}
+
+gpu::CalibrationSettings settingsFrom(const Args& a) {
+  gpu::CalibrationSettings s;
+  s.source = a.get("source");
+  if (s.source.empty()) throw UsageError("--source fixed|ar|cross-model is required");
+  s.model = a.get("model");
+  if (s.model.empty()) throw UsageError("--model DIR is required");
+  if (!a.has("tokens")) throw UsageError("--tokens N is required");
+  s.tokenBudget = a.getInt("tokens", 0);
+  if (s.tokenBudget < 1) throw UsageError("--tokens must be >= 1");
+  s.corpus = a.get("corpus");
+  s.prompts = a.get("prompts");
+  s.crossModel = a.get("cross-model");
+  if (s.source == "fixed" && s.corpus.empty()) throw UsageError("--source fixed needs --corpus FILE");
+  if (s.source != "fixed" && s.prompts.empty()) throw UsageError("--source " + s.source + " needs --prompts FILE");
+  if (s.source == "cross-model" && s.crossModel.empty()) throw UsageError("--source cross-model needs --cross-model DIR");
+  s.window = static_cast<int>(a.getInt("window", 256));
+  s.maxNewTokens = static_cast<int>(a.getInt("max-new-tokens", 128));
+  s.batch = static_cast<int>(a.getInt("batch", 8));
+  s.capture = a.get("capture", "reforward");
+  s.includePrefill = a.has("include-prefill");
+  s.sampling.temperature = getDouble(a, "temperature", 0.0);
+  s.sampling.topK = static_cast<int>(a.getInt("top-k", 0));
+  s.sampling.topP = getDouble(a, "top-p", 1.0);
+  s.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
+  s.device = a.get("device", "cpu");
+  s.dtype = a.get("dtype", "float32");
+  s.storage = a.get("store", "full");
+  s.topK = static_cast<int>(a.getInt("topk", 64));
+  s.chat = a.get("chat", "auto");
+  s.checkpointSeconds = getDouble(a, "checkpoint-seconds", 30.0);
+  return s;
+}
+
+void printEstimate(std::FILE* f, const gpu::CalibrationEstimate& e, const gpu::CalibrationSettings& s) {
+  std::fprintf(f, "estimate: %d shared inputs (sum of d_in %lld)\n", e.inputs, static_cast<long long>(e.sumDIn));
+  std::fprintf(f, "  device memory: %s accumulators (fp32 xtx + sum_sq) + %s staging + %s weights = %s (activations not counted)\n",
+               human(e.accumulatorBytes).c_str(), human(e.bufferBytes).c_str(), human(e.modelBytes).c_str(),
+               human(e.deviceBytes).c_str());
+  std::fprintf(f, "  run file: %s with --store full, %s with --store topk (k = %d); this run: %s\n",
+               human(e.fileBytesFull).c_str(), human(e.fileBytesTopk).c_str(), s.topK, human(e.fileBytes).c_str());
+}
+
+nlohmann::json estimateJson(const gpu::CalibrationEstimate& e) {
+  return {{"inputs", e.inputs},
+          {"sum_d_in", e.sumDIn},
+          {"accumulator_bytes", e.accumulatorBytes},
+          {"buffer_bytes", e.bufferBytes},
+          {"model_bytes", e.modelBytes},
+          {"device_bytes", e.deviceBytes},
+          {"file_bytes_full", e.fileBytesFull},
+          {"file_bytes_topk", e.fileBytesTopk},
+          {"file_bytes", e.fileBytes}};
+}
+
+int runCalibrate(const Args& a) {
+  const bool json = a.has("json");
+  const fs::path out = a.get("out");
+  if (out.empty()) throw UsageError("--out RUN.sdw.h5 is required");
+
+  gpu::CalibrationSettings s;
+  const bool resume = a.has("resume");
+  if (!resume) {
+    s = settingsFrom(a);
+    gpu::validateCalibrationSettings(s);
+    const gpu::ModelConfig config = gpu::loadModelConfig(s.model);
+    const auto est = gpu::estimateCalibration(config, s);
+    if (a.has("dry-run")) {
+      if (json) std::cout << nlohmann::json{{"estimate", estimateJson(est)}}.dump(2) << "\n";
+      else printEstimate(stdout, est, s);
+      return 0;
+    }
+    if (!json) printEstimate(stderr, est, s);
+    if (a.has("force")) {
+      std::error_code ec;
+      fs::remove(out, ec);
+      fs::remove(fs::path(out.string() + ".partial"), ec);
+    }
+  } else if (a.has("dry-run")) {
+    throw UsageError("--dry-run and --resume do not go together");
+  }
+
+  gInterrupted.store(false);
+  const auto previous = std::signal(SIGINT, onInterrupt);
+  ProgressMeter meter;
+  auto lastPrint = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  const auto progress = [&](const Progress& p) {
+    const auto st = meter.update(p);
+    const auto now = std::chrono::steady_clock::now();
+    const bool checkpoint = p.stage.rfind("checkpoint", 0) == 0;
+    if (checkpoint || std::chrono::duration<double>(now - lastPrint).count() >= 0.5) {
+      lastPrint = now;
+      std::fprintf(stderr, "calibrate: %.0f / %.0f tokens (%.1f%%), %.0f tokens/s, ETA %s  [%s]\n", p.done, p.total,
+                   st.fraction >= 0 ? 100.0 * st.fraction : 0.0, st.ratePerSecond,
+                   st.etaSeconds ? duration(*st.etaSeconds).c_str() : "?", p.stage.c_str());
+    }
+    return !gInterrupted.load();
+  };
+
+  gpu::CalibrationResult r;
+  try {
+    r = resume ? gpu::resumeCalibration(out, progress, {}, a.get("device")) : gpu::runCalibration(s, out, progress);
+  } catch (const Cancelled&) {
+    std::signal(SIGINT, previous);
+    std::cerr << "sdw-cli calibrate: cancelled; the incomplete run is kept at " << out.string()
+              << " (continue with: sdw-cli calibrate --resume --out " << out.string() << ")\n";
+    return 1;
+  }
+  std::signal(SIGINT, previous);
+
+  if (json) {
+    const nlohmann::json j = {{"run", r.run.string()},
+                              {"complete", r.complete},
+                              {"source", r.source},
+                              {"capture", r.capture},
+                              {"token_budget", r.tokenBudget},
+                              {"tokens_collected", r.tokensCollected},
+                              {"prompts_done", r.promptsDone},
+                              {"windows_done", r.windowsDone},
+                              {"generated_tokens", r.generatedTokens},
+                              {"inputs", r.inputs},
+                              {"seconds", r.seconds},
+                              {"tokens_per_second", r.tokensPerSecond},
+                              {"generate_seconds", r.generateSeconds},
+                              {"forward_seconds", r.forwardSeconds},
+                              {"checkpoints", r.checkpoints},
+                              {"file_bytes", r.fileBytes}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("calibration run: %s\n", r.run.string().c_str());
+  std::printf("source:          %s (%s)\n", r.source.c_str(), r.capture.c_str());
+  std::printf("tokens:          %lld of %lld counted", static_cast<long long>(r.tokensCollected),
+              static_cast<long long>(r.tokenBudget));
+  if (r.source == "fixed") std::printf(" from %lld windows\n", static_cast<long long>(r.windowsDone));
+  else std::printf(" from %lld generations (%lld tokens generated)\n", static_cast<long long>(r.promptsDone),
+                   static_cast<long long>(r.generatedTokens));
+  std::printf("inputs:          %d\n", r.inputs);
+  std::printf("time:            %.1f s (%.0f tokens/s; generation %.1f s, teacher-forced passes %.1f s)\n", r.seconds,
+              r.tokensPerSecond, r.generateSeconds, r.forwardSeconds);
+  std::printf("file:            %s\n", human(r.fileBytes).c_str());
+  return 0;
+}
+
+const Register regCalibrate{Command{
+    "calibrate",
+    "collect calibration statistics (fixed text or the model's own decoding) into a run file",
+    "calibrate --model DIR --source fixed|ar|cross-model (--corpus FILE | --prompts FILE) --tokens N "
+    "--out RUN.sdw.h5 [OPTIONS]",
+    "Per shared projection input: sum x x^T (fp32), sum x^2 per column and the token count, stored in a run "
+    "file of kind 'calibration' (docs/run-format.md). Fixed text: random windows of --window tokens, "
+    "teacher-forced, every position counts. AR: the dense model continues each prompt (chat-formatted when it "
+    "has a template); only decode positions count (the positions of generated tokens read back as inputs). "
+    "The disk and memory estimate is printed first (--dry-run: only that). Ctrl-C stops at the end of the "
+    "current batch and keeps the run, marked incomplete; --resume --out RUN continues it.",
+    {{"model", "DIR", "the model (Hugging Face folder)", ""},
+     {"source", "SRC", "fixed, ar or cross-model", ""},
+     {"corpus", "FILE", "fixed: .txt (\"# doc\" headers) or .jsonl with \"text\"", ""},
+     {"prompts", "FILE", "ar / cross-model: .jsonl with \"id\" and \"prompt\"", ""},
+     {"cross-model", "DIR", "cross-model: the model that generates", ""},
+     {"tokens", "N", "token budget (positions counted)", ""},
+     {"out", "RUN", "the run file to write (.sdw.h5)", ""},
+     {"window", "N", "fixed: window length (default 256)", ""},
+     {"max-new-tokens", "N", "ar: tokens generated per prompt (default 128)", ""},
+     {"batch", "N", "windows or prompts per batch (default 8)", ""},
+     {"capture", "MODE", "ar: exact or reforward (default reforward)", ""},
+     {"include-prefill", "", "ar ablation: the prompt positions count too", ""},
+     {"temperature", "T", "sampling temperature (default 0: greedy)", ""},
+     {"top-k", "K", "sampling top-k (0: off)", ""},
+     {"top-p", "P", "sampling top-p (1: off)", ""},
+     {"seed", "S", "window draws and sampling (generation j uses S + j); default 0", ""},
+     {"device", "DEV", "cpu or cuda (default cpu)", ""},
+     {"dtype", "DTYPE", "float32, bfloat16 or float16 (default float32)", ""},
+     {"store", "KIND", "full (xtx) or topk (eigenpairs + diagonal); default full", ""},
+     {"topk", "K", "eigenpairs kept with --store topk (default 64)", ""},
+     {"chat", "MODE", "auto (the model's chat template) or plain", ""},
+     {"checkpoint-seconds", "S", "write the statistics at least this often (default 30; 0: every batch)", ""},
+     {"resume", "", "continue the incomplete run --out with its stored settings (--device may change)", ""},
+     {"force", "", "replace an existing run file", ""},
+     {"dry-run", "", "print the estimate only", ""},
+     {"json", "", "machine-readable output", ""}},
+    0,
+    0,
+    runCalibrate}};
+
+}  // namespace
+}  // namespace sdw::cli

@@ -1,0 +1,106 @@
+#pragma once
+// Torch-typed internals of calibration: the statistics accumulator and the
+// batch drivers that feed it. Include only from gpu/*.cpp and engine tests.
+
+#include "gpu/calibration.h"
+#include "gpu/model_internal.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sdw::gpu {
+
+// One shared projection input and its running sums, on the model's device.
+struct InputStats {
+  std::string name;                  // the first module's checkpoint name
+  std::vector<std::string> modules;  // every module reading this input
+  int layer = 0;
+  std::int64_t dIn = 0;
+  at::Tensor xtx;    // [dIn, dIn] fp32: sum x x^T
+  at::Tensor sumSq;  // [dIn] fp32: sum x^2 per column
+  std::int64_t tokens = 0;  // rows added (flushed or staged)
+  at::Tensor stage;         // [stageRows, dIn] fp32: rows waiting for the next addmm
+  std::int64_t staged = 0;
+};
+
+// The four shared inputs of every layer, in order: q/k/v, o, gate/up, down.
+std::vector<InputStats> describeInputs(const ModelConfig& config);
+
+// sum x x^T and sum x^2 per shared input. Small row groups (decode steps)
+// are staged in a per-input fp32 buffer and multiplied in once it fills, so
+// a decode step costs a copy, not an addmm; large ones go straight through
+// addmm_ in chunks of `chunkRows` (memory stays bounded by chunk x dIn fp32).
+class StatsAccumulator {
+ public:
+  StatsAccumulator(const ModelConfig& config, c10::Device device);
+
+  // x: [rows, dIn] (any float dtype) on the device; adds every row.
+  void add(const std::string& firstModule, const at::Tensor& x);
+  // Multiplies in every staged row.
+  void flush();
+  // Blocks until the device has finished (a scalar read back).
+  void synchronize();
+
+  std::vector<InputStats>& inputs() { return inputs_; }
+  const std::vector<InputStats>& inputs() const { return inputs_; }
+  InputStats& input(const std::string& firstModule);
+
+  static std::int64_t stageRows(const ModelConfig& config);
+  static constexpr std::int64_t kChunkRows = 4096;
+  // Total bytes of the staging buffers (part of the estimate).
+  static std::uint64_t stageBytes(const ModelConfig& config);
+
+ private:
+  void addRows(InputStats& s, const at::Tensor& x);
+  void multiply(InputStats& s, const at::Tensor& rows);  // rows: [n, dIn] fp32
+  std::vector<InputStats> inputs_;
+  std::map<std::string, std::size_t> index_;
+};
+
+// One generation of an AR batch.
+struct GenerationRecord {
+  std::int64_t index = 0;             // sequence number j (prompt j % P, seed + j)
+  std::string promptId, promptText;
+  std::vector<std::int32_t> promptIds;
+  std::vector<std::int32_t> tokens;   // generated, the unread last one included
+  std::string text;                   // decoded generation (filled by the caller)
+  std::int64_t prefillCounted = 0;    // prompt positions counted (includePrefill)
+  std::int64_t decodeCounted = 0;     // decode positions counted
+};
+
+struct ArBatchStats {
+  std::int64_t counted = 0;
+  double generateSeconds = 0;
+  double forwardSeconds = 0;
+};
+
+// Budget split of one batch: prefill positions first (prompt by prompt), then
+// decode positions step by step (at step s, prompts in batch order), until
+// `remaining` runs out. Fills prefillCounted / decodeCounted. Exact capture
+// admits rows in the same order as they arrive, so both modes keep the same
+// positions.
+void splitBudget(std::vector<GenerationRecord>& batch, bool includePrefill, std::int64_t remaining);
+
+// Generates the batch (records hold promptIds; tokens are filled) with
+// `generator` and collects into `acc` through `model` with the settings'
+// capture mode ("exact" needs generator == model). `onToken` may report
+// progress; its return value is ignored (a batch always completes).
+ArBatchStats runArBatch(Model& model, Model& generator, std::vector<GenerationRecord>& batch,
+                        const CalibrationSettings& settings, const std::vector<std::int32_t>& stopIds,
+                        std::int64_t remaining, StatsAccumulator& acc,
+                        const std::function<void(std::int64_t generatedSoFar)>& onToken = {});
+
+// Teacher-forced pass over left-padded sequences; per sequence, rows
+// [begin, begin + count) are added to `acc` (row t = position t).
+struct ForwardRows {
+  std::vector<std::int32_t> ids;
+  std::int64_t begin = 0;
+  std::int64_t count = 0;
+};
+void forwardCollect(Model& model, const std::vector<ForwardRows>& seqs, StatsAccumulator& acc);
+
+}  // namespace sdw::gpu
