@@ -2,7 +2,7 @@
 // (gpu/bench.h). Without a GPU the CPU kernels are benchmarked, and the output
 // says so.
 
-#include "app/cli/command.h"
+#include "app/cli/bench_modes.h"
 #include "gpu/bench.h"
 #include "gpu/device.h"
 
@@ -38,10 +38,7 @@ std::string commandLine(const std::string& sub, const Args& a) {
   return s;
 }
 
-int runBench(const Args& a) {
-  if (a.positional.empty() || a.positional[0] != "kernels")
-    throw UsageError("unknown benchmark '" + (a.positional.empty() ? std::string() : a.positional[0]) +
-                     "' (have: kernels)");
+int runKernels(const Args& a) {
   gpu::BenchSettings s;
   try {
     s.shapes = gpu::parseShapes(a.get("shapes", "llama3-8b,qwen3-14b"));
@@ -73,7 +70,7 @@ int runBench(const Args& a) {
     throw UsageError(e.what());
   }
   if (!json) std::fprintf(stderr, "\n");
-  const std::string text = gpu::toJson(r, commandLine(a.positional[0], a), s);
+  const std::string text = gpu::toJson(r, commandLine("kernels", a), s);
   if (a.has("out")) {
     std::ofstream out(a.get("out"));
     if (!out) {
@@ -106,17 +103,11 @@ int runBench(const Args& a) {
   return 0;
 }
 
-const Register reg{Command{
-    "bench",
-    "benchmark the bitmask N:M SpMV kernels against dense and 2:4 baselines",
+const RegisterBenchMode regKernels{BenchMode{
+    "kernels",
+    "the bitmask N:M SpMV kernels against dense and 2:4 baselines",
     "bench kernels [--shapes llama3-8b,qwen3-14b,qwen3-32b|RxC] [--patterns 2:4,...] [--batch 1,2,4,8] "
     "[--dtype bf16|fp16] [--repeats N] [--tune] [--json] [--out FILE]",
-    "Times the bitmask N:M sparse matrix-vector kernel, our dense GEMV, cuBLAS (LibTorch) and\n"
-    "2:4 cuSPARSELt (where the LibTorch build has it) on the projection shapes of real models\n"
-    "with random weights: CUDA events over graph-captured launches, weights rotated through\n"
-    "copies several times the L2 size, medians over repeats, GB/s against the HBM read\n"
-    "bandwidth measured in the same run. Without a GPU the CPU kernels are timed instead.\n"
-    "--tune sweeps launch configurations per shape and writes a tuning table.",
     {{"shapes", "LIST", "models (llama3-8b, qwen3-14b, qwen3-32b) or ROWSxCOLS shapes", "llama3-8b,qwen3-14b"},
      {"patterns", "LIST", "N:M patterns", "2:4,4:8,8:16,16:32"},
      {"batch", "LIST", "batch sizes, 1..8", "1"},
@@ -131,9 +122,8 @@ const Register reg{Command{
      {"no-cusparselt", "", "skip the cuSPARSELt baseline", ""},
      {"json", "", "machine-readable output", ""},
      {"out", "FILE", "also write the JSON to FILE", ""}},
-    1,
-    1,
-    runBench}};
+    0,
+    runKernels}};
 
 }  // namespace
 }  // namespace sdw::cli

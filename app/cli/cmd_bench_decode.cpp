@@ -1,8 +1,9 @@
-// sdw-cli bench: the mode dispatcher (bench_modes.h), and `bench decode`:
+// sdw-cli bench decode:
 // decode tokens/s of the model runtime on a model with random weights built
 // from a config, against the HBM bandwidth limit measured in the same run.
 
 #include "app/cli/bench_modes.h"
+#include "app/cli/cli_util.h"
 #include "gpu/bench_decode.h"
 #include "gpu/device.h"
 #include "gpu/model_config.h"
@@ -17,84 +18,9 @@
 
 namespace sdw::cli {
 
-// ---------------------------------------------------------------- dispatcher
-namespace {
-
-std::vector<BenchMode>& benchModes() {
-  static std::vector<BenchMode> modes;
-  return modes;
-}
-
-int runBench(const Args& a) {
-  const auto& modes = benchModes();
-  std::string names;
-  for (const auto& m : modes) names += (names.empty() ? "" : ", ") + m.name;
-  if (a.positional.empty()) throw UsageError("missing MODE (one of: " + names + ")");
-  const auto it = std::find_if(modes.begin(), modes.end(), [&](const BenchMode& m) { return m.name == a.positional[0]; });
-  if (it == modes.end()) throw UsageError("unknown bench mode '" + a.positional[0] + "' (one of: " + names + ")");
-  Args own;
-  own.positional.assign(a.positional.begin() + 1, a.positional.end());
-  if (static_cast<int>(own.positional.size()) > it->maxPositional)
-    throw UsageError("unexpected argument '" + own.positional[static_cast<std::size_t>(it->maxPositional)] +
-                     "'; usage: sdw-cli " + it->usage);
-  for (const auto& [name, value] : a.values) {
-    const bool mine = std::any_of(it->options.begin(), it->options.end(), [&](const OptionSpec& o) { return o.name == name; });
-    if (!mine) throw UsageError("--" + name + " is not an option of 'bench " + it->name + "'; usage: sdw-cli " + it->usage);
-    own.values[name] = value;
-  }
-  for (const auto& o : it->options)
-    if (!o.defaultValue.empty() && !own.has(o.name)) own.values[o.name] = o.defaultValue;
-  return it->run(own);
-}
-
-}  // namespace
-
-RegisterBenchMode::RegisterBenchMode(BenchMode mode) {
-  auto& cmds = registry();
-  auto cmd = std::find_if(cmds.begin(), cmds.end(), [](const Command& c) { return c.name == "bench"; });
-  if (cmd == cmds.end()) {
-    cmds.push_back(Command{"bench", "benchmarks (modes: see bench --help)", "bench MODE [OPTIONS]",
-                           "Runs a benchmark family; MODE picks it. Options belong to one mode each.\n\nmodes:", {},
-                           1, 1, runBench});
-    cmd = cmds.end() - 1;
-  }
-  cmd->description += "\n  " + mode.usage + "\n      " + mode.summary;
-  cmd->maxPositional = std::max(cmd->maxPositional, 1 + mode.maxPositional);
-  std::string modes;
-  for (const auto& m : benchModes()) modes += m.name + ", ";
-  cmd->summary = "benchmarks: " + modes + mode.name;
-  for (const auto& o : mode.options) {
-    const bool known = std::any_of(cmd->options.begin(), cmd->options.end(), [&](const OptionSpec& s) { return s.name == o.name; });
-    // Defaults are applied per mode by the dispatcher, never by the shared parser.
-    if (!known) cmd->options.push_back({o.name, o.valueName, "[" + mode.name + "] " + o.help + (o.defaultValue.empty() ? "" : " (default: " + o.defaultValue + ")"), ""});
-  }
-  benchModes().push_back(std::move(mode));
-}
-
 // ---------------------------------------------------------------- bench decode
 namespace {
 
-gpu::ModelConfig resolveConfig(const std::string& spec, std::string& name) {
-  namespace fs = std::filesystem;
-  if (spec == "llama3-8b" || spec == "llama-3.1-8b") {
-    name = "llama-3.1-8b";
-    return gpu::llama31_8bConfig();
-  }
-  if (fs::is_regular_file(spec)) {
-    name = fs::path(spec).stem().string();
-    return gpu::loadModelConfigFile(spec);
-  }
-  if (fs::is_directory(spec) && fs::exists(fs::path(spec) / "config.json")) {
-    name = fs::path(spec).filename().string();
-    return gpu::loadModelConfigFile(fs::path(spec) / "config.json");
-  }
-  const fs::path shipped = fs::path(SDW_SOURCE_DIR) / "resources/configs" / (spec + ".json");
-  if (fs::exists(shipped)) {
-    name = spec;
-    return gpu::loadModelConfigFile(shipped);
-  }
-  throw UsageError("--config '" + spec + "': not llama3-8b, a config file, or a name in resources/configs/");
-}
 
 double gb(std::uint64_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
@@ -109,7 +35,7 @@ int runDecode(const Args& a) {
   o.device = device;
   // On CPU the default is a tiny shape: an 8B model in fp32 does not fit a desk machine.
   const std::string spec = a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b");
-  o.config = resolveConfig(spec, o.configName);
+  o.config = resolveModelConfig(spec, o.configName);
   o.dtype = gpu::canonicalDtype(a.get("dtype", device == "cpu" ? "float32" : "bfloat16"));
   o.context = static_cast<int>(a.getInt("context", 512));
   o.tokens = static_cast<int>(a.getInt("tokens", 50));

@@ -21,18 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-double getDouble(const Args& a, const std::string& name, double fallback) {
-  if (!a.has(name)) return fallback;
-  const std::string v = a.get(name);
-  try {
-    std::size_t used = 0;
-    const double d = std::stod(v, &used);
-    if (used != v.size()) throw std::invalid_argument("trailing");
-    return d;
-  } catch (const std::exception&) {
-    throw UsageError("--" + name + " expects a number, got '" + v + "'");
-  }
-}
 
 std::vector<std::int32_t> mergedStops(const Tokenizer& tok, const gpu::ModelConfig& c) {
   std::vector<std::int32_t> s = tok.stopIds();
@@ -55,9 +43,9 @@ int runGenerate(const Args& a) {
   if (chat != "auto" && chat != "plain") throw UsageError("--chat expects auto or plain, got '" + chat + "'");
   gpu::GenerationOptions go;
   go.maxNewTokens = static_cast<int>(maxNew);
-  go.sampling.temperature = getDouble(a, "temperature", 0.0);
+  go.sampling.temperature = a.getDouble("temperature", 0.0);
   go.sampling.topK = static_cast<int>(a.getInt("top-k", 0));
-  go.sampling.topP = getDouble(a, "top-p", 1.0);
+  go.sampling.topP = a.getDouble("top-p", 1.0);
   go.sampling.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
   if (go.sampling.topK < 0) throw UsageError("--top-k must be >= 0");
   if (!(go.sampling.topP > 0 && go.sampling.topP <= 1)) throw UsageError("--top-p must be in (0, 1]");

@@ -22,6 +22,19 @@ long long Args::getInt(const std::string& name, long long fallback) const {
   }
 }
 
+double Args::getDouble(const std::string& name, double fallback) const {
+  const auto it = values.find(name);
+  if (it == values.end()) return fallback;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(it->second, &used);
+    if (used != it->second.size()) throw std::invalid_argument("trailing");
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError("--" + name + " expects a number, got '" + it->second + "'");
+  }
+}
+
 Args parseArgs(const Command& cmd, const std::vector<std::string>& argv) {
   Args a;
   for (const auto& o : cmd.options)

@@ -29,6 +29,7 @@ struct Args {
   bool has(const std::string& name) const { return values.count(name) != 0; }
   std::string get(const std::string& name, const std::string& fallback = {}) const;
   long long getInt(const std::string& name, long long fallback) const;
+  double getDouble(const std::string& name, double fallback) const;
 };
 
 struct Command {

@@ -1,0 +1,52 @@
+#include "app/cli/cli_util.h"
+
+#include "app/cli/command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace sdw::cli {
+
+gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name) {
+  namespace fs = std::filesystem;
+  if (spec == "llama3-8b" || spec == "llama-3.1-8b") {
+    name = "llama-3.1-8b";
+    return gpu::llama31_8bConfig();
+  }
+  if (fs::is_regular_file(spec)) {
+    name = fs::path(spec).stem().string();
+    return gpu::loadModelConfigFile(spec);
+  }
+  if (fs::is_directory(spec) && fs::exists(fs::path(spec) / "config.json")) {
+    name = fs::path(spec).filename().string();
+    return gpu::loadModelConfigFile(fs::path(spec) / "config.json");
+  }
+  const fs::path shipped = fs::path(SDW_SOURCE_DIR) / "resources/configs" / (spec + ".json");
+  if (fs::exists(shipped)) {
+    name = spec;
+    return gpu::loadModelConfigFile(shipped);
+  }
+  throw UsageError("--config '" + spec + "': not llama3-8b, a config file, or a name in resources/configs/");
+}
+
+std::string humanBytes(std::uint64_t bytes) {
+  char buf[64];
+  const auto b = static_cast<double>(bytes);
+  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", b / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
+  return buf;
+}
+
+std::string humanDuration(double seconds) {
+  char buf[64];
+  if (!std::isfinite(seconds) || seconds < 0) return "-";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (s < 60) std::snprintf(buf, sizeof buf, "%lld s", s);
+  else if (s < 3600) std::snprintf(buf, sizeof buf, "%lld min %lld s", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%lld h %lld min", s / 3600, (s % 3600) / 60);
+  return buf;
+}
+
+}  // namespace sdw::cli

@@ -1,0 +1,20 @@
+#pragma once
+// Small helpers shared by sdw-cli subcommands.
+
+#include "gpu/model_config.h"
+
+#include <cstdint>
+#include <string>
+
+namespace sdw::cli {
+
+// A model config from "llama3-8b", a config.json path, a checkpoint folder, or
+// a name in resources/configs/. `name` receives a short label. Throws UsageError.
+gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name);
+
+// "1.23 GB", "4.5 MB", "12.0 kB" (decimal units).
+std::string humanBytes(std::uint64_t bytes);
+// "42 s", "3 min 5 s", "2 h 10 min".
+std::string humanDuration(double seconds);
+
+}  // namespace sdw::cli
