@@ -5,6 +5,9 @@
 # (or out/gpu). The .debs/ folder (tools/gpu/fetch-deps.sh) must travel along.
 #
 #   tools/gpu/check.sh [extra ctest args]
+#   SDW_CHECK_BENCH=1 tools/gpu/check.sh   also run the engine benchmarks on a
+#       Llama-3.1-8B-shaped model (decode, calibration capture, SparseGPT) and
+#       read the sample run files with h5py; JSON results go to $OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -39,7 +42,7 @@ cmake --build --preset gpu -j "$(nproc)" 2>&1 | tee -a "$out/check.log" | grep -
 status=0
 echo "== ctest -L gpu" | tee -a "$out/check.log"
 (cd build-gpu && ctest -L gpu --output-on-failure -V "$@") 2>&1 | tee "$out/ctest-gpu.log" | \
-  grep -E "PASS|FAIL|SKIP|tests passed|Totals|device:" | tee -a "$out/check.log"
+  grep -E "FAIL|SKIP|tests passed|Totals|device:" | tee -a "$out/check.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "== ctest (engine suites)" | tee -a "$out/check.log"
 (cd build-gpu && ctest -LE gpu --output-on-failure "$@") 2>&1 | tee "$out/ctest-engine.log" | tail -15 | tee -a "$out/check.log"
@@ -47,5 +50,21 @@ echo "== ctest (engine suites)" | tee -a "$out/check.log"
 echo "== sdw-cli device --self-test" | tee -a "$out/check.log"
 build-gpu/bin/sdw-cli device --self-test --json 2>&1 | tee -a "$out/check.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+if [ "${SDW_CHECK_BENCH:-0}" = 1 ]; then
+  bench() {  # name, seconds, args...
+    local name=$1 secs=$2; shift 2
+    echo "== sdw-cli bench $*" | tee -a "$out/check.log"
+    timeout "$secs" build-gpu/bin/sdw-cli bench "$@" --json > "$out/bench-$name.json" 2>> "$out/check.log"
+    local rc=$?
+    [ $rc -eq 0 ] || { echo "bench $name: exit $rc" | tee -a "$out/check.log"; status=1; }
+  }
+  bench decode 180 decode --config llama3-8b --context 512 --tokens 50 --warmup 50
+  bench calibrate 240 calibrate --config llama3-8b --capture both
+  bench prune 240 prune --config llama3-8b --pattern 2:4 --layers 4
+  echo "== h5py" | tee -a "$out/check.log"
+  python3 tools/read_run.py samples/workspace/*.sdw.h5 > "$out/h5py.txt" 2>&1 || status=1
+  tail -5 "$out/h5py.txt" | tee -a "$out/check.log"
+fi
 echo "== status $status" | tee -a "$out/check.log"
 exit $status
