@@ -6,7 +6,10 @@
 #include <QVector>
 #include <QWidget>
 
+#include <functional>
+
 class QCustomPlot;
+class QMouseEvent;
 
 namespace sdw::widgets {
 
@@ -25,12 +28,30 @@ class PlotView : public QWidget {
   // Export by file extension: .png, .pdf or .csv. Returns an error message,
   // empty on success.
   QString exportTo(const QString& path) const;
-  // CSV of every graph: columns graph,key,value.
+  // CSV of every graph: columns graph,key,value; or, when a provider is
+  // set, whatever it returns (plots whose rows are not graph points, e.g. one
+  // row per module of a scatter).
   QString toCsv() const;
+  void setCsvProvider(std::function<QString()> provider) { csvProvider_ = std::move(provider); }
+
+  // Hover: on mouse move, the data point nearest to the cursor (graphs and
+  // bars, within `radiusPx`) is shown in a tool tip. The formatter gets the
+  // plottable's name, the point's index in its data and its key and value;
+  // an empty answer skips that plottable (e.g. a guide line).
+  using HoverFormatter = std::function<QString(const QString& series, int index, double key, double value)>;
+  void enableHover(HoverFormatter formatter = {}, double radiusPx = 24.0);
+  // What the tool tip would say with the cursor at `pos` (plot coordinates,
+  // pixels); empty when no point is near. For tests and for the tip itself.
+  QString hoverTextAt(const QPoint& pos) const;
 
  private:
   void showExportDialog();
+  void onMouseMove(QMouseEvent* e);
   QCustomPlot* plot_;
+  std::function<QString()> csvProvider_;
+  HoverFormatter hoverFormatter_;
+  double hoverRadius_ = 24.0;
+  bool hoverOn_ = false;
 };
 
 }  // namespace sdw::widgets

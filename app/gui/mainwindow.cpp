@@ -1,10 +1,14 @@
 #include "app/gui/mainwindow.h"
 
 #include "app/gui/benchmarkcontroller.h"
+#include "app/gui/analysiscontroller.h"
+#include "app/gui/calibrationcontroller.h"
 #include "app/gui/modelcontroller.h"
 #include "app/gui/workspace.h"
 #include "gpu/device.h"
 #include "widgets/benchmarkpanel.h"
+#include "widgets/analysispanel.h"
+#include "widgets/calibrationpanel.h"
 #include "widgets/jobsview.h"
 #include "widgets/logview.h"
 #include "widgets/modelpanel.h"
@@ -66,6 +70,8 @@ MainWindow::MainWindow(Settings* settings, QWidget* parent) : QMainWindow(parent
   buildMenus();
   wireJobs();
   wireModel();
+  wireCalibration();
+  wireAnalysis();
   wireBenchmark();
 
   deviceLabel_ = new QLabel(QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())), this);
@@ -87,23 +93,10 @@ void MainWindow::buildPanels() {
   using widgets::PlaceholderPanel;
   modelPanel_ = new widgets::ModelPanel(this);
   tabs_->addTab(modelPanel_, tr("Model"));
-  tabs_->addTab(new PlaceholderPanel(
-                    tr("Calibration"),
-                    tr("Collect each projection's input statistics from fixed text (teacher-forced) or from the "
-                       "dense model's own decoding, with the prefill discarded."),
-                    {tr("Source, token budget and seed, with the disk and memory estimate before starting"),
-                     tr("Live progress: tokens collected, tokens/s, ETA, per-layer progress"),
-                     tr("Cancel keeps a valid run marked incomplete; resume it later")}),
-                tr("Calibration"));
-  tabs_->addTab(new PlaceholderPanel(
-                    tr("Analysis"),
-                    tr("Compare calibration sources against decode time and see what pruning did to "
-                       "generation."),
-                    {tr("Calibration discrepancy eps(C4) vs eps(AR) per module, with the summary line"),
-                     tr("Eigen-spectra of H_D, H_C4 and H_AR on a log scale for a selected module"),
-                     tr("Activation drift by decode step: per layer, median and inter-quartile band, 90% "
-                        "plateau markers; export PNG/PDF/CSV")}),
-                tr("Analysis"));
+  calibrationPanel_ = new widgets::CalibrationPanel(this);
+  tabs_->addTab(calibrationPanel_, tr("Calibration"));
+  analysisPanel_ = new widgets::AnalysisPanel(this);
+  tabs_->addTab(analysisPanel_, tr("Analysis"));
   tabs_->addTab(new PlaceholderPanel(
                     tr("Pruning"),
                     tr("Turn a calibration run into a pruned model with SparseGPT, Wanda or magnitude, "
@@ -220,6 +213,42 @@ void MainWindow::wireBenchmark() {
   });
 }
 
+void MainWindow::wireCalibration() {
+  calibrationController_ = new CalibrationController(&jobs_, this);
+  calibrationController_->attach(calibrationPanel_);
+  connect(calibrationController_, &CalibrationController::info, this, &MainWindow::logInfo);
+  connect(calibrationController_, &CalibrationController::error, this, [this](const QString& m) {
+    logError(m);
+    statusBar()->showMessage(m, 10000);
+  });
+  // A run written (complete, or kept incomplete) shows up in the browser.
+  connect(calibrationController_, &CalibrationController::runWritten, this, [this] {
+    if (!workspace_.isEmpty()) openWorkspace(workspace_);
+  });
+  // The model loaded in the Model panel is the one to calibrate by default.
+  connect(modelController_, &ModelController::modelLoaded, calibrationPanel_,
+          [this](const widgets::ModelSummary& s) { calibrationPanel_->setModelDir(s.dir); });
+  // An incomplete calibration selected in the browser is what Resume continues.
+  connect(browser_, &widgets::RunBrowser::runSelected, this, [this](const QString& path) {
+    for (const widgets::RunRow& r : browser_->model()->rows())
+      if (r.path == path && r.kind == QLatin1String("calibration") && r.status == QLatin1String("incomplete"))
+        calibrationPanel_->setResumePath(path);
+  });
+}
+
+void MainWindow::wireAnalysis() {
+  analysisController_ = new AnalysisController(&jobs_, this);
+  analysisController_->attach(analysisPanel_);
+  connect(analysisController_, &AnalysisController::info, this, &MainWindow::logInfo);
+  connect(analysisController_, &AnalysisController::error, this, [this](const QString& m) {
+    logError(m);
+    statusBar()->showMessage(m, 10000);
+  });
+  connect(analysisController_, &AnalysisController::runWritten, this, [this] {
+    if (!workspace_.isEmpty()) openWorkspace(workspace_);
+  });
+}
+
 void MainWindow::restoreState() {
   if (const QByteArray g = settings_->windowGeometry(); !g.isEmpty()) restoreGeometry(g);
   if (const QByteArray s = settings_->windowState(); !s.isEmpty()) QMainWindow::restoreState(s);
@@ -258,6 +287,10 @@ JobId MainWindow::openWorkspace(const QString& dir) {
   workspace_ = dir;
   browser_->setWorkspace(dir);
   if (persist_) settings_->setWorkspace(dir);
+  calibrationController_->setWorkspace(dir);
+  calibrationPanel_->setOutputDir(dir);
+  analysisPanel_->setWorkspace(dir);
+  analysisController_->setWorkspace(dir);
   const JobId id = jobs_.startTyped<WorkspaceScan>(
       tr("Scan workspace"), [dir](const sdw::ProgressFn& p) { return scanWorkspace(dir, p); });
   scanJob_ = id;

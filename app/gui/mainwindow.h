@@ -12,6 +12,8 @@ class QTabWidget;
 class QLabel;
 
 namespace sdw::widgets {
+class AnalysisPanel;
+class CalibrationPanel;
 class BenchmarkPanel;
 class JobsView;
 class LogView;
@@ -21,6 +23,8 @@ class RunBrowser;
 
 namespace sdw::app {
 
+class AnalysisController;
+class CalibrationController;
 class BenchmarkController;
 class ModelController;
 
@@ -48,6 +52,10 @@ class MainWindow : public QMainWindow {
   widgets::LogView* logView() const { return logView_; }
   widgets::ModelPanel* modelPanel() const { return modelPanel_; }
   ModelController* modelController() const { return modelController_; }
+  widgets::CalibrationPanel* calibrationPanel() const { return calibrationPanel_; }
+  CalibrationController* calibrationController() const { return calibrationController_; }
+  widgets::AnalysisPanel* analysisPanel() const { return analysisPanel_; }
+  AnalysisController* analysisController() const { return analysisController_; }
   widgets::BenchmarkPanel* benchmarkPanel() const { return benchmarkPanel_; }
   BenchmarkController* benchmarkController() const { return benchmarkController_; }
   QString workspace() const { return workspace_; }
@@ -62,6 +70,8 @@ class MainWindow : public QMainWindow {
   void buildDocks();
   void wireJobs();
   void wireModel();
+  void wireCalibration();
+  void wireAnalysis();
   void wireBenchmark();
   void restoreState();
   void logInfo(const QString& m);
@@ -77,6 +87,10 @@ class MainWindow : public QMainWindow {
   widgets::LogView* logView_ = nullptr;
   widgets::ModelPanel* modelPanel_ = nullptr;
   ModelController* modelController_ = nullptr;
+  widgets::CalibrationPanel* calibrationPanel_ = nullptr;
+  CalibrationController* calibrationController_ = nullptr;
+  widgets::AnalysisPanel* analysisPanel_ = nullptr;
+  AnalysisController* analysisController_ = nullptr;
   widgets::BenchmarkPanel* benchmarkPanel_ = nullptr;
   BenchmarkController* benchmarkController_ = nullptr;
   QLabel* deviceLabel_ = nullptr;

@@ -1,0 +1,76 @@
+#pragma once
+// Runs calibrations for the Calibration panel: the memory/disk estimate of
+// the panel's settings (gpu::estimateCalibration on the model's config.json,
+// and the output volume's free space), runCalibration as a job
+// ("Calibration", progress in tokens of the budget, cancellable: the engine
+// keeps the run under its final name, marked incomplete), and resuming an
+// incomplete run. The panel's tokens/s chart gets at most two points a second.
+
+#include "app/jobmanager.h"
+#include "widgets/calibrationpanel.h"
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QPointer>
+#include <QString>
+
+namespace sdw::app {
+
+// The corpus and prompt files shipped with the sample model.
+QString sampleCorpusFile();
+QString samplePromptsFile();
+
+class CalibrationController : public QObject {
+  Q_OBJECT
+ public:
+  explicit CalibrationController(JobManager* jobs, QObject* parent = nullptr);
+  ~CalibrationController() override;
+
+  // Connects a panel both ways, gives it the sample defaults and CUDA state.
+  void attach(widgets::CalibrationPanel* panel);
+  // New runs go here by default.
+  void setWorkspace(const QString& dir);
+
+  // What the run would take; synchronous and cheap (reads config.json).
+  widgets::CalibrationEstimateView estimate(const widgets::CalibrationForm& form) const;
+
+  // Starts a calibration job; 0 (with runEnded saying why) when one is running.
+  JobId start(const widgets::CalibrationForm& form);
+  // Continues an incomplete run to its budget.
+  JobId resume(const QString& path);
+  void cancel();
+
+  bool isRunning() const { return job_ != 0; }
+  JobId job() const { return job_; }
+  QString runPath() const { return path_; }
+
+ Q_SIGNALS:
+  void estimateReady(const sdw::widgets::CalibrationEstimateView& estimate);
+  void runStarted(const QString& what, qint64 budget);
+  void runProgress(double done, double total, double rate, double elapsed, const QString& stage);
+  void runEnded(const QString& message, sdw::widgets::CalibrationPanel::Outcome outcome);
+  // An incomplete run that can be resumed (after a cancel or a failure).
+  void resumable(const QString& path);
+  // A run file was written or changed (complete or kept incomplete).
+  void runWritten(const QString& path);
+  void info(const QString& message);
+  void error(const QString& message);
+
+ private:
+  void onFinished(JobId id, const QVariant& result);
+  void onFailed(JobId id, const QString& message);
+  void onCancelled(JobId id);
+  void onProgress(const JobUpdate& u);
+  void keptIncomplete(const QString& reason);
+
+  QPointer<JobManager> jobs_;
+  QString workspace_;
+  JobId job_ = 0;
+  QString path_;          // the run being written
+  double lastDone_ = 0;
+  double lastTotal_ = 0;
+  QElapsedTimer clock_;
+  qint64 lastChartMs_ = -1000;
+};
+
+}  // namespace sdw::app

@@ -1,0 +1,310 @@
+// The Analysis panel's epsilon part offscreen, driven through its
+// controller on small calibration fixtures written with RunWriter in the
+// calibration layout: the summary line and every module's eps against
+// gpu::analyzeEpsilon run directly, the per-module model under
+// QAbstractItemModelTester, the scatter's CSV (one row per module), hover
+// text, module selection -> spectra, the saved analysis run reopened side by
+// side, and clear errors.
+
+#include "app/gui/analysiscontroller.h"
+#include "app/jobmanager.h"
+#include "core/runstore.h"
+#include "gpu/epsilon_analysis.h"
+#include "widgets/analysispanel.h"
+#include "widgets/epsilondata.h"
+#include "widgets/epsilonmodulemodel.h"
+#include "widgets/epsilonpage.h"
+#include "widgets/epsilonplots.h"
+
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QFileInfo>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+using sdw::app::AnalysisController;
+using sdw::app::JobManager;
+using sdw::widgets::AnalysisPanel;
+using sdw::widgets::EpsilonData;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace rs = sdw::runstore;
+
+struct ToyInput {
+  std::string name, modules;
+  int layer, dIn;
+};
+
+// Three decoder layers of a toy model: q/k/v share an input, gate/up share one.
+std::vector<ToyInput> toyModel() {
+  std::vector<ToyInput> out;
+  for (int l = 0; l < 3; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    out.push_back({p + "self_attn.q_proj", "q_proj,k_proj,v_proj", l, 10});
+    out.push_back({p + "self_attn.o_proj", "o_proj", l, 10});
+    out.push_back({p + "mlp.gate_proj", "gate_proj,up_proj", l, 10});
+    out.push_back({p + "mlp.down_proj", "down_proj", l, 16});
+  }
+  return out;
+}
+
+// x_t = (A + distortion * B) z_t with A, B fixed per input name (so runs of
+// different sources share structure) and z ~ N(0, I) seeded per run.
+void writeCalibration(const fs::path& path, const std::string& source, double distortion, unsigned seed,
+                      std::int64_t tokens = 400) {
+  sdw::Provenance prov = sdw::Provenance::capture();
+  prov.modelId = "toy";
+  rs::RunWriter w = rs::RunWriter::create(path, prov, "calibration");
+  w.createGroup("/calibration");
+  w.setStringAttribute("/calibration", "source", source);
+  w.setStringAttribute("/calibration", "capture", source == "fixed" ? "teacher-forced" : "reforward");
+  w.setIntAttribute("/calibration", "token_budget", tokens);
+  w.setIntAttribute("/calibration", "tokens_collected", tokens);
+  w.setStringAttribute("/calibration", "model_dir", "toy");
+  w.setStringAttribute("/calibration", "storage", "full");
+  for (const ToyInput& in : toyModel()) {
+    const int d = in.dIn;
+    std::seed_seq structure(in.name.begin(), in.name.end());
+    std::mt19937 srng(structure);
+    std::mt19937 rng(seed * 7919u + static_cast<unsigned>(in.layer * 31 + d));
+    std::normal_distribution<double> nd(0.0, 1.0);
+    std::vector<double> m(static_cast<std::size_t>(d) * static_cast<std::size_t>(d));
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < d; ++j) m[std::size_t(i) * d + j] = nd(srng) * std::pow(10.0, -1.0 * j / d);
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < d; ++j) m[std::size_t(i) * d + j] += distortion * 0.3 * nd(srng);
+    const auto n = static_cast<std::size_t>(d);
+    std::vector<double> xtx(n * n, 0.0), x(n), z(n);
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      for (auto& v : z) v = nd(rng);
+      for (int i = 0; i < d; ++i) {
+        double s = 0;
+        for (int j = 0; j < d; ++j) s += m[std::size_t(i) * d + j] * z[std::size_t(j)];
+        x[std::size_t(i)] = s;
+      }
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) xtx[std::size_t(i) * d + j] += x[std::size_t(i)] * x[std::size_t(j)];
+    }
+    std::vector<float> f(xtx.size()), sq(n);
+    for (std::size_t i = 0; i < xtx.size(); ++i) f[i] = static_cast<float>(xtx[i]);
+    for (int i = 0; i < d; ++i) sq[std::size_t(i)] = f[std::size_t(i) * d + i];
+    const std::string g = "/calibration/inputs/" + in.name;
+    w.createGroup(g);
+    w.setStringAttribute(g, "modules", in.modules);
+    w.setIntAttribute(g, "layer", in.layer);
+    w.setIntAttribute(g, "d_in", d);
+    w.setIntAttribute(g, "tokens", tokens);
+    w.writeDataset(g + "/xtx", f, {hsize_t(d), hsize_t(d)});
+    w.writeDataset(g + "/sum_sq", sq, {hsize_t(d)});
+  }
+  w.commit();
+}
+
+QPushButton* button(QWidget* w, const char* name) { return w->findChild<QPushButton*>(QLatin1String(name)); }
+
+}  // namespace
+
+class TestAnalysisPanel : public QObject {
+  Q_OBJECT
+ private:
+  QTemporaryDir dir_;
+  QString reference_, fixed_, ar_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<AnalysisPanel> panel_;
+  std::unique_ptr<AnalysisController> controller_;
+  std::unique_ptr<QAbstractItemModelTester> tester_;
+  sdw::gpu::EpsilonResult expected_;
+  QString written_;
+
+  QString path(const char* name) const { return dir_.filePath(QLatin1String(name)); }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    reference_ = path("reference-heldout.sdw.h5");
+    fixed_ = path("calib-fixed.sdw.h5");
+    ar_ = path("calib-ar.sdw.h5");
+    writeCalibration(reference_.toStdString(), "ar", 0.0, 1);
+    writeCalibration(fixed_.toStdString(), "fixed", 1.0, 2);
+    writeCalibration(ar_.toStdString(), "ar", 0.25, 3);
+
+    sdw::gpu::EpsilonSettings s;
+    s.reference = reference_.toStdString();
+    s.runs = {fixed_.toStdString(), ar_.toStdString()};
+    s.k = 64;
+    expected_ = sdw::gpu::analyzeEpsilon(s);
+    QVERIFY(expected_.summary.modules > 0);
+
+    jobs_ = std::make_unique<JobManager>();
+    jobs_->setProgressInterval(5);
+    panel_ = std::make_unique<AnalysisPanel>();
+    panel_->resize(1400, 900);
+    panel_->show();
+    tester_ = std::make_unique<QAbstractItemModelTester>(panel_->page()->moduleModel(),
+                                                         QAbstractItemModelTester::FailureReportingMode::QtTest);
+    controller_ = std::make_unique<AnalysisController>(jobs_.get());
+    controller_->attach(panel_.get());
+  }
+
+  void cleanupTestCase() {
+    controller_.reset();
+    jobs_->waitForDone(10000);
+    tester_.reset();
+    panel_.reset();
+    jobs_.reset();
+  }
+
+  void workspaceDefaults() {
+    QSignalSpy found(controller_.get(), &AnalysisController::inputsFound);
+    controller_->setWorkspace(dir_.path());
+    QVERIFY(found.wait(20000));
+    QCOMPARE(panel_->referencePath(), reference_);
+    QCOMPARE(panel_->fixedTextPath(), fixed_);
+    QCOMPARE(panel_->arPath(), ar_);
+    QCOMPARE(panel_->k(), 64);
+    QCOMPARE(panel_->innerTabs()->tabText(1), QStringLiteral("Drift"));
+  }
+
+  void analyzeFillsSummary() {
+    QSignalSpy ready(controller_.get(), &AnalysisController::analysisReady);
+    QSignalSpy written(controller_.get(), &AnalysisController::runWritten);
+    QPushButton* analyze = button(panel_.get(), "analyze");
+    QVERIFY(analyze && analyze->isEnabled());
+    analyze->click();
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(ready.first().at(1).toInt(), 0);
+    QCOMPARE(written.count(), 1);
+    written_ = written.first().at(0).toString();
+    QVERIFY(QFileInfo::exists(written_));
+    QTRY_VERIFY(!panel_->isBusy());
+
+    const EpsilonData& d = panel_->page()->data();
+    QCOMPARE(d.cLabel, QStringLiteral("C4"));
+    QCOMPARE(d.arLabel, QStringLiteral("AR"));
+    QCOMPARE(d.summaryModules, expected_.summary.modules);
+    QCOMPARE(d.summaryArLower, expected_.summary.arLower);
+    const QString summary = panel_->page()->summaryText();
+    const QString share = QString::number(expected_.summary.shareArLower * 100.0, 'f', 1) + QLatin1Char('%');
+    QVERIFY2(summary.startsWith(QStringLiteral("AR lower on ") + share), qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("median ratio ") + sdw::widgets::formatEps(expected_.summary.medianRatio)),
+             qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("(%1 of %2)").arg(expected_.summary.arLower).arg(expected_.summary.modules)),
+             qPrintable(summary));
+
+    // every module's numbers, in forward order
+    const int num = expected_.summary.numeratorRun, den = expected_.summary.denominatorRun;
+    QCOMPARE(num, 0);
+    QCOMPARE(den, 1);
+    QCOMPARE(d.modules.size(), qsizetype(expected_.modules.size()));
+    QCOMPARE(d.modules.size(), qsizetype(3 * 7));
+    for (int i = 0; i < d.modules.size(); ++i) {
+      const auto& e = expected_.modules[std::size_t(i)];
+      QCOMPARE(d.modules[i].module, QString::fromStdString(e.module));
+      QCOMPARE(d.modules[i].epsC, e.eps[std::size_t(num)]);
+      QCOMPARE(d.modules[i].epsAR, e.eps[std::size_t(den)]);
+      QCOMPARE(d.modules[i].ratio, e.ratio);
+    }
+    // the table shows them
+    auto* model = panel_->page()->moduleModel();
+    QCOMPARE(model->rowCount(), int(expected_.modules.size()));
+    QCOMPARE(model->data(model->index(0, sdw::widgets::EpsilonModuleModel::EpsC), Qt::UserRole).toDouble(),
+             expected_.modules[0].eps[0]);
+    QCOMPARE(model->headerData(sdw::widgets::EpsilonModuleModel::EpsAR, Qt::Horizontal).toString(),
+             QStringLiteral("eps(AR)"));
+  }
+
+  void scatterCsvHasOneRowPerModule() {
+    auto* scatter = panel_->page()->scatter();
+    const QString csv = path("scatter.csv");
+    QCOMPARE(scatter->exportTo(csv), QString());
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + int(expected_.modules.size()));
+    QCOMPARE(lines.first(), QStringLiteral("module,layer,input,eps_c,eps_ar,ratio"));
+    const QStringList row = lines.at(1).split(QLatin1Char(','));
+    QCOMPARE(row.at(0), QString::fromStdString(expected_.modules[0].module));
+    QCOMPARE(row.at(3).toDouble(), expected_.modules[0].eps[0]);
+    QCOMPARE(scatter->pointCount(), int(expected_.modules.size()));
+    // PNG export too
+    QCOMPARE(scatter->exportTo(path("scatter.png")), QString());
+    QVERIFY(QFileInfo(path("scatter.png")).size() > 1000);
+    QCOMPARE(panel_->page()->bars()->exportTo(path("bars.csv")), QString());
+  }
+
+  void hoverShowsNearestModule() {
+    auto* scatter = panel_->page()->scatter();
+    QTest::qWait(100);  // the queued replot lays the axes out
+    const int m = 5;
+    const QPoint px = scatter->pixelOf(m);
+    const QString tip = scatter->hoverTextAt(px);
+    // modules sharing an input share the point: the tip names one of them
+    const QString input = panel_->page()->data().inputs[panel_->page()->data().modules[m].input].name;
+    QVERIFY2(!tip.isEmpty(), qPrintable(QStringLiteral("%1,%2").arg(px.x()).arg(px.y())));
+    QVERIFY2(tip.contains(input.left(input.lastIndexOf(QLatin1Char('.')))), qPrintable(tip));
+    QVERIFY(tip.contains(sdw::widgets::formatEps(expected_.modules[std::size_t(m)].eps[0])));
+    QCOMPARE(scatter->hoverTextAt(QPoint(-500, -500)), QString());
+  }
+
+  void selectingModuleShowsSpectra() {
+    auto* page = panel_->page();
+    auto* view = page->moduleView();
+    const int target = 17;  // layer 2 down_proj or so: anything but the first
+    const QModelIndex src = page->moduleModel()->index(target, 0);
+    // the view's model is a sort proxy; select through it
+    const QModelIndex idx = view->model()->index(target, 0);
+    view->setCurrentIndex(idx);
+    QCOMPARE(page->selectedModule(), target);
+    const auto& m = page->data().modules[target];
+    QCOMPARE(page->spectrum()->inputName(), page->data().inputs[m.input].name);
+    QCOMPARE(src.data().toString(), m.module);
+    // three curves: H_D, H_C4, H_AR
+    QCOMPARE(page->spectrum()->seriesCount(), 3);
+    const QString csv = page->spectrum()->toCsv();
+    QVERIFY(csv.contains(QStringLiteral("H_D (reference)")));
+    QVERIFY(csv.contains(QStringLiteral("H_AR")));
+  }
+
+  void compareOpensSecondAnalysis() {
+    QSignalSpy ready(controller_.get(), &AnalysisController::analysisReady);
+    controller_->open(written_, AnalysisPanel::Comparison);
+    QVERIFY(ready.wait(20000));
+    QCOMPARE(ready.first().at(1).toInt(), int(AnalysisPanel::Comparison));
+    QVERIFY(panel_->isComparing());
+    QCOMPARE(panel_->page(AnalysisPanel::Comparison)->summaryText(), panel_->page()->summaryText());
+    QCOMPARE(panel_->page(AnalysisPanel::Comparison)->data().modules.size(), panel_->page()->data().modules.size());
+    button(panel_.get(), "closeComparison")->click();
+    QVERIFY(!panel_->isComparing());
+  }
+
+  void errorsAreClear() {
+    QSignalSpy ended(controller_.get(), &AnalysisController::analysisEnded);
+    panel_->setRunPaths(QString(), fixed_, ar_);
+    button(panel_.get(), "analyze")->click();
+    QCOMPARE(ended.count(), 1);
+    QCOMPARE(ended.first().at(1).toBool(), true);
+    QVERIFY2(panel_->statusText().contains(QStringLiteral("reference")), qPrintable(panel_->statusText()));
+
+    ended.clear();
+    panel_->setRunPaths(reference_, path("missing.sdw.h5"), ar_);
+    button(panel_.get(), "analyze")->click();
+    QVERIFY(ended.wait(20000));
+    QCOMPARE(ended.first().at(1).toBool(), true);
+    QVERIFY2(panel_->statusText().contains(QStringLiteral("missing.sdw.h5")), qPrintable(panel_->statusText()));
+    // the previous analysis stays on display
+    QCOMPARE(panel_->page()->data().modules.size(), qsizetype(expected_.modules.size()));
+  }
+};
+
+QTEST_MAIN(TestAnalysisPanel)
+#include "test_analysis_panel.moc"

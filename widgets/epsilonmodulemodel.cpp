@@ -1,0 +1,58 @@
+#include "widgets/epsilonmodulemodel.h"
+
+namespace sdw::widgets {
+
+void EpsilonModuleModel::setData(const EpsilonData& data) {
+  beginResetModel();
+  rows_ = data.modules;
+  cLabel_ = data.cLabel.isEmpty() ? QStringLiteral("C") : data.cLabel;
+  arLabel_ = data.arLabel;
+  endResetModel();
+  Q_EMIT headerDataChanged(Qt::Horizontal, 0, ColumnCount - 1);
+}
+
+const EpsilonModuleData* EpsilonModuleModel::rowAt(int r) const {
+  return (r >= 0 && r < rows_.size()) ? &rows_[r] : nullptr;
+}
+
+int EpsilonModuleModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int EpsilonModuleModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant EpsilonModuleModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const EpsilonModuleData& r = rows_[index.row()];
+  const auto number = [&](double v) -> QVariant {
+    if (role == Qt::DisplayRole) return formatEps(v);
+    return v;
+  };
+  if (role == InputRole) return r.input;
+  if (role == Qt::TextAlignmentRole)
+    return index.column() == Module ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+  if (role == Qt::ToolTipRole && index.column() == Module) return r.module;
+  if (role != Qt::DisplayRole && role != ValueRole) return {};
+  switch (index.column()) {
+    case Module: return role == Qt::DisplayRole ? r.module : QVariant(r.module);
+    case Layer: return r.layer;
+    case EpsC: return number(r.epsC);
+    case EpsAR: return number(r.epsAR);
+    case Ratio: return number(r.ratio);
+    default: return {};
+  }
+}
+
+QVariant EpsilonModuleModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
+  switch (section) {
+    case Module: return tr("Module");
+    case Layer: return tr("Layer");
+    case EpsC: return tr("eps(%1)").arg(cLabel_);
+    case EpsAR: return arLabel_.isEmpty() ? tr("eps(–)") : tr("eps(%1)").arg(arLabel_);
+    case Ratio: return tr("ratio");
+    default: return {};
+  }
+}
+
+}  // namespace sdw::widgets
