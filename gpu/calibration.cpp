@@ -438,17 +438,19 @@ class Run {
     w.setIntAttribute(kCal, "generated_tokens", persistedGenerated_);
   }
 
+  // Per-generation columns are short: small chunks keep a small run small
+  // (the automatic 128 KiB chunk would dominate a run of a few dozen rows).
   template <typename T>
-  void appendOrCreate(const std::string& path, const std::vector<T>& data) {
+  void appendOrCreate(const std::string& path, const std::vector<T>& data, hsize_t chunk = 1024) {
     if (data.empty() && writer_->exists(path)) return;
     if (writer_->exists(path)) writer_->append(path, data);
-    else writer_->writeDataset(path, data, {static_cast<hsize_t>(data.size())}, rs::DatasetOptions::appendable());
+    else writer_->writeDataset(path, data, {static_cast<hsize_t>(data.size())}, rs::DatasetOptions{true, {chunk}, 0});
   }
   void appendOrCreateStrings(const std::string& path, const std::vector<std::string>& data) {
     if (writer_->exists(path)) {
       if (!data.empty()) writer_->appendStrings(path, data);
     } else {
-      writer_->writeStrings(path, data, rs::DatasetOptions::appendable());
+      writer_->writeStrings(path, data, rs::DatasetOptions{true, {256}, 0});
     }
   }
 
@@ -493,11 +495,11 @@ class Run {
     const std::string g = kGen;
     appendOrCreateStrings(g + "/prompt_id", ids);
     appendOrCreateStrings(g + "/prompt_text", texts);
-    appendOrCreate(g + "/token_ids", tokens);
+    appendOrCreate(g + "/token_ids", tokens, 16384);
     appendOrCreate(g + "/offsets", offsets);
     appendOrCreate(g + "/prompt_tokens", promptTokens);
     appendOrCreateStrings(g + "/text", outs);
-    appendOrCreate(g + "/prompt_token_ids", promptIds);
+    appendOrCreate(g + "/prompt_token_ids", promptIds, 4096);
     appendOrCreate(g + "/prompt_offsets", promptOffsets);
     appendOrCreate(g + "/prefill_counted", prefill);
     appendOrCreate(g + "/decode_counted", decode);

@@ -2,6 +2,7 @@
 // or from the dense model's own decoding into a run file, with the disk and
 // memory estimate first, progress on stderr, Ctrl-C keeping a resumable run.
 
+#include "app/cli/cli_util.h"
 #include "app/cli/command.h"
 #include "core/progress.h"
 #include "gpu/calibration.h"
@@ -10,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
-#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -36,23 +36,6 @@ double getDouble(const Args& a, const std::string& name, double fallback) {
   } catch (const std::exception&) {
     throw UsageError("--" + name + " expects a number, got '" + v + "'");
   }
-}
-
-std::string human(std::uint64_t bytes) {
-  char buf[64];
-  const auto b = static_cast<double>(bytes);
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", b / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  return buf;
-}
-
-std::string duration(double s) {
-  char buf[64];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%.0fh%02.0fm", std::floor(s / 3600), std::floor(std::fmod(s, 3600) / 60));
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%.0fm%02.0fs", std::floor(s / 60), std::fmod(s, 60));
-  else std::snprintf(buf, sizeof buf, "%.0fs", s);
-  return buf;
 }
 
 gpu::CalibrationSettings settingsFrom(const Args& a) {
@@ -91,10 +74,10 @@ gpu::CalibrationSettings settingsFrom(const Args& a) {
 void printEstimate(std::FILE* f, const gpu::CalibrationEstimate& e, const gpu::CalibrationSettings& s) {
   std::fprintf(f, "estimate: %d shared inputs (sum of d_in %lld)\n", e.inputs, static_cast<long long>(e.sumDIn));
   std::fprintf(f, "  device memory: %s accumulators (fp32 xtx + sum_sq) + %s staging + %s weights = %s (activations not counted)\n",
-               human(e.accumulatorBytes).c_str(), human(e.bufferBytes).c_str(), human(e.modelBytes).c_str(),
-               human(e.deviceBytes).c_str());
+               humanBytes(e.accumulatorBytes).c_str(), humanBytes(e.bufferBytes).c_str(), humanBytes(e.modelBytes).c_str(),
+               humanBytes(e.deviceBytes).c_str());
   std::fprintf(f, "  run file: %s with --store full, %s with --store topk (k = %d); this run: %s\n",
-               human(e.fileBytesFull).c_str(), human(e.fileBytesTopk).c_str(), s.topK, human(e.fileBytes).c_str());
+               humanBytes(e.fileBytesFull).c_str(), humanBytes(e.fileBytesTopk).c_str(), s.topK, humanBytes(e.fileBytes).c_str());
 }
 
 nlohmann::json estimateJson(const gpu::CalibrationEstimate& e) {
@@ -148,7 +131,7 @@ int runCalibrate(const Args& a) {
       lastPrint = now;
       std::fprintf(stderr, "calibrate: %.0f / %.0f tokens (%.1f%%), %.0f tokens/s, ETA %s  [%s]\n", p.done, p.total,
                    st.fraction >= 0 ? 100.0 * st.fraction : 0.0, st.ratePerSecond,
-                   st.etaSeconds ? duration(*st.etaSeconds).c_str() : "?", p.stage.c_str());
+                   st.etaSeconds ? humanDuration(*st.etaSeconds).c_str() : "?", p.stage.c_str());
     }
     return !gInterrupted.load();
   };
@@ -194,7 +177,7 @@ int runCalibrate(const Args& a) {
   std::printf("inputs:          %d\n", r.inputs);
   std::printf("time:            %.1f s (%.0f tokens/s; generation %.1f s, teacher-forced passes %.1f s)\n", r.seconds,
               r.tokensPerSecond, r.generateSeconds, r.forwardSeconds);
-  std::printf("file:            %s\n", human(r.fileBytes).c_str());
+  std::printf("file:            %s\n", humanBytes(r.fileBytes).c_str());
   return 0;
 }
 
