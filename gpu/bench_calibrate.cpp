@@ -78,6 +78,15 @@ CalibrateBenchResult runCalibrateBench(const CalibrateBenchOptions& o, const Pro
   if (o.device != "cpu" && !deviceInfo().cudaAvailable) throw std::runtime_error("no GPU: " + deviceInfo().reason);
   if (o.tokens < 1 || o.exactTokens < 1 || o.batch < 1 || o.exactBatch < 1 || o.promptTokens < 1 || o.maxNewTokens < 2)
     throw std::invalid_argument("bench calibrate: tokens, batches and prompt length must be >= 1, max new tokens >= 2");
+  // Whole batches only: a partly counted last batch would still pay for every
+  // step it generates. Without stop tokens each generation reads back
+  // maxNewTokens - 1 tokens.
+  const auto wholeBatches = [&](std::int64_t target, int batch) {
+    const std::int64_t per = static_cast<std::int64_t>(batch) * (o.maxNewTokens - 1);
+    return std::max<std::int64_t>(1, (target + per / 2) / per) * per;
+  };
+  const std::int64_t reforwardTokens = wholeBatches(o.tokens, o.batch);
+  const std::int64_t exactTokens = wholeBatches(o.exactTokens, o.exactBatch);
   CalibrateBenchResult r;
   r.configName = o.configName;
   r.dtype = canonicalDtype(o.dtype);
@@ -105,11 +114,11 @@ CalibrateBenchResult runCalibrateBench(const CalibrateBenchOptions& o, const Pro
   }
   if (o.reforward) {
     StatsAccumulator acc(o.config, dev);
-    r.captures.push_back(measure(*model, o, "reforward", o.batch, o.tokens, acc, false, progress).result);
+    r.captures.push_back(measure(*model, o, "reforward", o.batch, reforwardTokens, acc, false, progress).result);
   }
   if (o.exact) {
     StatsAccumulator acc(o.config, dev);
-    auto m = measure(*model, o, "exact", o.exactBatch, o.exactTokens, acc, o.checkAgreement, progress);
+    auto m = measure(*model, o, "exact", o.exactBatch, exactTokens, acc, o.checkAgreement, progress);
     r.captures.push_back(m.result);
     if (o.checkAgreement) {
       // The same generations, re-forwarded: the two modes must give the same sums.

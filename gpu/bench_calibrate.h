@@ -21,8 +21,9 @@ struct CalibrateBenchOptions {
   std::string configName;
   std::string device = "cuda";
   std::string dtype = "bfloat16";
-  std::int64_t tokens = 2048;       // decode tokens measured with re-forward capture
-  std::int64_t exactTokens = 256;   // decode tokens measured with exact capture
+  // Decode tokens to measure, rounded to whole batches of batch x (maxNewTokens - 1).
+  std::int64_t tokens = 2048;       // re-forward capture
+  std::int64_t exactTokens = 256;   // exact capture
   int batch = 16;                   // prompts per generation call, re-forward
   int exactBatch = 1;               // prompts per generation call, exact
   int promptTokens = 32;            // random prompt length

@@ -107,8 +107,8 @@ const RegisterBenchMode regCalibrate{BenchMode{
     "bench calibrate [--config llama3-8b|NAME|FILE] [--tokens 2048] [--exact-tokens 256] [--batch 16] "
     "[--exact-batch 1] [--capture exact|reforward|both] [--device cuda|cpu] [--json]",
     {{"config", "NAME|FILE", "model shape: llama3-8b, a name in resources/configs/ or a config.json", ""},
-     {"tokens", "N", "decode tokens measured with re-forward capture", "2048"},
-     {"exact-tokens", "N", "decode tokens measured with exact capture", "256"},
+     {"tokens", "N", "decode tokens measured with re-forward capture (rounded to whole batches)", "2048"},
+     {"exact-tokens", "N", "decode tokens measured with exact capture (rounded to whole batches)", "256"},
      {"batch", "N", "prompts per generation call (re-forward)", "16"},
      {"exact-batch", "N", "prompts per generation call (exact)", "1"},
      {"max-new-tokens", "N", "tokens generated per prompt", "128"},
