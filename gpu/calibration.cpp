@@ -542,7 +542,10 @@ class Run {
       writeInputAttributes(in);
       const std::string g = inputGroup(in.name);
       const std::int64_t k = std::min<std::int64_t>(s_.topK, in.dIn);
-      const at::Tensor h = in.xtx.to(at::kDouble) / static_cast<double>(std::max<std::int64_t>(in.tokens, 1));
+      // float64 where it is cheap; above 4096 columns float32 (an 8B's 14336-wide
+      // down_proj input would take minutes per matrix in float64).
+      const auto type = in.dIn <= 4096 ? at::kDouble : at::kFloat;
+      const at::Tensor h = in.xtx.to(type) / static_cast<double>(std::max<std::int64_t>(in.tokens, 1));
       const auto [vals, vecs] = at::linalg_eigh(h, "L");       // ascending; vecs columns
       const at::Tensor top = vals.flip({0}).narrow(0, 0, k);   // [k] descending
       const at::Tensor U = vecs.flip({1}).narrow(1, 0, k).t();  // [k, dIn]: rows are eigenvectors

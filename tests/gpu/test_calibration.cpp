@@ -221,6 +221,45 @@ class TestCalibration : public QObject {
     QCOMPARE(rd.readIntAttribute("/calibration/inputs/model.layers.5.mlp.down_proj", "d_in"), std::int64_t{768});
   }
 
+  void topkStorageHoldsTheLeadingEigenpairs() {
+    QTemporaryDir dir;
+    const auto full = tmpPath(dir, "full.sdw.h5"), topk = tmpPath(dir, "topk.sdw.h5");
+    auto s = fixedSettings(100);
+    (void)runCalibration(s, full);
+    s.storage = "topk";
+    s.topK = 16;
+    (void)runCalibration(s, topk);
+    const auto stats = readStats(full);
+    const auto r = rs::RunReader::open(topk);
+    QCOMPARE(r.readStringAttribute("/calibration", "storage"), std::string("topk"));
+    for (const auto& [name, st] : stats) {
+      const std::string g = "/calibration/inputs/" + name;
+      QVERIFY(!r.exists(g + "/xtx"));
+      const auto d = st.xtx.rows();
+      const auto vals = r.readFloat64(g + "/eigvals");
+      const auto vecs = r.readFloat64(g + "/eigvecs");
+      const auto diag = r.readFloat64(g + "/diag");
+      QCOMPARE(vals.shape, (std::vector<hsize_t>{16}));
+      QCOMPARE(vecs.shape, (std::vector<hsize_t>{16, static_cast<hsize_t>(d)}));
+      const Eigen::MatrixXd H = st.xtx / static_cast<double>(st.tokens);
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(H);  // ascending
+      const Eigen::MatrixXd U = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+          vecs.data.data(), 16, d);
+      for (int i = 0; i < 16; ++i) {
+        const double want = eig.eigenvalues()(d - 1 - i);
+        QVERIFY2(std::abs(vals.data[static_cast<std::size_t>(i)] - want) <= 1e-4 * eig.eigenvalues()(d - 1),
+                 qPrintable(QString("%1: eigenvalue %2: %3 vs %4").arg(name.c_str()).arg(i).arg(vals.data[static_cast<std::size_t>(i)]).arg(want)));
+        if (i > 0) QVERIFY(vals.data[static_cast<std::size_t>(i)] <= vals.data[static_cast<std::size_t>(i - 1)]);
+        // Row i is an eigenvector: H u = lambda u, |u| = 1.
+        const Eigen::VectorXd u = U.row(i).transpose();
+        QVERIFY(std::abs(u.norm() - 1) < 1e-4);
+        QVERIFY((H * u - vals.data[static_cast<std::size_t>(i)] * u).norm() <= 1e-3 * eig.eigenvalues()(d - 1));
+      }
+      const Eigen::VectorXd dg = Eigen::Map<const Eigen::VectorXd>(diag.data.data(), d);
+      QVERIFY((dg - st.xtx.diagonal()).norm() <= 1e-6 * st.xtx.diagonal().norm());
+    }
+  }
+
   void arDecodeOnlyCounts_data() {
     QTest::addColumn<QString>("capture");
     QTest::newRow("exact") << "exact";
