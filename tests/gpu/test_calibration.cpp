@@ -324,11 +324,17 @@ class TestCalibration : public QObject {
     QVERIFY(rel <= 1e-3);
   }
 
+  void includePrefillAddsPromptPositions_data() {
+    QTest::addColumn<QString>("capture");
+    QTest::newRow("exact") << "exact";
+    QTest::newRow("reforward") << "reforward";
+  }
   void includePrefillAddsPromptPositions() {
+    QFETCH(QString, capture);
     QTemporaryDir dir;
     const auto prompts = writePrompts(fs::path(dir.path().toStdString()));
     // One batch of all four prompts; its generation lengths fix the budgets.
-    auto s = arSettings(prompts, "reforward", 1);
+    auto s = arSettings(prompts, capture.toStdString(), 1);
     s.batch = 4;
     const auto pilot = tmpPath(dir, "pilot.sdw.h5");
     (void)runCalibration(s, pilot);
@@ -358,6 +364,26 @@ class TestCalibration : public QObject {
       const double e = relFro(st.xtx - sa.at(name).xtx, d.xtx.at(name));
       if (e > 1e-4) QFAIL(qPrintable(QString("%1: prefill difference off by %2").arg(name.c_str()).arg(e)));
     }
+  }
+
+  void crossModelWithItselfEqualsAr() {
+    // Generations of "another" model that is the same checkpoint: the
+    // teacher-forced pass must give the AR run's sums.
+    QTemporaryDir dir;
+    const auto prompts = writePrompts(fs::path(dir.path().toStdString()));
+    const auto a = tmpPath(dir, "ar.sdw.h5"), b = tmpPath(dir, "cross.sdw.h5");
+    auto s = arSettings(prompts, "reforward", 80);
+    (void)runCalibration(s, a);
+    s.source = "cross-model";
+    s.crossModel = kModel;
+    (void)runCalibration(s, b);
+    QCOMPARE(rs::RunReader::open(b).readStringAttribute("/calibration", "source"), std::string("cross-model"));
+    const auto ga = readGenerations(a), gb = readGenerations(b);
+    QCOMPARE(ga.size(), gb.size());
+    for (std::size_t i = 0; i < ga.size(); ++i) QCOMPARE(gb[i].tokens, ga[i].tokens);
+    QVERIFY(maxRelDiff(readStats(b), readStats(a)) <= 1e-6);
+    s.capture = "exact";
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, runCalibration(s, tmpPath(dir, "bad.sdw.h5")));
   }
 
   void cancelKeepsIncompleteAndResumeCompletes_data() {
