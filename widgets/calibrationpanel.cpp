@@ -317,6 +317,11 @@ QWidget* CalibrationPanel::buildRun() {
   p->yAxis->setLabel(tr("tokens counted / s"));
   p->xAxis->setRange(0, 10);
   p->yAxis->setRange(0, 1);
+  chartHint_ = new QCPItemText(p);
+  chartHint_->position->setType(QCPItemPosition::ptAxisRectRatio);
+  chartHint_->position->setCoords(0.5, 0.45);
+  chartHint_->setText(tr("Tokens counted per second of the running calibration appear here."));
+  chartHint_->setColor(QColor(120, 120, 120));
   chart_->enableHover([](const QString& name, int, double key, double value) {
     return QStringLiteral("%1 s: %2 %3").arg(key, 0, 'f', 1).arg(value, 0, 'f', 0).arg(name);
   });
@@ -458,6 +463,7 @@ void CalibrationPanel::beginRun(const QString& what, qint64 budget) {
   bar_->setFormat(tr("0 / %1 tokens").arg(tokensText(static_cast<double>(budget))));
   QCPGraph* g = chart_->plot()->graph(0);
   g->data()->clear();
+  chartHint_->setVisible(false);
   chart_->plot()->xAxis->setRange(0, 10);
   chart_->plot()->yAxis->setRange(0, 1);
   chart_->requestReplot();

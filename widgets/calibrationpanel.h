@@ -10,6 +10,7 @@
 #include <QString>
 #include <QWidget>
 
+class QCPItemText;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -150,6 +151,7 @@ class CalibrationPanel : public QWidget {
   QProgressBar* bar_ = nullptr;
   QLabel* status_ = nullptr;
   PlotView* chart_ = nullptr;
+  QCPItemText* chartHint_ = nullptr;
   QTimer* debounce_ = nullptr;
   QList<QWidget*> fixedOnly_, arOnly_, crossOnly_;
   QString outputDir_;

@@ -1,5 +1,7 @@
 #include "widgets/epsilonmodulemodel.h"
 
+#include <QRegularExpression>
+
 namespace sdw::widgets {
 
 void EpsilonModuleModel::setData(const EpsilonData& data) {
@@ -34,7 +36,14 @@ QVariant EpsilonModuleModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole && index.column() == Module) return r.module;
   if (role != Qt::DisplayRole && role != ValueRole) return {};
   switch (index.column()) {
-    case Module: return role == Qt::DisplayRole ? r.module : QVariant(r.module);
+    case Module: {
+      if (role != Qt::DisplayRole) return r.module;
+      // "model.layers.3.self_attn.q_proj" -> "self_attn.q_proj": the layer has its own column
+      static const QRegularExpression layerPrefix(QStringLiteral("^.*layers\\.\\d+\\."));
+      QString shown = r.module;
+      shown.remove(layerPrefix);
+      return shown;
+    }
     case Layer: return r.layer;
     case EpsC: return number(r.epsC);
     case EpsAR: return number(r.epsAR);

@@ -78,7 +78,9 @@ EpsilonPage::EpsilonPage(QWidget* parent) : QWidget(parent) {
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(20);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setSectionResizeMode(EpsilonModuleModel::Module, QHeaderView::Stretch);
+  table_->horizontalHeader()->setMinimumSectionSize(40);
   table_->setAlternatingRowColors(true);
 
   auto* top = new QSplitter(Qt::Horizontal, content);

@@ -65,6 +65,14 @@ void setLogAxis(QCPAxis* axis, bool log) {
 
 EpsilonBarsPlot::EpsilonBarsPlot(QWidget* parent) : PlotView(parent) {
   styleAxes(plot());
+  // The legend in a row of its own above the axes, so it never hides a bar.
+  QCustomPlot* lp = plot();
+  lp->plotLayout()->insertRow(0);
+  lp->plotLayout()->addElement(0, 0, lp->legend);
+  lp->plotLayout()->setRowStretchFactor(0, 0.001);
+  lp->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  lp->legend->setBorderPen(Qt::NoPen);
+  lp->legend->setMargins(QMargins(4, 0, 4, 0));
   plot()->yAxis->setLabel(tr("eps_k"));
   plot()->xAxis->setLabel(tr("layer  (bars per layer: q/k/v, o, gate/up, down)"));
   setCsvProvider([this] {
@@ -203,7 +211,13 @@ void EpsilonScatterPlot::setData(const EpsilonData& data) {
     pts.push_back({m.epsC, m.epsAR, i});
   }
   std::stable_sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
-  log_ = allPositive && !pts.isEmpty();
+  // Log axes only where they help: values over more than a decade or so.
+  double minV = 0, maxV = 0;
+  for (const Point& q : pts) {
+    minV = minV > 0 ? std::min({minV, q.x, q.y}) : std::min(q.x, q.y);
+    maxV = std::max({maxV, q.x, q.y});
+  }
+  log_ = allPositive && !pts.isEmpty() && maxV > 20 * minV;
   setLogAxis(p->xAxis, log_);
   setLogAxis(p->yAxis, log_);
 
@@ -269,7 +283,7 @@ void EpsilonScatterPlot::setData(const EpsilonData& data) {
 
   p->xAxis->setRange(lo, hi);
   p->yAxis->setRange(lo, hi);
-  p->legend->setVisible(!pts.isEmpty());
+  p->legend->setVisible(false);  // the panel's title names the diagonal; the legend would hide points
   requestReplot();
 }
 
