@@ -231,9 +231,10 @@ void AnalysisController::attach(widgets::AnalysisPanel* panel) {
           [this](const QString& path, int slot) { open(path, slot); });
   connect(panel, &widgets::AnalysisPanel::cancelRequested, this, &AnalysisController::cancel);
   connect(this, &AnalysisController::inputsFound, panel,
-          [panel](const QVector<widgets::RunChoice>& runs, const QString& ref, const QString& c, const QString& ar) {
+          [panel](const QVector<widgets::RunChoice>& runs, const QString& ref, const QString& c, const QString& ar,
+                  bool defaults) {
             panel->setCalibrationRuns(runs);
-            panel->setRunPaths(ref, c, ar);
+            if (defaults) panel->setRunPaths(ref, c, ar);
           });
   connect(this, &AnalysisController::analysisStarted, panel, &widgets::AnalysisPanel::beginAnalysis);
   connect(this, &AnalysisController::analysisProgress, panel, &widgets::AnalysisPanel::setProgress);
@@ -329,7 +330,9 @@ void AnalysisController::onFinished(JobId id, const QVariant& result) {
     scanJob_ = 0;
     const auto in = result.value<AnalysisInputs>();
     if (in.dir != workspace_) return;
-    Q_EMIT inputsFound(in.runs, in.reference, in.fixedText, in.ar);
+    const bool defaults = in.dir != defaultsDir_;
+    defaultsDir_ = in.dir;
+    Q_EMIT inputsFound(in.runs, in.reference, in.fixedText, in.ar, defaults);
     if (!shown_ && !in.analysis.isEmpty() && !openJob_ && !analyzeJob_) open(in.analysis);
   } else if (id == analyzeJob_ || id == openJob_) {
     const bool analyzed = id == analyzeJob_;

@@ -63,8 +63,10 @@ class AnalysisController : public QObject {
   bool isBusy() const { return analyzeJob_ != 0 || openJob_ != 0; }
 
  Q_SIGNALS:
+  // `defaults`: the workspace is new, so the pickers take the suggested runs;
+  // a rescan of the same workspace keeps what the user picked.
   void inputsFound(const QVector<sdw::widgets::RunChoice>& runs, const QString& reference,
-                   const QString& fixedText, const QString& ar);
+                   const QString& fixedText, const QString& ar, bool defaults);
   void analysisStarted(const QString& what);
   void analysisProgress(double fraction, const QString& text);
   void analysisReady(const sdw::widgets::EpsilonData& data, int slot);
@@ -83,6 +85,7 @@ class AnalysisController : public QObject {
   QPointer<JobManager> jobs_;
   QString workspace_;
   QString outputDir_;
+  QString defaultsDir_;  // the workspace whose defaults the pickers got
   JobId scanJob_ = 0;
   JobId analyzeJob_ = 0;
   JobId openJob_ = 0;

@@ -176,6 +176,14 @@ class TestAnalysisPanel : public QObject {
     QCOMPARE(panel_->arPath(), ar_);
     QCOMPARE(panel_->k(), 64);
     QCOMPARE(panel_->innerTabs()->tabText(1), QStringLiteral("Drift"));
+
+    // a rescan of the same workspace keeps what the user picked
+    panel_->setRunPaths(reference_, ar_, fixed_);
+    controller_->setWorkspace(dir_.path());
+    QVERIFY(found.wait(20000));
+    QCOMPARE(found.last().at(4).toBool(), false);
+    QCOMPARE(panel_->fixedTextPath(), ar_);
+    panel_->setRunPaths(reference_, fixed_, ar_);
   }
 
   void analyzeFillsSummary() {
