@@ -183,6 +183,7 @@ JobId CalibrationController::start(const widgets::CalibrationForm& form) {
   const gpu::CalibrationSettings s = toSettings(f);
   const fs::path out = toPath(f.output);
   path_ = f.output;
+  existedBefore_ = QFileInfo::exists(f.output) || QFileInfo::exists(f.output + QStringLiteral(".partial"));
   lastDone_ = 0;
   lastTotal_ = static_cast<double>(f.tokenBudget);
   clock_.start();
@@ -204,6 +205,7 @@ JobId CalibrationController::resume(const QString& path) {
     return 0;
   }
   path_ = path;
+  existedBefore_ = false;  // resuming: the file is the run itself
   lastDone_ = 0;
   lastTotal_ = 0;
   clock_.start();
@@ -252,6 +254,7 @@ void CalibrationController::onFinished(JobId id, const QVariant& result) {
 void CalibrationController::keptIncomplete(const QString& reason) {
   // The engine keeps a stopped run under its final name; a failure before the
   // first write leaves nothing (or only a .partial).
+  if (existedBefore_) return;  // e.g. refused because the name was taken
   const QString partial = path_ + QStringLiteral(".partial");
   const QString kept = QFileInfo::exists(path_) ? path_ : (QFileInfo::exists(partial) ? partial : QString());
   if (kept.isEmpty()) return;
@@ -272,7 +275,7 @@ void CalibrationController::onFailed(JobId id, const QString& message) {
 void CalibrationController::onCancelled(JobId id) {
   if (id == 0 || id != job_) return;
   job_ = 0;
-  const bool exists = QFileInfo::exists(path_);
+  const bool exists = !existedBefore_ && QFileInfo::exists(path_);
   const QString msg =
       exists ? tr("Cancelled: %1 is kept as an incomplete run (%2 of %3 tokens). Resume continues it.")
                    .arg(QFileInfo(path_).fileName(), tokens(lastDone_), tokens(lastTotal_))

@@ -67,6 +67,7 @@ class CalibrationController : public QObject {
   QString workspace_;
   JobId job_ = 0;
   QString path_;          // the run being written
+  bool existedBefore_ = false;  // a file of that name was there already (not ours to offer)
   double lastDone_ = 0;
   double lastTotal_ = 0;
   QElapsedTimer clock_;

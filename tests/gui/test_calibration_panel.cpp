@@ -182,6 +182,17 @@ class TestCalibrationPanel : public QObject {
     QCOMPARE(r.readIntAttribute("/calibration", "tokens_collected"), std::int64_t(300));
     QCOMPARE(r.readStringAttribute("/calibration", "source"), std::string("fixed"));
     QVERIFY(!panel_->isRunning());
+
+    // the same output again: refused, and the complete run is not offered for resume
+    ended.clear();
+    written.clear();
+    button(panel_.get(), "startCalibration")->click();
+    QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 60000);
+    QCOMPARE(ended.first().at(1).value<CalibrationPanel::Outcome>(), CalibrationPanel::Outcome::Failed);
+    QVERIFY2(panel_->statusText().contains(QStringLiteral("tiny-fixed.sdw.h5")), qPrintable(panel_->statusText()));
+    QCOMPARE(written.count(), 0);
+    QCOMPARE(panel_->resumePath(), QString());
+    QVERIFY(rs::inspectRun(f.output.toStdString()).complete());
   }
 
   void cancelKeepsIncompleteAndResumes() {
