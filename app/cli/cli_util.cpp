@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
 
 namespace sdw::cli {
 
@@ -28,6 +31,16 @@ gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name) 
     return gpu::loadModelConfigFile(shipped);
   }
   throw UsageError("--config '" + spec + "': not llama3-8b, a config file, or a name in resources/configs/");
+}
+
+bool emitJson(const Args& a, const std::string& text) {
+  if (a.has("out")) {
+    std::ofstream out(a.get("out"));
+    if (!out || !(out << text << "\n")) throw std::runtime_error("cannot write " + a.get("out"));
+  }
+  if (!a.has("json")) return false;
+  std::cout << text << "\n";
+  return true;
 }
 
 std::string humanBytes(std::uint64_t bytes) {

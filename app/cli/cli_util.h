@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers shared by sdw-cli subcommands.
 
+#include "app/cli/command.h"
 #include "gpu/model_config.h"
 
 #include <cstdint>
@@ -11,6 +12,10 @@ namespace sdw::cli {
 // A model config from "llama3-8b", a config.json path, a checkpoint folder, or
 // a name in resources/configs/. `name` receives a short label. Throws UsageError.
 gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name);
+
+// Writes `text` to --out FILE when given; prints it when --json is given and
+// returns true then (the caller skips its table). Throws on a write error.
+bool emitJson(const Args& a, const std::string& text);
 
 // "1.23 GB", "4.5 MB", "12.0 kB" (decimal units).
 std::string humanBytes(std::uint64_t bytes);

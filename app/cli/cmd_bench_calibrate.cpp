@@ -76,15 +76,7 @@ int runBenchCalibrate(const Args& a) {
                       {"reforward_speedup_over_exact", r.speedup},
                       {"exact_vs_reforward_rel_frobenius", r.agreement},
                       {"method", r.method}};
-  if (a.has("out")) {
-    std::ofstream out(a.get("out"));
-    if (!out) throw std::runtime_error("cannot write " + a.get("out"));
-    out << j.dump(2) << "\n";
-  }
-  if (json) {
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
+  if (emitJson(a, j.dump(2))) return 0;
   std::printf("calibration benchmark: %s (%.2fB parameters), %s, %s\n", r.configName.c_str(),
               static_cast<double>(r.parameters) / 1e9, r.dtype.c_str(), r.device.c_str());
   std::printf("accumulators:      %.2f GB fp32 (sum x x^T + sum x^2, every shared input)\n",

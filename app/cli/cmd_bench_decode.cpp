@@ -79,15 +79,7 @@ int runDecode(const Args& a) {
                       {"ratio_to_bandwidth_limit", r.ratioToLimit},
                       {"step_ms", r.stepMs},
                       {"method", r.method}};
-  if (a.has("out")) {
-    std::ofstream out(a.get("out"));
-    if (!out) throw std::runtime_error("cannot write " + a.get("out"));
-    out << j.dump(2) << "\n";
-  }
-  if (json) {
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
+  if (emitJson(a, j.dump(2))) return 0;
   std::printf("decode benchmark: %s (%s, %.2fB parameters), %s, context %d, batch %d\n", r.configName.c_str(),
               o.config.architectureName.c_str(), static_cast<double>(r.parameters) / 1e9, r.dtype.c_str(), r.context,
               r.batch);

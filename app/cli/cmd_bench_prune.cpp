@@ -2,6 +2,7 @@
 // (random weights, synthetic SPD Hessians generated on the device).
 
 #include "app/cli/bench_modes.h"
+#include "app/cli/cli_util.h"
 #include "gpu/bench_prune.h"
 #include "gpu/device.h"
 #include "gpu/model_config.h"
@@ -18,26 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-gpu::ModelConfig configFor(const std::string& spec, std::string& name) {
-  if (spec == "llama3-8b" || spec == "llama-3.1-8b") {
-    name = "llama-3.1-8b";
-    return gpu::llama31_8bConfig();
-  }
-  if (fs::is_regular_file(spec)) {
-    name = fs::path(spec).stem().string();
-    return gpu::loadModelConfigFile(spec);
-  }
-  if (fs::is_directory(spec) && fs::exists(fs::path(spec) / "config.json")) {
-    name = fs::path(spec).filename().string();
-    return gpu::loadModelConfigFile(fs::path(spec) / "config.json");
-  }
-  const fs::path shipped = fs::path(SDW_SOURCE_DIR) / "resources/configs" / (spec + ".json");
-  if (fs::exists(shipped)) {
-    name = spec;
-    return gpu::loadModelConfigFile(shipped);
-  }
-  throw UsageError("--config '" + spec + "': not llama3-8b, a config file, or a name in resources/configs/");
-}
 
 int runBenchPrune(const Args& a) {
   const std::string device = a.get("device", "cuda");
@@ -48,7 +29,7 @@ int runBenchPrune(const Args& a) {
   }
   gpu::PruneBenchOptions o;
   o.device = device;
-  o.config = configFor(a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b"), o.configName);
+  o.config = resolveModelConfig(a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b"), o.configName);
   o.pattern = a.get("pattern", "2:4");
   o.hessianTokens = a.getInt("tokens", 4096);
   o.layers = static_cast<int>(a.getInt("layers", 0));
@@ -86,15 +67,7 @@ int runBenchPrune(const Args& a) {
                             {"per_kind", kinds},
                             {"mean_rel_output_error", r.meanRelOutputError},
                             {"damping_steps", r.dampingSteps}};
-  if (a.has("out")) {
-    std::ofstream out(a.get("out"));
-    if (!out) throw std::runtime_error("cannot write " + a.get("out"));
-    out << j.dump(2) << "\n";
-  }
-  if (json) {
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
+  if (emitJson(a, j.dump(2))) return 0;
   std::printf("SparseGPT %s pruning benchmark: %s, %d layers, %d projections, %s\n", r.pattern.c_str(),
               r.configName.c_str(), r.layers, r.modules, r.device.c_str());
   std::printf("total:            %.2f s (synthetic Hessians: %.2f s more, not counted)\n", r.totalSeconds,
