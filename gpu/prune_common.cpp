@@ -68,6 +68,27 @@ at::Tensor keepByScore(const at::Tensor& score, const PruningPattern& p) {
   return keep.view({rows, cols});
 }
 
+SolveResult maskOnlyResult(const char* method, const at::Tensor& w, const at::Tensor& wq,
+                           std::span<const float> xtx, std::int64_t tokens,
+                           std::chrono::steady_clock::time_point t0) {
+  c10::NoGradGuard noGrad;
+  const std::int64_t rows = w.size(0), cols = w.size(1);
+  SolveResult r;
+  at::Tensor h;
+  if (!xtx.empty()) {
+    if (static_cast<std::int64_t>(xtx.size()) != cols * cols || tokens < 1)
+      throw std::invalid_argument(std::string(method) + ": xtx must be [cols, cols] with tokens >= 1");
+    h = hessianFromXtx(at::from_blob(const_cast<float*>(xtx.data()), {cols, cols}, at::kFloat).to(w.device()),
+                       tokens);
+  }
+  fillErrorMetrics(r, w, wq, h);
+  r.loss = r.outputLoss;
+  const at::Tensor host = wq.to(at::kCPU).contiguous();
+  r.weight.assign(host.data_ptr<float>(), host.data_ptr<float>() + rows * cols);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
 void fillErrorMetrics(SolveResult& r, const at::Tensor& w, const at::Tensor& wq, const at::Tensor& h) {
   c10::NoGradGuard noGrad;
   r.sparsity = wq.eq(0).sum().item<double>() / static_cast<double>(wq.numel());

@@ -27,19 +27,7 @@ SolveResult solveMagnitude(std::span<const float> w, std::int64_t rows, std::int
   const auto dev = at::Device(device);
   const at::Tensor wt = at::from_blob(const_cast<float*>(w.data()), {rows, cols}, at::kFloat).to(dev).clone();
   const at::Tensor wq = magnitudePrune(wt, pattern);
-  SolveResult r;
-  at::Tensor h;
-  if (!xtx.empty()) {
-    if (static_cast<std::int64_t>(xtx.size()) != cols * cols || tokens < 1)
-      throw std::invalid_argument("magnitude: xtx must be [cols, cols] with tokens >= 1");
-    h = hessianFromXtx(at::from_blob(const_cast<float*>(xtx.data()), {cols, cols}, at::kFloat).to(dev), tokens);
-  }
-  fillErrorMetrics(r, wt, wq, h);
-  r.loss = r.outputLoss;
-  const at::Tensor host = wq.to(at::kCPU).contiguous();
-  r.weight.assign(host.data_ptr<float>(), host.data_ptr<float>() + rows * cols);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
+  return maskOnlyResult("magnitude", wt, wq, xtx, tokens, t0);
 }
 
 }  // namespace sdw::gpu

@@ -4,6 +4,8 @@
 
 #include "gpu/pruning.h"
 
+#include <chrono>
+#include <span>
 #include <ATen/core/Tensor.h>
 
 #include <string>
@@ -35,6 +37,13 @@ at::Tensor magnitudePrune(const at::Tensor& w, const PruningPattern& pattern);
 // Fills outputLoss, relOutputError and sparsity of `r` from the dense w, the
 // pruned wq and H (undefined h: the error fields stay 0).
 void fillErrorMetrics(SolveResult& r, const at::Tensor& w, const at::Tensor& wq, const at::Tensor& h);
+
+// The result of a solver that only masks (Wanda, magnitude): error metrics
+// against H = 2 xtx / tokens when xtx is given, loss = output loss, the pruned
+// weights copied to the host, time since t0. w, wq: [rows, cols] on one device.
+SolveResult maskOnlyResult(const char* method, const at::Tensor& w, const at::Tensor& wq,
+                           std::span<const float> xtx, std::int64_t tokens,
+                           std::chrono::steady_clock::time_point t0);
 
 // Checks that the pattern tiles a row of `cols` inputs (std::invalid_argument).
 void checkPatternFits(const PruningPattern& pattern, std::int64_t cols, int blocksize = 0);

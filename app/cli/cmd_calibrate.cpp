@@ -25,18 +25,6 @@ namespace fs = std::filesystem;
 std::atomic<bool> gInterrupted{false};
 extern "C" void onInterrupt(int) { gInterrupted.store(true); }
 
-double getDouble(const Args& a, const std::string& name, double fallback) {
-  if (!a.has(name)) return fallback;
-  const std::string v = a.get(name);
-  try {
-    std::size_t used = 0;
-    const double d = std::stod(v, &used);
-    if (used != v.size()) throw std::invalid_argument("trailing");
-    return d;
-  } catch (const std::exception&) {
-    throw UsageError("--" + name + " expects a number, got '" + v + "'");
-  }
-}
 
 gpu::CalibrationSettings settingsFrom(const Args& a) {
   gpu::CalibrationSettings s;
@@ -58,16 +46,16 @@ gpu::CalibrationSettings settingsFrom(const Args& a) {
   s.batch = static_cast<int>(a.getInt("batch", 8));
   s.capture = a.get("capture", "reforward");
   s.includePrefill = a.has("include-prefill");
-  s.sampling.temperature = getDouble(a, "temperature", 0.0);
+  s.sampling.temperature = a.getDouble("temperature", 0.0);
   s.sampling.topK = static_cast<int>(a.getInt("top-k", 0));
-  s.sampling.topP = getDouble(a, "top-p", 1.0);
+  s.sampling.topP = a.getDouble("top-p", 1.0);
   s.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
   s.storage = a.get("store", "full");
   s.topK = static_cast<int>(a.getInt("topk", 64));
   s.chat = a.get("chat", "auto");
-  s.checkpointSeconds = getDouble(a, "checkpoint-seconds", 30.0);
+  s.checkpointSeconds = a.getDouble("checkpoint-seconds", 30.0);
   return s;
 }
 

@@ -30,18 +30,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-double parseNumber(const Args& a, const std::string& name, double fallback) {
-  if (!a.has(name)) return fallback;
-  const std::string v = a.get(name);
-  try {
-    std::size_t used = 0;
-    const double d = std::stod(v, &used);
-    if (used != v.size()) throw std::invalid_argument("trailing");
-    return d;
-  } catch (const std::exception&) {
-    throw UsageError("--" + name + " expects a number, got '" + v + "'");
-  }
-}
 
 std::vector<std::uint64_t> parseSeeds(const std::string& text) {
   std::vector<std::uint64_t> seeds;
@@ -129,9 +117,9 @@ int runEval(const Args& a) {
   s.window = static_cast<int>(a.getInt("window", 256));
   s.windows = static_cast<int>(a.getInt("windows", 16));
   s.maxPrompts = static_cast<int>(a.getInt("max-prompts", 0));
-  s.temperature = parseNumber(a, "temperature", 0.8);
+  s.temperature = a.getDouble("temperature", 0.8);
   s.topK = static_cast<int>(a.getInt("top-k", 0));
-  s.topP = parseNumber(a, "top-p", 1.0);
+  s.topP = a.getDouble("top-p", 1.0);
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
   if (s.maxNewTokens < 1) throw UsageError("--max-new-tokens must be >= 1");

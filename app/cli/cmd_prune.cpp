@@ -16,18 +16,6 @@
 namespace sdw::cli {
 namespace {
 
-double getDouble(const Args& a, const std::string& name, double fallback) {
-  if (!a.has(name)) return fallback;
-  const std::string v = a.get(name);
-  try {
-    std::size_t used = 0;
-    const double d = std::stod(v, &used);
-    if (used != v.size()) throw std::invalid_argument("trailing");
-    return d;
-  } catch (const std::exception&) {
-    throw UsageError("--" + name + " expects a number, got '" + v + "'");
-  }
-}
 
 int runPrune(const Args& a) {
   gpu::PruneSettings s;
@@ -36,7 +24,7 @@ int runPrune(const Args& a) {
   s.method = a.get("method");
   s.pattern = a.get("pattern");
   s.order = a.get("order", "parallel");
-  s.percdamp = getDouble(a, "percdamp", 0.01);
+  s.percdamp = a.getDouble("percdamp", 0.01);
   s.blocksize = static_cast<int>(a.getInt("blocksize", 128));
   s.device = a.get("device", "cpu");
   s.out = a.get("out");
