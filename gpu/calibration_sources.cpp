@@ -74,6 +74,14 @@ std::vector<std::string> readCorpus(const fs::path& file) {
   return docs;
 }
 
+std::vector<Prompt> readPromptSubset(const fs::path& file, int maxPrompts, const std::string& who) {
+  std::vector<Prompt> prompts = readPrompts(file);
+  if (maxPrompts > 0 && static_cast<int>(prompts.size()) > maxPrompts)
+    prompts.resize(static_cast<std::size_t>(maxPrompts));
+  if (prompts.empty()) throw std::invalid_argument(who + ": no prompts in " + file.string());
+  return prompts;
+}
+
 std::vector<Prompt> readPrompts(const fs::path& file) {
   auto in = openText(file);
   std::vector<Prompt> out;

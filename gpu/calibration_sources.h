@@ -27,6 +27,9 @@ struct Prompt {
 // line number). Empty lines are skipped; an empty prompt is allowed (with a
 // bos token it is a 1-token prompt).
 std::vector<Prompt> readPrompts(const std::filesystem::path& file);
+// The first `maxPrompts` prompts of `file` (all when <= 0); throws
+// std::invalid_argument ("<who>: no prompts in <file>") when there are none.
+std::vector<Prompt> readPromptSubset(const std::filesystem::path& file, int maxPrompts, const std::string& who);
 
 // Window w (w = 0, 1, ...) is a function of (seed, w) alone: a document drawn
 // uniformly, redrawn while it is shorter than the window, then a uniform

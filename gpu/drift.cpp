@@ -152,10 +152,7 @@ DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progre
   res.settings = settings;
   const Tokenizer tok = Tokenizer::fromFile(settings.dense / "tokenizer.json");
   const ChatFamily family = detectChatFamily(tok, settings.dense);
-  std::vector<Prompt> prompts = readPrompts(settings.prompts);
-  if (settings.maxPrompts > 0 && static_cast<int>(prompts.size()) > settings.maxPrompts)
-    prompts.resize(static_cast<std::size_t>(settings.maxPrompts));
-  if (prompts.empty()) throw std::invalid_argument("drift: no prompts in " + settings.prompts.string());
+  const std::vector<Prompt> prompts = readPromptSubset(settings.prompts, settings.maxPrompts, "drift");
   std::vector<std::vector<std::int32_t>> ids;
   for (const auto& p : prompts) ids.push_back(encodePrompt(tok, family, p.prompt));
   res.prompts = static_cast<int>(ids.size());

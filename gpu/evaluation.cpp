@@ -148,10 +148,7 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
   const Tokenizer tok = Tokenizer::fromFile(settings.dense / "tokenizer.json");
   const ChatFamily family = detectChatFamily(tok, settings.dense);
 
-  std::vector<Prompt> prompts = readPrompts(settings.prompts);
-  if (settings.maxPrompts > 0 && static_cast<int>(prompts.size()) > settings.maxPrompts)
-    prompts.resize(static_cast<std::size_t>(settings.maxPrompts));
-  if (prompts.empty()) throw std::invalid_argument("evaluate: no prompts in " + settings.prompts.string());
+  const std::vector<Prompt> prompts = readPromptSubset(settings.prompts, settings.maxPrompts, "evaluate");
   std::vector<std::vector<std::int32_t>> promptIds;
   for (const auto& p : prompts) promptIds.push_back(encodePrompt(tok, family, p.prompt));
   res.prompts = static_cast<int>(prompts.size());
