@@ -1,5 +1,6 @@
 #include "widgets/analysispanel.h"
 
+#include "widgets/driftpage.h"
 #include "widgets/epsilonpage.h"
 
 #include <QComboBox>
@@ -66,19 +67,8 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   el->addWidget(split_, 1);
   tabs_->addTab(epsilonTab, tr("Epsilon"));
 
-  auto* drift = new QLabel(
-      tr("<h3>Activation drift by decode step</h3>"
-         "<p>For held-out prompts, the relative discrepancy ||a_pruned − a_dense|| / ||a_dense|| of each "
-         "layer's input at each decode step, in two modes: <i>own trajectory</i> (each model decodes its "
-         "own tokens) and <i>shared trajectory</i> (the pruned model reads the dense model's tokens).</p>"
-         "<p>Per-layer curves, the median with the inter-quartile band across layers, and a marker where each "
-         "curve first reaches 90% of its plateau. Arrives with the pruning runs.</p>"),
-      tabs_);
-  drift->setObjectName(QStringLiteral("driftPlaceholder"));
-  drift->setWordWrap(true);
-  drift->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  drift->setMargin(16);
-  tabs_->addTab(drift, tr("Drift"));
+  drift_ = new DriftPage(tabs_);
+  tabs_->addTab(drift_, tr("Drift"));
   layout->addWidget(tabs_);
   updateButtons();
 }

@@ -2,8 +2,8 @@
 // The Analysis panel. Epsilon tab: pick a decode-time reference run and two
 // calibration runs (fixed text "C4" and AR) and k, ask for an analysis, or
 // open an existing analysis run; the result shows in an EpsilonPage, and a
-// second analysis can be opened beside it (Compare…). Drift tab: the
-// activation-drift plots (a later part). Display only: analyses run
+// second analysis can be opened beside it (Compare…). Drift tab: a
+// DriftPage (activation drift by decode step). Display only: analyses run
 // elsewhere and arrive as EpsilonData.
 
 #include "widgets/epsilondata.h"
@@ -22,6 +22,7 @@ class QTabWidget;
 
 namespace sdw::widgets {
 
+class DriftPage;
 class EpsilonPage;
 
 // A calibration run offered in the run pickers.
@@ -61,6 +62,7 @@ class AnalysisPanel : public QWidget {
   bool isBusy() const { return busy_; }
   QString statusText() const;
   QTabWidget* innerTabs() const { return tabs_; }
+  DriftPage* driftPage() const { return drift_; }
 
  Q_SIGNALS:
   void analyzeRequested(const QString& reference, const QString& fixedText, const QString& ar, int k,
@@ -91,6 +93,7 @@ class AnalysisPanel : public QWidget {
   QTabWidget* tabs_ = nullptr;
   QSplitter* split_ = nullptr;
   EpsilonPage* pages_[2] = {nullptr, nullptr};
+  DriftPage* drift_ = nullptr;
   bool busy_ = false;
 };
 

@@ -3,6 +3,8 @@
 #include "app/gui/benchmarkcontroller.h"
 #include "app/gui/analysiscontroller.h"
 #include "app/gui/calibrationcontroller.h"
+#include "app/gui/driftcontroller.h"
+#include "app/gui/pruningcontroller.h"
 #include "app/gui/modelcontroller.h"
 #include "app/gui/workspace.h"
 #include "gpu/device.h"
@@ -12,7 +14,7 @@
 #include "widgets/jobsview.h"
 #include "widgets/logview.h"
 #include "widgets/modelpanel.h"
-#include "widgets/placeholderpanel.h"
+#include "widgets/pruningpanel.h"
 #include "widgets/runbrowser.h"
 
 #include <QApplication>
@@ -73,6 +75,8 @@ MainWindow::MainWindow(Settings* settings, QWidget* parent) : QMainWindow(parent
   wireCalibration();
   wireAnalysis();
   wireBenchmark();
+  wirePruning();
+  wireDrift();
 
   deviceLabel_ = new QLabel(QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())), this);
   statusBar()->addPermanentWidget(deviceLabel_);
@@ -90,22 +94,14 @@ MainWindow::~MainWindow() {
 void MainWindow::buildPanels() {
   tabs_ = new QTabWidget(this);
   tabs_->setDocumentMode(true);
-  using widgets::PlaceholderPanel;
   modelPanel_ = new widgets::ModelPanel(this);
   tabs_->addTab(modelPanel_, tr("Model"));
   calibrationPanel_ = new widgets::CalibrationPanel(this);
   tabs_->addTab(calibrationPanel_, tr("Calibration"));
   analysisPanel_ = new widgets::AnalysisPanel(this);
   tabs_->addTab(analysisPanel_, tr("Analysis"));
-  tabs_->addTab(new PlaceholderPanel(
-                    tr("Pruning"),
-                    tr("Turn a calibration run into a pruned model with SparseGPT, Wanda or magnitude, "
-                       "unstructured 50% or N:M."),
-                    {tr("Method, pattern (2:4, 4:8, 8:16, 16:32) and layer order (parallel or sequential)"),
-                     tr("Per-module table: reconstruction loss, sparsity, time"),
-                     tr("Quality table and side-by-side generations: dense, pruned with fixed text, pruned "
-                        "with AR")}),
-                tr("Pruning"));
+  pruningPanel_ = new widgets::PruningPanel(this);
+  tabs_->addTab(pruningPanel_, tr("Pruning"));
   benchmarkPanel_ = new widgets::BenchmarkPanel(this);
   tabs_->addTab(benchmarkPanel_, tr("Benchmark"));
   setCentralWidget(tabs_);
@@ -249,6 +245,32 @@ void MainWindow::wireAnalysis() {
   });
 }
 
+void MainWindow::wirePruning() {
+  pruningController_ = new PruningController(&jobs_, this);
+  pruningController_->attach(pruningPanel_);
+  connect(pruningController_, &PruningController::info, this, &MainWindow::logInfo);
+  connect(pruningController_, &PruningController::error, this, [this](const QString& m) {
+    logError(m);
+    statusBar()->showMessage(m, 10000);
+  });
+  connect(pruningController_, &PruningController::runWritten, this, [this] {
+    if (!workspace_.isEmpty()) openWorkspace(workspace_);
+  });
+}
+
+void MainWindow::wireDrift() {
+  driftController_ = new DriftController(&jobs_, this);
+  driftController_->attach(analysisPanel_);
+  connect(driftController_, &DriftController::info, this, &MainWindow::logInfo);
+  connect(driftController_, &DriftController::error, this, [this](const QString& m) {
+    logError(m);
+    statusBar()->showMessage(m, 10000);
+  });
+  connect(driftController_, &DriftController::runWritten, this, [this] {
+    if (!workspace_.isEmpty()) openWorkspace(workspace_);
+  });
+}
+
 void MainWindow::restoreState() {
   if (const QByteArray g = settings_->windowGeometry(); !g.isEmpty()) restoreGeometry(g);
   if (const QByteArray s = settings_->windowState(); !s.isEmpty()) QMainWindow::restoreState(s);
@@ -291,6 +313,8 @@ JobId MainWindow::openWorkspace(const QString& dir) {
   calibrationPanel_->setOutputDir(dir);
   analysisPanel_->setWorkspace(dir);
   analysisController_->setWorkspace(dir);
+  pruningController_->setWorkspace(dir);
+  driftController_->setWorkspace(dir);
   const JobId id = jobs_.startTyped<WorkspaceScan>(
       tr("Scan workspace"), [dir](const sdw::ProgressFn& p) { return scanWorkspace(dir, p); });
   scanJob_ = id;

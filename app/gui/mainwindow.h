@@ -18,6 +18,7 @@ class BenchmarkPanel;
 class JobsView;
 class LogView;
 class ModelPanel;
+class PruningPanel;
 class RunBrowser;
 }  // namespace sdw::widgets
 
@@ -27,6 +28,8 @@ class AnalysisController;
 class CalibrationController;
 class BenchmarkController;
 class ModelController;
+class PruningController;
+class DriftController;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -56,6 +59,9 @@ class MainWindow : public QMainWindow {
   CalibrationController* calibrationController() const { return calibrationController_; }
   widgets::AnalysisPanel* analysisPanel() const { return analysisPanel_; }
   AnalysisController* analysisController() const { return analysisController_; }
+  widgets::PruningPanel* pruningPanel() const { return pruningPanel_; }
+  PruningController* pruningController() const { return pruningController_; }
+  DriftController* driftController() const { return driftController_; }
   widgets::BenchmarkPanel* benchmarkPanel() const { return benchmarkPanel_; }
   BenchmarkController* benchmarkController() const { return benchmarkController_; }
   QString workspace() const { return workspace_; }
@@ -73,6 +79,8 @@ class MainWindow : public QMainWindow {
   void wireCalibration();
   void wireAnalysis();
   void wireBenchmark();
+  void wirePruning();
+  void wireDrift();
   void restoreState();
   void logInfo(const QString& m);
   void logError(const QString& m);
@@ -91,6 +99,9 @@ class MainWindow : public QMainWindow {
   CalibrationController* calibrationController_ = nullptr;
   widgets::AnalysisPanel* analysisPanel_ = nullptr;
   AnalysisController* analysisController_ = nullptr;
+  widgets::PruningPanel* pruningPanel_ = nullptr;
+  PruningController* pruningController_ = nullptr;
+  DriftController* driftController_ = nullptr;
   widgets::BenchmarkPanel* benchmarkPanel_ = nullptr;
   BenchmarkController* benchmarkController_ = nullptr;
   QLabel* deviceLabel_ = nullptr;
