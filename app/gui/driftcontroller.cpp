@@ -1,11 +1,247 @@
 #include "app/gui/driftcontroller.h"
 
+#include "app/gui/workspace.h"
+#include "gpu/device.h"
+#include "gpu/drift.h"
+#include "widgets/driftpage.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+
+#include <filesystem>
+
 namespace sdw::app {
 
-DriftController::DriftController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {}
+namespace {
 
-void DriftController::attach(widgets::AnalysisPanel* panel) { (void)panel; }
+struct DriftOutcome {
+  widgets::DriftData data;
+  QString written;
+};
 
-void DriftController::setWorkspace(const QString& dir) { workspace_ = dir; }
+}  // namespace
+}  // namespace sdw::app
+
+Q_DECLARE_METATYPE(sdw::app::DriftOutcome)
+
+namespace sdw::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path toPath(const QString& s) { return fs::path(QFile::encodeName(s).toStdString()); }
+QString fromPath(const fs::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
+
+QString samplePath(const QString& rel) {
+  return QDir::cleanPath(QDir(sampleWorkspaceDir()).filePath(QStringLiteral("../") + rel));
+}
+
+// drift-<timestamp>.sdw.h5 in `dir`, not yet taken.
+QString newRunPath(const QString& dir) {
+  const QString stamp = QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+  QString path = QDir(dir).filePath(QStringLiteral("drift-%1.sdw.h5").arg(stamp));
+  for (int i = 2; QFileInfo::exists(path); ++i)
+    path = QDir(dir).filePath(QStringLiteral("drift-%1-%2.sdw.h5").arg(stamp).arg(i));
+  return path;
+}
+
+}  // namespace
+
+QString DriftController::sampleDenseModel() { return samplePath(QStringLiteral("model/brown-llama")); }
+QString DriftController::samplePrompts() { return samplePath(QStringLiteral("prompts/brown-heldout.jsonl")); }
+
+DriftController::DriftController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
+  qRegisterMetaType<sdw::widgets::DriftData>("sdw::widgets::DriftData");
+  qRegisterMetaType<sdw::widgets::DriftRequest>("sdw::widgets::DriftRequest");
+  qRegisterMetaType<QVector<sdw::widgets::DriftRunChoice>>("QVector<sdw::widgets::DriftRunChoice>");
+  connect(jobs, &JobManager::finished, this, &DriftController::onFinished);
+  connect(jobs, &JobManager::failed, this, &DriftController::onFailed);
+  connect(jobs, &JobManager::cancelled, this, &DriftController::onCancelled);
+  connect(jobs, &JobManager::progressed, this, &DriftController::onProgress);
+}
+
+DriftController::~DriftController() {
+  if (!jobs_) return;
+  for (JobId id : {scanJob_, openJob_, analyzeJob_})
+    if (id) jobs_->cancel(id);
+}
+
+void DriftController::attach(widgets::AnalysisPanel* panel) {
+  widgets::DriftPage* page = panel->driftPage();
+  page_ = page;
+  const gpu::DeviceInfo& dev = gpu::deviceInfo();
+  page->setCudaAvailable(dev.cudaAvailable, QString::fromStdString(dev.reason));
+  page->setDenseModel(sampleDenseModel());
+  page->setPromptsFile(samplePrompts());
+  connect(page, &widgets::DriftPage::openRequested, this, [this](const QString& path) { open(path); });
+  connect(page, &widgets::DriftPage::analyzeRequested, this,
+          [this](const widgets::DriftRequest& r) { analyze(r); });
+  connect(page, &widgets::DriftPage::cancelRequested, this, &DriftController::cancel);
+  connect(this, &DriftController::runsFound, page,
+          [page](const QVector<widgets::DriftRunChoice>& runs, const QStringList& pruned, bool defaults) {
+            page->setRuns(runs);
+            if (defaults && !pruned.isEmpty()) page->setPrunedDirs(pruned);
+          });
+  connect(this, &DriftController::jobStarted, page, &widgets::DriftPage::beginJob);
+  connect(this, &DriftController::jobProgress, page, &widgets::DriftPage::setProgress);
+  connect(this, &DriftController::driftReady, page, &widgets::DriftPage::setData);
+  connect(this, &DriftController::jobEnded, page, [page](const QString& message, bool isError) {
+    page->endJob(message, isError);
+    if (isError && page->data().isEmpty()) page->clear(message);
+  });
+}
+
+void DriftController::setDenseModel(const QString& dir) {
+  if (page_ && !dir.isEmpty()) page_->setDenseModel(dir);
+}
+
+JobId DriftController::setWorkspace(const QString& dir) {
+  if (!jobs_) return 0;
+  workspace_ = dir;
+  outputDir_ = dir;
+  if (page_) page_->setWorkspace(dir);
+  if (scanJob_) jobs_->cancel(scanJob_);
+  scanJob_ = jobs_->startTyped<DriftInputs>(tr("Find drift runs"),
+                                            [dir](const sdw::ProgressFn&) { return findDriftInputs(dir); });
+  return scanJob_;
+}
+
+JobId DriftController::open(const QString& path) {
+  if (!jobs_) return 0;
+  if (openJob_) jobs_->cancel(openJob_);  // superseded
+  openJob_ = jobs_->startTyped<widgets::DriftData>(tr("Open %1").arg(QFileInfo(path).fileName()),
+                                                   [path](const sdw::ProgressFn&) { return readDriftRun(path); });
+  if (!analyzeJob_) Q_EMIT jobStarted(tr("Opening %1…").arg(QFileInfo(path).fileName()));
+  return openJob_;
+}
+
+JobId DriftController::analyze(const widgets::DriftRequest& request) {
+  if (!jobs_) return 0;
+  QString refusal;
+  if (analyzeJob_) refusal = tr("a drift analysis is already running");
+  else if (request.dense.isEmpty()) refusal = tr("choose the dense model");
+  else if (request.pruned.isEmpty()) refusal = tr("choose at least one pruned checkpoint");
+  else if (request.pruned.size() > 2) refusal = tr("choose at most two pruned checkpoints");
+  else if (request.prompts.isEmpty()) refusal = tr("choose a prompts file");
+  else if (request.modes.isEmpty()) refusal = tr("choose a mode");
+  else if (outputDir_.isEmpty()) refusal = tr("open a workspace first (the run is written there)");
+  if (!refusal.isEmpty()) {
+    Q_EMIT error(tr("cannot run the drift analysis: %1").arg(refusal));
+    if (!analyzeJob_) Q_EMIT jobEnded(tr("Cannot run the drift analysis: %1").arg(refusal), false);
+    return 0;
+  }
+  gpu::DriftSettings s;
+  s.dense = toPath(request.dense);
+  for (const QString& p : request.pruned) s.pruned.push_back(toPath(p));
+  s.prompts = toPath(request.prompts);
+  s.steps = request.steps;
+  s.maxPrompts = request.maxPrompts;
+  s.modes.clear();
+  for (const QString& m : request.modes) s.modes.push_back(m == QLatin1String("shared") ? gpu::DriftMode::Shared : gpu::DriftMode::Own);
+  s.device = request.device.toStdString();
+  const QString out = newRunPath(outputDir_);
+  analyzeJob_ = jobs_->startTyped<DriftOutcome>(tr("Drift analysis"), [s, out](const sdw::ProgressFn& p) {
+    const gpu::DriftResult r = gpu::analyzeDrift(s, p);
+    DriftOutcome o;
+    o.written = fromPath(gpu::writeDriftRun(r, toPath(out)));
+    o.data = readDriftRun(o.written);  // what is shown is what was written
+    return o;
+  });
+  QStringList names;
+  for (const QString& p : request.pruned) names << QFileInfo(p).fileName();
+  Q_EMIT jobStarted(tr("Measuring the drift of %1 against %2 (%3 decode steps)…")
+                        .arg(names.join(tr(" and ")), QFileInfo(request.dense).fileName())
+                        .arg(request.steps));
+  Q_EMIT info(tr("drift analysis started: dense %1, pruned %2, prompts %3, %4 steps, device %5")
+                  .arg(request.dense, request.pruned.join(QStringLiteral(", ")), request.prompts)
+                  .arg(request.steps)
+                  .arg(request.device));
+  return analyzeJob_;
+}
+
+void DriftController::cancel() {
+  if (!jobs_) return;
+  if (analyzeJob_) jobs_->cancel(analyzeJob_);
+  if (openJob_) jobs_->cancel(openJob_);
+}
+
+void DriftController::onProgress(const JobUpdate& u) {
+  if (u.id == 0 || u.id != analyzeJob_) return;
+  Q_EMIT jobProgress(u.fraction, tr("%1 / %2 prompts").arg(u.done).arg(u.total));
+}
+
+void DriftController::endIfIdle(const QString& message, bool isError) {
+  if (!analyzeJob_ && !openJob_) Q_EMIT jobEnded(message, isError);
+}
+
+void DriftController::onFinished(JobId id, const QVariant& result) {
+  if (id == 0) return;
+  if (id == scanJob_) {
+    scanJob_ = 0;
+    const auto in = result.value<DriftInputs>();
+    if (in.dir != workspace_) return;
+    const bool defaults = in.dir != defaultsDir_;
+    defaultsDir_ = in.dir;
+    Q_EMIT runsFound(in.runs, in.prunedDirs, defaults);
+    if (shown_ || openJob_ || analyzeJob_) return;
+    QString first = in.runs.isEmpty() ? QString() : in.runs.front().path;
+    if (first.isEmpty()) {
+      const QString sample = QDir(sampleWorkspaceDir()).filePath(QStringLiteral("drift-sample.sdw.h5"));
+      if (QFileInfo::exists(sample)) first = sample;
+    }
+    if (!first.isEmpty()) open(first);
+  } else if (id == openJob_) {
+    openJob_ = 0;
+    const auto d = result.value<widgets::DriftData>();
+    shown_ = true;
+    Q_EMIT driftReady(d);
+    const QString msg = tr("Opened %1").arg(QFileInfo(d.path).fileName());
+    endIfIdle(msg, false);
+    Q_EMIT info(msg);
+  } else if (id == analyzeJob_) {
+    analyzeJob_ = 0;
+    const auto o = result.value<DriftOutcome>();
+    shown_ = true;
+    Q_EMIT driftReady(o.data);
+    const QString msg = tr("Drift run saved to %1 (%2 prompts, %3 s)")
+                            .arg(QFileInfo(o.written).fileName())
+                            .arg(o.data.prompts)
+                            .arg(o.data.seconds, 0, 'f', 1);
+    endIfIdle(msg, false);
+    Q_EMIT info(msg);
+    Q_EMIT runWritten(o.written);
+  }
+}
+
+void DriftController::onFailed(JobId id, const QString& message) {
+  if (id == 0) return;
+  if (id == scanJob_) {
+    scanJob_ = 0;
+    Q_EMIT error(tr("cannot list drift runs: %1").arg(message));
+  } else if (id == openJob_ || id == analyzeJob_) {
+    const bool analyzed = id == analyzeJob_;
+    (analyzed ? analyzeJob_ : openJob_) = 0;
+    const QString m = analyzed ? tr("Drift analysis failed: %1").arg(message)
+                               : tr("Cannot open the drift run: %1").arg(message);
+    endIfIdle(m, true);
+    Q_EMIT error(m);
+  }
+}
+
+void DriftController::onCancelled(JobId id) {
+  if (id == 0) return;
+  if (id == scanJob_) {
+    scanJob_ = 0;
+  } else if (id == openJob_ || id == analyzeJob_) {
+    const bool analyzed = id == analyzeJob_;
+    (analyzed ? analyzeJob_ : openJob_) = 0;
+    const QString m = analyzed ? tr("Drift analysis cancelled.") : tr("Opening cancelled.");
+    endIfIdle(m, false);
+    Q_EMIT info(m);
+  }
+}
 
 }  // namespace sdw::app

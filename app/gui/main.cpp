@@ -35,7 +35,8 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: sdw [--workspace DIR] [--panel NAME] [--bench-results FILE.json] [--screenshot FILE.png]\n\n"
                "  --workspace DIR     open this workspace folder (default: the last one, else the sample)\n"
-               "  --panel NAME        start on a panel: Model, Calibration, Analysis, Pruning, Benchmark\n"
+               "  --panel NAME        start on a panel: Model, Calibration, Analysis, Pruning, Benchmark;\n"
+               "                      PANEL/TAB for an inner tab, e.g. Analysis/Drift\n"
                "  --bench-results F   show kernel benchmark results (sdw-cli bench kernels --out F) in Benchmark\n"
                "  --screenshot FILE   render the window offscreen with the sample workspace, write a PNG, exit\n"
                "\nHeadless use: sdw-cli --help\n");

@@ -256,6 +256,17 @@ void MainWindow::wirePruning() {
   connect(pruningController_, &PruningController::runWritten, this, [this] {
     if (!workspace_.isEmpty()) openWorkspace(workspace_);
   });
+  // The model loaded in the Model panel is the one to prune by default.
+  connect(modelController_, &ModelController::modelLoaded, pruningPanel_,
+          [this](const widgets::ModelSummary& s) { pruningPanel_->setModelDir(s.dir); });
+  // A pruning record or evaluation run selected in the browser opens in the panel.
+  connect(browser_, &widgets::RunBrowser::runSelected, this, [this](const QString& path) {
+    for (const widgets::RunRow& r : browser_->model()->rows()) {
+      if (r.path != path || r.status != QLatin1String("complete")) continue;
+      if (r.kind == QLatin1String("pruning")) pruningController_->openRecord(path);
+      if (r.kind == QLatin1String("evaluation")) pruningController_->openEvaluation(path);
+    }
+  });
 }
 
 void MainWindow::wireDrift() {
@@ -269,6 +280,9 @@ void MainWindow::wireDrift() {
   connect(driftController_, &DriftController::runWritten, this, [this] {
     if (!workspace_.isEmpty()) openWorkspace(workspace_);
   });
+  // A new drift analysis measures the loaded model by default.
+  connect(modelController_, &ModelController::modelLoaded, driftController_,
+          [this](const widgets::ModelSummary& summary) { driftController_->setDenseModel(summary.dir); });
 }
 
 void MainWindow::restoreState() {
@@ -297,12 +311,24 @@ QStringList MainWindow::panelNames() const {
 QString MainWindow::currentPanel() const { return tabs_->tabText(tabs_->currentIndex()); }
 
 bool MainWindow::selectPanel(const QString& name) {
-  for (int i = 0; i < tabs_->count(); ++i)
-    if (tabs_->tabText(i).compare(name, Qt::CaseInsensitive) == 0) {
-      tabs_->setCurrentIndex(i);
-      return true;
-    }
-  return false;
+  // "Analysis/Drift": a panel, then one of its inner tabs.
+  const QString panel = name.section(QLatin1Char('/'), 0, 0);
+  const QString inner = name.section(QLatin1Char('/'), 1);
+  const auto indexOf = [](const QTabWidget* tabs, const QString& text) {
+    for (int i = 0; i < tabs->count(); ++i)
+      if (tabs->tabText(i).compare(text, Qt::CaseInsensitive) == 0) return i;
+    return -1;
+  };
+  const int i = indexOf(tabs_, panel);
+  if (i < 0) return false;
+  if (!inner.isEmpty()) {
+    auto* innerTabs = tabs_->widget(i)->findChild<QTabWidget*>();
+    const int j = innerTabs ? indexOf(innerTabs, inner) : -1;
+    if (j < 0) return false;
+    innerTabs->setCurrentIndex(j);
+  }
+  tabs_->setCurrentIndex(i);
+  return true;
 }
 
 JobId MainWindow::openWorkspace(const QString& dir) {
