@@ -56,7 +56,7 @@ TuningTable TuningTable::load(const std::filesystem::path& path) {
       te.batch = e.at("batch");
       te.dtype = e.value("dtype", "bf16");
       const auto& s = e.at("sparse");
-      te.sparse = {s.at("warps"), s.at("unroll"), s.at("split_k")};
+      te.sparse = {s.at("warps"), s.at("unroll"), s.at("split_k"), s.value("cluster", -1)};  // "cluster": optional
       te.sparseUs = s.value("us", 0.0);
       const auto& d = e.at("dense");
       te.dense = {d.at("warps"), d.at("rows_per_warp"), d.at("unroll"), d.at("split_k")};
@@ -80,7 +80,8 @@ void TuningTable::save(const std::filesystem::path& path) const {
                             {"batch", e.batch},
                             {"dtype", e.dtype},
                             {"sparse", {{"warps", e.sparse.warps}, {"unroll", e.sparse.unroll},
-                                        {"split_k", e.sparse.splitK}, {"us", e.sparseUs}}},
+                                        {"split_k", e.sparse.splitK}, {"cluster", e.sparse.cluster},
+                                        {"us", e.sparseUs}}},
                             {"dense", {{"warps", e.dense.warps}, {"rows_per_warp", e.dense.rowsPerWarp},
                                        {"unroll", e.dense.unroll}, {"split_k", e.dense.splitK}, {"us", e.denseUs}}}});
   std::ofstream out(path);
@@ -176,7 +177,7 @@ void bitmaskSpmvInto(const DeviceBitmask& w, const at::Tensor& x, at::Tensor& y,
   const c10::cuda::CUDAGuard guard(x.device());
   const auto xi = interleaveBatch(x);
   const int batch = static_cast<int>(x.size(0));
-  const kernels::SpmvConfig kc{cfg.warps, cfg.unroll, cfg.splitK};
+  const kernels::SpmvConfig kc{cfg.warps, cfg.unroll, cfg.splitK, cfg.cluster};
   const auto wsN = kernels::spmvWorkspaceFloats(w.rows, w.cols, batch, kc);
   auto ws = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, x.options().dtype(at::kFloat));
   auto counters = at::zeros({kernels::spmvTiles(w.rows)}, x.options().dtype(at::kInt));

@@ -17,6 +17,7 @@
 #include "gpu/kernels/splitk.cuh"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 namespace sdw::kernels {
@@ -72,6 +73,7 @@ __device__ __forceinline__ void accumulateWord(const uint4& va, const uint4& vb,
 
 constexpr int kMaxWarps = 8;       // batch >= 2 kernel
 constexpr int kMaxWarpsB1 = 16;    // batch-1 kernel
+constexpr int kMaxClusterB1 = 16;  // blocks per cluster along K (more than 8: non-portable size)
 constexpr int kMaxXsBytes = 40 * 1024;  // x slice in shared memory; with `red`, under the 48 KiB default
 
 // Position of the highest set bit (FLO).
@@ -164,12 +166,24 @@ __device__ __forceinline__ void computeChunkB1(const ChunkB1<U>& c, bool keep, f
 // compiler needs no warp-collective fallback around the shuffles; loads of the
 // next chunk of U words are issued before the current chunk is used (two
 // register buffers, ping-pong).
-template <typename T, int U>
+//
+// CLUSTER (sm_90): the gridDim.y blocks of a tile form one thread-block cluster
+// along K. Each block adds its warps' sums in its own shared memory and stores
+// the 32 row sums into block 0's shared memory (distributed shared memory); after
+// one cluster barrier (release / acquire) block 0 adds them in split order
+// (deterministic) and writes y: no workspace, fence or ticket. The barrier
+// arrival at kernel start (relaxed, completed before the first remote store)
+// guarantees every block of the cluster is running before its shared memory is
+// written.
+template <typename T, int U, bool CLUSTER>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
                         float* __restrict__ ws, unsigned* __restrict__ counters) {
   __shared__ float red[kMaxWarpsB1 * 32];
+#if __CUDA_ARCH__ >= 900
+  if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
   const std::int64_t tile = blockIdx.x;
@@ -201,12 +215,37 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 
   red[warp * 32 + lane] = acc0 + acc1;
   __syncthreads();
-  if (warp != 0) return;
-  float tot[1] = {0.f};
-  for (int w = 0; w < W; ++w) tot[0] += red[w * 32 + lane];
   const std::int64_t row = tile * 32 + lane;
-  detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile, row,
-                           static_cast<std::int64_t>(gridDim.x) * 32);
+  if constexpr (CLUSTER) {
+#if __CUDA_ARCH__ >= 900
+    __shared__ float part[kMaxClusterB1 * 32];  // block 0: the row sums of every block of the cluster
+    float tot = 0.f;
+    if (warp == 0)
+      for (int w = 0; w < W; ++w) tot += red[w * 32 + lane];
+    asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // every block of the cluster has started
+    const unsigned rank = blockIdx.y;  // cluster dims (1, gridDim.y, 1): the rank is the split index
+    if (warp == 0 && rank != 0) {
+      std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(part + rank * 32 + lane)), remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;\n" : "=r"(remote) : "r"(local));
+      asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(tot) : "memory");
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    if (warp != 0 || rank != 0) return;
+    float s = 0.f;
+    s += tot;
+    for (unsigned k = 1; k < gridDim.y; ++k) s += part[k * 32 + lane];
+    if (row < rows) y[row] = detail::fromFloat<T>(s);
+#else
+    __trap();  // never launched below sm_90 (clusterLaunchSupported)
+#endif
+  } else {
+    if (warp != 0) return;
+    float tot[1] = {0.f};
+    for (int w = 0; w < W; ++w) tot[0] += red[w * 32 + lane];
+    detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile, row,
+                             static_cast<std::int64_t>(gridDim.x) * 32);
+  }
 }
 
 template <typename T, int B, int XS, int U>
@@ -284,6 +323,22 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
   return cudaGetLastError();
 }
 
+// Whether the current device can launch thread-block clusters (sm_90+), cached per device.
+bool clusterLaunchSupported() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cache[kDevices];  // 0 unknown, 1 no, 2 yes
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
+  if (dev < kDevices) {
+    if (const int c = cache[dev].load(std::memory_order_relaxed)) return c == 2;
+  }
+  int cc = 0, cl = 0;
+  const bool ok = cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&cl, cudaDevAttrClusterLaunch, dev) == cudaSuccess && cc >= 9 && cl != 0;
+  if (dev < kDevices) cache[dev].store(ok ? 2 : 1, std::memory_order_relaxed);
+  return ok;
+}
+
 template <typename T, int U>
 cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, const SpmvConfig& cfg, float* ws, unsigned* counters,
@@ -292,9 +347,31 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
   const int wordsPerSplit = spmvWordsPerSplit(cols, 1, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
   dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
-  bitmaskSpmvB1Kernel<T, U><<<grid, cfg.warps * 32, 0, stream>>>(static_cast<const uint4*>(values), masks, G,
-                                                                  wordsPerSplit, static_cast<const T*>(x), rows,
-                                                                  static_cast<T*>(y), ws, counters);
+  const auto* v = static_cast<const uint4*>(values);
+  const auto* xt = static_cast<const T*>(x);
+  auto* yt = static_cast<T*>(y);
+  if (spmvUsesCluster(cols, 1, cfg) && clusterLaunchSupported()) {
+    auto kernel = bitmaskSpmvB1Kernel<T, U, true>;
+    if (splits > 8) {
+      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+      if (e != cudaSuccess) return e;
+    }
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = grid;
+    lc.blockDim = dim3(static_cast<unsigned>(cfg.warps * 32));
+    lc.dynamicSmemBytes = 0;
+    lc.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = static_cast<unsigned>(splits);
+    attr[0].val.clusterDim.z = 1;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+    return cudaLaunchKernelEx(&lc, kernel, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters);
+  }
+  bitmaskSpmvB1Kernel<T, U, false><<<grid, cfg.warps * 32, 0, stream>>>(v, masks, G, wordsPerSplit, xt, rows, yt,
+                                                                        ws, counters);
   return cudaGetLastError();
 }
 
@@ -306,6 +383,7 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
     switch (cfg.unroll) {
       case 1: return launchB1<T, 1>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
       case 2: return launchB1<T, 2>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+      case 3: return launchB1<T, 3>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
       case 4: return launchB1<T, 4>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
       default: return cudaErrorInvalidValue;
     }
@@ -346,6 +424,13 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   const int S = batch == 1 ? std::clamp(cfg.splitK, 1, G)  // batch 1: x is not staged
                            : std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
   return (G + S - 1) / S;
+}
+
+bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg) {
+  if (batch != 1 || cfg.cluster == 0) return false;
+  const int G = static_cast<int>(cols / 32), per = spmvWordsPerSplit(cols, batch, cfg);
+  const int splits = (G + per - 1) / per;
+  return splits >= 2 && splits <= (cfg.cluster > 0 ? kMaxClusterB1 : 8);
 }
 
 std::size_t spmvWorkspaceFloats(std::int64_t rows, std::int64_t cols, int batch, const SpmvConfig& cfg) {

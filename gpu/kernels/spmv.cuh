@@ -22,18 +22,25 @@
 namespace sdw::kernels {
 
 struct SpmvConfig {
-  int warps = 8;   // warps per block, all on the same 32-row tile: 1..16 at batch 1, 1..8 above
-  int unroll = 2;  // mask words per warp with loads in flight before use (1, 2, 4)
-  int splitK = 1;  // blocks per tile along the input dimension (two-pass reduction);
-                   // raised where the x slice would not fit in shared memory
+  int warps = 8;     // warps per block, all on the same 32-row tile: 1..16 at batch 1, 1..8 above
+  int unroll = 2;    // mask words per warp with loads in flight before use (1, 2, 4; 3 at batch 1)
+  int splitK = 1;    // blocks per tile along the input dimension (two-pass reduction);
+                     // raised where the x slice would not fit in shared memory
+  int cluster = -1;  // batch 1 with splitK > 1 on sm_90+: the blocks of a tile form a thread-block
+                     // cluster and reduce through distributed shared memory (no workspace pass).
+                     // -1 auto (cluster for 2..8 blocks), 0 never (workspace + ticket), 1 up to 16
 };
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8
 std::int64_t spmvTiles(std::int64_t rows);
 // Mask words per split-K slice actually used (cfg.splitK, raised for shared memory).
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg);
-// fp32 partial sums the split-K path needs; counters: spmvTiles(rows) unsigned,
-// zeroed once before first use (the kernel leaves them zero).
+// Whether the launch takes the cluster path (batch 1, 2..8 blocks per tile, or up to 16
+// with cfg.cluster = 1), on a device that supports clusters (otherwise the workspace path).
+bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg);
+// fp32 partial sums the split-K path needs (also required with the cluster path: its fallback
+// where clusters are unavailable); counters: spmvTiles(rows) unsigned, zeroed once before
+// first use (the kernel leaves them zero).
 std::size_t spmvWorkspaceFloats(std::int64_t rows, std::int64_t cols, int batch, const SpmvConfig& cfg);
 
 cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DType dtype, std::int64_t rows,

@@ -1,5 +1,5 @@
-// Every CUDA SpMV / GEMV kernel path (bf16/fp16, batch 1..8, split-K, our dense
-// GEMV) against a float64 LibTorch reference built from the same 16-bit values,
+// Every CUDA SpMV / GEMV kernel path (bf16/fp16, batch 1..8, split-K through the
+// workspace and, at batch 1, through a thread-block cluster; our dense GEMV) against a float64 LibTorch reference built from the same 16-bit values,
 // with guard regions around the outputs. Label: gpu. Skips without a device.
 
 #include "core/sparse_format.h"
@@ -45,6 +45,15 @@ class TestSpmvCuda : public QObject {
       QTest::addRow("split-K 1024x4096 b1 %s", dt) << 1024 << 4096 << 1 << "2:4" << dt << 8;
       QTest::addRow("split-K 1000x5120 b8 %s", dt) << 1000 << 5120 << 8 << "16:32" << dt << 16;
       QTest::addRow("split-K uneven 65x4000->4064 b2 %s", dt) << 65 << 4064 << 2 << "4:8" << dt << 7;
+      // Batch 1 with split-K: each run also with the cluster path forced on (up to 16 blocks)
+      // and off. 4064 columns = 127 words: no split count divides them evenly.
+      QTest::addRow("cluster 2 1024x4096 b1 %s", dt) << 1024 << 4096 << 1 << "2:4" << dt << 2;
+      QTest::addRow("cluster 3 uneven 65x4064 b1 %s", dt) << 65 << 4064 << 1 << "8:16" << dt << 3;
+      QTest::addRow("cluster 4 uneven 96x4064 b1 %s", dt) << 96 << 4064 << 1 << "4:8" << dt << 4;
+      QTest::addRow("cluster 7 uneven 33x4064 b1 %s", dt) << 33 << 4064 << 1 << "16:32" << dt << 7;
+      QTest::addRow("cluster 8 1024x5120 b1 %s", dt) << 1024 << 5120 << 1 << "2:4" << dt << 8;
+      QTest::addRow("cluster 16 odd 37x14336 b1 %s", dt) << 37 << 14336 << 1 << "2:4" << dt << 16;
+      QTest::addRow("cluster 3 of 8 (3 words) 33x96 b1 %s", dt) << 33 << 96 << 1 << "16:32" << dt << 8;
     }
   }
 
@@ -97,9 +106,15 @@ class TestSpmvCuda : public QObject {
     };
 
     const auto dw = gpu::toDeviceLayout(packed, torch::Device(torch::kCUDA));
-    for (int unroll : {1, 2, 4}) {
-      const gpu::SpmvLaunch cfg{unroll == 4 ? 4 : unroll == 2 && batch == 1 ? 16 : 8, unroll, splitK};
-      check(qPrintable(QStringLiteral("sparse u%1").arg(unroll)), [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
+    for (int unroll : {1, 2, 3, 4}) {
+      if (unroll == 3 && batch != 1) continue;  // unroll 3: batch-1 kernel only
+      // cluster: -1 auto; at batch 1 with split-K also forced on (1) and off (0).
+      for (int cluster : {-1, 0, 1}) {
+        if (cluster != -1 && (batch != 1 || splitK == 1)) continue;
+        const gpu::SpmvLaunch cfg{unroll == 4 ? 4 : unroll == 2 && batch == 1 ? 16 : 8, unroll, splitK, cluster};
+        check(qPrintable(QStringLiteral("sparse u%1 c%2").arg(unroll).arg(cluster)),
+              [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
+      }
     }
     const auto wdev = wd.to(cuda);
     for (const gpu::GemvLaunch cfg : {gpu::GemvLaunch{4, 4, 2, 1}, gpu::GemvLaunch{8, 1, 1, splitK}, gpu::GemvLaunch{2, 2, 2, 3}})

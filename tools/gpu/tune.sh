@@ -45,8 +45,10 @@ wait $(jobs -p | grep -v "^$build_pid$")
 nvcc -arch=sm_90 /tmp/probe/*.o -o /tmp/probe/probe && log "probe built" || log "probe build FAILED"
 if command -v cuobjdump >/dev/null; then
   cuobjdump --dump-sass /tmp/probe/spmv.o >/tmp/probe/spmv.sass 2>/dev/null
-  # Opcode histogram of the batch-1 bf16 kernel (unroll 2 and 4) and the batch-2 bf16 kernel (unroll 1).
-  for k in 'bitmaskSpmvB1KernelI13__nv_bfloat16Li2E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li4E' \
+  # Opcode histogram of the batch-1 bf16 kernel (unroll 2 and 4, workspace epilogue; unroll 1
+  # and 3, cluster epilogue) and the batch-2 bf16 kernel (unroll 1).
+  for k in 'bitmaskSpmvB1KernelI13__nv_bfloat16Li2ELb0E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li4ELb0E' \
+    'bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li3ELb1E' \
     'bitmaskSpmvKernelI13__nv_bfloat16Li2ELi2ELi1E'; do
     echo "== $k"
     awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on && /\/\*[0-9a-f]{4}\*\// {print}' /tmp/probe/spmv.sass |
@@ -54,9 +56,12 @@ if command -v cuobjdump >/dev/null; then
       sort | uniq -c | sort -rn | head -30
     echo "total: $(awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on && /\/\*[0-9a-f]{4}\*\// {n++} END {print n}' /tmp/probe/spmv.sass)"
   done >"$out/sass-mix.txt" 2>&1
-  # The listing of the batch-1 bf16 unroll-2 kernel, for reading the inner loop.
-  awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li2E") > 0} on' /tmp/probe/spmv.sass |
+  # The listings of the batch-1 bf16 unroll-2 kernel (inner loop) and of the unroll-1 cluster
+  # kernel (the distributed-shared-memory epilogue).
+  awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li2ELb0E") > 0} on' /tmp/probe/spmv.sass |
     grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's@ */\* 0x[0-9a-f]+ \*/@@' >>"$out/sass-mix.txt"
+  awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1E") > 0} on' /tmp/probe/spmv.sass |
+    grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's@ */\* 0x[0-9a-f]+ \*/@@' >"$out/sass-b1-cluster.txt"
 fi
 if [ -x /tmp/probe/probe ]; then
   # PROBE_MODE=quick: batch 1 only (entries of other batches are kept from the committed table).
