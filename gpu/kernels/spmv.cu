@@ -5,7 +5,8 @@
 // mask (__ldcg); the weights of a warp step are 1 KiB + 128 B contiguous. The
 // warps of a block split the tile's words in chunks of `unroll` words, then add
 // their sums through shared memory; gridDim.y > 1 splits the words further
-// across blocks, reduced by the last block to finish (splitk.cuh).
+// across blocks, reduced by the last block to finish (splitk.cuh) or, at batch 1
+// on sm_90, by block 0 of a thread-block cluster through distributed shared memory.
 //
 // Batch 1 (bitmaskSpmvB1Kernel): x by shuffle from registers, two traversal
 // chains per word, block-uniform trip counts, next chunk prefetched.
