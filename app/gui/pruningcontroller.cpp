@@ -1,11 +1,500 @@
 #include "app/gui/pruningcontroller.h"
 
+#include "app/gui/modelcontroller.h"
+#include "app/gui/workspace.h"
+#include "gpu/device.h"
+#include "gpu/evaluation.h"
+#include "gpu/model_config.h"
+#include "gpu/pruning.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QMetaObject>
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+
 namespace sdw::app {
 
-PruningController::PruningController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {}
+namespace {
 
-void PruningController::attach(widgets::PruningPanel* panel) { (void)panel; }
+namespace fs = std::filesystem;
 
-void PruningController::setWorkspace(const QString& dir) { workspace_ = dir; }
+struct PruneOutcome {
+  QStringList records;
+  widgets::PruningRecordData last;  // the last record, read back from its file
+};
+
+struct EvaluateOutcome {
+  widgets::QualityData data;
+};
+
+}  // namespace
+}  // namespace sdw::app
+
+Q_DECLARE_METATYPE(sdw::app::PruneOutcome)
+Q_DECLARE_METATYPE(sdw::app::EvaluateOutcome)
+
+namespace sdw::app {
+
+// Rows and layer changes travel from the worker through here: the pointer
+// is read and cleared under the mutex, so a worker never posts to a
+// controller that is being destroyed. A posted call whose receiver is gone
+// by delivery time is dropped by Qt.
+struct PruningController::Sink {
+  std::mutex mutex;
+  QPointer<PruningController> target;
+
+  template <typename F>
+  void post(F f) {
+    std::lock_guard lock(mutex);
+    if (PruningController* c = target.data())
+      QMetaObject::invokeMethod(c, [c, f = std::move(f)] { f(c); }, Qt::QueuedConnection);
+  }
+};
+
+namespace {
+
+fs::path toPath(const QString& s) { return fs::path(QFile::encodeName(s).toStdString()); }
+QString fromPath(const fs::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+QString samplesFile(const QString& rel) {
+  // The sample model sits in <samples>/model/brown-llama.
+  return QDir::cleanPath(QDir(sampleModelDir()).filePath(QStringLiteral("../../") + rel));
+}
+
+widgets::PruneModuleData rowData(const gpu::ModulePruneRow& r) {
+  widgets::PruneModuleData d;
+  d.module = qs(r.name);
+  d.layer = r.layer;
+  d.rows = r.rows;
+  d.cols = r.cols;
+  d.loss = r.loss;
+  d.outputLoss = r.outputLoss;
+  d.relOutputError = r.relOutputError;
+  d.sparsity = r.sparsity;
+  d.percdampUsed = r.percdampUsed;
+  d.dampingSteps = r.dampingSteps;
+  d.deadInputs = r.deadInputs;
+  d.seconds = r.seconds;
+  d.packed = r.packed;
+  return d;
+}
+
+// Which decoder layer each projection belongs to, in checkpoint order (the
+// order the engine solves them in).
+std::vector<int> moduleLayers(const QString& model) {
+  const gpu::ModelConfig config = gpu::loadModelConfig(toPath(model));
+  std::vector<int> out;
+  for (const gpu::ModuleInfo& m : gpu::projectionModules(config, "float32"))
+    if (m.layer >= 0) out.push_back(m.layer);
+  return out;
+}
+
+}  // namespace
+
+QString sampleHeldoutTextFile() { return samplesFile(QStringLiteral("corpus/brown-heldout.txt")); }
+QString sampleHeldoutPromptsFile() { return samplesFile(QStringLiteral("prompts/brown-heldout.jsonl")); }
+
+PruningController::PruningController(JobManager* jobs, QObject* parent)
+    : QObject(parent), jobs_(jobs), sink_(std::make_shared<Sink>()) {
+  sink_->target = this;
+  qRegisterMetaType<sdw::widgets::PruneForm>("sdw::widgets::PruneForm");
+  qRegisterMetaType<sdw::widgets::EvaluateForm>("sdw::widgets::EvaluateForm");
+  qRegisterMetaType<sdw::widgets::PruneModuleData>("sdw::widgets::PruneModuleData");
+  qRegisterMetaType<sdw::widgets::PruningRecordData>("sdw::widgets::PruningRecordData");
+  qRegisterMetaType<sdw::widgets::QualityData>("sdw::widgets::QualityData");
+  qRegisterMetaType<sdw::app::PruningInputs>("sdw::app::PruningInputs");
+  connect(jobs, &JobManager::finished, this, &PruningController::onFinished);
+  connect(jobs, &JobManager::failed, this, &PruningController::onFailed);
+  connect(jobs, &JobManager::cancelled, this, &PruningController::onCancelled);
+  connect(jobs, &JobManager::progressed, this, &PruningController::onProgress);
+}
+
+PruningController::~PruningController() {
+  {
+    std::lock_guard lock(sink_->mutex);
+    sink_->target = nullptr;
+  }
+  if (!jobs_) return;
+  for (JobId id : {scanJob_, pruneJob_, evaluateJob_, openRecordJob_, openEvaluationJob_})
+    if (id) jobs_->cancel(id);
+}
+
+void PruningController::attach(widgets::PruningPanel* panel) {
+  const gpu::DeviceInfo& dev = gpu::deviceInfo();
+  panel->setCudaAvailable(dev.cudaAvailable, qs(dev.reason));
+  panel->setSampleModel(sampleModelDir());
+  panel->setEvaluationDefaults(sampleHeldoutTextFile(), sampleHeldoutPromptsFile());
+  if (!workspace_.isEmpty()) panel->setWorkspace(workspace_);
+  connect(panel, &widgets::PruningPanel::pruneRequested, this, [this](const widgets::PruneForm& f) { prune(f); });
+  connect(panel, &widgets::PruningPanel::cancelRequested, this, &PruningController::cancel);
+  connect(panel, &widgets::PruningPanel::openRecordRequested, this, [this](const QString& p) { openRecord(p); });
+  connect(panel, &widgets::PruningPanel::openEvaluationRequested, this,
+          [this](const QString& p) { openEvaluation(p); });
+  connect(panel, &widgets::PruningPanel::evaluateRequested, this,
+          [this](const widgets::EvaluateForm& f) { evaluate(f); });
+
+  connect(this, &PruningController::inputsFound, panel, [panel](const PruningInputs& in, bool defaults) {
+    panel->setWorkspace(in.dir);
+    panel->setCalibrationRuns(in.calibrationRuns, defaults ? in.defaultCalibration : QString());
+    panel->setPruningRecords(in.records);
+    panel->setEvaluationRuns(in.evaluations);
+  });
+  connect(this, &PruningController::jobStarted, panel, &widgets::PruningPanel::beginJob);
+  connect(this, &PruningController::pruneRunStarted, panel, &widgets::PruningPanel::beginPruneRun);
+  connect(this, &PruningController::moduleFinished, panel, &widgets::PruningPanel::addModuleRow);
+  connect(this, &PruningController::layerState, panel, &widgets::PruningPanel::setLayerState);
+  connect(this, &PruningController::jobProgress, panel, &widgets::PruningPanel::setJobProgress);
+  connect(this, &PruningController::jobEnded, panel, &widgets::PruningPanel::endJob);
+  connect(this, &PruningController::recordReady, panel, &widgets::PruningPanel::showRecord);
+  connect(this, &PruningController::recordFailed, panel, &widgets::PruningPanel::showModulesError);
+  connect(this, &PruningController::qualityReady, panel, &widgets::PruningPanel::showQuality);
+  connect(this, &PruningController::qualityFailed, panel, &widgets::PruningPanel::showQualityError);
+}
+
+JobId PruningController::setWorkspace(const QString& dir) {
+  if (!jobs_) return 0;
+  workspace_ = dir;
+  if (scanJob_) jobs_->cancel(scanJob_);
+  scanJob_ = jobs_->startTyped<PruningInputs>(tr("Find pruning inputs"), [dir](const sdw::ProgressFn&) {
+    PruningInputs in = findPruningInputs(dir);
+    // Something to look at from the start, even in an empty workspace.
+    const QDir samples(sampleWorkspaceDir());
+    if (in.record.isEmpty() && QFileInfo::exists(samples.filePath(QStringLiteral("pruning-sgpt24-fixed.sdw.h5"))))
+      in.record = samples.filePath(QStringLiteral("pruning-sgpt24-fixed.sdw.h5"));
+    if (in.evaluation.isEmpty() && QFileInfo::exists(samples.filePath(QStringLiteral("eval-sample.sdw.h5"))))
+      in.evaluation = samples.filePath(QStringLiteral("eval-sample.sdw.h5"));
+    return in;
+  });
+  return scanJob_;
+}
+
+PruningController::Target PruningController::targetFor(const widgets::PruneForm& form, const QString& calibrationRun,
+                                                       const QStringList& taken) const {
+  QString parent = form.outputDir;
+  if (parent.isEmpty() && !workspace_.isEmpty()) parent = QDir(workspace_).filePath(QStringLiteral("pruned"));
+  const QString base = widgets::defaultPruneFolderName(form.method, form.pattern, calibrationRun);
+  Target t;
+  for (int n = 1;; ++n) {
+    const QString name = n == 1 ? base : QStringLiteral("%1-%2").arg(base).arg(n);
+    t.out = QDir(parent).filePath(name);
+    t.record = workspace_.isEmpty() ? QString()
+                                    : QDir(workspace_).filePath(QStringLiteral("pruning-%1.sdw.h5").arg(name));
+    const bool used = taken.contains(t.out) || QFileInfo::exists(QDir(t.out).filePath(QStringLiteral("model.safetensors"))) ||
+                      (!t.record.isEmpty() && (QFileInfo::exists(t.record) ||
+                                               QFileInfo::exists(t.record + QStringLiteral(".partial"))));
+    if (!used) return t;
+  }
+}
+
+void PruningController::refuse(const QString& why) {
+  Q_EMIT error(why);
+  Q_EMIT jobEnded(why, widgets::PruningPanel::Outcome::Failed);
+}
+
+JobId PruningController::prune(const widgets::PruneForm& form) {
+  if (!jobs_) return 0;
+  if (isBusy()) {
+    Q_EMIT error(tr("cannot prune: a pruning or evaluation is already running"));
+    return 0;
+  }
+  if (form.model.isEmpty()) {
+    refuse(tr("Cannot prune: choose the dense model."));
+    return 0;
+  }
+  if (form.calibrationRuns.isEmpty()) {
+    refuse(tr("Cannot prune: check at least one calibration run."));
+    return 0;
+  }
+  if (form.outputDir.isEmpty() && workspace_.isEmpty()) {
+    refuse(tr("Cannot prune: choose an output folder."));
+    return 0;
+  }
+  struct Step {
+    gpu::PruneSettings settings;
+    QString name;  // the calibration run's file name
+  };
+  std::vector<Step> steps;
+  QStringList taken;
+  for (const QString& run : form.calibrationRuns) {
+    const Target t = targetFor(form, run, taken);
+    taken << t.out;
+    Step s;
+    s.settings.model = toPath(form.model);
+    s.settings.calibration = toPath(run);
+    s.settings.method = form.method.toStdString();
+    s.settings.pattern = form.pattern.toStdString();
+    s.settings.order = form.order.toStdString();
+    s.settings.percdamp = form.percdamp;
+    s.settings.blocksize = form.blocksize;
+    s.settings.device = form.device.toStdString();
+    s.settings.out = toPath(t.out);
+    s.settings.record = t.record.isEmpty() ? fs::path() : toPath(t.record);
+    try {
+      gpu::validatePruneSettings(s.settings);
+    } catch (const std::exception& e) {
+      refuse(tr("Cannot prune %1: %2").arg(QFileInfo(run).fileName(), QString::fromUtf8(e.what())));
+      return 0;
+    }
+    s.name = QFileInfo(run).fileName();
+    steps.push_back(std::move(s));
+  }
+
+  const quint64 generation = ++generation_;
+  written_.clear();
+  currentRun_.clear();
+  const QString model = form.model;
+  auto sink = sink_;
+  pruneJob_ = jobs_->startTyped<PruneOutcome>(
+      tr("Pruning (%1 %2)").arg(form.method, form.pattern), [steps, model, sink, generation](const sdw::ProgressFn& p) {
+        const std::vector<int> layerOf = moduleLayers(model);
+        const int perRun = static_cast<int>(layerOf.size());
+        const int layers = layerOf.empty() ? 0 : *std::max_element(layerOf.begin(), layerOf.end()) + 1;
+        QVector<int> modulesPerLayer(layers, 0);
+        for (int l : layerOf) ++modulesPerLayer[l];
+        const int runs = static_cast<int>(steps.size());
+        PruneOutcome outcome;
+        for (int i = 0; i < runs; ++i) {
+          const Step& step = steps[static_cast<std::size_t>(i)];
+          const QString what = runs > 1 ? QStringLiteral("run %1/%2: %3").arg(i + 1).arg(runs).arg(step.name) : step.name;
+          sink->post([generation, what, modulesPerLayer](PruningController* c) {
+            c->onRunStarted(generation, what, modulesPerLayer);
+          });
+          int done = 0;          // modules of this run finished
+          int shownLayer = -2;   // what the chart was last told
+          QString shownStage;
+          const auto progress = [&](const sdw::Progress& q) {
+            const bool recapture = q.stage.rfind("recapture", 0) == 0;
+            const int layer = perRun > 0 ? layerOf[static_cast<std::size_t>(std::min(done, perRun - 1))] : -1;
+            QString stage = recapture ? QStringLiteral("re-capturing") : QStringLiteral("solving");
+            if (done >= perRun) stage = QStringLiteral("writing");
+            if (layer != shownLayer || stage != shownStage) {
+              shownLayer = layer;
+              shownStage = stage;
+              sink->post([generation, layer, stage](PruningController* c) {
+                if (generation == c->generation_) Q_EMIT c->layerState(layer, stage);
+              });
+            }
+            sdw::Progress out;
+            out.done = static_cast<double>(i * perRun + done);
+            out.total = static_cast<double>(runs * perRun);
+            out.unit = "modules";
+            QString text = QStringLiteral("%1 · layer %2/%3 · %4").arg(what).arg(layer + 1).arg(layers).arg(stage);
+            if (recapture && q.total > 0) text += QStringLiteral(" %1%").arg(100.0 * q.done / q.total, 0, 'f', 0);
+            out.stage = text.toStdString();
+            return !p || p(out);
+          };
+          const auto onModule = [&](const gpu::ModulePruneRow& row) {
+            ++done;
+            sink->post([generation, d = rowData(row)](PruningController* c) {
+              if (generation == c->generation_) Q_EMIT c->moduleFinished(d);
+            });
+          };
+          const gpu::PruneResult r = gpu::pruneModel(step.settings, progress, onModule);
+          const QString record = fromPath(r.record);
+          outcome.records << record;
+          sink->post([generation, record](PruningController* c) { c->onRunDone(generation, record); });
+        }
+        if (!outcome.records.isEmpty()) outcome.last = readPruningRecord(outcome.records.back());
+        return outcome;
+      });
+  QStringList names;
+  for (const Step& s : steps) names << s.name;
+  Q_EMIT jobStarted(tr("Pruning %1 with %2 %3 (%4)…")
+                        .arg(names.join(QStringLiteral(", ")), form.method, form.pattern, form.order));
+  Q_EMIT info(tr("pruning started: %1 %2 %3 of %4 from %5")
+                  .arg(form.method, form.pattern, form.order, form.model, names.join(QStringLiteral(", "))));
+  return pruneJob_;
+}
+
+void PruningController::onRunStarted(quint64 generation, const QString& what, const QVector<int>& modulesPerLayer) {
+  if (generation != generation_) return;
+  currentRun_ = what;
+  Q_EMIT pruneRunStarted(tr("Pruning %1…").arg(what), modulesPerLayer);
+}
+
+void PruningController::onRunDone(quint64 generation, const QString& record) {
+  if (generation != generation_) return;
+  written_ << record;
+  Q_EMIT runWritten(record);
+}
+
+JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
+  if (!jobs_) return 0;
+  if (isBusy()) {
+    Q_EMIT error(tr("cannot evaluate: a pruning or evaluation is already running"));
+    return 0;
+  }
+  QString refusal;
+  const QList<quint64> seeds = form.seedList();
+  if (form.dense.isEmpty()) refusal = tr("choose the dense model");
+  else if (form.models.isEmpty()) refusal = tr("choose at least one pruned model");
+  else if (seeds.isEmpty()) refusal = tr("seeds must be a comma-separated list of numbers");
+  else if (form.output.isEmpty() && workspace_.isEmpty()) refusal = tr("open a workspace to write the run into");
+  if (!refusal.isEmpty()) {
+    refuse(tr("Cannot evaluate: %1").arg(refusal));
+    return 0;
+  }
+  gpu::EvaluationSettings s;
+  s.dense = toPath(form.dense);
+  for (const QString& m : form.models) s.models.push_back(toPath(m));
+  s.text = toPath(form.text);
+  s.prompts = toPath(form.prompts);
+  s.seeds.assign(seeds.begin(), seeds.end());
+  s.maxNewTokens = form.maxNewTokens;
+  s.maxPrompts = form.maxPrompts;
+  s.windows = form.windows;
+  s.window = form.window;
+  s.sideBySidePrompts = form.sideBySide;
+  s.device = form.device.toStdString();
+  const QString out =
+      !form.output.isEmpty()
+          ? form.output
+          : QDir(workspace_).filePath(
+                QStringLiteral("eval-%1.sdw.h5")
+                    .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
+  evaluateJob_ = jobs_->startTyped<EvaluateOutcome>(tr("Evaluation"), [s, out](const sdw::ProgressFn& p) {
+    const gpu::EvaluationResult r = gpu::evaluate(s, p);
+    EvaluateOutcome o;
+    o.data = readEvaluationRun(fromPath(gpu::writeEvaluationRun(r, toPath(out))));
+    return o;
+  });
+  Q_EMIT jobStarted(tr("Evaluating %n pruned model(s) against %1…", nullptr, static_cast<int>(form.models.size()))
+                        .arg(QFileInfo(form.dense).fileName()));
+  Q_EMIT info(tr("evaluation started: %1 vs %2 -> %3").arg(form.dense, form.models.join(QStringLiteral(", ")), out));
+  return evaluateJob_;
+}
+
+JobId PruningController::openRecord(const QString& path) {
+  if (!jobs_) return 0;
+  if (openRecordJob_) jobs_->cancel(openRecordJob_);  // superseded
+  openRecordJob_ = jobs_->startTyped<widgets::PruningRecordData>(
+      tr("Open %1").arg(QFileInfo(path).fileName()), [path](const sdw::ProgressFn&) { return readPruningRecord(path); });
+  return openRecordJob_;
+}
+
+JobId PruningController::openEvaluation(const QString& path) {
+  if (!jobs_) return 0;
+  if (openEvaluationJob_) jobs_->cancel(openEvaluationJob_);
+  openEvaluationJob_ = jobs_->startTyped<widgets::QualityData>(
+      tr("Open %1").arg(QFileInfo(path).fileName()), [path](const sdw::ProgressFn&) { return readEvaluationRun(path); });
+  return openEvaluationJob_;
+}
+
+void PruningController::cancel() {
+  if (!jobs_) return;
+  if (pruneJob_) jobs_->cancel(pruneJob_);
+  if (evaluateJob_) jobs_->cancel(evaluateJob_);
+}
+
+void PruningController::onProgress(const JobUpdate& u) {
+  if (u.id == 0 || (u.id != pruneJob_ && u.id != evaluateJob_)) return;
+  Q_EMIT jobProgress(u.fraction, u.stage, u.elapsedSeconds, u.etaSeconds);
+}
+
+void PruningController::onFinished(JobId id, const QVariant& result) {
+  if (id == 0) return;
+  if (id == scanJob_) {
+    scanJob_ = 0;
+    const auto in = result.value<PruningInputs>();
+    if (in.dir != workspace_) return;
+    const bool defaults = in.dir != defaultsDir_;
+    defaultsDir_ = in.dir;
+    Q_EMIT inputsFound(in, defaults);
+    if (!recordShown_ && !in.record.isEmpty() && !openRecordJob_ && !pruneJob_) openRecord(in.record);
+    if (!qualityShown_ && !in.evaluation.isEmpty() && !openEvaluationJob_ && !evaluateJob_)
+      openEvaluation(in.evaluation);
+  } else if (id == pruneJob_) {
+    pruneJob_ = 0;
+    const auto o = result.value<PruneOutcome>();
+    recordShown_ = true;
+    if (!o.records.isEmpty()) Q_EMIT recordReady(o.last);
+    const QString msg = tr("Complete: %n model(s) pruned — %1", nullptr, static_cast<int>(o.records.size()))
+                            .arg(o.last.summaryLine());
+    Q_EMIT jobEnded(msg, widgets::PruningPanel::Outcome::Complete);
+    Q_EMIT info(tr("pruning complete: %1").arg(o.records.join(QStringLiteral(", "))));
+    if (!workspace_.isEmpty()) setWorkspace(workspace_);  // the pickers list the new records
+  } else if (id == evaluateJob_) {
+    evaluateJob_ = 0;
+    const auto o = result.value<EvaluateOutcome>();
+    qualityShown_ = true;
+    Q_EMIT qualityReady(o.data);
+    const QString msg = tr("Evaluation saved to %1").arg(QFileInfo(o.data.path).fileName());
+    Q_EMIT jobEnded(msg, widgets::PruningPanel::Outcome::Complete);
+    Q_EMIT info(msg);
+    Q_EMIT runWritten(o.data.path);
+    if (!workspace_.isEmpty()) setWorkspace(workspace_);
+  } else if (id == openRecordJob_) {
+    openRecordJob_ = 0;
+    recordShown_ = true;
+    const auto d = result.value<widgets::PruningRecordData>();
+    Q_EMIT recordReady(d);
+    Q_EMIT info(tr("opened %1: %2").arg(QFileInfo(d.path).fileName(), d.summaryLine()));
+  } else if (id == openEvaluationJob_) {
+    openEvaluationJob_ = 0;
+    qualityShown_ = true;
+    const auto d = result.value<widgets::QualityData>();
+    Q_EMIT qualityReady(d);
+    Q_EMIT info(tr("opened %1").arg(d.summaryLine()));
+  }
+}
+
+void PruningController::onFailed(JobId id, const QString& message) {
+  if (id == 0) return;
+  if (id == scanJob_) {
+    scanJob_ = 0;
+    Q_EMIT error(tr("cannot list the workspace's runs: %1").arg(message));
+  } else if (id == pruneJob_) {
+    pruneJob_ = 0;
+    QString m = tr("Pruning %1 failed: %2").arg(currentRun_, message);
+    if (!written_.isEmpty()) m += tr(" (%n earlier model(s) complete and kept)", nullptr, static_cast<int>(written_.size()));
+    Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Failed);
+    Q_EMIT error(m);
+  } else if (id == evaluateJob_) {
+    evaluateJob_ = 0;
+    const QString m = tr("Evaluation failed: %1").arg(message);
+    Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Failed);
+    Q_EMIT error(m);
+  } else if (id == openRecordJob_) {
+    openRecordJob_ = 0;
+    const QString m = tr("Cannot open the pruning record: %1").arg(message);
+    Q_EMIT recordFailed(m);
+    Q_EMIT error(m);
+  } else if (id == openEvaluationJob_) {
+    openEvaluationJob_ = 0;
+    const QString m = tr("Cannot open the evaluation run: %1").arg(message);
+    Q_EMIT qualityFailed(m);
+    Q_EMIT error(m);
+  }
+}
+
+void PruningController::onCancelled(JobId id) {
+  if (id == 0) return;
+  if (id == scanJob_) {
+    scanJob_ = 0;
+  } else if (id == pruneJob_) {
+    pruneJob_ = 0;
+    ++generation_;  // rows still queued belong to the stopped pruning
+    QString m = tr("Cancelled: nothing of %1 was written.").arg(currentRun_.isEmpty() ? tr("the pruning") : currentRun_);
+    if (!written_.isEmpty())
+      m += tr(" %n earlier model(s) complete and kept.", nullptr, static_cast<int>(written_.size()));
+    Q_EMIT layerState(-1, QString());
+    Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Cancelled);
+    Q_EMIT info(m);
+  } else if (id == evaluateJob_) {
+    evaluateJob_ = 0;
+    Q_EMIT jobEnded(tr("Evaluation cancelled; no run written."), widgets::PruningPanel::Outcome::Cancelled);
+  } else if (id == openRecordJob_) {
+    openRecordJob_ = 0;
+  } else if (id == openEvaluationJob_) {
+    openEvaluationJob_ = 0;
+  }
+}
 
 }  // namespace sdw::app

@@ -1,0 +1,43 @@
+#pragma once
+// Reads the runs the Pruning panel shows into its display structs
+// (widgets/prunedata.h): pruning records (run_kind "pruning") and evaluation
+// runs (run_kind "evaluation"), layouts in docs/run-format.md; and scans a
+// workspace for what the panel offers. Everything here touches HDF5 through
+// sdw::runstore (which serialises access) and is meant to run inside a job,
+// off the GUI thread. Readers throw std::exception with a message naming
+// the file and what is wrong.
+
+#include "widgets/prunedata.h"
+
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+namespace sdw::app {
+
+// What a workspace offers the Pruning panel.
+struct PruningInputs {
+  QString dir;
+  QVector<widgets::PruneCalibrationChoice> calibrationRuns;
+  QString defaultCalibration;  // checked by default ("" when none fits)
+  QVector<widgets::PruningRecordChoice> records;
+  QStringList evaluations;     // evaluation runs
+  QString record;              // the record to show first ("" when none)
+  QString evaluation;          // the evaluation to show first ("" when none)
+};
+
+// Lists the complete calibration, pruning and evaluation runs of `dir`. The
+// default calibration run is the first complete fixed-text run (else any
+// complete run) not named like a decode-time reference; the record shown
+// first is pruning-sgpt24-fixed.sdw.h5 (else the newest record), the
+// evaluation eval-sample.sdw.h5 (else the newest). Unreadable files are
+// skipped (the workspace browser reports them).
+PruningInputs findPruningInputs(const QString& dir);
+
+widgets::PruningRecordData readPruningRecord(const QString& path);
+widgets::QualityData readEvaluationRun(const QString& path);
+
+}  // namespace sdw::app
+
+Q_DECLARE_METATYPE(sdw::app::PruningInputs)

@@ -1,0 +1,65 @@
+#include "widgets/prunedata.h"
+
+#include <QFileInfo>
+#include <QLocale>
+
+#include <cmath>
+
+namespace sdw::widgets {
+
+double PruningRecordData::meanRelError() const {
+  if (modules.isEmpty()) return 0;
+  double s = 0;
+  for (const PruneModuleData& m : modules) s += m.relOutputError;
+  return s / static_cast<double>(modules.size());
+}
+
+QString PruningRecordData::summaryLine() const {
+  const QLocale en(QLocale::English);
+  QString order_ = order.isEmpty() ? QStringLiteral("?") : order;
+  QString calib = calibrationSource.isEmpty() ? QStringLiteral("?") : calibrationSource;
+  QString line = QStringLiteral("%1 %2, %3 · calibration %4, %5 tokens (%6) · %7 modules in %8 s")
+                     .arg(method, pattern, order_, calib, en.toString(calibrationTokens), runStem(calibrationRun))
+                     .arg(modules.size())
+                     .arg(totalSeconds, 0, 'f', totalSeconds < 10 ? 2 : 1);
+  if (recaptureSeconds > 0) line += QStringLiteral(" (re-capture %1 s)").arg(recaptureSeconds, 0, 'f', 1);
+  line += QStringLiteral(" · mean rel. error %1").arg(meanRelError(), 0, 'g', 4);
+  return line;
+}
+
+QString QualityData::summaryLine() const {
+  const int seeds = models.isEmpty() ? 0 : models.front().seeds;
+  QString sampling = temperature > 0 ? QStringLiteral("T = %1").arg(temperature, 0, 'g', 3) : QStringLiteral("greedy");
+  return QStringLiteral("%1 · %2 models, %3 seeds, %4 prompts, %5 new tokens, %6, %7 text windows")
+      .arg(QFileInfo(path).fileName())
+      .arg(models.size())
+      .arg(seeds)
+      .arg(prompts)
+      .arg(maxNewTokens)
+      .arg(sampling)
+      .arg(windows);
+}
+
+QString runStem(const QString& path) {
+  QString name = QFileInfo(path).fileName();
+  if (name.endsWith(QLatin1String(".sdw.h5"))) name.chop(7);
+  return name;
+}
+
+QString defaultPruneFolderName(const QString& method, const QString& pattern, const QString& calibrationRun) {
+  QString p = pattern;
+  p.remove(QLatin1Char(':'));
+  return QStringLiteral("%1%2-%3").arg(method, p, runStem(calibrationRun));
+}
+
+QString csvQuoted(QString s) {
+  if (s.contains(QLatin1Char(',')) || s.contains(QLatin1Char('"')) || s.contains(QLatin1Char('\n'))) {
+    s.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+    return QLatin1Char('"') + s + QLatin1Char('"');
+  }
+  return s;
+}
+
+QString csvValue(double v) { return std::isfinite(v) ? QString::number(v, 'g', 17) : QString(); }
+
+}  // namespace sdw::widgets

@@ -1,0 +1,118 @@
+#pragma once
+// What the Pruning panel displays: plain values built by the application
+// from pruning records (run_kind "pruning") and evaluation runs (run_kind
+// "evaluation"), docs/run-format.md. Everything computed (means, spreads)
+// arrives ready; the widgets only draw and format it.
+
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+namespace sdw::widgets {
+
+// One pruned projection: a row of /pruning/modules, or a row the engine
+// reported while pruning.
+struct PruneModuleData {
+  QString module;  // "model.layers.0.self_attn.q_proj"
+  int layer = 0;
+  qint64 rows = 0, cols = 0;
+  double loss = 0;
+  double outputLoss = 0;
+  double relOutputError = 0;
+  double sparsity = 0;
+  double percdampUsed = 0;
+  int dampingSteps = 0;
+  int deadInputs = 0;
+  double seconds = 0;
+  bool packed = false;
+};
+
+// A pruning record (the run file written next to, or for, a pruned checkpoint).
+struct PruningRecordData {
+  QString path;  // the record file
+  QString method, pattern, order, device;
+  double percdamp = 0;
+  qint64 blocksize = 0;
+  QString modelDir;
+  QString calibrationRun;     // absolute path at pruning time
+  QString calibrationSource;  // "fixed", "ar", ...
+  qint64 calibrationTokens = 0;
+  QString outDir, checkpoint, sparseFile;
+  bool checkpointExists = false;  // on this machine, now
+  double totalSeconds = 0;
+  double recaptureSeconds = 0;
+  QVector<PruneModuleData> modules;
+
+  double meanRelError() const;  // over modules; 0 without any
+  // "sparsegpt 2:4, parallel · calibration fixed, 20,000 tokens (calib-fixed) · 42 modules in 3.1 s · mean rel.
+  // error 0.0123"
+  QString summaryLine() const;
+};
+
+// A pruning record offered in the record picker.
+struct PruningRecordChoice {
+  QString path;
+  QString label;   // "sparsegpt 2:4 parallel, fixed"
+  QString outDir;  // the pruned checkpoint folder
+  bool checkpointExists = false;
+};
+
+// A calibration run offered for pruning.
+struct PruneCalibrationChoice {
+  QString path;
+  QString source;  // "fixed", "ar", ...
+  QString status;  // "complete", "incomplete"
+  qint64 tokens = 0;
+};
+
+// Mean and population std over seeds.
+struct SeedSpread {
+  double mean = 0, std = 0;
+};
+
+// One model of an evaluation run: row `index` of its datasets.
+struct QualityModelData {
+  QString label;  // "dense", then the pruned folders' names
+  QString dir;
+  bool dense = false;
+  double pplText = 0, pplDenseGen = 0;
+  qint64 tokensText = 0, tokensDenseGen = 0;
+  SeedSpread kl, agreement, firstDivergence;
+  int seeds = 0;
+};
+
+struct SideBySideData {
+  QString promptId;
+  QString prompt;
+  QStringList texts;  // one per model, in QualityData::models order
+};
+
+struct QualityData {
+  QString path;  // the evaluation run
+  QString denseDir, textFile, promptsFile;
+  int prompts = 0, windows = 0, maxNewTokens = 0;
+  double temperature = 0;
+  double seconds = 0;
+  QVector<QualityModelData> models;  // [0] dense
+  QVector<SideBySideData> sideBySide;
+
+  // "eval-sample.sdw.h5 · 3 models, 3 seeds, 8 prompts, 32 new tokens, T = 0.8"
+  QString summaryLine() const;
+};
+
+// The default folder name of a pruned model: <method><pattern>-<run stem>,
+// the pattern without ':' ("sparsegpt24-calib-fixed").
+QString defaultPruneFolderName(const QString& method, const QString& pattern, const QString& calibrationRun);
+// A run file's name without ".sdw.h5".
+QString runStem(const QString& path);
+
+// A CSV field, quoted when it needs to be.
+QString csvQuoted(QString s);
+QString csvValue(double v);
+
+}  // namespace sdw::widgets
+
+Q_DECLARE_METATYPE(sdw::widgets::PruneModuleData)
+Q_DECLARE_METATYPE(sdw::widgets::PruningRecordData)
+Q_DECLARE_METATYPE(sdw::widgets::QualityData)

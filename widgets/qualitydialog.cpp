@@ -1,0 +1,133 @@
+#include "widgets/qualitydialog.h"
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace sdw::widgets {
+
+QList<quint64> EvaluateForm::seedList() const {
+  QList<quint64> out;
+  for (const QString& part : seeds.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const quint64 v = part.trimmed().toULongLong(&ok);
+    if (!ok) return {};
+    out << v;
+  }
+  return out;
+}
+
+EvaluateDialog::EvaluateDialog(const EvaluateForm& form, const QStringList& candidates, bool cudaAvailable,
+                               QWidget* parent)
+    : QDialog(parent), base_(form) {
+  setWindowTitle(tr("Evaluate pruned models"));
+  auto* layout = new QVBoxLayout(this);
+  auto* f = new QFormLayout;
+  const auto pathEdit = [this](const QString& value, bool folder, const QString& title) {
+    auto* row = new QHBoxLayout;
+    auto* edit = new QLineEdit(value, this);
+    auto* browse = new QToolButton(this);
+    browse->setText(QStringLiteral("…"));
+    connect(browse, &QToolButton::clicked, this, [this, edit, folder, title] {
+      const QString p = folder ? QFileDialog::getExistingDirectory(this, title, edit->text())
+                               : QFileDialog::getOpenFileName(this, title, QFileInfo(edit->text()).absolutePath());
+      if (!p.isEmpty()) edit->setText(p);
+    });
+    row->addWidget(edit, 1);
+    row->addWidget(browse);
+    return std::pair{edit, row};
+  };
+  auto [dense, denseRow] = pathEdit(form.dense, true, tr("Dense model"));
+  dense_ = dense;
+  dense_->setObjectName(QStringLiteral("evalDense"));
+  f->addRow(tr("Dense model:"), denseRow);
+
+  models_ = new QListWidget(this);
+  models_->setObjectName(QStringLiteral("evalModels"));
+  models_->setMinimumHeight(90);
+  for (const QString& c : candidates) addFolder(c, form.models.contains(c));
+  for (const QString& m : form.models)
+    if (!candidates.contains(m)) addFolder(m, true);
+  auto* add = new QPushButton(tr("Add folder…"), this);
+  connect(add, &QPushButton::clicked, this, [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, tr("Pruned checkpoint folder"));
+    if (!d.isEmpty()) addFolder(d, true);
+  });
+  auto* modelsBox = new QVBoxLayout;
+  modelsBox->addWidget(models_);
+  modelsBox->addWidget(add, 0, Qt::AlignLeft);
+  f->addRow(tr("Pruned models:"), modelsBox);
+
+  auto [text, textRow] = pathEdit(form.text, false, tr("Held-out text"));
+  text_ = text;
+  f->addRow(tr("Held-out text:"), textRow);
+  auto [prompts, promptsRow] = pathEdit(form.prompts, false, tr("Held-out prompts"));
+  prompts_ = prompts;
+  f->addRow(tr("Held-out prompts:"), promptsRow);
+
+  seeds_ = new QLineEdit(form.seeds, this);
+  seeds_->setObjectName(QStringLiteral("evalSeeds"));
+  seeds_->setToolTip(tr("Comma-separated seeds of the on-policy trajectories"));
+  f->addRow(tr("Seeds:"), seeds_);
+  const auto spin = [this, f](const QString& label, int lo, int hi, int value, const QString& special = {}) {
+    auto* s = new QSpinBox(this);
+    s->setRange(lo, hi);
+    s->setValue(value);
+    if (!special.isEmpty()) s->setSpecialValueText(special);
+    f->addRow(label, s);
+    return s;
+  };
+  maxNew_ = spin(tr("Max new tokens:"), 1, 4096, form.maxNewTokens);
+  maxPrompts_ = spin(tr("Prompts:"), 0, 100000, form.maxPrompts, tr("all"));
+  windows_ = spin(tr("Text windows:"), 1, 100000, form.windows);
+  window_ = spin(tr("Window (tokens):"), 2, 1 << 16, form.window);
+  sideBySide_ = spin(tr("Side-by-side prompts:"), 0, 1000, form.sideBySide);
+  device_ = new QComboBox(this);
+  device_->addItem(QStringLiteral("cpu"));
+  if (cudaAvailable) device_->addItem(QStringLiteral("cuda"));
+  device_->setCurrentText(form.device);
+  f->addRow(tr("Device:"), device_);
+  layout->addLayout(f);
+
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+  buttons->button(QDialogButtonBox::Ok)->setText(tr("Evaluate"));
+  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  layout->addWidget(buttons);
+  resize(620, sizeHint().height());
+}
+
+void EvaluateDialog::addFolder(const QString& dir, bool checked) {
+  auto* item = new QListWidgetItem(dir, models_);
+  item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+  item->setCheckState(checked ? Qt::Checked : Qt::Unchecked);
+}
+
+EvaluateForm EvaluateDialog::form() const {
+  EvaluateForm f = base_;
+  f.dense = dense_->text().trimmed();
+  f.models.clear();
+  for (int i = 0; i < models_->count(); ++i)
+    if (models_->item(i)->checkState() == Qt::Checked) f.models << models_->item(i)->text();
+  f.text = text_->text().trimmed();
+  f.prompts = prompts_->text().trimmed();
+  f.seeds = seeds_->text().trimmed();
+  f.maxNewTokens = maxNew_->value();
+  f.maxPrompts = maxPrompts_->value();
+  f.windows = windows_->value();
+  f.window = window_->value();
+  f.sideBySide = sideBySide_->value();
+  f.device = device_->currentText();
+  return f;
+}
+
+}  // namespace sdw::widgets

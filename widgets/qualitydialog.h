@@ -1,0 +1,65 @@
+#pragma once
+// The "Evaluate…" dialog of the Pruning panel: the dense model, the pruned
+// checkpoints to compare (checkable; folders can be added), the held-out
+// text and prompts, seeds, lengths and device of a quality evaluation
+// (gpu/evaluation.h). It only edits an EvaluateForm.
+
+#include <QDialog>
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+
+class QComboBox;
+class QLineEdit;
+class QListWidget;
+class QSpinBox;
+
+namespace sdw::widgets {
+
+// Mirrors gpu::EvaluationSettings in plain values.
+struct EvaluateForm {
+  QString dense;
+  QStringList models;  // pruned checkpoint folders
+  QString text;        // held-out corpus
+  QString prompts;     // held-out prompts (.jsonl)
+  QString seeds = QStringLiteral("0,1,2");
+  int maxNewTokens = 32;
+  int maxPrompts = 8;  // 0: every prompt
+  int windows = 8;
+  int window = 128;
+  int sideBySide = 3;
+  QString device = QStringLiteral("cpu");
+  QString output;  // the evaluation run; "" : a new name in the workspace
+
+  // "0, 1,2" -> {0, 1, 2}; empty when a part is not a number.
+  QList<quint64> seedList() const;
+};
+
+class EvaluateDialog : public QDialog {
+  Q_OBJECT
+ public:
+  // `candidates`: pruned folders offered; those in form.models start checked.
+  EvaluateDialog(const EvaluateForm& form, const QStringList& candidates, bool cudaAvailable,
+                 QWidget* parent = nullptr);
+  EvaluateForm form() const;
+
+ private:
+  void addFolder(const QString& dir, bool checked);
+
+  EvaluateForm base_;
+  QLineEdit* dense_ = nullptr;
+  QListWidget* models_ = nullptr;
+  QLineEdit* text_ = nullptr;
+  QLineEdit* prompts_ = nullptr;
+  QLineEdit* seeds_ = nullptr;
+  QSpinBox* maxNew_ = nullptr;
+  QSpinBox* maxPrompts_ = nullptr;
+  QSpinBox* windows_ = nullptr;
+  QSpinBox* window_ = nullptr;
+  QSpinBox* sideBySide_ = nullptr;
+  QComboBox* device_ = nullptr;
+};
+
+}  // namespace sdw::widgets
+
+Q_DECLARE_METATYPE(sdw::widgets::EvaluateForm)

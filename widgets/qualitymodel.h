@@ -1,0 +1,38 @@
+#pragma once
+// The quality table of one evaluation run: one row per model (dense first,
+// then the pruned ones), columns PPL on held-out text, PPL of the dense
+// model's generations, and the on-policy figures over seeds (KL, greedy
+// agreement, first-divergence median) as mean ± std. ValueRole carries the
+// mean (for sorting), StdRole the spread.
+
+#include "widgets/prunedata.h"
+
+#include <QAbstractTableModel>
+
+namespace sdw::widgets {
+
+class QualityModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Model = 0, PplText, PplDenseGen, Kl, Agreement, FirstDivergence, Seeds, ColumnCount };
+  static constexpr int ValueRole = Qt::UserRole;
+  static constexpr int StdRole = Qt::UserRole + 1;
+
+  using QAbstractTableModel::QAbstractTableModel;
+
+  void setData(const QualityData& data);
+  const QualityModelData* rowAt(int r) const;
+
+  // One line per model; mean and std in separate columns.
+  QString toCsv() const;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+ private:
+  QVector<QualityModelData> rows_;
+};
+
+}  // namespace sdw::widgets
