@@ -40,6 +40,9 @@ JobUpdate toUpdate(const QString& name, JobId id, const sdw::ProgressStatus& s) 
   u.ratePerSecond = s.ratePerSecond;
   u.etaSeconds = s.etaSeconds.value_or(-1.0);
   u.elapsedSeconds = s.elapsedSeconds;
+  u.part = s.progress.part;
+  u.parts = s.progress.parts;
+  u.partLabel = QString::fromStdString(s.progress.partLabel);
   return u;
 }
 }  // namespace

@@ -31,6 +31,9 @@ struct JobUpdate {
   double ratePerSecond = 0;
   double etaSeconds = -1;    // -1 when unknown
   double elapsedSeconds = 0;
+  int part = 0;              // sdw::Progress::part / parts / partLabel (parts 0: none)
+  int parts = 0;
+  QString partLabel;
 };
 
 class JobManager : public QObject {

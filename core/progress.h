@@ -11,14 +11,26 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace sdw {
 
 struct Progress {
+  Progress() = default;
+  Progress(double done_, double total_, std::string unit_ = {}, std::string stage_ = {})
+      : done(done_), total(total_), unit(std::move(unit_)), stage(std::move(stage_)) {}
+
   double done = 0;     // units completed so far
   double total = 0;    // 0 when unknown
   std::string unit;    // "tokens", "layers", "bytes", ...
   std::string stage;   // short human text: "prefill", "layer 3/32", ...
+  // Where inside the current pass the work is, for views that draw one cell
+  // per part (e.g. decoder layers): parts done so far of `parts`, with
+  // `partLabel` naming what the pass does ("capture", "eigendecomposition").
+  // parts == 0: not reported.
+  int part = 0;
+  int parts = 0;
+  std::string partLabel;
 };
 
 // Returns false to ask the caller to stop.

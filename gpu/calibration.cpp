@@ -231,6 +231,7 @@ class Run {
       stopIds_ = stopIdsFor(*tok_, (generator_ ? *generator_ : *model_).config());
     }
     acc_ = std::make_unique<StatsAccumulator>(model_->config(), model_->impl().device);
+    acc_->setLayerDone([this](int layer) { reportLayer(layer + 1, "capture", /*always=*/false); });
   }
 
   void create(const fs::path& out) {
@@ -311,12 +312,33 @@ class Run {
  private:
   // ------------------------------------------------------------ progress
   void report(double done, const std::string& stage) {
+    lastDone_ = done;
+    lastStage_ = stage;
     Progress p;
     p.done = done;
     p.total = static_cast<double>(s_.tokenBudget);
     p.unit = "tokens";
     p.stage = stage;
     if (progress_ && !progress_(p)) stop_ = true;
+  }
+  // Per-layer progress inside a pass over the layers: `layersDone` of them
+  // have been collected (or eigendecomposed, or written). Passes during
+  // capture are frequent, so those reports are spaced out unless `always`.
+  void reportLayer(int layersDone, const char* label, bool always) {
+    if (!progress_) return;
+    const int layers = acc_->layerCount();
+    const auto now = std::chrono::steady_clock::now();
+    if (!always && layersDone < layers && now - lastLayerReport_ < std::chrono::milliseconds(100)) return;
+    lastLayerReport_ = now;
+    Progress p;
+    p.done = lastDone_;
+    p.total = static_cast<double>(s_.tokenBudget);
+    p.unit = "tokens";
+    p.stage = lastStage_;
+    p.part = layersDone;
+    p.parts = layers;
+    p.partLabel = label;
+    if (!progress_(p)) stop_ = true;
   }
   void maybeStop() {
     if (stop_) throw Cancelled();
@@ -528,17 +550,26 @@ class Run {
 
   // Full storage: the current sums, replacing the previous checkpoint's.
   void writeFullStats() {
-    for (const auto& in : acc_->inputs()) {
+    const auto& inputs = acc_->inputs();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto& in = inputs[i];
       writeInputAttributes(in);
       replace(inputGroup(in.name) + "/xtx", in.xtx);
       replace(inputGroup(in.name) + "/sum_sq", in.sumSq);
+      afterInputWritten(i, "writing");
     }
+  }
+  void afterInputWritten(std::size_t i, const char* label) {
+    const auto& inputs = acc_->inputs();
+    if (i + 1 == inputs.size() || inputs[i + 1].layer != inputs[i].layer) reportLayer(inputs[i].layer + 1, label, true);
   }
 
   // Top-k storage: eigenpairs of xtx / tokens, the diagonal of xtx, sum_sq.
   void writeTopkStats() {
     const c10::NoGradGuard noGrad;
-    for (const auto& in : acc_->inputs()) {
+    const auto& inputs = acc_->inputs();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto& in = inputs[i];
       writeInputAttributes(in);
       const std::string g = inputGroup(in.name);
       const std::int64_t k = std::min<std::int64_t>(s_.topK, in.dIn);
@@ -553,6 +584,7 @@ class Run {
       replace(g + "/eigvecs", U);
       replace(g + "/diag", in.xtx.diagonal());
       replace(g + "/sum_sq", in.sumSq);
+      afterInputWritten(i, "eigendecomposition");
     }
   }
 
@@ -618,6 +650,9 @@ class Run {
 
   CalibrationSettings s_;
   ProgressFn progress_;
+  double lastDone_ = 0;
+  std::string lastStage_;
+  std::chrono::steady_clock::time_point lastLayerReport_{};
   CalibrationHooks hooks_;
   std::unique_ptr<Model> model_, generator_;
   std::unique_ptr<Tokenizer> tok_;

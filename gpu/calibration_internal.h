@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ class StatsAccumulator {
 
   // x: [rows, dIn] (any float dtype) on the device; adds every row.
   void add(const std::string& firstModule, const at::Tensor& x);
+  // Called after rows are added to the last input of a layer (down_proj's),
+  // i.e. when a forward pass has finished collecting that layer.
+  void setLayerDone(std::function<void(int layer)> fn) { layerDone_ = std::move(fn); }
+  int layerCount() const { return inputs_.empty() ? 0 : inputs_.back().layer + 1; }
   // Multiplies in every staged row.
   void flush();
   // Blocks until the device has finished (a scalar read back).
@@ -59,6 +64,7 @@ class StatsAccumulator {
   void multiply(InputStats& s, const at::Tensor& rows);  // rows: [n, dIn] fp32
   std::vector<InputStats> inputs_;
   std::map<std::string, std::size_t> index_;
+  std::function<void(int)> layerDone_;
 };
 
 // One generation of an AR batch.

@@ -91,7 +91,14 @@ InputStats& StatsAccumulator::input(const std::string& firstModule) {
   return inputs_[it->second];
 }
 
-void StatsAccumulator::add(const std::string& firstModule, const at::Tensor& x) { addRows(input(firstModule), x); }
+void StatsAccumulator::add(const std::string& firstModule, const at::Tensor& x) {
+  const auto it = index_.find(firstModule);
+  if (it == index_.end()) throw std::logic_error("calibration: no input named " + firstModule);
+  const std::size_t i = it->second;
+  addRows(inputs_[i], x);
+  const bool lastOfLayer = i + 1 == inputs_.size() || inputs_[i + 1].layer != inputs_[i].layer;
+  if (layerDone_ && lastOfLayer) layerDone_(inputs_[i].layer);
+}
 
 void StatsAccumulator::multiply(InputStats& s, const at::Tensor& rows) {
   // rows: [n, dIn] fp32 contiguous; xtx += rows^T rows in fp32.

@@ -2,7 +2,12 @@
 # Recreates the sample calibration runs in samples/workspace/ (about 40 MB,
 # so they are not kept in the repository): fixed-text and AR runs of the
 # sample model with equal budgets, and the held-out decode-time reference,
-# then the epsilon analysis of the three. About 3 minutes on a 2-core CPU.
+# then the epsilon analysis of the three (about 3 minutes on a 2-core CPU);
+# then SparseGPT 2:4 from each calibration run (checkpoints in
+# samples/workspace/pruned/, not kept in the repository; the pruning records
+# next to the other runs), their evaluation against the dense model and their
+# activation drift (about 8 minutes more). The small records, the evaluation
+# and the drift run are the ones the repository ships.
 #
 #   tools/make_sample_runs.sh [build/bin/sdw-cli]
 set -euo pipefail
@@ -18,3 +23,12 @@ m=samples/model/brown-llama
   --max-new-tokens 256 --batch 8 --store topk --topk 128 --seed 0 --force --out $ws/reference-heldout.sdw.h5
 "$cli" analyze epsilon --reference $ws/reference-heldout.sdw.h5 --runs $ws/calib-fixed.sdw.h5 \
   $ws/calib-ar.sdw.h5 --k 64 --out $ws/epsilon-sample.sdw.h5 --overwrite
+for c in fixed ar; do
+  "$cli" prune --model $m --calibration $ws/calib-$c.sdw.h5 --method sparsegpt --pattern 2:4 \
+    --out $ws/pruned/sgpt24-$c --record $ws/pruning-sgpt24-$c.sdw.h5 --overwrite
+done
+"$cli" eval --dense $m --models $ws/pruned/sgpt24-fixed $ws/pruned/sgpt24-ar --seeds 0,1,2 \
+  --max-new-tokens 64 --window 256 --text samples/corpus/brown-heldout.txt \
+  --prompts samples/prompts/brown-heldout.jsonl --out $ws/eval-sample.sdw.h5 --overwrite
+"$cli" analyze drift --dense $m --pruned $ws/pruned/sgpt24-fixed $ws/pruned/sgpt24-ar \
+  --prompts samples/prompts/brown-heldout.jsonl --steps 128 --mode both --out $ws/drift-sample.sdw.h5 --overwrite

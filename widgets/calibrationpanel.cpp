@@ -1,5 +1,6 @@
 #include "widgets/calibrationpanel.h"
 
+#include "widgets/layerprogressview.h"
 #include "widgets/plotview.h"
 
 #include <qcustomplot.h>
@@ -305,6 +306,10 @@ QWidget* CalibrationPanel::buildRun() {
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   v->addWidget(status_);
+  layers_ = new LayerProgressView(box);
+  layers_->setToolTip(tr("The current pass over the decoder layers: capturing each layer's inputs during a "
+                         "forward pass, then the eigendecomposition or write of each layer's statistics"));
+  v->addWidget(layers_);
 
   chart_ = new PlotView(box);
   chart_->setObjectName(QStringLiteral("rateChart"));
@@ -464,6 +469,7 @@ void CalibrationPanel::beginRun(const QString& what, qint64 budget) {
   QCPGraph* g = chart_->plot()->graph(0);
   g->data()->clear();
   chartHint_->setVisible(false);
+  layers_->reset();
   chart_->plot()->xAxis->setRange(0, 10);
   chart_->plot()->yAxis->setRange(0, 1);
   chart_->requestReplot();
@@ -491,10 +497,15 @@ void CalibrationPanel::setRunProgress(double done, double total, double rate, do
     status_->setText(tr("Running: %1, %2 tokens/s").arg(stage).arg(rate, 0, 'f', 0));
 }
 
+void CalibrationPanel::setLayerProgress(int done, int layers, const QString& label) {
+  layers_->setProgress(done, layers, label);
+}
+
 void CalibrationPanel::endRun(const QString& message, Outcome outcome) {
   running_ = false;
   if (outcome == Outcome::Complete) {
     bar_->setValue(bar_->maximum());
+    layers_->setAllDone();
   }
   setStatus(message, outcome == Outcome::Failed);
   if (outcome == Outcome::Incomplete)

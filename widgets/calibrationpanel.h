@@ -25,6 +25,7 @@ class QTimer;
 
 namespace sdw::widgets {
 
+class LayerProgressView;
 class PlotView;
 
 // What the user chose: plain values, mirrored on gpu::CalibrationSettings.
@@ -89,6 +90,9 @@ class CalibrationPanel : public QWidget {
   void setRunProgress(double done, double total, double rate, double elapsed, const QString& stage);
   enum class Outcome { Complete, Incomplete, Failed };
   Q_ENUM(Outcome)
+  // The current pass over the decoder layers (capture, eigendecomposition,
+  // writing): `done` of `layers` finished.
+  void setLayerProgress(int done, int layers, const QString& label);
   void endRun(const QString& message, Outcome outcome);
 
   // The incomplete run the Resume button continues ("" : asks for a file).
@@ -101,6 +105,7 @@ class CalibrationPanel : public QWidget {
   bool diskWarningShown() const;
   int rateSamples() const;  // points in the tokens/s chart
   PlotView* rateChart() const { return chart_; }
+  LayerProgressView* layerProgress() const { return layers_; }
 
  Q_SIGNALS:
   // Debounced (150 ms): the estimate is stale.
@@ -151,6 +156,7 @@ class CalibrationPanel : public QWidget {
   QProgressBar* bar_ = nullptr;
   QLabel* status_ = nullptr;
   PlotView* chart_ = nullptr;
+  LayerProgressView* layers_ = nullptr;
   QCPItemText* chartHint_ = nullptr;
   QTimer* debounce_ = nullptr;
   QList<QWidget*> fixedOnly_, arOnly_, crossOnly_;

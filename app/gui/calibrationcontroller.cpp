@@ -118,6 +118,7 @@ void CalibrationController::attach(widgets::CalibrationPanel* panel) {
   connect(this, &CalibrationController::estimateReady, panel, &widgets::CalibrationPanel::setEstimate);
   connect(this, &CalibrationController::runStarted, panel, &widgets::CalibrationPanel::beginRun);
   connect(this, &CalibrationController::runProgress, panel, &widgets::CalibrationPanel::setRunProgress);
+  connect(this, &CalibrationController::layerProgress, panel, &widgets::CalibrationPanel::setLayerProgress);
   connect(this, &CalibrationController::runEnded, panel, &widgets::CalibrationPanel::endRun);
   connect(this, &CalibrationController::resumable, panel, &widgets::CalibrationPanel::setResumePath);
   connect(this, &CalibrationController::runWritten, panel, [this, panel] {
@@ -234,6 +235,7 @@ void CalibrationController::onProgress(const JobUpdate& u) {
     elapsed = now / 1000.0;
   }
   Q_EMIT runProgress(u.done, u.total, u.ratePerSecond, elapsed, u.stage);
+  if (u.parts > 0) Q_EMIT layerProgress(u.part, u.parts, u.partLabel);
 }
 
 void CalibrationController::onFinished(JobId id, const QVariant& result) {

@@ -4,7 +4,8 @@
 // and the output volume's free space), runCalibration as a job
 // ("Calibration", progress in tokens of the budget, cancellable: the engine
 // keeps the run under its final name, marked incomplete), and resuming an
-// incomplete run. The panel's tokens/s chart gets at most two points a second.
+// incomplete run. The panel's tokens/s chart gets at most two points a second;
+// its per-layer view follows the engine's passes over the layers.
 
 #include "app/jobmanager.h"
 #include "widgets/calibrationpanel.h"
@@ -48,6 +49,9 @@ class CalibrationController : public QObject {
   void estimateReady(const sdw::widgets::CalibrationEstimateView& estimate);
   void runStarted(const QString& what, qint64 budget);
   void runProgress(double done, double total, double rate, double elapsed, const QString& stage);
+  // The current pass over the decoder layers: `done` of `layers` (capture
+  // during forward passes, then eigendecomposition or writing at the end).
+  void layerProgress(int done, int layers, const QString& label);
   void runEnded(const QString& message, sdw::widgets::CalibrationPanel::Outcome outcome);
   // An incomplete run that can be resumed (after a cancel or a failure).
   void resumable(const QString& path);

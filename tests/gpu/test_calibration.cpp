@@ -16,6 +16,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -265,6 +267,37 @@ class TestCalibration : public QObject {
     QTest::newRow("exact") << "exact";
     QTest::newRow("reforward") << "reforward";
   }
+  // Per-layer progress: each pass over the 6 layers reports layers done in
+  // order (capture during forward passes, then the final eigendecomposition
+  // or write), always with parts = 6; the final pass reaches 6 of 6.
+  void perLayerProgressFollowsThePasses() {
+    QTemporaryDir dir;
+    for (const std::string storage : {"full", "topk"}) {
+      auto s = fixedSettings(100);
+      s.storage = storage;
+      s.topK = 8;
+      std::vector<std::pair<std::string, int>> reports;
+      std::vector<int> parts;
+      (void)runCalibration(s, tmpPath(dir, storage + ".sdw.h5"), [&](const Progress& p) {
+        if (p.parts > 0) {
+          parts.push_back(p.parts);
+          reports.emplace_back(p.partLabel, p.part);
+        }
+        return true;
+      });
+      QVERIFY(std::all_of(parts.begin(), parts.end(), [](int n) { return n == 6; }));
+      const std::string last = storage == "full" ? "writing" : "eigendecomposition";
+      std::vector<int> finalPass;
+      for (const auto& [label, part] : reports) {
+        QVERIFY(part >= 1 && part <= 6);
+        QVERIFY2(label == "capture" || label == last, label.c_str());
+        if (label == last) finalPass.push_back(part);
+      }
+      QVERIFY(std::any_of(reports.begin(), reports.end(), [](const auto& r) { return r.first == "capture"; }));
+      QCOMPARE(finalPass, (std::vector<int>{1, 2, 3, 4, 5, 6}));  // one report per layer, in order
+    }
+  }
+
   void arDecodeOnlyCounts() {
     QFETCH(QString, capture);
     QTemporaryDir dir;
@@ -402,7 +435,8 @@ class TestCalibration : public QObject {
 
     int batches = 0;
     const ProgressFn stopAfterTwo = [&](const Progress& p) {
-      if (p.stage.rfind("windows ", 0) == 0 || p.stage.rfind("generations ", 0) == 0) ++batches;
+      // one report per finished batch; per-layer reports (parts > 0) repeat the stage
+      if (p.parts == 0 && (p.stage.rfind("windows ", 0) == 0 || p.stage.rfind("generations ", 0) == 0)) ++batches;
       return batches < 2;
     };
     QVERIFY_THROWS_EXCEPTION(Cancelled, runCalibration(s, cut, stopAfterTwo));

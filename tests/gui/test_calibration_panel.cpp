@@ -11,12 +11,14 @@
 #include "gpu/calibration.h"
 #include "gpu/model_config.h"
 #include "widgets/calibrationpanel.h"
+#include "widgets/layerprogressview.h"
 
 #include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSet>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -166,11 +168,28 @@ class TestCalibrationPanel : public QObject {
     panel_->setForm(f);
     QSignalSpy ended(controller_.get(), &CalibrationController::runEnded);
     QSignalSpy written(controller_.get(), &CalibrationController::runWritten);
+    QSignalSpy layers(controller_.get(), &CalibrationController::layerProgress);
     button(panel_.get(), "startCalibration")->click();
     QVERIFY(controller_->isRunning());
     QVERIFY(panel_->isRunning());
     QTRY_VERIFY_WITH_TIMEOUT(ended.count() == 1, 180000);
     QCOMPARE(ended.first().at(1).value<CalibrationPanel::Outcome>(), CalibrationPanel::Outcome::Complete);
+
+    // Per-layer progress: the sample model's 6 layers, passes of capture and
+    // the final write, every report within range; the view ends full.
+    const int modelLayers = 6;
+    QVERIFY(layers.count() >= 2);
+    QSet<QString> labels;
+    for (const auto& e : layers) {
+      QCOMPARE(e.at(1).toInt(), modelLayers);
+      QVERIFY(e.at(0).toInt() >= 1 && e.at(0).toInt() <= modelLayers);
+      labels.insert(e.at(2).toString());
+    }
+    QVERIFY2(labels.contains(QStringLiteral("capture")), qPrintable(QStringList(labels.values()).join(',')));
+    QVERIFY2(labels.contains(QStringLiteral("writing")), qPrintable(QStringList(labels.values()).join(',')));
+    QCOMPARE(panel_->layerProgress()->layerCount(), modelLayers);
+    QCOMPARE(panel_->layerProgress()->layersDone(), modelLayers);
+    QVERIFY(panel_->layerProgress()->passes() >= 2);
     QCOMPARE(written.count(), 1);
     QCOMPARE(written.first().at(0).toString(), f.output);
     QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Complete")), qPrintable(panel_->statusText()));
