@@ -229,7 +229,8 @@ void AnalysisPanel::showAnalysis(const EpsilonData& data, int slot) {
     pages_[1]->show();
     split_->setSizes({1, 1});
   }
-  tabs_->setCurrentIndex(0);
+  // No switch to the Epsilon tab: analyses are asked for there, and the one
+  // opened on start must not pull the Drift tab away.
   updateButtons();
 }
 

@@ -67,13 +67,14 @@ QVariant DriftLayerModel::headerData(int section, Qt::Orientation o, int role) c
     }
   }
   if (role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
+  // Two lines: the model, then the figure (keeps the columns narrow).
   switch (section) {
     case Layer: return tr("Layer");
-    case PlateauA: return tr("plateau %1").arg(labels_[0]);
-    case Step90A: return tr("step90 %1").arg(labels_[0]);
-    case PlateauB: return tr("plateau %1").arg(labels_[1]);
-    case Step90B: return tr("step90 %1").arg(labels_[1]);
-    case PlateauRatio: return tr("%1 / %2").arg(labels_[0], labels_[1]);
+    case PlateauA: return tr("%1\nplateau").arg(labels_[0]);
+    case Step90A: return tr("%1\nstep90").arg(labels_[0]);
+    case PlateauB: return tr("%1\nplateau").arg(labels_[1]);
+    case Step90B: return tr("%1\nstep90").arg(labels_[1]);
+    case PlateauRatio: return tr("%1 /\n%2").arg(labels_[0], labels_[1]);
     default: return {};
   }
 }

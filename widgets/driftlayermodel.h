@@ -1,7 +1,8 @@
 #pragma once
-// Table of one drift mode per layer: the plateau and the step reaching 90% of
-// it for model A and model B, and the plateau ratio A / B. Display text is
-// formatted; ValueRole carries the raw number (for sorting).
+// Table of one drift mode per layer: the plateaus of model A and model B,
+// their ratio A / B, and the first step reaching 90% of the plateau for A and
+// B. Display text is formatted; ValueRole carries the raw number (for
+// sorting).
 
 #include "widgets/driftdata.h"
 
@@ -12,7 +13,7 @@ namespace sdw::widgets {
 class DriftLayerModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Layer = 0, PlateauA, Step90A, PlateauB, Step90B, PlateauRatio, ColumnCount };
+  enum Column { Layer = 0, PlateauA, PlateauB, PlateauRatio, Step90A, Step90B, ColumnCount };
   static constexpr int ValueRole = Qt::UserRole;
 
   using QAbstractTableModel::QAbstractTableModel;

@@ -22,8 +22,10 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QScrollBar>
 #include <QStandardItemModel>
 #include <QTableView>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -98,24 +100,27 @@ DriftPage::DriftPage(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(20);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setMinimumSectionSize(40);
+  table_->horizontalHeader()->setMinimumSectionSize(32);
+  QFont headerFont = table_->horizontalHeader()->font();
+  headerFont.setPointSizeF(headerFont.pointSizeF() * 0.9);
+  table_->horizontalHeader()->setFont(headerFont);
   table_->setAlternatingRowColors(true);
   auto* tableBox = new QWidget(content);
   auto* tl = new QVBoxLayout(tableBox);
   tl->setContentsMargins(0, 0, 0, 0);
   tl->setSpacing(2);
-  auto* tableTitle = new QLabel(tr("Per layer (selecting a row shows that layer)"), tableBox);
+  auto* tableTitle = new QLabel(tr("Per layer"), tableBox);
   tableTitle->setStyleSheet(QStringLiteral("font-weight: 600;"));
+  tableTitle->setToolTip(tr("Selecting a row shows that layer alone"));
   tl->addWidget(tableTitle);
   tl->addWidget(table_, 1);
 
-  auto* split = new QSplitter(Qt::Horizontal, content);
-  split->addWidget(plot_);
-  split->addWidget(tableBox);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 1);
-  split->setSizes({1000, 380});
-  cl->addWidget(split, 1);
+  split_ = new QSplitter(Qt::Horizontal, content);
+  split_->addWidget(plot_);
+  split_->addWidget(tableBox);
+  split_->setStretchFactor(0, 3);
+  split_->setStretchFactor(1, 1);
+  cl->addWidget(split_, 1);
   stack_->addWidget(content);
   layout->addWidget(stack_, 1);
 
@@ -135,7 +140,7 @@ QWidget* DriftPage::buildRunRow() {
   runs_ = new QComboBox(w);
   runs_->setObjectName(QStringLiteral("driftRuns"));
   runs_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  runs_->setMinimumContentsLength(40);
+  runs_->setMinimumContentsLength(30);
   runs_->setToolTip(tr("Drift runs of the workspace, newest first"));
   auto* browse = new QToolButton(w);
   browse->setObjectName(QStringLiteral("driftBrowseRun"));
@@ -177,6 +182,7 @@ QWidget* DriftPage::buildControls() {
   layer_ = new QComboBox(w);
   layer_->setObjectName(QStringLiteral("driftLayer"));
   layer_->addItem(tr("all layers"));
+  for (QComboBox* c : {mode_, models_, layer_}) c->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   h->addWidget(new QLabel(tr("Mode:"), w));
   h->addWidget(mode_);
   h->addSpacing(8);
@@ -205,7 +211,7 @@ QWidget* DriftPage::buildNewAnalysis() {
     auto* edit = new QLineEdit(box);
     edit->setObjectName(name);
     edit->setToolTip(tip);
-    edit->setMinimumWidth(150);
+    edit->setMinimumWidth(120);
     auto* browse = new QToolButton(box);
     browse->setText(QStringLiteral("…"));
     browse->setToolTip(folder ? tr("Choose a checkpoint folder") : tr("Choose a file"));
@@ -222,13 +228,13 @@ QWidget* DriftPage::buildNewAnalysis() {
   };
   dense_ = pathField(0, 0, tr("Dense:"), QStringLiteral("driftDense"),
                      tr("The dense model (Hugging Face checkpoint folder)"), true, {});
-  prunedA_ = pathField(0, 3, tr("Pruned A:"), QStringLiteral("driftPrunedA"),
-                       tr("A pruned checkpoint of the dense model (e.g. calibrated on fixed text)"), true, {});
-  prunedB_ = pathField(0, 6, tr("Pruned B:"), QStringLiteral("driftPrunedB"),
-                       tr("Optional: a second pruned checkpoint (e.g. AR calibrated), overlaid with A"), true, {});
-  prompts_ = pathField(1, 0, tr("Prompts:"), QStringLiteral("driftPrompts"),
+  prompts_ = pathField(0, 3, tr("Prompts:"), QStringLiteral("driftPrompts"),
                        tr("Held-out prompts, JSON lines {\"id\", \"prompt\"}"), false,
                        tr("Prompts (*.jsonl);;All files (*)"));
+  prunedA_ = pathField(1, 0, tr("Pruned A:"), QStringLiteral("driftPrunedA"),
+                       tr("A pruned checkpoint of the dense model (e.g. calibrated on fixed text)"), true, {});
+  prunedB_ = pathField(1, 3, tr("Pruned B:"), QStringLiteral("driftPrunedB"),
+                       tr("Optional: a second pruned checkpoint (e.g. AR calibrated), overlaid with A"), true, {});
 
   auto* opts = new QHBoxLayout;
   steps_ = new QSpinBox(box);
@@ -247,17 +253,6 @@ QWidget* DriftPage::buildNewAnalysis() {
   device_ = new QComboBox(box);
   device_->setObjectName(QStringLiteral("driftDevice"));
   device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda")});
-  opts->addWidget(new QLabel(tr("Steps:"), box));
-  opts->addWidget(steps_);
-  opts->addWidget(new QLabel(tr("Max prompts:"), box));
-  opts->addWidget(maxPrompts_);
-  opts->addWidget(new QLabel(tr("Modes:"), box));
-  opts->addWidget(runModes_);
-  opts->addWidget(new QLabel(tr("Device:"), box));
-  opts->addWidget(device_);
-  opts->addStretch(1);
-  g->addLayout(opts, 1, 3, 1, 4);
-
   analyze_ = new QPushButton(tr("Run drift analysis"), box);
   analyze_->setObjectName(QStringLiteral("driftAnalyze"));
   cancel_ = new QPushButton(tr("Cancel"), box);
@@ -266,17 +261,28 @@ QWidget* DriftPage::buildNewAnalysis() {
   bar_->setObjectName(QStringLiteral("driftProgress"));
   bar_->setMaximumWidth(220);
   bar_->hide();
-  auto* buttons = new QHBoxLayout;
-  buttons->addWidget(analyze_);
-  buttons->addWidget(cancel_);
-  buttons->addWidget(bar_);
-  g->addLayout(buttons, 1, 7, 1, 2);
+  opts->addWidget(new QLabel(tr("Steps:"), box));
+  opts->addWidget(steps_);
+  opts->addSpacing(6);
+  opts->addWidget(new QLabel(tr("Max prompts:"), box));
+  opts->addWidget(maxPrompts_);
+  opts->addSpacing(6);
+  opts->addWidget(new QLabel(tr("Modes:"), box));
+  opts->addWidget(runModes_);
+  opts->addSpacing(6);
+  opts->addWidget(new QLabel(tr("Device:"), box));
+  opts->addWidget(device_);
+  opts->addStretch(1);
+  opts->addWidget(bar_);
+  opts->addWidget(analyze_);
+  opts->addWidget(cancel_);
+  g->addLayout(opts, 2, 0, 1, 6);
   status_ = new QLabel(box);
   status_->setObjectName(QStringLiteral("driftStatus"));
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  g->addWidget(status_, 2, 0, 1, 9);
-  for (int c : {1, 4, 7}) g->setColumnStretch(c, 1);
+  g->addWidget(status_, 3, 0, 1, 6);
+  for (int c : {1, 4}) g->setColumnStretch(c, 1);
 
   connect(analyze_, &QPushButton::clicked, this, [this] { Q_EMIT analyzeRequested(request()); });
   connect(cancel_, &QPushButton::clicked, this, &DriftPage::cancelRequested);
@@ -319,8 +325,7 @@ void DriftPage::setData(const DriftData& data) {
   }
   QStringList models;
   for (const DriftModelData& m : data.models) models << m.label;
-  title_->setText(tr("%1 — dense %2 vs %3; %4 prompts from %5, %6 decode steps, %7 layers; activation: input of "
-                     "each layer's q/k/v projections")
+  title_->setText(tr("%1 — dense %2 vs %3; %4 prompts (%5), %6 decode steps, %7 layers; activation: q/k/v input")
                       .arg(QFileInfo(data.path).fileName(), QFileInfo(data.denseDir).fileName(),
                            models.join(QStringLiteral(", ")))
                       .arg(data.prompts)
@@ -390,6 +395,8 @@ void DriftPage::refresh() {
   plot_->setData(data_, v);
   layers_->setData(data_, v.mode);
   summary_->setText(data_.summaryLine(v.mode, plot_->shownModels()));
+  table_->resizeColumnsToContents();
+  sizeSplit();
   // The table follows the layer filter.
   const QSignalBlocker block(table_->selectionModel());
   if (v.layer >= 0) {
@@ -399,6 +406,24 @@ void DriftPage::refresh() {
     table_->clearSelection();
     table_->setCurrentIndex({});
   }
+}
+
+void DriftPage::sizeSplit() {
+  // Once, when a run is first on screen: the table gets the width of its
+  // columns, up to 38% (it scrolls beyond); later the user's split stays.
+  if (splitSized_ || data_.isEmpty() || !split_->isVisible()) return;
+  splitSized_ = true;
+  const int total = split_->width() - split_->handleWidth();
+  const int need = table_->horizontalHeader()->length() + 2 * table_->frameWidth() +
+                   table_->verticalScrollBar()->sizeHint().width();
+  const int tableWidth = std::min(need, total * 38 / 100);
+  split_->setSizes({total - tableWidth, tableWidth});
+}
+
+void DriftPage::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  // The layout has run when the event loop comes back.
+  QTimer::singleShot(0, this, &DriftPage::sizeSplit);
 }
 
 void DriftPage::setDenseModel(const QString& dir) { dense_->setText(dir); }

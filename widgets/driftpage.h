@@ -21,6 +21,7 @@ class QProgressBar;
 class QPushButton;
 class QSortFilterProxyModel;
 class QSpinBox;
+class QSplitter;
 class QStackedWidget;
 class QTableView;
 
@@ -68,6 +69,9 @@ class DriftPage : public QWidget {
   QString summaryText() const;
   QString titleText() const;
 
+ protected:
+  void showEvent(QShowEvent* e) override;
+
  Q_SIGNALS:
   void openRequested(const QString& path);
   void analyzeRequested(const sdw::widgets::DriftRequest& request);
@@ -78,6 +82,7 @@ class DriftPage : public QWidget {
   QWidget* buildControls();
   QWidget* buildNewAnalysis();
   void refresh();  // plot, table and summary from data_ and the controls
+  void sizeSplit();
   void chooseRun();
   void exportDialog();
   void setStatus(const QString& text, bool isError);
@@ -102,6 +107,8 @@ class DriftPage : public QWidget {
   DriftLayerModel* layers_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
+  QSplitter* split_ = nullptr;
+  bool splitSized_ = false;
 
   QLineEdit* dense_ = nullptr;
   QLineEdit* prunedA_ = nullptr;

@@ -56,7 +56,7 @@ DriftPlot::DriftPlot(QWidget* parent) : PlotView(parent) {
   p->xAxis->grid()->setVisible(true);
   p->xAxis->grid()->setPen(QPen(QColor(0, 0, 0, 18)));
   p->yAxis->grid()->setSubGridVisible(false);
-  p->yAxis->setLabel(tr("relative drift  ‖a_pruned − a_dense‖ / ‖a_dense‖"));
+  p->yAxis->setLabel(tr("‖a_pruned − a_dense‖ / ‖a_dense‖"));
   // The legend in a row above the axes, one row per model: it never hides a curve.
   p->plotLayout()->insertRow(0);
   p->plotLayout()->addElement(0, 0, p->legend);
@@ -132,7 +132,7 @@ void DriftPlot::setData(const DriftData& data, const DriftView& view) {
     q1->setPen(QPen(withAlpha(base, 70), 0.8));
     q1->setData(keys, c->q1, true);
     q1->removeFromLegend();
-    QCPGraph* q3 = add({m, Q3, -1}, tr("%1 · IQR across layers").arg(who));
+    QCPGraph* q3 = add({m, Q3, -1}, tr("%1 · IQR").arg(who));
     q3->setPen(QPen(withAlpha(base, 70), 0.8));
     q3->setBrush(withAlpha(base, 45));
     q3->setChannelFillGraph(q1);
@@ -151,7 +151,7 @@ void DriftPlot::setData(const DriftData& data, const DriftView& view) {
         if (!oneLayer) g->removeFromLegend();
       }
 
-    QCPGraph* med = add({m, Median, -1}, tr("%1 · median across layers").arg(who));
+    QCPGraph* med = add({m, Median, -1}, tr("%1 · median").arg(who));
     med->setPen(QPen(base.darker(115), 2.6));
     med->setData(keys, c->median, true);
 

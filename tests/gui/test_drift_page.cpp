@@ -30,6 +30,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -240,7 +241,7 @@ class TestDriftPage : public QObject {
     QCOMPARE(m->rowCount(), L);
     QCOMPARE(m->columnCount(), int(sdw::widgets::DriftLayerModel::ColumnCount));
     QCOMPARE(m->headerData(sdw::widgets::DriftLayerModel::PlateauA, Qt::Horizontal).toString(),
-             QStringLiteral("plateau fixed"));
+             QStringLiteral("fixed\nplateau"));
     for (int l = 0; l < L; ++l) {
       const auto val = [&](int col) { return m->data(m->index(l, col), sdw::widgets::DriftLayerModel::ValueRole); };
       QCOMPARE(val(sdw::widgets::DriftLayerModel::Layer).toInt(), l);
@@ -375,6 +376,12 @@ class TestDriftPage : public QObject {
       QCOMPARE(page()->exportTo(file), QString());
       QVERIFY(QFileInfo(file).size() > 1000);
     }
+    // on a log step axis too
+    check("driftLogSteps")->setChecked(true);
+    const QString logPng = dir_.filePath(QStringLiteral("drift-log.png"));
+    QCOMPARE(page()->exportTo(logPng), QString());
+    QVERIFY(QFileInfo(logPng).size() > 1000);
+    check("driftLogSteps")->setChecked(false);
     QVERIFY(!page()->exportTo(dir_.filePath(QStringLiteral("drift.txt"))).isEmpty());
     auto* exportButton = page()->findChild<QPushButton*>(QStringLiteral("driftExport"));
     QVERIFY(exportButton && exportButton->isEnabled());
@@ -483,7 +490,7 @@ class TestDriftPage : public QObject {
     QCOMPARE(page()->statusText(), QStringLiteral("Drift analysis cancelled."));
     QVERIFY(!page()->isBusy());
     // nothing left behind but the run of the previous test
-    QCOMPARE(QDir(dir_.path()).entryList({QStringLiteral("drift-*")}).size(), 1);
+    QCOMPARE(QDir(dir_.path()).entryList({QStringLiteral("drift-*.sdw.h5*")}).size(), 1);
   }
 
   void refusesWithoutAPrunedModel() {
