@@ -40,10 +40,17 @@ PruneLayerChart::PruneLayerChart(QWidget* parent) : PlotView(parent) {
   ticker->setTickStep(1);
   ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
   p->xAxis->setTicker(ticker);
+  // The legend sits in its own row above the axes: inside, it would hide the bars.
   p->legend->setVisible(true);
   p->legend->setFont(QFont(font().family(), 8));
-  p->legend->setRowSpacing(0);
-  p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  p->legend->setBorderPen(Qt::NoPen);
+  p->legend->setMargins(QMargins(2, 0, 2, 0));
+  p->axisRect()->insetLayout()->take(p->legend);
+  p->plotLayout()->insertRow(0);
+  p->plotLayout()->addElement(0, 0, p->legend);
+  p->plotLayout()->setRowStretchFactor(0, 0.001);
+  p->legend->setMaximumSize(QWIDGETSIZE_MAX, 22);
   label_ = new QCPItemText(p);
   label_->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
   label_->setColor(kCurrent.darker(130));

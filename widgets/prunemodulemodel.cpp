@@ -113,11 +113,11 @@ QVariant PruneModuleModel::headerData(int section, Qt::Orientation o, int role) 
     case Layer: return tr("Layer");
     case Shape: return tr("Rows×cols");
     case Loss: return tr("Loss");
-    case OutputLoss: return tr("Output loss");
+    case OutputLoss: return tr("Out. loss");
     case RelError: return tr("Rel. error");
     case Sparsity: return tr("Sparsity");
     case Damping: return tr("Damping");
-    case Seconds: return tr("Seconds");
+    case Seconds: return tr("s");
     default: return {};
   }
 }

@@ -64,6 +64,7 @@ PruningPanel::PruningPanel(QWidget* parent) : QWidget(parent) {
   auto* outer = new QHBoxLayout(this);
   outer->setContentsMargins(6, 6, 6, 6);
   auto* left = new QWidget(this);
+  left->setMaximumWidth(360);  // the tables need the width more than the form
   auto* ll = new QVBoxLayout(left);
   ll->setContentsMargins(0, 0, 0, 0);
   ll->addWidget(buildForm());
@@ -74,14 +75,14 @@ PruningPanel::PruningPanel(QWidget* parent) : QWidget(parent) {
   tabs_->addTab(buildModules(), tr("Modules"));
   quality_ = new QualityPage(tabs_);
   quality_->setObjectName(QStringLiteral("qualityPage"));
-  tabs_->addTab(quality_, tr("Quality and generations"));
+  tabs_->addTab(quality_, tr("Quality"));
 
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(left);
   split->addWidget(tabs_);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 3);
-  split->setSizes({400, 600});
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setSizes({370, 630});
   outer->addWidget(split);
 
   connect(quality_, &QualityPage::openRequested, this, &PruningPanel::openEvaluationRequested);
@@ -115,6 +116,8 @@ QWidget* PruningPanel::buildForm() {
   runs_->setObjectName(QStringLiteral("calibrationRuns"));
   runs_->setToolTip(tr("Calibration runs; each checked run is pruned in turn into its own folder"));
   runs_->setMaximumHeight(66);
+  runs_->setTextElideMode(Qt::ElideMiddle);
+  runs_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* addRun = browseButton(box);
   addRun->setToolTip(tr("Add a calibration run file"));
   connect(addRun, &QToolButton::clicked, this, [this] {
@@ -306,7 +309,7 @@ QWidget* PruningPanel::buildModules() {
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(20);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setSectionResizeMode(PruneModuleModel::Module, QHeaderView::Stretch);
+  table_->horizontalHeader()->setStretchLastSection(true);
   table_->setAlternatingRowColors(true);
   table_->setContextMenuPolicy(Qt::ActionsContextMenu);
   auto* exportAction = new QAction(tr("Export CSV…"), table_);
@@ -381,7 +384,7 @@ void PruningPanel::setWorkspace(const QString& dir) {
 
 void PruningPanel::addCalibrationRun(const PruneCalibrationChoice& c, bool checked) {
   const QLocale en(QLocale::English);
-  QString text = QFileInfo(c.path).fileName();
+  QString text = runStem(c.path);
   QStringList detail;
   if (!c.source.isEmpty()) detail << c.source;
   if (c.tokens > 0) detail << tr("%1 tokens").arg(en.toString(c.tokens));
@@ -486,6 +489,12 @@ void PruningPanel::showRecord(const PruningRecordData& record) {
   summary_->setToolTip(tr("record %1\ncheckpoint %2").arg(record.path, record.outDir));
   modulesError_->hide();
   exportModules_->setEnabled(!record.modules.isEmpty());
+  if (!busy_)
+    setStatus(tr("Showing %1: %2 modules in %3 layers.")
+                  .arg(QFileInfo(record.path).fileName())
+                  .arg(record.modules.size())
+                  .arg(chart_->layerCount()),
+              false);
   if (records_->findData(record.path) < 0) records_->addItem(QFileInfo(record.path).fileName(), record.path);
   records_->setCurrentIndex(records_->findData(record.path));
 }

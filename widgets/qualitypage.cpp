@@ -68,7 +68,7 @@ QualityPage::QualityPage(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(20);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setSectionResizeMode(QualityModel::Model, QHeaderView::Stretch);
+  table_->horizontalHeader()->setStretchLastSection(true);
   table_->setAlternatingRowColors(true);
   table_->setContextMenuPolicy(Qt::ActionsContextMenu);
   auto* exportAction = new QAction(tr("Export CSV…"), table_);
@@ -102,8 +102,9 @@ QualityPage::QualityPage(QWidget* parent) : QWidget(parent) {
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(table_);
   split->addWidget(sbs);
-  split->setStretchFactor(0, 2);
+  split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 3);
+  split->setSizes({120, 360});
   layout->addWidget(split, 1);
 
   connect(runs_, &QComboBox::activated, this, [this](int i) {
@@ -152,7 +153,12 @@ void QualityPage::setData(const QualityData& data) {
 }
 
 void QualityPage::rebuildColumns() {
-  for (QLabel* l : labels_) l->parentWidget()->deleteLater();
+  for (QLabel* l : labels_) {
+    QWidget* box = l->parentWidget();
+    columns_->removeWidget(box);
+    box->hide();
+    box->deleteLater();
+  }
   labels_.clear();
   texts_.clear();
   for (const QualityModelData& m : data_.models) {
