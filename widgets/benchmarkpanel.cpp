@@ -1,6 +1,7 @@
 #include "widgets/benchmarkpanel.h"
 
 #include "widgets/benchresultsmodel.h"
+#include "widgets/sortabletable.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -47,19 +48,7 @@ BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
 
   charts_ = new BenchCharts(this);
   model_ = new BenchResultsModel(this);
-  proxy_ = new QSortFilterProxyModel(this);
-  proxy_->setSourceModel(model_);
-  proxy_->setSortRole(BenchResultsModel::SortRole);
-  table_ = new QTableView(this);
-  table_->setObjectName(QStringLiteral("BenchResultsTable"));
-  table_->setModel(proxy_);
-  table_->setSortingEnabled(true);
-  table_->sortByColumn(-1, Qt::AscendingOrder);  // run order until a header is clicked
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setAlternatingRowColors(true);
-  table_->verticalHeader()->setVisible(false);
-  table_->verticalHeader()->setDefaultSectionSize(20);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_ = makeSortableTable(model_, BenchResultsModel::SortRole, QStringLiteral("BenchResultsTable"), this, &proxy_);
   table_->horizontalHeader()->setSectionResizeMode(BenchResultsModel::Shape, QHeaderView::Stretch);
 
   summary_ = new QLabel(tr("No results yet: start a run or open a results file."), this);

@@ -1,16 +1,13 @@
 #include "widgets/benchresultsmodel.h"
 
+#include "widgets/csv.h"
+
 #include <QTextStream>
 
 namespace sdw::widgets {
 
 namespace {
 QString qs(const std::string& s) { return QString::fromStdString(s); }
-QString csvField(QString s) {
-  if (!s.contains(QLatin1Char(',')) && !s.contains(QLatin1Char('"'))) return s;
-  s.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-  return QLatin1Char('"') + s + QLatin1Char('"');
-}
 }  // namespace
 
 BenchResultsModel::BenchResultsModel(QObject* parent) : QAbstractTableModel(parent) {}

@@ -1,6 +1,7 @@
 #include "widgets/driftpage.h"
 
 #include "widgets/driftlayermodel.h"
+#include "widgets/sortabletable.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -87,24 +88,13 @@ DriftPage::DriftPage(QWidget* parent) : QWidget(parent) {
   plot_->setObjectName(QStringLiteral("driftPlot"));
   plot_->setMinimumSize(320, 220);
   layers_ = new DriftLayerModel(this);
-  proxy_ = new QSortFilterProxyModel(this);
-  proxy_->setSourceModel(layers_);
-  proxy_->setSortRole(DriftLayerModel::ValueRole);
-  table_ = new QTableView(content);
-  table_->setObjectName(QStringLiteral("driftLayers"));
-  table_->setModel(proxy_);
-  table_->setSortingEnabled(true);
+  table_ = makeSortableTable(layers_, DriftLayerModel::ValueRole, QStringLiteral("driftLayers"), content, &proxy_);
   table_->sortByColumn(DriftLayerModel::Layer, Qt::AscendingOrder);
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  table_->verticalHeader()->setVisible(false);
-  table_->verticalHeader()->setDefaultSectionSize(20);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setMinimumSectionSize(32);
   QFont headerFont = table_->horizontalHeader()->font();
   headerFont.setPointSizeF(headerFont.pointSizeF() * 0.9);
   table_->horizontalHeader()->setFont(headerFont);
-  table_->setAlternatingRowColors(true);
   auto* tableBox = new QWidget(content);
   auto* tl = new QVBoxLayout(tableBox);
   tl->setContentsMargins(0, 0, 0, 0);

@@ -1,5 +1,7 @@
 #include "widgets/driftplot.h"
 
+#include "widgets/csv.h"
+
 #include <qcustomplot.h>
 
 #include <QTextStream>
@@ -39,15 +41,6 @@ QColor withAlpha(QColor c, int alpha) {
   return c;
 }
 
-QString csvField(QString s) {
-  if (s.contains(QLatin1Char(',')) || s.contains(QLatin1Char('"'))) {
-    s.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + s + QLatin1Char('"');
-  }
-  return s;
-}
-
-QString csvNumber(double v) { return std::isnan(v) ? QString() : QString::number(v, 'g', 17); }
 
 }  // namespace
 

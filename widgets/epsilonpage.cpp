@@ -2,6 +2,7 @@
 
 #include "widgets/epsilonmodulemodel.h"
 #include "widgets/epsilonplots.h"
+#include "widgets/sortabletable.h"
 
 #include <QFileInfo>
 #include <QHeaderView>
@@ -66,22 +67,10 @@ EpsilonPage::EpsilonPage(QWidget* parent) : QWidget(parent) {
     w->setMinimumSize(220, 160);
 
   model_ = new EpsilonModuleModel(this);
-  proxy_ = new QSortFilterProxyModel(this);
-  proxy_->setSourceModel(model_);
-  proxy_->setSortRole(EpsilonModuleModel::ValueRole);
-  table_ = new QTableView(content);
-  table_->setObjectName(QStringLiteral("epsilonModules"));
-  table_->setModel(proxy_);
-  table_->setSortingEnabled(true);
-  table_->sortByColumn(-1, Qt::AscendingOrder);
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_ = makeSortableTable(model_, EpsilonModuleModel::ValueRole, QStringLiteral("epsilonModules"), content, &proxy_);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  table_->verticalHeader()->setVisible(false);
-  table_->verticalHeader()->setDefaultSectionSize(20);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setSectionResizeMode(EpsilonModuleModel::Module, QHeaderView::Stretch);
   table_->horizontalHeader()->setMinimumSectionSize(40);
-  table_->setAlternatingRowColors(true);
 
   auto* top = new QSplitter(Qt::Horizontal, content);
   top->addWidget(titled(tr("eps_k per projection input, by layer"), bars_));

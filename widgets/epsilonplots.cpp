@@ -1,5 +1,7 @@
 #include "widgets/epsilonplots.h"
 
+#include "widgets/csv.h"
+
 #include <qcustomplot.h>
 
 #include <QTextStream>
@@ -25,15 +27,6 @@ int typeRank(const QString& type) {
 
 bool finitePositive(double v) { return std::isfinite(v) && v > 0; }
 
-QString csvField(QString s) {
-  if (s.contains(QLatin1Char(',')) || s.contains(QLatin1Char('"'))) {
-    s.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + s + QLatin1Char('"');
-  }
-  return s;
-}
-
-QString csvNumber(double v) { return std::isnan(v) ? QString() : QString::number(v, 'g', 17); }
 
 void styleAxes(QCustomPlot* p) {
   p->xAxis->grid()->setVisible(false);

@@ -52,14 +52,4 @@ QString defaultPruneFolderName(const QString& method, const QString& pattern, co
   return QStringLiteral("%1%2-%3").arg(method, p, runStem(calibrationRun));
 }
 
-QString csvQuoted(QString s) {
-  if (s.contains(QLatin1Char(',')) || s.contains(QLatin1Char('"')) || s.contains(QLatin1Char('\n'))) {
-    s.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + s + QLatin1Char('"');
-  }
-  return s;
-}
-
-QString csvValue(double v) { return std::isfinite(v) ? QString::number(v, 'g', 17) : QString(); }
-
 }  // namespace sdw::widgets

@@ -107,10 +107,6 @@ QString defaultPruneFolderName(const QString& method, const QString& pattern, co
 // A run file's name without ".sdw.h5".
 QString runStem(const QString& path);
 
-// A CSV field, quoted when it needs to be.
-QString csvQuoted(QString s);
-QString csvValue(double v);
-
 }  // namespace sdw::widgets
 
 Q_DECLARE_METATYPE(sdw::widgets::PruneModuleData)

@@ -1,5 +1,7 @@
 #include "widgets/prunemodulemodel.h"
 
+#include "widgets/csv.h"
+
 #include <QRegularExpression>
 #include <QTextStream>
 
@@ -128,9 +130,9 @@ QString PruneModuleModel::toCsv() const {
   s << "module,layer,rows,cols,loss,output_loss,rel_output_error,sparsity,percdamp_used,damping_steps,dead_inputs,"
        "seconds,packed\n";
   for (const PruneModuleData& r : rows_)
-    s << csvQuoted(r.module) << ',' << r.layer << ',' << r.rows << ',' << r.cols << ',' << csvValue(r.loss) << ','
-      << csvValue(r.outputLoss) << ',' << csvValue(r.relOutputError) << ',' << csvValue(r.sparsity) << ','
-      << csvValue(r.percdampUsed) << ',' << r.dampingSteps << ',' << r.deadInputs << ',' << csvValue(r.seconds)
+    s << csvField(r.module) << ',' << r.layer << ',' << r.rows << ',' << r.cols << ',' << csvNumber(r.loss) << ','
+      << csvNumber(r.outputLoss) << ',' << csvNumber(r.relOutputError) << ',' << csvNumber(r.sparsity) << ','
+      << csvNumber(r.percdampUsed) << ',' << r.dampingSteps << ',' << r.deadInputs << ',' << csvNumber(r.seconds)
       << ',' << (r.packed ? 1 : 0) << '\n';
   return out;
 }

@@ -4,6 +4,7 @@
 #include "widgets/prunemodulemodel.h"
 #include "widgets/qualitymodel.h"
 #include "widgets/qualitypage.h"
+#include "widgets/sortabletable.h"
 
 #include <QAction>
 #include <QComboBox>
@@ -297,20 +298,8 @@ QWidget* PruningPanel::buildModules() {
   v->addWidget(modulesError_);
 
   modules_ = new PruneModuleModel(this);
-  proxy_ = new QSortFilterProxyModel(this);
-  proxy_->setSourceModel(modules_);
-  proxy_->setSortRole(PruneModuleModel::ValueRole);
-  table_ = new QTableView(page);
-  table_->setObjectName(QStringLiteral("pruneModules"));
-  table_->setModel(proxy_);
-  table_->setSortingEnabled(true);
-  table_->sortByColumn(-1, Qt::AscendingOrder);
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->verticalHeader()->setVisible(false);
-  table_->verticalHeader()->setDefaultSectionSize(20);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_ = makeSortableTable(modules_, PruneModuleModel::ValueRole, QStringLiteral("pruneModules"), page, &proxy_);
   table_->horizontalHeader()->setStretchLastSection(true);
-  table_->setAlternatingRowColors(true);
   table_->setContextMenuPolicy(Qt::ActionsContextMenu);
   auto* exportAction = new QAction(tr("Export CSV…"), table_);
   table_->addAction(exportAction);

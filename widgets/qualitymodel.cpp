@@ -1,5 +1,7 @@
 #include "widgets/qualitymodel.h"
 
+#include "widgets/csv.h"
+
 #include <QFont>
 #include <QTextStream>
 
@@ -105,10 +107,10 @@ QString QualityModel::toCsv() const {
   s << "model,dir,ppl_text,ppl_dense_gen,kl_mean,kl_std,agreement_mean,agreement_std,first_divergence_mean,"
        "first_divergence_std,seeds\n";
   for (const QualityModelData& r : rows_)
-    s << csvQuoted(r.label) << ',' << csvQuoted(r.dir) << ',' << csvValue(r.pplText) << ',' << csvValue(r.pplDenseGen)
-      << ',' << csvValue(r.kl.mean) << ',' << csvValue(r.kl.std) << ',' << csvValue(r.agreement.mean) << ','
-      << csvValue(r.agreement.std) << ',' << csvValue(r.firstDivergence.mean) << ','
-      << csvValue(r.firstDivergence.std) << ',' << r.seeds << '\n';
+    s << csvField(r.label) << ',' << csvField(r.dir) << ',' << csvNumber(r.pplText) << ',' << csvNumber(r.pplDenseGen)
+      << ',' << csvNumber(r.kl.mean) << ',' << csvNumber(r.kl.std) << ',' << csvNumber(r.agreement.mean) << ','
+      << csvNumber(r.agreement.std) << ',' << csvNumber(r.firstDivergence.mean) << ','
+      << csvNumber(r.firstDivergence.std) << ',' << r.seeds << '\n';
   return out;
 }
 

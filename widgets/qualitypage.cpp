@@ -1,6 +1,7 @@
 #include "widgets/qualitypage.h"
 
 #include "widgets/qualitymodel.h"
+#include "widgets/sortabletable.h"
 
 #include <QAction>
 #include <QComboBox>
@@ -56,20 +57,8 @@ QualityPage::QualityPage(QWidget* parent) : QWidget(parent) {
   layout->addWidget(status_);
 
   model_ = new QualityModel(this);
-  proxy_ = new QSortFilterProxyModel(this);
-  proxy_->setSourceModel(model_);
-  proxy_->setSortRole(QualityModel::ValueRole);
-  table_ = new QTableView(this);
-  table_->setObjectName(QStringLiteral("qualityTable"));
-  table_->setModel(proxy_);
-  table_->setSortingEnabled(true);
-  table_->sortByColumn(-1, Qt::AscendingOrder);
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->verticalHeader()->setVisible(false);
-  table_->verticalHeader()->setDefaultSectionSize(20);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_ = makeSortableTable(model_, QualityModel::ValueRole, QStringLiteral("qualityTable"), this, &proxy_);
   table_->horizontalHeader()->setStretchLastSection(true);
-  table_->setAlternatingRowColors(true);
   table_->setContextMenuPolicy(Qt::ActionsContextMenu);
   auto* exportAction = new QAction(tr("Export CSV…"), table_);
   connect(exportAction, &QAction::triggered, this, &QualityPage::exportRequested);

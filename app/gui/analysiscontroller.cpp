@@ -36,9 +36,6 @@ namespace sdw::app {
 
 namespace {
 
-fs::path toPath(const QString& s) { return fs::path(QFile::encodeName(s).toStdString()); }
-QString fromPath(const fs::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 QString lastComponent(const std::string& name) {
   const QString n = qs(name);

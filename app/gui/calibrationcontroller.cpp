@@ -1,4 +1,5 @@
 #include "app/gui/calibrationcontroller.h"
+#include "app/gui/workspace.h"
 
 #include "app/gui/modelcontroller.h"
 #include "core/runstore.h"
@@ -40,8 +41,6 @@ namespace sdw::app {
 
 namespace {
 
-fs::path toPath(const QString& s) { return fs::path(QFile::encodeName(s).toStdString()); }
-QString fromPath(const fs::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
 QString tokens(double t) { return QLocale(QLocale::English).toString(static_cast<qint64>(t)); }
 
 QString samplesFile(const QString& rel) {

@@ -32,8 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path toPath(const QString& s) { return fs::path(QFile::encodeName(s).toStdString()); }
-QString fromPath(const fs::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
 
 QString samplePath(const QString& rel) {
   return QDir::cleanPath(QDir(sampleWorkspaceDir()).filePath(QStringLiteral("../") + rel));

@@ -1,5 +1,6 @@
 #include "app/gui/driftrun.h"
 
+#include "app/gui/workspace.h"
 #include "core/drift.h"
 #include "core/runstore.h"
 
@@ -20,9 +21,6 @@ namespace {
 namespace rs = sdw::runstore;
 namespace fs = std::filesystem;
 
-fs::path toPath(const QString& s) { return fs::path(QFile::encodeName(s).toStdString()); }
-QString fromPath(const fs::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 [[noreturn]] void fail(const QString& path, const QString& why) {
   throw std::runtime_error(QStringLiteral("%1: %2").arg(QFileInfo(path).fileName(), why).toStdString());

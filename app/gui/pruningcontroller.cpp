@@ -59,9 +59,6 @@ struct PruningController::Sink {
 
 namespace {
 
-fs::path toPath(const QString& s) { return fs::path(QFile::encodeName(s).toStdString()); }
-QString fromPath(const fs::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 QString samplesFile(const QString& rel) {
   // The sample model sits in <samples>/model/brown-llama.

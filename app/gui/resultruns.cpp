@@ -1,5 +1,6 @@
 #include "app/gui/resultruns.h"
 
+#include "app/gui/workspace.h"
 #include "core/runstore.h"
 
 #include <QDir>
@@ -16,9 +17,6 @@ namespace {
 namespace rs = sdw::runstore;
 namespace fs = std::filesystem;
 
-fs::path toPath(const QString& s) { return fs::path(QFile::encodeName(s).toStdString()); }
-QString fromPath(const fs::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 rs::RunReader openKind(const QString& path, const char* kind) {
   rs::RunReader r = rs::RunReader::open(toPath(path));

@@ -4,48 +4,50 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 
 #include <nlohmann/json.hpp>
 
 namespace sdw::app {
 
-namespace {
+std::filesystem::path toPath(const QString& s) { return std::filesystem::path(QFile::encodeName(s).toStdString()); }
+QString fromPath(const std::filesystem::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+namespace {
 
 QString provenanceHtml(const runstore::RunSummary& s) {
   const Provenance& p = s.provenance;
-  QString html = QStringLiteral("<h3>%1</h3><table cellspacing=2>").arg(q(s.path.filename().string()).toHtmlEscaped());
+  QString html = QStringLiteral("<h3>%1</h3><table cellspacing=2>").arg(qs(s.path.filename().string()).toHtmlEscaped());
   auto row = [&html](const QString& k, const QString& v) {
     html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(k, v.toHtmlEscaped());
   };
-  row(QStringLiteral("Kind"), q(s.kind));
-  row(QStringLiteral("Status"), q(s.status));
-  row(QStringLiteral("Run id"), q(s.runId));
+  row(QStringLiteral("Kind"), qs(s.kind));
+  row(QStringLiteral("Status"), qs(s.status));
+  row(QStringLiteral("Run id"), qs(s.runId));
   row(QStringLiteral("Schema"), QString::number(s.schemaVersion));
   row(QStringLiteral("Checkpoints"), QString::number(s.checkpoint));
-  row(QStringLiteral("Tool"), q(p.toolName + " " + p.toolVersion));
-  row(QStringLiteral("Host"), q(p.host));
-  row(QStringLiteral("OS"), q(p.os));
-  row(QStringLiteral("GPU"), q(p.gpu));
-  row(QStringLiteral("Model"), q(p.modelId));
-  row(QStringLiteral("Created"), q(p.createdUtc));
-  row(QStringLiteral("Updated"), q(p.updatedUtc));
-  row(QStringLiteral("Finished"), p.finishedUtc.empty() ? QStringLiteral("(not finished)") : q(p.finishedUtc));
+  row(QStringLiteral("Tool"), qs(p.toolName + " " + p.toolVersion));
+  row(QStringLiteral("Host"), qs(p.host));
+  row(QStringLiteral("OS"), qs(p.os));
+  row(QStringLiteral("GPU"), qs(p.gpu));
+  row(QStringLiteral("Model"), qs(p.modelId));
+  row(QStringLiteral("Created"), qs(p.createdUtc));
+  row(QStringLiteral("Updated"), qs(p.updatedUtc));
+  row(QStringLiteral("Finished"), p.finishedUtc.empty() ? QStringLiteral("(not finished)") : qs(p.finishedUtc));
   html += QStringLiteral("</table>");
   if (!p.modelFiles.empty()) {
     html += QStringLiteral("<p><b>Model files</b></p><table cellspacing=2>");
     for (const auto& f : p.modelFiles)
       html += QStringLiteral("<tr><td>%1</td><td align=right>%2 B</td><td><tt>%3…</tt></td></tr>")
-                  .arg(q(f.path).toHtmlEscaped())
+                  .arg(qs(f.path).toHtmlEscaped())
                   .arg(f.bytes)
-                  .arg(q(f.sha256.substr(0, 16)));
+                  .arg(qs(f.sha256.substr(0, 16)));
     html += QStringLiteral("</table>");
   }
-  QString settings = q(p.settingsJson);
+  QString settings = qs(p.settingsJson);
   try {
-    settings = q(nlohmann::json::parse(p.settingsJson).dump(2));
+    settings = qs(nlohmann::json::parse(p.settingsJson).dump(2));
   } catch (const std::exception&) {
     // shown as stored
   }
@@ -56,17 +58,17 @@ QString provenanceHtml(const runstore::RunSummary& s) {
 sdw::widgets::RunRow toRow(const std::filesystem::path& path, const runstore::RunSummary* s,
                            const std::string& error, bool partial) {
   sdw::widgets::RunRow r;
-  r.path = q(path.string());
-  r.fileName = q(path.filename().string());
+  r.path = qs(path.string());
+  r.fileName = qs(path.filename().string());
   if (s) {
-    r.kind = q(s->kind);
-    r.status = partial ? QStringLiteral("partial") : q(s->status);
-    r.model = q(s->provenance.modelId);
-    r.created = q(s->provenance.createdUtc);
+    r.kind = qs(s->kind);
+    r.status = partial ? QStringLiteral("partial") : qs(s->status);
+    r.model = qs(s->provenance.modelId);
+    r.created = qs(s->provenance.createdUtc);
     r.detailsHtml = provenanceHtml(*s);
   } else {
     r.status = QStringLiteral("invalid");
-    r.error = q(error);
+    r.error = qs(error);
   }
   return r;
 }

@@ -9,7 +9,15 @@
 #include <QString>
 #include <QVector>
 
+#include <filesystem>
+#include <string>
+
 namespace sdw::app {
+
+// File names between Qt and the engine, in the local 8-bit encoding both ways.
+std::filesystem::path toPath(const QString& s);
+QString fromPath(const std::filesystem::path& p);
+inline QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 struct WorkspaceScan {
   QString dir;
