@@ -193,6 +193,10 @@ class Run {
       : s_(std::move(s)), progress_(progress), hooks_(hooks) {
     s_.sampling.seed = s_.seed;
     s_.dtype = canonicalDtype(s_.dtype);
+    // Recorded absolute, so that a resume or a sequential-order re-capture
+    // from another working directory finds the same files.
+    for (fs::path* p : {&s_.model, &s_.corpus, &s_.prompts, &s_.crossModel})
+      if (!p->empty()) *p = fs::absolute(*p).lexically_normal();
   }
 
   // Loads the model and the source; nothing is written yet.
