@@ -2,6 +2,7 @@
 // Torch-typed internals of calibration: the statistics accumulator and the
 // batch drivers that feed it. Include only from gpu/*.cpp and engine tests.
 
+#include "core/runstore.h"
 #include "gpu/calibration.h"
 #include "gpu/model_internal.h"
 
@@ -37,7 +38,9 @@ std::vector<InputStats> describeInputs(const ModelConfig& config);
 // addmm_ in chunks of `chunkRows` (memory stays bounded by chunk x dIn fp32).
 class StatsAccumulator {
  public:
-  StatsAccumulator(const ModelConfig& config, c10::Device device);
+  // onlyLayer >= 0: only that layer's inputs are allocated and collected
+  // (rows for the other layers' inputs are ignored).
+  StatsAccumulator(const ModelConfig& config, c10::Device device, int onlyLayer = -1);
 
   // x: [rows, dIn] (any float dtype) on the device; adds every row.
   void add(const std::string& firstModule, const at::Tensor& x);
@@ -65,6 +68,7 @@ class StatsAccumulator {
   std::vector<InputStats> inputs_;
   std::map<std::string, std::size_t> index_;
   std::function<void(int)> layerDone_;
+  int onlyLayer_ = -1;
 };
 
 // One generation of an AR batch.
@@ -108,5 +112,20 @@ struct ForwardRows {
   std::int64_t count = 0;
 };
 void forwardCollect(Model& model, const std::vector<ForwardRows>& seqs, StatsAccumulator& acc);
+
+// The sequences and counted rows of a complete calibration run, rebuilt from
+// the run itself: fixed text re-draws windows 0 .. windows_done-1 from the
+// corpus with the run's seed and window (and checks they are the stored
+// documents and starts); AR and cross-model take each generation's stored
+// prompt and generated tokens with its prefill_counted / decode_counted. The
+// rows are exactly the positions the run counted (their number is the run's
+// tokens_collected). Throws std::runtime_error when the corpus no longer
+// gives the stored windows.
+std::vector<ForwardRows> replaySequences(const runstore::RunFile& run, const CalibrationSettings& settings);
+
+// Teacher-forces `seqs` through `model` in batches of `batch`, adding the
+// counted rows to `acc`. `onBatch(done, total)` after each batch.
+void replayCollect(Model& model, const std::vector<ForwardRows>& seqs, int batch, StatsAccumulator& acc,
+                   const std::function<void(std::size_t done, std::size_t total)>& onBatch = {});
 
 }  // namespace sdw::gpu

@@ -73,7 +73,10 @@ std::uint64_t StatsAccumulator::stageBytes(const ModelConfig& config) {
   return static_cast<std::uint64_t>(stageRows(config)) * static_cast<std::uint64_t>(sumDIn(config)) * sizeof(float);
 }
 
-StatsAccumulator::StatsAccumulator(const ModelConfig& config, c10::Device device) : inputs_(describeInputs(config)) {
+StatsAccumulator::StatsAccumulator(const ModelConfig& config, c10::Device device, int onlyLayer)
+    : inputs_(describeInputs(config)), onlyLayer_(onlyLayer) {
+  if (onlyLayer >= 0)
+    std::erase_if(inputs_, [onlyLayer](const InputStats& s) { return s.layer != onlyLayer; });
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   const std::int64_t rows = stageRows(config);
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
@@ -93,7 +96,10 @@ InputStats& StatsAccumulator::input(const std::string& firstModule) {
 
 void StatsAccumulator::add(const std::string& firstModule, const at::Tensor& x) {
   const auto it = index_.find(firstModule);
-  if (it == index_.end()) throw std::logic_error("calibration: no input named " + firstModule);
+  if (it == index_.end()) {
+    if (onlyLayer_ >= 0) return;  // another layer's input
+    throw std::logic_error("calibration: no input named " + firstModule);
+  }
   const std::size_t i = it->second;
   addRows(inputs_[i], x);
   const bool lastOfLayer = i + 1 == inputs_.size() || inputs_[i + 1].layer != inputs_[i].layer;

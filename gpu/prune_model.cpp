@@ -1,12 +1,14 @@
 // pruneModel: the layer loop. Reads the calibration statistics, solves each
 // attention and MLP projection, and in sequential order re-captures layer i's
-// statistics from the same calibration source through the model whose layers
-// before i are already pruned (the calibration engine, with the pruned weights
-// swapped in as it loads the model).
+// statistics through the model whose layers before i are already pruned: the
+// run's own counted positions (its windows, or its prompts and generations as
+// stored) teacher-forced again, collecting layer i only; nothing is generated
+// again and nothing is written to disk.
 
 #include "core/runstore.h"
 #include "core/safetensors.h"
 #include "gpu/calibration.h"
+#include "gpu/calibration_internal.h"
 #include "gpu/model_config.h"
 #include "gpu/model_internal.h"
 #include "gpu/prune_internal.h"
@@ -16,10 +18,9 @@
 #include <c10/core/GradMode.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <map>
-#include <optional>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -31,8 +32,8 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// One shared projection input's statistics.
-struct InputStats {
+// One shared projection input's statistics, as the solvers take them.
+struct SolverInput {
   std::int64_t dIn = 0, tokens = 0;
   std::vector<float> xtx;    // [dIn, dIn] raw sum; empty with top-k storage
   std::vector<float> sumSq;  // [dIn]
@@ -50,9 +51,9 @@ std::map<std::string, std::string> moduleInputs(const runstore::RunFile& run) {
   return out;
 }
 
-InputStats readInput(const runstore::RunFile& run, const std::string& group, bool needXtx) {
+SolverInput readInput(const runstore::RunFile& run, const std::string& group, bool needXtx) {
   const std::string path = "/calibration/inputs/" + group;
-  InputStats s;
+  SolverInput s;
   s.dIn = run.readIntAttribute(path, "d_in");
   s.tokens = run.readIntAttribute(path, "tokens");
   s.sumSq = run.read<float>(path + "/sum_sq").data;
@@ -137,71 +138,70 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
   gptOptions.device = s.device;
 
   std::map<std::string, PrunedTensor> pruned;
-  std::map<std::string, std::vector<float>> prunedFloat;  // sequential: swapped into the re-capture model
+  std::map<std::string, std::vector<float>> prunedFloat;  // sequential: waiting to be swapped into the re-capture model
   const bool sequential = s.order == "sequential";
-  const fs::path scratch = s.out / ".recapture";
   const int total = static_cast<int>(modules.size());
   int done = 0;
 
+  // Sequential order: the dense model once, its layers replaced by their
+  // pruned versions as the loop moves on, and the run's counted sequences.
+  std::unique_ptr<Model> recaptureModel;
+  std::vector<ForwardRows> replay;
+  int replayBatch = 1;
+  if (sequential) {
+    const auto tr = Clock::now();
+    CalibrationSettings cs = calibrationSettingsFromJson(calib.provenance().settingsJson);
+    cs.model = s.model;
+    LoadOptions lo;
+    lo.device = s.device;
+    lo.dtype = cs.dtype;
+    recaptureModel = Model::load(s.model, lo);
+    replay = replaySequences(calib, cs);
+    replayBatch = std::max(cs.batch, 1);
+    result.recaptureSeconds += since(tr);
+  }
+
   for (int layer = 0; layer < config.numLayers; ++layer) {
-    reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules",
-                                     "layer " + std::to_string(layer + 1) + "/" + std::to_string(config.numLayers)});
+    const std::string layerText = "layer " + std::to_string(layer + 1) + "/" + std::to_string(config.numLayers);
+    reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules", layerText});
     // Statistics for this layer's inputs: the run's, or re-captured through the pruned layers.
-    std::map<std::string, InputStats> stats;
-    std::optional<runstore::RunReader> recaptured;
+    std::map<std::string, SolverInput> stats;
     if (sequential && layer > 0) {
       const auto tr = Clock::now();
-      CalibrationSettings cs = calibrationSettingsFromJson(calib.provenance().settingsJson);
-      cs.model = s.model;
-      cs.device = s.device;
-      cs.storage = "full";
-      if (cs.source == "ar") {
-        // The dense model's own generations (same seeds, so the same tokens
-        // as the run), teacher-forced through the partially pruned model:
-        // the calibration engine's cross-model path with the dense model as
-        // the generator. Swapping the weights into the generating model
-        // would change the trajectory, not just the inputs.
-        cs.source = "cross-model";
-        cs.crossModel = s.model;
-        cs.capture = "reforward";
+      auto& impl = recaptureModel->impl();
+      for (const auto& mod : modules) {
+        if (mod.layer != layer - 1) continue;
+        at::Tensor& t = layerTensor(impl.w.layers[static_cast<std::size_t>(mod.layer)], mod.kind);
+        const auto& v = prunedFloat.at(mod.name);
+        // copy = true: on CPU in fp32, to() would otherwise alias the vector erased below
+        t = at::from_blob(const_cast<float*>(v.data()), {mod.outFeatures, mod.inFeatures}, at::kFloat)
+                .to(t.device(), t.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+        prunedFloat.erase(mod.name);
       }
-      cs.checkpointSeconds = 1e9;
-      cs.checkpointEvery = 0;
-      fs::create_directories(scratch);
-      const fs::path run = scratch / ("layer-" + std::to_string(layer) + ".sdw.h5");
-      fs::remove(run);
-      fs::remove(runstore::partialPathFor(run));
-      CalibrationHooks hooks;
-      hooks.modelLoaded = [&](Model& m) {
-        auto& impl = m.impl();
-        for (const auto& mod : modules) {
-          if (mod.layer >= layer) continue;
-          at::Tensor& t = layerTensor(impl.w.layers[static_cast<std::size_t>(mod.layer)], mod.kind);
-          const auto& v = prunedFloat.at(mod.name);
-          t = at::from_blob(const_cast<float*>(v.data()), {mod.outFeatures, mod.inFeatures}, at::kFloat)
-                  .to(t.device(), t.scalar_type())
-                  .contiguous();
-        }
-      };
-      ProgressFn inner;
-      if (progress)
-        inner = [&](const Progress& p) {
-          Progress q = p;
-          q.stage = "recapture layer " + std::to_string(layer + 1) + ": " + p.stage;
-          return progress(q);
-        };
-      runCalibration(cs, run, inner, hooks);
-      recaptured.emplace(runstore::RunReader::open(run));
+      StatsAccumulator acc(recaptureModel->config(), impl.device, layer);
+      replayCollect(*recaptureModel, replay, replayBatch, acc, [&](std::size_t b, std::size_t n) {
+        reportOrThrow(progress, Progress{static_cast<double>(b), static_cast<double>(n), "batches",
+                                         "recapture " + layerText + ": batch " + std::to_string(b) + "/" +
+                                             std::to_string(n)});
+      });
+      for (const auto& in : acc.inputs()) {
+        SolverInput si;
+        si.dIn = in.dIn;
+        si.tokens = in.tokens;
+        const at::Tensor xtx = in.xtx.to(at::kCPU, at::kFloat).contiguous();
+        const at::Tensor sq = in.sumSq.to(at::kCPU, at::kFloat).contiguous();
+        si.xtx.assign(xtx.data_ptr<float>(), xtx.data_ptr<float>() + xtx.numel());
+        si.sumSq.assign(sq.data_ptr<float>(), sq.data_ptr<float>() + sq.numel());
+        stats.emplace(in.name, std::move(si));
+      }
       result.recaptureSeconds += since(tr);
     }
-    const runstore::RunFile& source = recaptured ? static_cast<const runstore::RunFile&>(*recaptured) : calib;
-    const auto sourceInputs = recaptured ? moduleInputs(*recaptured) : inputOf;
 
     for (const auto& mod : modules) {
       if (mod.layer != layer) continue;
-      const std::string& group = sourceInputs.at(mod.name);
-      if (!stats.count(group)) stats[group] = readInput(source, group, sparsegpt);
-      const InputStats& in = stats.at(group);
+      const std::string& group = inputOf.at(mod.name);
+      if (!stats.count(group)) stats[group] = readInput(calib, group, sparsegpt);
+      const SolverInput& in = stats.at(group);
       if (in.dIn != mod.inFeatures)
         throw std::runtime_error("calibration input " + group + " has d_in " + std::to_string(in.dIn) + ", " +
                                  mod.name + " reads " + std::to_string(mod.inFeatures));
@@ -238,21 +238,13 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
       pt.shape = tv.shape;
       pt.bytes = encodeFromFloat(tv.dtype, r.weight.data(), tv.numel());
       pruned.emplace(mod.name, std::move(pt));
-      if (sequential) prunedFloat.emplace(mod.name, std::move(r.weight));
+      if (sequential && layer + 1 < config.numLayers) prunedFloat.emplace(mod.name, std::move(r.weight));
       result.modules.push_back(row);
       if (onModule) onModule(row);
       ++done;
-      reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules",
-                                       "layer " + std::to_string(layer + 1) + "/" + std::to_string(config.numLayers)});
-    }
-    if (recaptured) {
-      const fs::path p = recaptured->path();
-      recaptured.reset();
-      fs::remove(p);
+      reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules", layerText});
     }
   }
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
 
   writePrunedOutputs(s, pattern, pruned, result);
   result.seconds = since(t0);
