@@ -14,6 +14,7 @@
 #include "app/jobmanager.h"
 #include "app/settings.h"
 #include "core/runstore.h"
+#include "gpu/calibration.h"
 #include "gpu/pruning.h"
 #include "widgets/analysispanel.h"
 #include "widgets/driftdata.h"
@@ -116,11 +117,20 @@ class TestDriftPage : public QObject {
     QCOMPARE(own_.ratio.size(), std::size_t(K * T * L));
 
     // A pruned checkpoint of the sample model where the workspace keeps them:
-    // magnitude 2:4 (the calibration run only feeds the reported losses).
+    // magnitude 2:4 (the calibration run, a small one made here, only feeds
+    // the reported losses).
+    sdw::gpu::CalibrationSettings cs;
+    cs.source = "fixed";
+    cs.model = DriftController::sampleDenseModel().toStdString();
+    cs.corpus = std::string(SDW_SOURCE_DIR) + "/samples/corpus/brown-calib.txt";
+    cs.tokenBudget = 64;
+    cs.window = 32;
+    const std::string calibration = dir_.filePath(QStringLiteral("calib-small.sdw.h5")).toStdString();
+    sdw::gpu::runCalibration(cs, calibration);
     pruned_ = dir_.filePath(QStringLiteral("pruned/mag24"));
     sdw::gpu::PruneSettings ps;
     ps.model = DriftController::sampleDenseModel().toStdString();
-    ps.calibration = QDir(sdw::app::sampleWorkspaceDir()).filePath(QStringLiteral("calib-fixed.sdw.h5")).toStdString();
+    ps.calibration = calibration;
     ps.method = "magnitude";
     ps.pattern = "2:4";
     ps.out = pruned_.toStdString();
