@@ -2,6 +2,7 @@
 
 #include "widgets/driftpage.h"
 #include "widgets/epsilonpage.h"
+#include "widgets/jobprogress.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -199,20 +200,14 @@ QString AnalysisPanel::device() const { return device_->currentText(); }
 
 void AnalysisPanel::beginAnalysis(const QString& what) {
   busy_ = true;
-  bar_->setRange(0, 0);
+  showJobProgress(bar_, -1);
   bar_->show();
   setStatus(what, false);
   updateButtons();
 }
 
 void AnalysisPanel::setProgress(double fraction, const QString& text) {
-  if (fraction < 0) {
-    bar_->setRange(0, 0);
-  } else {
-    bar_->setRange(0, 1000);
-    bar_->setValue(static_cast<int>(fraction * 1000.0));
-  }
-  if (!text.isEmpty()) bar_->setFormat(text);
+  showJobProgress(bar_, fraction, text);
 }
 
 void AnalysisPanel::endAnalysis(const QString& message, bool isError) {

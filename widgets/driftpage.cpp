@@ -1,6 +1,7 @@
 #include "widgets/driftpage.h"
 
 #include "widgets/driftlayermodel.h"
+#include "widgets/jobprogress.h"
 #include "widgets/sortabletable.h"
 
 #include <QCheckBox>
@@ -462,7 +463,7 @@ void DriftPage::setCudaAvailable(bool available, const QString& reason) {
 
 void DriftPage::beginJob(const QString& what) {
   busy_ = true;
-  bar_->setRange(0, 0);
+  showJobProgress(bar_, -1);
   bar_->setFormat(QString());
   bar_->show();
   setStatus(what, false);
@@ -470,13 +471,7 @@ void DriftPage::beginJob(const QString& what) {
 }
 
 void DriftPage::setProgress(double fraction, const QString& text) {
-  if (fraction < 0) {
-    bar_->setRange(0, 0);
-  } else {
-    bar_->setRange(0, 1000);
-    bar_->setValue(static_cast<int>(fraction * 1000.0));
-  }
-  if (!text.isEmpty()) bar_->setFormat(text);
+  showJobProgress(bar_, fraction, text);
 }
 
 void DriftPage::endJob(const QString& message, bool isError) {
