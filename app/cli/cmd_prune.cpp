@@ -42,7 +42,7 @@ int runPrune(const Args& a) {
   const auto r = gpu::pruneModel(
       s,
       [&](const Progress& p) {
-        std::fprintf(stderr, "\r  %-60.60s %4.0f / %.0f modules", p.stage.c_str(), p.done, p.total);
+        std::fprintf(stderr, "\r  %-60.60s %4.0f / %.0f %-8s", p.stage.c_str(), p.done, p.total, p.unit.c_str());
         return true;
       },
       [&](const gpu::ModulePruneRow& row) {
