@@ -160,61 +160,17 @@ __device__ __forceinline__ void computeChunkB1(const ChunkB1<U>& c, bool keep, f
   if (keep) acc0 += s0, acc1 += s1;
 }
 
-// Batch 1: no shared-memory copy of x (each lane loads its column of the word,
-// __ldca, and the warp shares it by shuffle), so nothing holds the first weight
-// loads back. Every warp runs the same, block-uniform number of iterations (the
-// trip counts depend on blockIdx, blockDim and the arguments only), so the
-// compiler needs no warp-collective fallback around the shuffles; loads of the
-// next chunk of U words are issued before the current chunk is used (two
-// register buffers, ping-pong).
-//
-// CLUSTER (sm_90): the gridDim.y blocks of a tile form one thread-block cluster
-// along K. Each block adds its warps' sums in its own shared memory and stores
-// the 32 row sums into block 0's shared memory (distributed shared memory); after
-// one cluster barrier (release / acquire) block 0 adds them in split order
-// (deterministic) and writes y: no workspace, fence or ticket. The barrier
-// arrival at kernel start (relaxed, completed before the first remote store)
-// guarantees every block of the cluster is running before its shared memory is
-// written.
-template <typename T, int U, bool CLUSTER>
-__global__ void __launch_bounds__(kMaxWarpsB1 * 32)
-    bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
-                        int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
-                        float* __restrict__ ws, unsigned* __restrict__ counters) {
+// Batch 1: the block's warps add their sums (acc) in shared memory and the tile's
+// splits are reduced (cluster: through block 0's shared memory; else workspace +
+// ticket, splitk.cuh). Called by every thread of the block.
+template <typename T, bool CLUSTER>
+__device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int64_t rows, float* __restrict__ ws,
+                                         unsigned* __restrict__ counters) {
   __shared__ float red[kMaxWarpsB1 * 32];
-#if __CUDA_ARCH__ >= 900
-  if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-#endif
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
   const std::int64_t tile = blockIdx.x;
-  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
-  const int g1 = min(G, gs + wordsPerSplit);
-  const std::int64_t tileBase = tile * G;
-  const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
-
-  const int full = (g1 - gs) / U;          // whole chunks in this slice (block-uniform)
-  const int iters = (full + W - 1) / W;    // per warp (block-uniform)
-  const int gLast = gs + (full - 1) * U;   // the last whole chunk: stands in for chunks past the end
-  auto chunkAt = [&](int it) { return gs + (it * W + warp) * U; };
-
-  float acc0 = 0.f, acc1 = 0.f;
-  ChunkB1<U> a, b;
-  if (iters > 0) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(0), gLast), lane);
-  for (int it = 0; it < iters; it += 2) {
-    if (it + 1 < iters) loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
-    computeChunkB1<T, U>(a, chunkAt(it) + U <= g1, acc0, acc1);
-    if (it + 1 >= iters) break;
-    if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(it + 2), gLast), lane);
-    computeChunkB1<T, U>(b, chunkAt(it + 1) + U <= g1, acc0, acc1);
-  }
-  for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
-    ChunkB1<1> c;
-    loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
-    computeChunkB1<T, 1>(c, warp == 0, acc0, acc1);
-  }
-
-  red[warp * 32 + lane] = acc0 + acc1;
+  red[warp * 32 + lane] = acc;
   __syncthreads();
   const std::int64_t row = tile * 32 + lane;
   if constexpr (CLUSTER) {
@@ -247,6 +203,160 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile, row,
                              static_cast<std::int64_t>(gridDim.x) * 32);
   }
+}
+
+// Batch 1: no shared-memory copy of x (each lane loads its column of the word,
+// __ldca, and the warp shares it by shuffle), so nothing holds the first weight
+// loads back. Every warp runs the same, block-uniform number of iterations (the
+// trip counts depend on blockIdx, blockDim and the arguments only), so the
+// compiler needs no warp-collective fallback around the shuffles; loads of the
+// next chunk of U words are issued before the current chunk is used (two
+// register buffers, ping-pong).
+//
+// CLUSTER (sm_90): the gridDim.y blocks of a tile form one thread-block cluster
+// along K. Each block adds its warps' sums in its own shared memory and stores
+// the 32 row sums into block 0's shared memory (distributed shared memory); after
+// one cluster barrier (release / acquire) block 0 adds them in split order
+// (deterministic) and writes y: no workspace, fence or ticket. The barrier
+// arrival at kernel start (relaxed, completed before the first remote store)
+// guarantees every block of the cluster is running before its shared memory is
+// written.
+template <typename T, int U, bool CLUSTER>
+__global__ void __launch_bounds__(kMaxWarpsB1 * 32)
+    bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
+                        int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
+                        float* __restrict__ ws, unsigned* __restrict__ counters) {
+#if __CUDA_ARCH__ >= 900
+  if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int W = static_cast<int>(blockDim.x >> 5);
+  const std::int64_t tile = blockIdx.x;
+  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
+  const int g1 = min(G, gs + wordsPerSplit);
+  const std::int64_t tileBase = tile * G;
+  const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
+
+  const int full = (g1 - gs) / U;          // whole chunks in this slice (block-uniform)
+  const int iters = (full + W - 1) / W;    // per warp (block-uniform)
+  const int gLast = gs + (full - 1) * U;   // the last whole chunk: stands in for chunks past the end
+  auto chunkAt = [&](int it) { return gs + (it * W + warp) * U; };
+
+  float acc0 = 0.f, acc1 = 0.f;
+  ChunkB1<U> a, b;
+  if (iters > 0) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(0), gLast), lane);
+  for (int it = 0; it < iters; it += 2) {
+    if (it + 1 < iters) loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
+    computeChunkB1<T, U>(a, chunkAt(it) + U <= g1, acc0, acc1);
+    if (it + 1 >= iters) break;
+    if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(it + 2), gLast), lane);
+    computeChunkB1<T, U>(b, chunkAt(it + 1) + U <= g1, acc0, acc1);
+  }
+  for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
+    ChunkB1<1> c;
+    loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
+    computeChunkB1<T, 1>(c, warp == 0, acc0, acc1);
+  }
+
+  finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters);
+}
+
+// Batch 1, sm_90, bulk-copy pipeline ("unroll" 10 S + U in SpmvConfig): each warp
+// streams its chunks of U words (values U KiB, masks U x 128 B, x U x 64 B, all
+// contiguous) into its own S stages of shared memory with 1-D bulk asynchronous
+// copies (cp.async.bulk, completion on one mbarrier per stage, lane 0 issues), so
+// S - 1 chunks per warp are in flight without holding registers. The traversal is
+// the one of bitmaskSpmvB1Kernel, reading values, mask and x from shared memory.
+// Same work split, same dropped stand-in chunks, same epilogue (deterministic).
+constexpr int kBulkBytesPerWord = 1024 + 128 + 64;
+
+template <typename T, int U, int S, bool CLUSTER>
+__global__ void __launch_bounds__(kMaxWarpsB1 * 32)
+    bitmaskSpmvB1BulkKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
+                            int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
+                            float* __restrict__ ws, unsigned* __restrict__ counters) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char bulkRaw[];
+  if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  constexpr int kStage = U * kBulkBytesPerWord;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int W = static_cast<int>(blockDim.x >> 5);
+  const std::int64_t tile = blockIdx.x;
+  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
+  const int g1 = min(G, gs + wordsPerSplit);
+  const std::int64_t tileBase = tile * G;
+  const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
+
+  const int full = (g1 - gs) / U;
+  const int iters = (full + W - 1) / W;
+  const int gLast = gs + (full - 1) * U;
+  auto chunkAt = [&](int it) { return gs + (it * W + warp) * U; };
+
+  // [W][S] mbarriers, then [W][S] stages.
+  const unsigned char* stages = bulkRaw + ((W * S * 8 + 127) & ~127) + warp * S * kStage;
+  const std::uint32_t bar0 = static_cast<std::uint32_t>(__cvta_generic_to_shared(bulkRaw)) + warp * S * 8;
+  const std::uint32_t st0 = static_cast<std::uint32_t>(__cvta_generic_to_shared(stages));
+  if (lane == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8 * s) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncwarp();
+  auto issue = [&](int it) {  // lane 0: the chunk of iteration `it` into stage it % S
+    const int g = min(chunkAt(it), gLast);
+    const std::uint32_t bar = bar0 + 8 * (it % S), dst = st0 + (it % S) * kStage;
+    const std::int64_t e = (tileBase + g) * 32;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kStage) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(values + 2 * e), "r"(U * 1024), "r"(bar)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     dst + U * 1024),
+                 "l"(masks + e), "r"(U * 128), "r"(bar)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     dst + U * 1152),
+                 "l"(xg + static_cast<std::int64_t>(g) * 32), "r"(U * 64), "r"(bar)
+                 : "memory");
+  };
+  if (lane == 0)
+    for (int i = 0; i < min(S, iters); ++i) issue(i);
+
+  float acc0 = 0.f, acc1 = 0.f;
+  for (int it = 0; it < iters; ++it) {
+    const int s = it % S;
+    const std::uint32_t bar = bar0 + 8 * s, parity = (it / S) & 1;
+    std::uint32_t done = 0;
+    do {
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(done)
+          : "r"(bar), "r"(parity)
+          : "memory");
+    } while (!done);
+    const unsigned char* st = stages + s * kStage;
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const uint4* v = reinterpret_cast<const uint4*>(st + u * 1024) + 2 * lane;
+      const std::uint32_t m = reinterpret_cast<const std::uint32_t*>(st + U * 1024)[u * 32 + lane];
+      const float xr = lo16<T>(reinterpret_cast<const unsigned short*>(st + U * 1152)[u * 32 + lane]);
+      const float xq = __shfl_xor_sync(0xffffffffu, xr, 31);
+      accumulateWordB1<T>(v[0], v[1], m, xr, xq, s0, s1);
+    }
+    if (chunkAt(it) + U <= g1) acc0 += s0, acc1 += s1;
+    __syncwarp();  // every lane has read stage s before it is refilled
+    if (lane == 0 && it + S < iters) issue(it + S);
+  }
+  for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
+    ChunkB1<1> c;
+    loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
+    computeChunkB1<T, 1>(c, warp == 0, acc0, acc1);
+  }
+  finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters);
+#else
+  __trap();  // never launched below sm_90 (clusterLaunchSupported)
+#endif
 }
 
 template <typename T, int B, int XS, int U>
@@ -376,6 +486,48 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
   return cudaGetLastError();
 }
 
+// Batch 1 through the bulk-copy pipeline (sm_90, 16-byte aligned values, masks and x);
+// otherwise the register path with the same U.
+template <typename T, int U, int S>
+cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
+                         const void* x, void* y, const SpmvConfig& cfg, float* ws, unsigned* counters,
+                         cudaStream_t stream) {
+  const bool aligned = ((reinterpret_cast<std::uintptr_t>(values) | reinterpret_cast<std::uintptr_t>(masks) |
+                         reinterpret_cast<std::uintptr_t>(x)) & 15) == 0;
+  if (!aligned || !clusterLaunchSupported())
+    return launchB1<T, U>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+  const int G = static_cast<int>(cols / 32);
+  const int wordsPerSplit = spmvWordsPerSplit(cols, 1, cfg);
+  const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
+  const std::size_t smem = static_cast<std::size_t>((cfg.warps * S * 8 + 127) & ~127) +
+                           static_cast<std::size_t>(cfg.warps) * S * U * kBulkBytesPerWord;
+  dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
+  const auto* v = static_cast<const uint4*>(values);
+  const auto* xt = static_cast<const T*>(x);
+  auto* yt = static_cast<T*>(y);
+  const bool cl = spmvUsesCluster(cols, 1, cfg);
+  auto kernel = cl ? bitmaskSpmvB1BulkKernel<T, U, S, true> : bitmaskSpmvB1BulkKernel<T, U, S, false>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  if (cl && splits > 8) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (e != cudaSuccess) return e;
+  }
+  cudaLaunchConfig_t lc = {};
+  lc.gridDim = grid;
+  lc.blockDim = dim3(static_cast<unsigned>(cfg.warps * 32));
+  lc.dynamicSmemBytes = smem;
+  lc.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = static_cast<unsigned>(splits);
+  attr[0].val.clusterDim.z = 1;
+  lc.attrs = attr;
+  lc.numAttrs = cl ? 1 : 0;
+  return cudaLaunchKernelEx(&lc, kernel, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters);
+}
+
 template <typename T, int B>
 cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
@@ -386,6 +538,10 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
       case 2: return launchB1<T, 2>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
       case 3: return launchB1<T, 3>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
       case 4: return launchB1<T, 4>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+#define SDW_SPMV_BULK(S, U) \
+  case 10 * S + U: return launchB1Bulk<T, U, S>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+      SDW_SPMV_BULK(4, 1) SDW_SPMV_BULK(6, 1) SDW_SPMV_BULK(8, 1) SDW_SPMV_BULK(4, 2) SDW_SPMV_BULK(3, 4)
+#undef SDW_SPMV_BULK
       default: return cudaErrorInvalidValue;
     }
   } else {

@@ -39,6 +39,8 @@ class TestSpmvCuda : public QObject {
       for (const char* p : {"2:4", "4:8", "8:16", "16:32"}) {
         QTest::addRow("odd 37x96 b1 %s %s", p, dt) << 37 << 96 << 1 << p << dt << 1;
         QTest::addRow("K=32 33x32 b3 %s %s", p, dt) << 33 << 32 << 3 << p << dt << 1;
+        QTest::addRow("K=32 33x32 b1 %s %s", p, dt) << 33 << 32 << 1 << p << dt << 1;
+        QTest::addRow("odd split 65x4064 b1 %s %s", p, dt) << 65 << 4064 << 1 << p << dt << 3;
         QTest::addRow("large K 70x14336 b1 %s %s", p, dt) << 70 << 14336 << 1 << p << dt << 4;
       }
       for (int b = 1; b <= 8; ++b) QTest::addRow("batch %d 101x1024 %s", b, dt) << 101 << 1024 << b << "8:16" << dt << 1;
@@ -115,6 +117,17 @@ class TestSpmvCuda : public QObject {
         check(qPrintable(QStringLiteral("sparse u%1 c%2").arg(unroll).arg(cluster)),
               [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
       }
+    }
+    // Batch 1 through the bulk-copy pipeline (unroll 10 S + U, sm_90; elsewhere the register
+    // path with the same U): 4 stages x 1 word, 8 x 1, 4 x 2 and 3 x 4, with and without cluster.
+    if (batch == 1) {
+      for (int unroll : {41, 81, 42, 34})
+        for (int cluster : {-1, 0, 1}) {
+          if (cluster != -1 && splitK == 1) continue;
+          const gpu::SpmvLaunch cfg{unroll == 81 ? 16 : unroll == 34 ? 4 : 8, unroll, splitK, cluster};
+          check(qPrintable(QStringLiteral("sparse bulk u%1 c%2").arg(unroll).arg(cluster)),
+                [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
+        }
     }
     const auto wdev = wd.to(cuda);
     for (const gpu::GemvLaunch cfg : {gpu::GemvLaunch{4, 4, 2, 1}, gpu::GemvLaunch{8, 1, 1, splitK}, gpu::GemvLaunch{2, 2, 2, 3}})

@@ -258,7 +258,19 @@ int main(int argc, char** argv) {
         clusterChecks += spmvUsesCluster(k, 1, c);
       }
     }
-  std::printf("correctness: %d failures (%d cluster launches checked)\n", fails, clusterChecks);
+  // Batch 1 through the bulk-copy pipeline (unroll 10 S + U; sm_90), all four patterns, odd rows,
+  // K = 32, uneven and clustered splits, large K.
+  int bulkChecks = 0;
+  for (DType dt : {DType::BF16, DType::F16})
+    for (SpmvConfig c : {SpmvConfig{4, 41, 1}, SpmvConfig{16, 61, 2}, SpmvConfig{8, 81, 3, 1}, SpmvConfig{8, 42, 7, 0},
+                         SpmvConfig{4, 34, 4, -1}, SpmvConfig{16, 41, 16, 1}, SpmvConfig{2, 42, 1}}) {
+      for (auto [r, k] : {std::pair<long, long>{65, 4064}, {100, 1056}, {37, 96}, {1024, 4096}, {33, 32}, {70, 14336}}) {
+        for (int pm : {4, 8, 16, 32}) fails += !checkSparse(r, k, 1, dt, c, pm / 2, pm), ++bulkChecks;
+        clusterChecks += spmvUsesCluster(k, 1, c);
+      }
+    }
+  std::printf("correctness: %d failures (%d cluster launches checked, %d bulk-pipeline checks)\n", fails, clusterChecks,
+              bulkChecks);
 
   const Shape shapes[] = {{"4096x4096", 4096, 4096},    {"1024x4096", 1024, 4096},   {"14336x4096", 14336, 4096},
                           {"4096x14336", 4096, 14336},  {"5120x5120", 5120, 5120},   {"1024x5120", 1024, 5120},
@@ -313,14 +325,15 @@ int main(int argc, char** argv) {
       // bestS: over the configurations the engine and the harness reproduce from (warps, unroll,
       // split_k) with the cluster choice left at auto (the path taken is recorded as "cluster": 0/1);
       // bestOld: over the v6 set (no cluster, unroll 1/2/4); bestAny: over everything swept.
-      double bestOld = 1e30, bestAny = 1e30;
-      SpmvConfig bo, ba;
+      double bestOld = 1e30, bestAny = 1e30, bestReg = 1e30;  // bestReg: batch 1, v7 set (register path)
+      SpmvConfig bo, ba, br;
       for (int w : {4, 8, 16})
-        for (int u : {1, 2, 3, 4})
+        for (int u : {1, 2, 3, 4, 41, 61, 81, 42, 34})  // 10 S + U: bulk-copy pipeline, batch 1, sm_90
           for (int k : {1, 2, 3, 4, 6, 8, 16})
             for (int cl : {0, 1}) {
               if (w > 8 && b > 1) continue;  // 16 warps per block: batch-1 kernel only
               if (b > 1 && (u >= 3 || k == 3 || k == 16 || cl)) continue;
+              if (u > 10 && (k == 16 || (u == 34 && w == 16))) continue;
               if (cl && k == 1) continue;
               SpmvConfig c{w, u, k, cl};
               if (cl && !spmvUsesCluster(s.cols, b, c)) continue;
@@ -337,7 +350,8 @@ int main(int argc, char** argv) {
               });
               const bool asAuto = (cl == 1) == spmvUsesCluster(s.cols, b, SpmvConfig{w, u, k, -1});
               if (asAuto && t < bestS) bestS = t, bs = c;
-              if (!cl && u != 3 && t < bestOld) bestOld = t, bo = c;
+              if (!cl && u != 3 && u < 10 && t < bestOld) bestOld = t, bo = c;
+              if (b == 1 && u < 10 && asAuto && t < bestReg) bestReg = t, br = c;
               if (t < bestAny) bestAny = t, ba = c;
             }
       const double dg = dBytes / (bestD * 1e-6) / 1e9, sg = sBytes / (bestS * 1e-6) / 1e9;
@@ -346,6 +360,10 @@ int main(int argc, char** argv) {
                   s.name, b, bestD, dg, 100 * dg / hbm, bd.warps, bd.rowsPerWarp, bd.unroll, bd.splitK, bestS, sg,
                   100 * sg / hbm, bs.warps, bs.unroll, bs.splitK, bs.cluster, bestD / bestS, bestOld, bo.warps,
                   bo.unroll, bo.splitK, bestOld / bestS, bestAny, ba.warps, ba.unroll, ba.splitK, ba.cluster);
+      if (b == 1)
+        std::printf("  b1 register path (v7 set) %.2f us w%d u%d s%d c%d (%.1f%% hbm) -> selected %.2f us u%d: %.3fx\n",
+                    bestReg, br.warps, br.unroll, br.splitK, br.cluster, 100 * sBytes / (bestReg * 1e-6) / 1e9 / hbm,
+                    bestS, bs.unroll, bestReg / bestS);
       std::fflush(stdout);
       std::fprintf(js,
                    "%s    {\"rows\": %ld, \"cols\": %ld, \"batch\": %d, \"dtype\": \"bf16\", "
