@@ -14,6 +14,13 @@
 #include <string>
 #include <tuple>
 
+#if defined(SDW_TORCH_CUDA) && defined(SDW_HAVE_CUDA_KERNELS)
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "gpu/kernels/sparsegpt.cuh"
+#endif
+
 namespace sdw::gpu {
 namespace {
 
@@ -105,7 +112,23 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
       mask1 = at::zeros({rows, count}, fopts.dtype(at::kBool));
     }
 
-    for (std::int64_t i = 0; i < count; ++i) {
+    // On CUDA the column loop is one kernel launch per block (one thread per
+    // row, gpu/kernels/sparsegpt.cu), the same arithmetic as the loop below.
+    bool done = false;
+#if defined(SDW_TORCH_CUDA) && defined(SDW_HAVE_CUDA_KERNELS)
+    if (w1.is_cuda() && count <= 128 && (!nm || pattern.m <= 32)) {
+      const c10::cuda::CUDAGuard guard(w1.device());
+      const at::Tensor h1 = hinv1.contiguous();
+      const at::Tensor m1 = nm ? at::Tensor() : mask1.to(at::kByte).contiguous();
+      const cudaError_t err = sdw::kernels::launchSparseGptBlock(
+          w1.data_ptr<float>(), q1.data_ptr<float>(), err1.data_ptr<float>(), losses.data_ptr<float>(),
+          h1.data_ptr<float>(), nm ? nullptr : m1.data_ptr<std::uint8_t>(), rows, static_cast<int>(count),
+          pattern.n, pattern.m, c10::cuda::getCurrentCUDAStream());
+      TORCH_CHECK(err == cudaSuccess, "SparseGPT block kernel: ", cudaGetErrorString(err));
+      done = true;
+    }
+#endif
+    for (std::int64_t i = 0; i < count && !done; ++i) {
       if (nm && i % pattern.m == 0) {
         // The M columns i..i+M as already updated by the columns before them.
         const at::Tensor tmp = w1.index({Slice(), Slice(i, i + pattern.m)}).square() /
