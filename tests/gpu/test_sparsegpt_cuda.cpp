@@ -7,6 +7,7 @@
 
 #include "gpu/device.h"
 #include "gpu/pruning.h"
+#include "solver_problem.h"
 
 #include <QtTest>
 
@@ -17,41 +18,8 @@
 
 using namespace sdw::gpu;
 
-namespace {
-
-struct Problem {
-  std::int64_t rows = 0, cols = 0, tokens = 0;
-  std::vector<float> w, xtx;
-};
-
-// W ~ N(0, 1); X: tokens x cols with mixed, unevenly scaled columns.
-Problem makeProblem(std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
-  Problem p;
-  p.rows = rows;
-  p.cols = cols;
-  p.tokens = 2 * cols;
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> g(0.0, 1.0);
-  p.w.resize(static_cast<std::size_t>(rows * cols));
-  for (auto& v : p.w) v = static_cast<float>(g(rng));
-  std::vector<double> x(static_cast<std::size_t>(p.tokens * cols));
-  for (std::int64_t t = 0; t < p.tokens; ++t) {
-    double shared = g(rng);
-    for (std::int64_t c = 0; c < cols; ++c)
-      x[static_cast<std::size_t>(t * cols + c)] = (g(rng) + 0.5 * shared) * (1.0 + static_cast<double>(c % 7));
-  }
-  p.xtx.assign(static_cast<std::size_t>(cols * cols), 0.f);
-  for (std::int64_t i = 0; i < cols; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      double s = 0;
-      for (std::int64_t t = 0; t < p.tokens; ++t)
-        s += x[static_cast<std::size_t>(t * cols + i)] * x[static_cast<std::size_t>(t * cols + j)];
-      p.xtx[static_cast<std::size_t>(i * cols + j)] = static_cast<float>(s);
-    }
-  return p;
-}
-
-}  // namespace
+using sdw::testing::makeProblem;
+using sdw::testing::Problem;
 
 class TestSparseGptCuda : public QObject {
   Q_OBJECT
