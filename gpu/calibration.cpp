@@ -248,10 +248,7 @@ class Run {
     if (!ec && space.available < need)
       throw std::runtime_error("not enough disk space for " + out.string() + ": the run needs about " + human(need) +
                                ", " + human(space.available) + " free on " + dir.string());
-    Provenance p = Provenance::capture();
-    p.modelId = s_.model.string();
-    p.settingsJson = calibrationSettingsToJson(s_);
-    p.gpu = s_.device.rfind("cuda", 0) == 0 ? describeDevice(deviceInfo()) : "none";
+    Provenance p = engineProvenance(s_.model.string(), calibrationSettingsToJson(s_), s_.device);
     p.addModelFiles(s_.model);
     writer_ = std::make_unique<rs::RunWriter>(rs::RunWriter::create(out, p, "calibration"));
     writer_->createGroup(kCal);

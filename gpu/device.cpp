@@ -69,4 +69,12 @@ std::string describeDevice(const DeviceInfo& info) {
   return buf;
 }
 
+Provenance engineProvenance(const std::string& modelId, const std::string& settingsJson, const std::string& device) {
+  Provenance p = Provenance::capture();
+  p.modelId = modelId;
+  p.settingsJson = settingsJson;
+  p.gpu = device.rfind("cuda", 0) == 0 ? describeDevice(deviceInfo()) : "none";
+  return p;
+}
+
 }  // namespace sdw::gpu

@@ -1,6 +1,8 @@
 #pragma once
 // What compute this build and this machine offer. Plain types only.
 
+#include "core/provenance.h"
+
 #include <cstdint>
 #include <string>
 
@@ -23,6 +25,11 @@ const DeviceInfo& deviceInfo();
 
 // "NVIDIA H200 (sm_90, 139.8 GiB)" or "no GPU: <reason>".
 std::string describeDevice(const DeviceInfo& info);
+
+// The provenance of a run the engine computed on `device` ("cpu", "cuda",
+// "cuda:N"): captured now, with the model and settings given and the GPU
+// described (or "none" on the CPU). Model files are the caller's to add.
+Provenance engineProvenance(const std::string& modelId, const std::string& settingsJson, const std::string& device);
 
 // True when CUDA kernels can run here.
 inline bool gpuUsable() { return deviceInfo().cudaAvailable; }

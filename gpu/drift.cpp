@@ -185,10 +185,7 @@ std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem:
   const nlohmann::json settings = {{"dense", s.dense.string()}, {"pruned", pruned},       {"prompts", s.prompts.string()},
                                    {"steps", s.steps},          {"modes", modes},         {"max_prompts", s.maxPrompts},
                                    {"device", s.device},        {"dtype", s.dtype}};
-  Provenance prov = Provenance::capture();
-  prov.modelId = s.dense.string();
-  prov.settingsJson = settings.dump();
-  prov.gpu = s.device.rfind("cuda", 0) == 0 ? describeDevice(deviceInfo()) : "none";
+  Provenance prov = engineProvenance(s.dense.string(), settings.dump(), s.device);
   prov.addModelFiles(s.dense);
 
   rs::RunWriter w = rs::RunWriter::create(out, prov, "drift", rs::CreateOptions{overwrite});

@@ -372,10 +372,7 @@ std::filesystem::path writeEpsilonAnalysis(const EpsilonResult& r, const std::fi
                                      {"rel_tol", r.relTol},
                                      {"device", r.device},
                                      {"precision", r.precision}};
-    Provenance prov = Provenance::capture();
-    prov.modelId = r.reference.modelDir;
-    prov.settingsJson = settings.dump();
-    prov.gpu = r.device.rfind("cuda", 0) == 0 ? describeDevice(deviceInfo()) : "none";
+    const Provenance prov = engineProvenance(r.reference.modelDir, settings.dump(), r.device);
 
     RunWriter w = RunWriter::create(out, prov, "analysis", runstore::CreateOptions{overwrite});
     const std::string g = kAnalysisGroup;

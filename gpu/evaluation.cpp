@@ -308,10 +308,7 @@ std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::f
   for (const auto& m : s.models) models.push_back(m.string());
   settings["models"] = models;
 
-  Provenance prov = Provenance::capture();
-  prov.modelId = s.dense.string();
-  prov.settingsJson = settings.dump();
-  prov.gpu = s.device.rfind("cuda", 0) == 0 ? describeDevice(deviceInfo()) : "none";
+  Provenance prov = engineProvenance(s.dense.string(), settings.dump(), s.device);
   prov.addModelFiles(s.dense);
 
   rs::RunWriter w = rs::RunWriter::create(out, prov, "evaluation", rs::CreateOptions{overwrite});

@@ -112,15 +112,12 @@ void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
 void writePruningRecord(const PruneSettings& s, const PruningPattern& pattern, const PruneRecordInfo& info,
                         PruneResult& result) {
   result.record = s.record.empty() ? s.out / "pruning.sdw.h5" : s.record;
-  Provenance prov = Provenance::capture();
-  prov.modelId = s.model.string();
-  prov.gpu = s.device == "cpu" ? "none (cpu)" : describeDevice(deviceInfo());
   nlohmann::json settings = {{"model", s.model.string()},         {"calibration", s.calibration.string()},
                              {"method", s.method},                {"pattern", pattern.name()},
                              {"order", s.order},                  {"percdamp", s.percdamp},
                              {"blocksize", s.blocksize},          {"device", s.device},
                              {"out", s.out.string()}};
-  prov.settingsJson = settings.dump();
+  Provenance prov = engineProvenance(s.model.string(), settings.dump(), s.device);
   prov.addModelFiles(s.model);
   auto w = runstore::RunWriter::create(result.record, prov, "pruning", {.overwrite = s.overwrite});
   const std::string g = "/pruning";

@@ -7,6 +7,7 @@
 // elsewhere and arrive as EpsilonData.
 
 #include "widgets/epsilondata.h"
+#include "widgets/runchoice.h"
 
 #include <QString>
 #include <QVector>
@@ -24,14 +25,6 @@ namespace sdw::widgets {
 
 class DriftPage;
 class EpsilonPage;
-
-// A calibration run offered in the run pickers.
-struct RunChoice {
-  QString path;
-  QString source;  // "fixed", "ar", ...
-  QString status;  // "complete", "incomplete"
-  qint64 tokens = 0;
-};
 
 class AnalysisPanel : public QWidget {
   Q_OBJECT
@@ -99,4 +92,3 @@ class AnalysisPanel : public QWidget {
 
 }  // namespace sdw::widgets
 
-Q_DECLARE_METATYPE(sdw::widgets::RunChoice)

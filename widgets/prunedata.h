@@ -58,14 +58,6 @@ struct PruningRecordChoice {
   bool checkpointExists = false;
 };
 
-// A calibration run offered for pruning.
-struct PruneCalibrationChoice {
-  QString path;
-  QString source;  // "fixed", "ar", ...
-  QString status;  // "complete", "incomplete"
-  qint64 tokens = 0;
-};
-
 // Mean and population std over seeds.
 struct SeedSpread {
   double mean = 0, std = 0;

@@ -130,7 +130,7 @@ QWidget* PruningPanel::buildForm() {
         runs_->item(i)->setCheckState(Qt::Checked);
         return;
       }
-    PruneCalibrationChoice c;
+    RunChoice c;
     c.path = p;
     addCalibrationRun(c, true);
   });
@@ -371,7 +371,7 @@ void PruningPanel::setWorkspace(const QString& dir) {
   }
 }
 
-void PruningPanel::addCalibrationRun(const PruneCalibrationChoice& c, bool checked) {
+void PruningPanel::addCalibrationRun(const RunChoice& c, bool checked) {
   const QLocale en(QLocale::English);
   QString text = runStem(c.path);
   QStringList detail;
@@ -386,12 +386,12 @@ void PruningPanel::addCalibrationRun(const PruneCalibrationChoice& c, bool check
   item->setCheckState(checked ? Qt::Checked : Qt::Unchecked);
 }
 
-void PruningPanel::setCalibrationRuns(const QVector<PruneCalibrationChoice>& runs, const QString& defaultChecked) {
+void PruningPanel::setCalibrationRuns(const QVector<RunChoice>& runs, const QString& defaultChecked) {
   QStringList checked = form().calibrationRuns;
   if (checked.isEmpty() && !defaultChecked.isEmpty()) checked << defaultChecked;
   const QSignalBlocker block(runs_);
   runs_->clear();
-  for (const PruneCalibrationChoice& c : runs) addCalibrationRun(c, checked.contains(c.path));
+  for (const RunChoice& c : runs) addCalibrationRun(c, checked.contains(c.path));
   updateOutputPreview();
   updateButtons();
 }
@@ -406,7 +406,7 @@ void PruningPanel::setCheckedRuns(const QStringList& paths) {
       bool found = false;
       for (int i = 0; i < runs_->count() && !found; ++i) found = runs_->item(i)->data(PathRole).toString() == p;
       if (!found) {
-        PruneCalibrationChoice c;
+        RunChoice c;
         c.path = p;
         addCalibrationRun(c, true);
       }

@@ -12,6 +12,7 @@
 
 #include "widgets/prunedata.h"
 #include "widgets/qualitydialog.h"
+#include "widgets/runchoice.h"
 
 #include <QMetaType>
 #include <QString>
@@ -67,7 +68,7 @@ class PruningPanel : public QWidget {
   void setWorkspace(const QString& dir);
   // Calibration runs offered; runs checked before stay checked, else
   // `defaultChecked` is.
-  void setCalibrationRuns(const QVector<PruneCalibrationChoice>& runs, const QString& defaultChecked);
+  void setCalibrationRuns(const QVector<RunChoice>& runs, const QString& defaultChecked);
   void setCheckedRuns(const QStringList& paths);
   // The folder each checked run is pruned into.
   QStringList outputFolders() const;
@@ -123,7 +124,7 @@ class PruningPanel : public QWidget {
   QWidget* buildForm();
   QWidget* buildProgress();
   QWidget* buildModules();
-  void addCalibrationRun(const PruneCalibrationChoice& c, bool checked);
+  void addCalibrationRun(const RunChoice& c, bool checked);
   void updateOutputPreview();
   void updateButtons();
   void setStatus(const QString& text, bool isError);

@@ -127,8 +127,7 @@ int runEpsilon(const Args& a) {
   if (!a.has("reference")) throw UsageError("--reference RUN is required");
   if (!a.has("runs")) throw UsageError("--runs RUN [RUN...] is required");
   s.reference = a.get("reference");
-  s.runs.push_back(a.get("runs"));
-  for (const auto& p : a.positional) s.runs.push_back(p);
+  for (const auto& p : a.getList("runs")) s.runs.push_back(p);
   const long long k = a.getInt("k", 64);
   if (k < 1 || k > 1'000'000) throw UsageError("--k must be >= 1, got " + std::to_string(k));
   s.k = static_cast<int>(k);

@@ -108,8 +108,7 @@ int runEval(const Args& a) {
   if (!a.has("dense")) throw UsageError("--dense DIR is required");
   if (!a.has("models")) throw UsageError("--models DIR [DIR...] is required");
   s.dense = a.get("dense");
-  s.models.push_back(a.get("models"));
-  for (const auto& p : a.positional) s.models.push_back(p);
+  for (const auto& p : a.getList("models")) s.models.push_back(p);
   s.text = a.get("text");
   s.prompts = a.get("prompts");
   s.seeds = parseSeeds(a.get("seeds"));

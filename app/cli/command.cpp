@@ -9,6 +9,12 @@ std::string Args::get(const std::string& name, const std::string& fallback) cons
   return it == values.end() ? fallback : it->second;
 }
 
+std::vector<std::string> Args::getList(const std::string& name) const {
+  std::vector<std::string> out{get(name)};
+  out.insert(out.end(), positional.begin(), positional.end());
+  return out;
+}
+
 long long Args::getInt(const std::string& name, long long fallback) const {
   const auto it = values.find(name);
   if (it == values.end()) return fallback;

@@ -30,6 +30,9 @@ struct Args {
   std::string get(const std::string& name, const std::string& fallback = {}) const;
   long long getInt(const std::string& name, long long fallback) const;
   double getDouble(const std::string& name, double fallback) const;
+  // An option that takes several values ("--runs A B C"): its value, then
+  // the positional arguments that follow the options.
+  std::vector<std::string> getList(const std::string& name) const;
 };
 
 struct Command {

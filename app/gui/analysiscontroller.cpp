@@ -156,16 +156,10 @@ AnalysisInputs findAnalysisInputs(const QString& dir) {
     const QString path = fromPath(e.path);
     const QString name = QFileInfo(path).fileName();
     try {
-      const rs::RunReader r = rs::RunReader::open(e.path);
       if (e.summary->kind == "calibration") {
-        widgets::RunChoice c;
-        c.path = path;
-        c.status = qs(e.summary->status);
-        if (r.hasAttribute("/calibration", "source")) c.source = qs(r.readStringAttribute("/calibration", "source"));
-        if (r.hasAttribute("/calibration", "tokens_collected"))
-          c.tokens = r.readIntAttribute("/calibration", "tokens_collected");
-        out.runs.push_back(c);
-      } else if (e.summary->kind == "analysis" && r.exists("/analysis/epsilon") && e.summary->complete()) {
+        out.runs.push_back(readCalibrationChoice(e.path));
+      } else if (e.summary->kind == "analysis" && e.summary->complete() &&
+                 rs::RunReader::open(e.path).exists("/analysis/epsilon")) {
         if (name == QLatin1String("epsilon-sample.sdw.h5")) {
           out.analysis = path;
         } else if (out.analysis.isEmpty() || !newestAnalysis.isEmpty()) {
@@ -182,20 +176,16 @@ AnalysisInputs findAnalysisInputs(const QString& dir) {
   }
   if (out.analysis.isEmpty()) out.analysis = newestAnalysis;
 
-  const auto isReference = [](const widgets::RunChoice& c) {
-    const QString n = QFileInfo(c.path).fileName();
-    return n.contains(QLatin1String("reference")) || n.contains(QLatin1String("heldout"));
-  };
   for (const auto& c : out.runs)
     if (QFileInfo(c.path).fileName() == QLatin1String("reference-heldout.sdw.h5")) out.reference = c.path;
   if (out.reference.isEmpty())
     for (const auto& c : out.runs)
-      if (isReference(c) && c.status == QLatin1String("complete")) {
+      if (isReferenceRun(c.path) && c.status == QLatin1String("complete")) {
         out.reference = c.path;
         break;
       }
   for (const auto& c : out.runs) {
-    if (c.path == out.reference || c.status != QLatin1String("complete") || isReference(c)) continue;
+    if (c.path == out.reference || c.status != QLatin1String("complete") || isReferenceRun(c.path)) continue;
     if (out.fixedText.isEmpty() && c.source == QLatin1String("fixed")) out.fixedText = c.path;
     if (out.ar.isEmpty() && c.source == QLatin1String("ar")) out.ar = c.path;
   }

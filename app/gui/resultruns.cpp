@@ -196,13 +196,7 @@ PruningInputs findPruningInputs(const QString& dir) {
     const QString created = qs(e.summary->provenance.createdUtc);
     try {
       if (e.summary->kind == "calibration") {
-        const rs::RunReader r = rs::RunReader::open(e.path);
-        widgets::PruneCalibrationChoice c;
-        c.path = path;
-        c.status = qs(e.summary->status);
-        c.source = stringAttr(r, "/calibration", "source");
-        c.tokens = intAttr(r, "/calibration", "tokens_collected");
-        out.calibrationRuns.push_back(c);
+        out.calibrationRuns.push_back(readCalibrationChoice(e.path));
       } else if (e.summary->kind == "pruning" && e.summary->complete()) {
         const rs::RunReader r = rs::RunReader::open(e.path);
         widgets::PruningRecordChoice c;
@@ -232,18 +226,14 @@ PruningInputs findPruningInputs(const QString& dir) {
   if (out.record.isEmpty()) out.record = newestRecord;
   if (out.evaluation.isEmpty()) out.evaluation = newestEval;
 
-  const auto isReference = [](const QString& path) {
-    const QString n = QFileInfo(path).fileName();
-    return n.contains(QLatin1String("reference")) || n.contains(QLatin1String("heldout"));
-  };
   for (const auto& c : out.calibrationRuns)
-    if (c.status == QLatin1String("complete") && !isReference(c.path) && c.source == QLatin1String("fixed")) {
+    if (c.status == QLatin1String("complete") && !isReferenceRun(c.path) && c.source == QLatin1String("fixed")) {
       out.defaultCalibration = c.path;
       break;
     }
   if (out.defaultCalibration.isEmpty())
     for (const auto& c : out.calibrationRuns)
-      if (c.status == QLatin1String("complete") && !isReference(c.path)) {
+      if (c.status == QLatin1String("complete") && !isReferenceRun(c.path)) {
         out.defaultCalibration = c.path;
         break;
       }

@@ -8,6 +8,7 @@
 // the file and what is wrong.
 
 #include "widgets/prunedata.h"
+#include "widgets/runchoice.h"
 
 #include <QMetaType>
 #include <QString>
@@ -19,7 +20,7 @@ namespace sdw::app {
 // What a workspace offers the Pruning panel.
 struct PruningInputs {
   QString dir;
-  QVector<widgets::PruneCalibrationChoice> calibrationRuns;
+  QVector<widgets::RunChoice> calibrationRuns;
   QString defaultCalibration;  // checked by default ("" when none fits)
   QVector<widgets::PruningRecordChoice> records;
   QStringList evaluations;     // evaluation runs

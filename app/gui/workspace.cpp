@@ -99,6 +99,21 @@ sdw::widgets::RunRow inspectRunRow(const QString& path) {
   }
 }
 
+sdw::widgets::RunChoice readCalibrationChoice(const std::filesystem::path& run) {
+  const runstore::RunReader r = runstore::RunReader::open(run);
+  sdw::widgets::RunChoice c;
+  c.path = fromPath(run);
+  c.status = qs(r.summary().status);
+  if (r.hasAttribute("/calibration", "source")) c.source = qs(r.readStringAttribute("/calibration", "source"));
+  if (r.hasAttribute("/calibration", "tokens_collected")) c.tokens = r.readIntAttribute("/calibration", "tokens_collected");
+  return c;
+}
+
+bool isReferenceRun(const QString& path) {
+  const QString n = QFileInfo(path).fileName();
+  return n.contains(QLatin1String("reference")) || n.contains(QLatin1String("heldout"));
+}
+
 QString sampleWorkspaceDir() {
   if (const QByteArray env = qgetenv("SDW_SAMPLES_DIR"); !env.isEmpty())
     return QDir(QString::fromLocal8Bit(env)).filePath(QStringLiteral("workspace"));

@@ -3,6 +3,7 @@
 // workspace folder into display rows. Runs inside a job, off the GUI thread.
 
 #include "core/progress.h"
+#include "widgets/runchoice.h"
 #include "widgets/runlistmodel.h"
 
 #include <QMetaType>
@@ -30,6 +31,14 @@ WorkspaceScan scanWorkspace(const QString& dir, const sdw::ProgressFn& progress)
 
 // Opens one run file by path (validated); the row carries the error if any.
 sdw::widgets::RunRow inspectRunRow(const QString& path);
+
+// A calibration run as the pickers offer it: path, status, source and
+// tokens counted, read from the run file. Throws on an unreadable file.
+sdw::widgets::RunChoice readCalibrationChoice(const std::filesystem::path& run);
+
+// A decode-time reference run by its name ("reference", "heldout"): the
+// pickers do not offer it as a calibration to prune or compare.
+bool isReferenceRun(const QString& path);
 
 // The embedded sample workspace shipped in samples/workspace.
 QString sampleWorkspaceDir();
