@@ -94,7 +94,6 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
     at::Tensor w1 = w.index({Slice(), Slice(i1, i2)}).clone();  // [rows, count]
     at::Tensor q1 = at::zeros_like(w1);
     at::Tensor err1 = at::zeros_like(w1);
-    at::Tensor losses1 = at::zeros_like(w1);
     const at::Tensor hinv1 = hinv.index({Slice(i1, i2), Slice(i1, i2)});  // [count, count]
     const at::Tensor d1 = hinv1.diagonal();                                // [count]
 
@@ -114,7 +113,7 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
 
     // On CUDA the column loop is one kernel launch per block (one thread per
     // row, gpu/kernels/sparsegpt.cu), the same arithmetic as the loop below.
-    bool done = false;
+    bool onDevice = false;
 #if defined(SDW_TORCH_CUDA) && defined(SDW_HAVE_CUDA_KERNELS)
     if (w1.is_cuda() && count <= 128 && (!nm || pattern.m <= 32)) {
       const c10::cuda::CUDAGuard guard(w1.device());
@@ -125,29 +124,32 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
           h1.data_ptr<float>(), nm ? nullptr : m1.data_ptr<std::uint8_t>(), rows, static_cast<int>(count),
           pattern.n, pattern.m, c10::cuda::getCurrentCUDAStream());
       TORCH_CHECK(err == cudaSuccess, "SparseGPT block kernel: ", cudaGetErrorString(err));
-      done = true;
+      onDevice = true;
     }
 #endif
-    for (std::int64_t i = 0; i < count && !done; ++i) {
-      if (nm && i % pattern.m == 0) {
-        // The M columns i..i+M as already updated by the columns before them.
-        const at::Tensor tmp = w1.index({Slice(), Slice(i, i + pattern.m)}).square() /
-                               d1.index({Slice(i, i + pattern.m)}).square().unsqueeze(0);
-        const at::Tensor idx = std::get<1>(at::topk(tmp, drop, 1, /*largest=*/false)) + i;
-        mask1.scatter_(1, idx, true);
+    if (!onDevice) {
+      at::Tensor losses1 = at::zeros_like(w1);
+      for (std::int64_t i = 0; i < count; ++i) {
+        if (nm && i % pattern.m == 0) {
+          // The M columns i..i+M as already updated by the columns before them.
+          const at::Tensor tmp = w1.index({Slice(), Slice(i, i + pattern.m)}).square() /
+                                 d1.index({Slice(i, i + pattern.m)}).square().unsqueeze(0);
+          const at::Tensor idx = std::get<1>(at::topk(tmp, drop, 1, /*largest=*/false)) + i;
+          mask1.scatter_(1, idx, true);
+        }
+        const at::Tensor wcol = w1.select(1, i);  // [rows] (a view; copied below before w1 changes)
+        const at::Tensor d = d1.index({i});       // 0-dim
+        const at::Tensor q = wcol.masked_fill(mask1.select(1, i), 0.0);
+        q1.select(1, i).copy_(q);
+        const at::Tensor e = (wcol - q) / d;  // [rows]
+        losses1.select(1, i).copy_(e.square());
+        w1.index({Slice(), Slice(i, at::indexing::None)})
+            .sub_(e.unsqueeze(1).matmul(hinv1.index({i, Slice(i, at::indexing::None)}).unsqueeze(0)));
+        err1.select(1, i).copy_(e);
       }
-      const at::Tensor wcol = w1.select(1, i);  // [rows] (a view; copied below before w1 changes)
-      const at::Tensor d = d1.index({i});       // 0-dim
-      const at::Tensor q = wcol.masked_fill(mask1.select(1, i), 0.0);
-      q1.select(1, i).copy_(q);
-      const at::Tensor e = (wcol - q) / d;  // [rows]
-      losses1.select(1, i).copy_(e.square());
-      w1.index({Slice(), Slice(i, at::indexing::None)})
-          .sub_(e.unsqueeze(1).matmul(hinv1.index({i, Slice(i, at::indexing::None)}).unsqueeze(0)));
-      err1.select(1, i).copy_(e);
+      losses.add_(losses1.sum(1) / 2);
     }
     w.index({Slice(), Slice(i1, i2)}).copy_(q1);
-    losses.add_(losses1.sum(1) / 2);
     if (i2 < cols)
       w.index({Slice(), Slice(i2, at::indexing::None)})
           .sub_(err1.matmul(hinv.index({Slice(i1, i2), Slice(i2, at::indexing::None)})));
