@@ -50,6 +50,10 @@ struct BenchRow {
   int batch = 1;
   std::string kernel;   // "sparse", "dense", "cublas", "cusparselt", "sparse-cpu", "dense-cpu"
   double us = 0;        // median time per call
+  // Our kernels on sm_90: median time per call when each launch is a programmatic
+  // dependent launch of the previous one (its start and first weight loads overlap
+  // the previous call's tail; x is read after that call completes). 0: not measured.
+  double usChained = 0;
   double bytes = 0;     // bytes the kernel must read (weights)
   double gbs = 0;
   double fractionHbm = 0;
@@ -62,6 +66,9 @@ struct BenchSummary {
   std::string pattern;
   int count = 0;
   double medianVsLibrary = 0, medianVsDense = 0, medianVsCusparselt = 0;
+  // The same medians with our kernels' chained times (BenchRow::usChained; cuBLAS and
+  // cuSPARSELt as LibTorch launches them); 0 where not measured.
+  double medianVsLibraryChained = 0, medianVsDenseChained = 0, medianVsCusparseltChained = 0;
 };
 
 struct BenchResult {
@@ -73,6 +80,7 @@ struct BenchResult {
   // Batch 1, the run's dtype, over Llama-3.1-8B and Qwen3-14B projection shapes.
   std::vector<BenchSummary> summary;
   double patternSpreadPercent = 0;  // (max - min) / min of the patterns' median speedups over our dense
+  double patternSpreadChainedPercent = 0;  // the same with chained times (0: not measured)
   std::vector<std::string> notes;
 };
 

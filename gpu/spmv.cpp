@@ -177,7 +177,7 @@ void bitmaskSpmvInto(const DeviceBitmask& w, const at::Tensor& x, at::Tensor& y,
   const c10::cuda::CUDAGuard guard(x.device());
   const auto xi = interleaveBatch(x);
   const int batch = static_cast<int>(x.size(0));
-  const kernels::SpmvConfig kc{cfg.warps, cfg.unroll, cfg.splitK, cfg.cluster};
+  const kernels::SpmvConfig kc{cfg.warps, cfg.unroll, cfg.splitK, cfg.cluster, cfg.pdl};
   const auto wsN = kernels::spmvWorkspaceFloats(w.rows, w.cols, batch, kc);
   auto ws = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, x.options().dtype(at::kFloat));
   auto counters = at::zeros({kernels::spmvTiles(w.rows)}, x.options().dtype(at::kInt));
@@ -202,7 +202,7 @@ void denseGemvInto(const at::Tensor& w, const at::Tensor& x, at::Tensor& y, cons
   TORCH_CHECK(x.scalar_type() == w.scalar_type(), "x must have w's dtype");
   const c10::cuda::CUDAGuard guard(x.device());
   const int batch = static_cast<int>(x.size(0));
-  const kernels::GemvConfig kc{cfg.warps, cfg.rowsPerWarp, cfg.unroll, cfg.splitK};
+  const kernels::GemvConfig kc{cfg.warps, cfg.rowsPerWarp, cfg.unroll, cfg.splitK, cfg.pdl};
   const auto wsN = kernels::gemvWorkspaceFloats(w.size(0), batch, kc);
   auto ws = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, x.options().dtype(at::kFloat));
   auto counters = at::zeros({kernels::gemvCounters(w.size(0), kc)}, x.options().dtype(at::kInt));

@@ -17,6 +17,8 @@ struct SpmvLaunch {
   int splitK = 1;    // blocks per tile along the input dimension
   int cluster = -1;  // batch 1, splitK > 1: reduce in a thread-block cluster (sm_90+);
                      // -1 auto (up to 8 blocks), 0 never (workspace + ticket), 1 up to 16
+  bool pdl = false;  // programmatic dependent launch (sm_90): start and first weight loads overlap the
+                     // previous kernel of the stream (a launch option, not kept in the tuning table)
 };
 
 struct GemvLaunch {
@@ -24,6 +26,7 @@ struct GemvLaunch {
   int rowsPerWarp = 4;
   int unroll = 2;
   int splitK = 1;
+  bool pdl = false;  // as SpmvLaunch::pdl
 };
 
 struct TuningEntry {

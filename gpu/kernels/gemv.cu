@@ -4,7 +4,9 @@
 // (8 values) of each row with __ldcg and the matching x chunk with __ldca, so a
 // warp step reads R x 512 contiguous bytes; `U` steps are loaded before use.
 // Lanes are reduced with shuffles, warps through shared memory, split-K blocks
-// with the same two-pass epilogue as the sparse kernel (splitk.cuh).
+// with the same two-pass epilogue as the sparse kernel (splitk.cuh). With
+// programmatic dependent launch the first step's weights are requested before
+// the wait for the previous kernel, as in the sparse kernel.
 
 #include "gpu/kernels/gemv.cuh"
 #include "gpu/kernels/splitk.cuh"
@@ -16,6 +18,8 @@ namespace {
 
 using detail::hi16;
 using detail::lo16;
+using detail::pdlLaunchDependents;
+using detail::pdlWait;
 
 constexpr int kMaxWarps = 8;
 
@@ -53,22 +57,31 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll
     for (int b = 0; b < B; ++b) acc[r][b] = 0.f;
 
+  pdlLaunchDependents();
   std::int64_t k = k0 + lane;
-  for (; k + 32 * (U - 1) < k1; k += 32 * U) {
-    uint4 wv[U][R], xv[U][B];
+  uint4 wv[U][R];
+  auto loadWeights = [&](std::int64_t k0w) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
+    for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int r = 0; r < R; ++r) wv[u][r] = __ldcg(wr[r] + k + 32 * u);
+      for (int r = 0; r < R; ++r) wv[u][r] = __ldcg(wr[r] + k0w + 32 * u);
+  };
+  if (k + 32 * (U - 1) < k1) loadWeights(k);  // the first step's weights before the wait
+  pdlWait();                                 // x and y: after the previous kernel of the stream
+  while (k + 32 * (U - 1) < k1) {
+    uint4 xv[U][B];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int b = 0; b < B; ++b) xv[u][b] = __ldca(x + b * cols8 + k + 32 * u);
-    }
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int b = 0; b < B; ++b) acc[r][b] = dot8<T>(wv[u][r], xv[u][b], acc[r][b]);
+    k += 32 * U;
+    if (k + 32 * (U - 1) < k1) loadWeights(k);
   }
   for (; k < k1; k += 32) {
 #pragma unroll
@@ -108,10 +121,9 @@ cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, con
   const std::int64_t splits = (cols8 + chunksPerSplit - 1) / chunksPerSplit;
   const int rowsPerBlock = cfg.warps * R;
   dim3 grid(static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), static_cast<unsigned>(splits));
-  denseGemvKernel<T, B, R, U><<<grid, cfg.warps * 32, 0, stream>>>(
-      static_cast<const uint4*>(w), rows, cols8, chunksPerSplit, static_cast<const uint4*>(x), static_cast<T*>(y),
-      ldy, ws, counters);
-  return cudaGetLastError();
+  return detail::launchEx(denseGemvKernel<T, B, R, U>, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), 0, stream,
+                          0, cfg.pdl && detail::hopperLaunchSupported(), static_cast<const uint4*>(w), rows, cols8,
+                          chunksPerSplit, static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws, counters);
 }
 
 template <typename T, int B>

@@ -17,6 +17,7 @@ struct GemvConfig {
   int rowsPerWarp = 2;   // 1, 2, 4 (warps * rowsPerWarp <= 32)
   int unroll = 2;        // 16-byte chunks per lane in flight (1, 2, 4; 1-2 for batch > 1)
   int splitK = 1;
+  bool pdl = false;      // programmatic dependent launch, as SpmvConfig::pdl
 };
 
 std::size_t gemvWorkspaceFloats(std::int64_t rows, int batch, const GemvConfig& cfg);

@@ -1,13 +1,83 @@
 #pragma once
-// Device helpers shared by the SpMV and GEMV kernels: 16-bit conversions and the
-// split-K epilogue. Included by gpu/kernels/*.cu only (device code).
+// Helpers shared by the SpMV and GEMV kernels: 16-bit conversions, the split-K
+// epilogue, programmatic dependent launch. Included by gpu/kernels/*.cu only.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <cstdint>
+#include <utility>
+
+#include <cuda_runtime.h>
 
 namespace sdw::kernels::detail {
+
+// Programmatic dependent launch (sm_90; no-ops below, and when the grid was
+// launched without the attribute). A kernel launched with it may start while
+// the previous kernel of the stream is still running: it may read only what
+// that kernel cannot write (the weights) before pdlWait(), which returns once
+// the previous grid has completed and its writes are visible. Every read of x,
+// every global write and every workspace / counter access comes after it.
+// pdlLaunchDependents() lets the next such kernel start as soon as every block
+// of this grid has issued it.
+__device__ __forceinline__ void pdlLaunchDependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdlWait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+// Whether the current device is sm_90 or newer and can launch thread-block
+// clusters (and so take programmatic dependent launches), cached per device.
+inline bool hopperLaunchSupported() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cache[kDevices];  // 0 unknown, 1 no, 2 yes
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
+  if (dev < kDevices) {
+    if (const int c = cache[dev].load(std::memory_order_relaxed)) return c == 2;
+  }
+  int cc = 0, cl = 0;
+  const bool ok = cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&cl, cudaDevAttrClusterLaunch, dev) == cudaSuccess && cc >= 9 && cl != 0;
+  if (dev < kDevices) cache[dev].store(ok ? 2 : 1, std::memory_order_relaxed);
+  return ok;
+}
+
+// cudaLaunchKernelEx with an optional cluster of `clusterY` blocks along y (0: none)
+// and the programmatic-dependent-launch attribute when `pdl` (callers pass it only
+// where hopperLaunchSupported()).
+template <typename... KArgs, typename... Args>
+cudaError_t launchEx(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                     unsigned clusterY, bool pdl, Args&&... args) {
+  cudaLaunchConfig_t lc = {};
+  lc.gridDim = grid;
+  lc.blockDim = block;
+  lc.dynamicSmemBytes = smem;
+  lc.stream = stream;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (clusterY > 0) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = 1;
+    attr[n].val.clusterDim.y = clusterY;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  lc.attrs = attr;
+  lc.numAttrs = n;
+  return cudaLaunchKernelEx(&lc, kernel, std::forward<Args>(args)...);
+}
 
 template <typename T>
 __device__ __forceinline__ float lo16(std::uint32_t w);

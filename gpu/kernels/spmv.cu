@@ -18,7 +18,6 @@
 #include "gpu/kernels/splitk.cuh"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 namespace sdw::kernels {
@@ -26,6 +25,8 @@ namespace {
 
 using detail::hi16;
 using detail::lo16;
+using detail::pdlLaunchDependents;
+using detail::pdlWait;
 
 template <int XS>
 struct XSmem;  // x from shared memory, fp32, [column][XS]
@@ -131,18 +132,29 @@ struct ChunkB1 {  // U mask words of one lane: values, mask, and its column of x
 };
 
 template <int U>
-__device__ __forceinline__ void loadChunkB1(ChunkB1<U>& c, const uint4* __restrict__ values,
-                                            const std::uint32_t* __restrict__ masks,
-                                            const unsigned short* __restrict__ xg, std::int64_t tileBase, int g,
-                                            int lane) {
+__device__ __forceinline__ void loadWeightsB1(ChunkB1<U>& c, const uint4* __restrict__ values,
+                                              const std::uint32_t* __restrict__ masks, std::int64_t tileBase, int g,
+                                              int lane) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const std::int64_t e = (tileBase + g + u) * 32 + lane;
     c.va[u] = __ldcg(values + 2 * e);
     c.vb[u] = __ldcg(values + 2 * e + 1);
     c.mk[u] = __ldcg(masks + e);
-    c.xv[u] = __ldca(xg + static_cast<std::int64_t>(g + u) * 32 + lane);
   }
+}
+template <int U>
+__device__ __forceinline__ void loadXB1(ChunkB1<U>& c, const unsigned short* __restrict__ xg, int g, int lane) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) c.xv[u] = __ldca(xg + static_cast<std::int64_t>(g + u) * 32 + lane);
+}
+template <int U>
+__device__ __forceinline__ void loadChunkB1(ChunkB1<U>& c, const uint4* __restrict__ values,
+                                            const std::uint32_t* __restrict__ masks,
+                                            const unsigned short* __restrict__ xg, std::int64_t tileBase, int g,
+                                            int lane) {
+  loadWeightsB1<U>(c, values, masks, tileBase, g, lane);
+  loadXB1<U>(c, xg, g, lane);
 }
 
 // Adds the chunk's sums to acc when `keep` (a chunk past the end of the slice is
@@ -211,7 +223,8 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
 // trip counts depend on blockIdx, blockDim and the arguments only), so the
 // compiler needs no warp-collective fallback around the shuffles; loads of the
 // next chunk of U words are issued before the current chunk is used (two
-// register buffers, ping-pong).
+// register buffers, ping-pong). Launched with programmatic dependent launch, the
+// weights of the first two chunks are requested before pdlWait() (x after it).
 //
 // CLUSTER (sm_90): the gridDim.y blocks of a tile form one thread-block cluster
 // along K. Each block adds its warps' sums in its own shared memory and stores
@@ -229,6 +242,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
+  pdlLaunchDependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
   const std::int64_t tile = blockIdx.x;
@@ -244,9 +258,13 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 
   float acc0 = 0.f, acc1 = 0.f;
   ChunkB1<U> a, b;
-  if (iters > 0) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(0), gLast), lane);
+  if (iters > 0) loadWeightsB1<U>(a, values, masks, tileBase, min(chunkAt(0), gLast), lane);
+  if (iters > 1) loadWeightsB1<U>(b, values, masks, tileBase, min(chunkAt(1), gLast), lane);
+  pdlWait();  // x and y: after the previous kernel of the stream
+  if (iters > 0) loadXB1<U>(a, xg, min(chunkAt(0), gLast), lane);
+  if (iters > 1) loadXB1<U>(b, xg, min(chunkAt(1), gLast), lane);
   for (int it = 0; it < iters; it += 2) {
-    if (it + 1 < iters) loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
+    if (it > 0 && it + 1 < iters) loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
     computeChunkB1<T, U>(a, chunkAt(it) + U <= g1, acc0, acc1);
     if (it + 1 >= iters) break;
     if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(it + 2), gLast), lane);
@@ -278,6 +296,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #if __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char bulkRaw[];
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  pdlLaunchDependents();
   constexpr int kStage = U * kBulkBytesPerWord;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
@@ -302,7 +321,9 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncwarp();
-  auto issue = [&](int it) {  // lane 0: the chunk of iteration `it` into stage it % S
+  // Lane 0: the chunk of iteration `it` into stage it % S; the weights (with the
+  // stage's whole byte count expected), then x.
+  auto issueWeights = [&](int it) {
     const int g = min(chunkAt(it), gLast);
     const std::uint32_t bar = bar0 + 8 * (it % S), dst = st0 + (it % S) * kStage;
     const std::int64_t e = (tileBase + g) * 32;
@@ -314,13 +335,20 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
                      dst + U * 1024),
                  "l"(masks + e), "r"(U * 128), "r"(bar)
                  : "memory");
+  };
+  auto issueX = [&](int it) {
+    const int g = min(chunkAt(it), gLast);
+    const std::uint32_t bar = bar0 + 8 * (it % S), dst = st0 + (it % S) * kStage;
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
                      dst + U * 1152),
                  "l"(xg + static_cast<std::int64_t>(g) * 32), "r"(U * 64), "r"(bar)
                  : "memory");
   };
   if (lane == 0)
-    for (int i = 0; i < min(S, iters); ++i) issue(i);
+    for (int i = 0; i < min(S, iters); ++i) issueWeights(i);
+  pdlWait();  // x and y: after the previous kernel of the stream
+  if (lane == 0)
+    for (int i = 0; i < min(S, iters); ++i) issueX(i);
 
   float acc0 = 0.f, acc1 = 0.f;
   for (int it = 0; it < iters; ++it) {
@@ -346,7 +374,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     }
     if (chunkAt(it) + U <= g1) acc0 += s0, acc1 += s1;
     __syncwarp();  // every lane has read stage s before it is refilled
-    if (lane == 0 && it + S < iters) issue(it + S);
+    if (lane == 0 && it + S < iters) issueWeights(it + S), issueX(it + S);
   }
   for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
     ChunkB1<1> c;
@@ -372,6 +400,22 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
   const int g1 = min(G, gs + wordsPerSplit);
   const std::int64_t tileBase = tile * G;
+  pdlLaunchDependents();
+
+  uint4 va[U], vb[U];
+  std::uint32_t mk[U];
+  auto loadWeights = [&](int gw) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t e = (tileBase + gw + u) * 32 + lane;
+      va[u] = __ldcg(values + 2 * e);
+      vb[u] = __ldcg(values + 2 * e + 1);
+      mk[u] = __ldcg(masks + e);
+    }
+  };
+  int g = gs + warp * U;
+  if (g + U <= g1) loadWeights(g);  // the first chunk's weights before the wait
+  pdlWait();                        // x and y: after the previous kernel of the stream
 
   // Stage this split's slice of x once per block, widened to fp32.
   stageX<T>(xs, reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS,
@@ -382,20 +426,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll
   for (int b = 0; b < B; ++b) acc[b] = 0.f;
 
-  int g = gs + warp * U;
-  for (; g + U <= g1; g += W * U) {
-    uint4 va[U], vb[U];
-    std::uint32_t mk[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t e = (tileBase + g + u) * 32 + lane;
-      va[u] = __ldcg(values + 2 * e);
-      vb[u] = __ldcg(values + 2 * e + 1);
-      mk[u] = __ldcg(masks + e);
-    }
+  while (g + U <= g1) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
       accumulateWord<T, B, XS>(va[u], vb[u], mk[u], xs + (g + u - gs) * 32 * XS, acc);
+    g += W * U;
+    if (g + U <= g1) loadWeights(g);
   }
   for (; g < g1; ++g) {  // a last chunk shorter than U (one warp at most)
     const std::int64_t e = (tileBase + g) * 32 + lane;
@@ -419,6 +455,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
                            static_cast<std::int64_t>(gridDim.x) * 32);
 }
 
+// Whether the current device can launch thread-block clusters and programmatic
+// dependent launches (sm_90+), cached per device.
+bool clusterLaunchSupported() { return detail::hopperLaunchSupported(); }
+
 template <typename T, int B, int XS, int U>
 cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                         const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
@@ -428,26 +468,9 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
   const std::size_t smem = static_cast<std::size_t>(wordsPerSplit) * 32 * XS * sizeof(float);
   dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
-  bitmaskSpmvKernel<T, B, XS, U><<<grid, cfg.warps * 32, smem, stream>>>(
-      static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,
-      static_cast<T*>(y), ldy, ws, counters);
-  return cudaGetLastError();
-}
-
-// Whether the current device can launch thread-block clusters (sm_90+), cached per device.
-bool clusterLaunchSupported() {
-  constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices];  // 0 unknown, 1 no, 2 yes
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
-  if (dev < kDevices) {
-    if (const int c = cache[dev].load(std::memory_order_relaxed)) return c == 2;
-  }
-  int cc = 0, cl = 0;
-  const bool ok = cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                  cudaDeviceGetAttribute(&cl, cudaDevAttrClusterLaunch, dev) == cudaSuccess && cc >= 9 && cl != 0;
-  if (dev < kDevices) cache[dev].store(ok ? 2 : 1, std::memory_order_relaxed);
-  return ok;
+  return detail::launchEx(bitmaskSpmvKernel<T, B, XS, U>, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem,
+                          stream, 0, cfg.pdl && clusterLaunchSupported(), static_cast<const uint4*>(values), masks, G,
+                          wordsPerSplit, static_cast<const T*>(x), rows, static_cast<T*>(y), ldy, ws, counters);
 }
 
 template <typename T, int U>
@@ -461,29 +484,19 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
   const auto* v = static_cast<const uint4*>(values);
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
-  if (spmvUsesCluster(cols, 1, cfg) && clusterLaunchSupported()) {
+  const dim3 block(static_cast<unsigned>(cfg.warps * 32));
+  const bool hopper = clusterLaunchSupported(), pdl = cfg.pdl && hopper;
+  if (spmvUsesCluster(cols, 1, cfg) && hopper) {
     auto kernel = bitmaskSpmvB1Kernel<T, U, true>;
     if (splits > 8) {
       const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
       if (e != cudaSuccess) return e;
     }
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = grid;
-    lc.blockDim = dim3(static_cast<unsigned>(cfg.warps * 32));
-    lc.dynamicSmemBytes = 0;
-    lc.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = static_cast<unsigned>(splits);
-    attr[0].val.clusterDim.z = 1;
-    lc.attrs = attr;
-    lc.numAttrs = 1;
-    return cudaLaunchKernelEx(&lc, kernel, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters);
+    return detail::launchEx(kernel, grid, block, 0, stream, static_cast<unsigned>(splits), pdl, v, masks, G,
+                            wordsPerSplit, xt, rows, yt, ws, counters);
   }
-  bitmaskSpmvB1Kernel<T, U, false><<<grid, cfg.warps * 32, 0, stream>>>(v, masks, G, wordsPerSplit, xt, rows, yt,
-                                                                        ws, counters);
-  return cudaGetLastError();
+  return detail::launchEx(bitmaskSpmvB1Kernel<T, U, false>, grid, block, 0, stream, 0, pdl, v, masks, G,
+                          wordsPerSplit, xt, rows, yt, ws, counters);
 }
 
 // Batch 1 through the bulk-copy pipeline (sm_90, 16-byte aligned values, masks and x);
@@ -513,19 +526,9 @@ cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::in
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess) return e;
   }
-  cudaLaunchConfig_t lc = {};
-  lc.gridDim = grid;
-  lc.blockDim = dim3(static_cast<unsigned>(cfg.warps * 32));
-  lc.dynamicSmemBytes = smem;
-  lc.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = static_cast<unsigned>(splits);
-  attr[0].val.clusterDim.z = 1;
-  lc.attrs = attr;
-  lc.numAttrs = cl ? 1 : 0;
-  return cudaLaunchKernelEx(&lc, kernel, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters);
+  return detail::launchEx(kernel, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream,
+                          cl ? static_cast<unsigned>(splits) : 0u, cfg.pdl, v, masks, G, wordsPerSplit, xt, rows, yt,
+                          ws, counters);
 }
 
 template <typename T, int B>
@@ -582,6 +585,8 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
                            : std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
   return (G + S - 1) / S;
 }
+
+bool pdlSupported() { return detail::hopperLaunchSupported(); }
 
 bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   if (batch != 1 || cfg.cluster == 0) return false;

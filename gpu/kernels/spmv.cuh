@@ -31,6 +31,8 @@ struct SpmvConfig {
   int cluster = -1;  // batch 1 with splitK > 1 on sm_90+: the blocks of a tile form a thread-block
                      // cluster and reduce through distributed shared memory (no workspace pass).
                      // -1 auto (cluster for 2..8 blocks), 0 never (workspace + ticket), 1 up to 16
+  bool pdl = false;  // programmatic dependent launch (sm_90; ignored below): the launch and the first
+                     // weight loads overlap the previous kernel of the stream, x is read after it completes
 };
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8
@@ -40,6 +42,9 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg);
 // Whether the launch takes the cluster path (batch 1, 2..8 blocks per tile, or up to 16
 // with cfg.cluster = 1), on a device that supports clusters (otherwise the workspace path).
 bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg);
+// Whether the current device takes programmatic dependent launches (sm_90+; SpmvConfig::pdl
+// and GemvConfig::pdl are ignored elsewhere).
+bool pdlSupported();
 // fp32 partial sums the split-K path needs (also required with the cluster path: its fallback
 // where clusters are unavailable); counters: spmvTiles(rows) unsigned, zeroed once before
 // first use (the kernel leaves them zero).

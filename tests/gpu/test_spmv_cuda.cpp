@@ -1,12 +1,22 @@
 // Every CUDA SpMV / GEMV kernel path (bf16/fp16, batch 1..8, split-K through the
-// workspace and, at batch 1, through a thread-block cluster; our dense GEMV) against a float64 LibTorch reference built from the same 16-bit values,
-// with guard regions around the outputs. Label: gpu. Skips without a device.
+// workspace and, at batch 1, through a thread-block cluster; our dense GEMV; each
+// also as a programmatic dependent launch) against a float64 LibTorch reference
+// built from the same 16-bit values, with guard regions around the outputs; and
+// chains of dependent launches. Label: gpu. Skips without a device.
 
 #include "core/sparse_format.h"
 #include "gpu/device.h"
 #include "gpu/spmv_ops.h"
 
 #include <torch/torch.h>
+#ifdef SDW_TORCH_CUDA
+#include "gpu/kernels/gemv.cuh"
+#include "gpu/kernels/spmv.cuh"
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 #include <QtTest>
 
@@ -111,27 +121,136 @@ class TestSpmvCuda : public QObject {
     for (int unroll : {1, 2, 3, 4}) {
       if (unroll == 3 && batch != 1) continue;  // unroll 3: batch-1 kernel only
       // cluster: -1 auto; at batch 1 with split-K also forced on (1) and off (0).
-      for (int cluster : {-1, 0, 1}) {
-        if (cluster != -1 && (batch != 1 || splitK == 1)) continue;
-        const gpu::SpmvLaunch cfg{unroll == 4 ? 4 : unroll == 2 && batch == 1 ? 16 : 8, unroll, splitK, cluster};
-        check(qPrintable(QStringLiteral("sparse u%1 c%2").arg(unroll).arg(cluster)),
-              [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
-      }
+      // pdl: also as a programmatic dependent launch (sm_90; a plain launch elsewhere).
+      for (int cluster : {-1, 0, 1})
+        for (bool pdl : {false, true}) {
+          if (cluster != -1 && (batch != 1 || splitK == 1)) continue;
+          const gpu::SpmvLaunch cfg{unroll == 4 ? 4 : unroll == 2 && batch == 1 ? 16 : 8, unroll, splitK, cluster, pdl};
+          check(qPrintable(QStringLiteral("sparse u%1 c%2 pdl%3").arg(unroll).arg(cluster).arg(pdl)),
+                [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
+        }
     }
     // Batch 1 through the bulk-copy pipeline (unroll 10 S + U, sm_90; elsewhere the register
     // path with the same U): 4 stages x 1 word, 8 x 1, 4 x 2 and 3 x 4, with and without cluster.
     if (batch == 1) {
       for (int unroll : {41, 81, 42, 34})
-        for (int cluster : {-1, 0, 1}) {
-          if (cluster != -1 && splitK == 1) continue;
-          const gpu::SpmvLaunch cfg{unroll == 81 ? 16 : unroll == 34 ? 4 : 8, unroll, splitK, cluster};
-          check(qPrintable(QStringLiteral("sparse bulk u%1 c%2").arg(unroll).arg(cluster)),
-                [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
-        }
+        for (int cluster : {-1, 0, 1})
+          for (bool pdl : {false, true}) {
+            if (cluster != -1 && splitK == 1) continue;
+            const gpu::SpmvLaunch cfg{unroll == 81 ? 16 : unroll == 34 ? 4 : 8, unroll, splitK, cluster, pdl};
+            check(qPrintable(QStringLiteral("sparse bulk u%1 c%2 pdl%3").arg(unroll).arg(cluster).arg(pdl)),
+                  [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
+          }
     }
     const auto wdev = wd.to(cuda);
-    for (const gpu::GemvLaunch cfg : {gpu::GemvLaunch{4, 4, 2, 1}, gpu::GemvLaunch{8, 1, 1, splitK}, gpu::GemvLaunch{2, 2, 2, 3}})
-      check("dense", [&](torch::Tensor& y) { gpu::denseGemvInto(wdev, x, y, cfg); });
+    for (const gpu::GemvLaunch cfg : {gpu::GemvLaunch{4, 4, 2, 1}, gpu::GemvLaunch{8, 1, 1, splitK}, gpu::GemvLaunch{2, 2, 2, 3},
+                                      gpu::GemvLaunch{4, 4, 2, 1, true}, gpu::GemvLaunch{8, 1, 1, splitK, true}})
+      check(cfg.pdl ? "dense pdl" : "dense", [&](torch::Tensor& y) { gpu::denseGemvInto(wdev, x, y, cfg); });
+  }
+
+  // A chain of launches in which each layer's input is the previous layer's output
+  // (x_{i+1} = y_i), every launch a programmatic dependent launch of the one before:
+  // the weights may be read early, x only after the previous kernel has finished.
+  // Outputs are cleared to a sentinel before each run, so an early read of x would
+  // change the result. Chained, captured in a CUDA graph and replayed, the final
+  // vector must equal, bit for bit, the one from plain launches (the kernels are
+  // deterministic), and the plain one must match a float64 reference.
+  void chainedLaunchesReadThePreviousOutput() {
+#ifndef SDW_TORCH_CUDA
+    QSKIP("this build has no CUDA kernels");
+#else
+    if (!kernels::pdlSupported()) qInfo("device below sm_90: the launches run without the overlap");
+    constexpr int n = 2048, layers = 8;
+    const auto bf = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.f, 1.f / std::sqrt(float(n) / 2));  // keeps |y| ~ |x|
+    std::vector<gpu::DeviceBitmask> sw;
+    std::vector<torch::Tensor> dw, ref;  // dense copies (device bf16, host float64)
+    for (int l = 0; l < layers; ++l) {
+      std::vector<float> w(static_cast<std::size_t>(n) * n);
+      for (auto& v : w) v = nd(rng);
+      const sparse::Pattern pat{l % 2 ? 8 : 2, l % 2 ? 16 : 4};
+      sparse::imposePattern(w, n, n, pat);
+      const auto packed = sparse::packDense(w, n, n, pat, sparse::DType::BF16);
+      const auto dense = sparse::unpack(packed);
+      sw.push_back(gpu::toDeviceLayout(packed, torch::Device(torch::kCUDA)));
+      const auto wd = torch::from_blob(const_cast<float*>(dense.data()), {n, n}, torch::kFloat).clone();
+      dw.push_back(wd.to(bf));
+      ref.push_back(wd.to(torch::kDouble));
+    }
+    auto act = torch::empty({layers + 1, n}, bf);
+    act[0].copy_(torch::randn({n}, bf));
+    auto ws = torch::zeros({1 << 20}, bf.dtype(torch::kFloat));
+    auto counters = torch::zeros({4096}, bf.dtype(torch::kInt));
+    auto* wsp = ws.data_ptr<float>();
+    auto* cnt = reinterpret_cast<unsigned*>(counters.data_ptr());
+    auto stream = c10::cuda::getCurrentCUDAStream();
+
+    struct Step {
+      const char* what;
+      kernels::SpmvConfig sparse;
+      kernels::GemvConfig dense;
+      bool useDense;
+    };
+    // Register path, cluster split-K, workspace split-K, bulk pipeline, our dense GEMV (plain, split-K).
+    const Step steps[] = {{"register w16 u2", {16, 2, 1}, {}, false},
+                          {"cluster w4 u1 s4", {4, 1, 4, -1}, {}, false},
+                          {"workspace w8 u2 s4", {8, 2, 4, 0}, {}, false},
+                          {"bulk w4 u41 s2", {4, 41, 2, -1}, {}, false},
+                          {"dense w4 r4 u2", {}, {4, 4, 2, 1}, true},
+                          {"dense w8 r1 u1 s2", {}, {8, 1, 1, 2}, true},
+                          {"bulk w8 u42", {8, 42, 1}, {}, false},
+                          {"register w8 u4 s2", {8, 4, 2, 0}, {}, false}};
+    const auto run = [&](bool pdl) {
+      act.narrow(0, 1, layers).fill_(kSentinel);
+      for (int l = 0; l < layers; ++l) {
+        const Step& st = steps[l];
+        void* x = act[l].data_ptr();
+        void* y = act[l + 1].data_ptr();
+        cudaError_t e;
+        if (st.useDense) {
+          auto c = st.dense;
+          c.pdl = pdl;
+          e = kernels::launchDenseGemv(dw[l].data_ptr(), kernels::DType::BF16, n, n, x, 1, y, n, c, wsp, cnt, stream);
+        } else {
+          auto c = st.sparse;
+          c.pdl = pdl;
+          e = kernels::launchBitmaskSpmv(sw[l].values.data_ptr(), reinterpret_cast<const std::uint32_t*>(sw[l].masks.data_ptr()),
+                                         kernels::DType::BF16, n, n, x, 1, y, n, c, wsp, cnt, stream);
+        }
+        QVERIFY2(e == cudaSuccess, qPrintable(QStringLiteral("%1: %2").arg(st.what, cudaGetErrorString(e))));
+      }
+    };
+    run(false);
+    torch::cuda::synchronize();
+    const auto plain = act.cpu();
+    // Float64 reference of the chain, from the same bf16 inputs of every layer.
+    for (int l = 0; l < layers; ++l) {
+      const auto yl = torch::mv(ref[l], plain[l].to(torch::kDouble));
+      const double rel = ((plain[l + 1].to(torch::kDouble) - yl).norm() / yl.norm()).item<double>();
+      QVERIFY2(rel < 8e-3, qPrintable(QStringLiteral("layer %1 (%2): relative error %3").arg(l).arg(steps[l].what).arg(rel)));
+    }
+    for (int rep = 0; rep < 5; ++rep) {
+      run(true);
+      torch::cuda::synchronize();
+      QVERIFY2(torch::equal(act.cpu().view(torch::kShort), plain.view(torch::kShort)), qPrintable(QStringLiteral("chained run %1 differs").arg(rep)));
+    }
+    // The same chain captured in a CUDA graph (programmatic edges) and replayed.
+    at::cuda::CUDAGraph graph;
+    {
+      const c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromPool());
+      stream = c10::cuda::getCurrentCUDAStream();
+      graph.capture_begin();
+      run(true);
+      graph.capture_end();
+    }
+    for (int rep = 0; rep < 5; ++rep) {
+      act.narrow(0, 1, layers).fill_(kSentinel);
+      graph.replay();
+      torch::cuda::synchronize();
+      QVERIFY2(torch::equal(act.cpu().view(torch::kShort), plain.view(torch::kShort)), qPrintable(QStringLiteral("graph replay %1 differs").arg(rep)));
+    }
+#endif
   }
 
   void rejectsBadInputs() {

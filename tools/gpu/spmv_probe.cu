@@ -196,6 +196,27 @@ static bool checkDense(long rows, long cols, int batch, DType dt, GemvConfig cfg
 }
 
 // ---- timing -----------------------------------------------------------------
+// The launch floor: a kernel that does nothing but the programmatic-dependent-launch
+// handshake (both no-ops without the launch attribute).
+__global__ void emptyKernel(int* out) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+  if (out && threadIdx.x == 0 && blockIdx.x == 0) *out = 1;
+}
+static cudaError_t launchEmpty(int blocks, bool pdl, int* out) {
+  cudaLaunchConfig_t lc = {};
+  lc.gridDim = dim3(blocks);
+  lc.blockDim = dim3(128);
+  lc.stream = gStream;
+  cudaLaunchAttribute a[1];
+  a[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a[0].val.programmaticStreamSerializationAllowed = 1;
+  lc.attrs = a;
+  lc.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&lc, emptyKernel, out);
+}
 struct SparseSet {
   long rows, cols;
   int copies;
@@ -229,6 +250,12 @@ int main(int argc, char** argv) {
   const double hbm = hbmBytes / (tHbm * 1e-6) / 1e9;
   std::printf("HBM read: %.0f GB/s (%.0f us per 4 GiB)\n", hbm, tHbm);
   CK(cudaFree(big));
+  for (int blocks : {1, gSm, 4 * gSm}) {
+    const double plain = timeGraph(1, 200, 7, [&](int) { return launchEmpty(blocks, false, reinterpret_cast<int*>(sink)); });
+    const double pdl = timeGraph(1, 200, 7, [&](int) { return launchEmpty(blocks, true, reinterpret_cast<int*>(sink)); });
+    std::printf("launch floor, empty kernel x %d blocks of 128 threads in a graph: %.2f us plain, %.2f us chained (PDL)\n",
+                blocks, plain, pdl);
+  }
 
   // Correctness.
   int fails = 0;
@@ -307,8 +334,9 @@ int main(int argc, char** argv) {
     CK(launchFillRandom16(x, s.cols * 8, DType::BF16, 3, gStream));
     const int launches = std::max(2 * copies, 20);
     for (int b : batches) {
-      double bestD = 1e30, bestS = 1e30;
-      GemvConfig bd;
+      double bestD = 1e30, bestS = 1e30, bestDP = 1e30, bestSP = 1e30;  // ...P: chained (PDL), batch 1
+      GemvConfig bd, bdp;
+      SpmvConfig bsp;
       SpmvConfig bs;
       for (int w : {4, 8})
         for (int r : {1, 2, 4})
@@ -321,6 +349,14 @@ int main(int argc, char** argv) {
                 return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
               });
               if (t < bestD) bestD = t, bd = c;
+              if (b == 1) {
+                GemvConfig cp = c;
+                cp.pdl = true;
+                const double tp = timeGraph(copies, launches, 5, [&](int i) {
+                  return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, cp, ws, cnt, gStream);
+                });
+                if (tp < bestDP) bestDP = tp, bdp = cp;
+              }
             }
       // bestS: over the configurations the engine and the harness reproduce from (warps, unroll,
       // split_k) with the cluster choice left at auto (the path taken is recorded as "cluster": 0/1);
@@ -350,6 +386,15 @@ int main(int argc, char** argv) {
               });
               const bool asAuto = (cl == 1) == spmvUsesCluster(s.cols, b, SpmvConfig{w, u, k, -1});
               if (asAuto && t < bestS) bestS = t, bs = c;
+              if (b == 1 && asAuto) {
+                SpmvConfig cp = c;
+                cp.pdl = true;
+                const double tp = timeGraph(copies, launches, 5, [&](int i) {
+                  return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, cp, ws, cnt,
+                                           gStream);
+                });
+                if (tp < bestSP) bestSP = tp, bsp = cp;
+              }
               if (!cl && u != 3 && u < 10 && t < bestOld) bestOld = t, bo = c;
               if (b == 1 && u < 10 && asAuto && t < bestReg) bestReg = t, br = c;
               if (t < bestAny) bestAny = t, ba = c;
@@ -360,6 +405,24 @@ int main(int argc, char** argv) {
                   s.name, b, bestD, dg, 100 * dg / hbm, bd.warps, bd.rowsPerWarp, bd.unroll, bd.splitK, bestS, sg,
                   100 * sg / hbm, bs.warps, bs.unroll, bs.splitK, bs.cluster, bestD / bestS, bestOld, bo.warps,
                   bo.unroll, bo.splitK, bestOld / bestS, bestAny, ba.warps, ba.unroll, ba.splitK, ba.cluster);
+      if (b == 1) {
+        GemvConfig dp = bd;
+        dp.pdl = true;
+        SpmvConfig sp = bs;
+        sp.pdl = true;
+        const double dSel = timeGraph(copies, launches, 5, [&](int i) {
+          return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, dp, ws, cnt, gStream);
+        });
+        const double sSel = timeGraph(copies, launches, 5, [&](int i) {
+          return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, sp, ws, cnt, gStream);
+        });
+        std::printf("  b1 chained (PDL): dense %.2f us w%d r%d u%d s%d (isolated-best config: %.2f), sparse %.2f us "
+                    "w%d u%d s%d c%d (%.1f%% hbm; isolated-best config: %.2f) -> %.3fx dense; gain over isolated: dense "
+                    "%.3fx, sparse %.3fx\n",
+                    bestDP, bdp.warps, bdp.rowsPerWarp, bdp.unroll, bdp.splitK, dSel, bestSP, bsp.warps, bsp.unroll,
+                    bsp.splitK, bsp.cluster, 100 * sBytes / (bestSP * 1e-6) / 1e9 / hbm, sSel, bestDP / bestSP,
+                    bestD / bestDP, bestS / bestSP);
+      }
       if (b == 1)
         std::printf("  b1 register path (v7 set) %.2f us w%d u%d s%d c%d (%.1f%% hbm) -> selected %.2f us u%d: %.3fx\n",
                     bestReg, br.warps, br.unroll, br.splitK, br.cluster, 100 * sBytes / (bestReg * 1e-6) / 1e9 / hbm,
