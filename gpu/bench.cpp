@@ -329,14 +329,14 @@ struct DenseSet {
   BenchShape shape;
   std::vector<at::Tensor> w;  // copies of [rows, cols]
   at::Tensor x, y, ws, counters;
-  GemvLaunch cfg;
+  GemvLaunch cfg, cfgChained;  // plain and chained (programmatic dependent launch) configurations
   std::vector<at::Tensor> compressed;  // cuSPARSELt 2:4 copies
 };
 
 struct SparseSet {
   std::vector<at::Tensor> values, masks;
   at::Tensor x, y, ws, counters;
-  SpmvLaunch cfg;
+  SpmvLaunch cfg, cfgChained;
 };
 
 void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
@@ -497,7 +497,11 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           r.bytes = bytesDense(sh);
           r.config = describe(ds.cfg);
           r.us = launchWith(ds.cfg);
-          if (chained) r.usChained = launchWith(ds.cfg, true);
+          if (chained) {
+            ds.cfgChained = table.dense(sh.rows, sh.cols, b, s.dtype, sms, true);
+            r.usChained = launchWith(ds.cfgChained, true);
+            r.config += " | chained " + describe(ds.cfgChained);
+          }
           rec.add(r);
         }
       }
@@ -525,17 +529,22 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           BenchRow r = makeRow(model, "layer", 0, 0, "-", b, "dense");
           r.bytes = bytes;
           std::vector<std::pair<at::Tensor, at::Tensor>> wsc;
-          for (auto& ds : dense) {
+          for (auto& ds : dense) {  // sized for the plain and the chained configuration
             const kernels::GemvConfig kc{ds.cfg.warps, ds.cfg.rowsPerWarp, ds.cfg.unroll, ds.cfg.splitK};
-            wsc.emplace_back(at::empty({static_cast<std::int64_t>(std::max<std::size_t>(1, kernels::gemvWorkspaceFloats(ds.shape.rows, b, kc)))},
-                                       opts.dtype(at::kFloat)),
-                             at::zeros({kernels::gemvCounters(ds.shape.rows, kc)}, opts.dtype(at::kInt)));
+            const kernels::GemvConfig kcc{ds.cfgChained.warps, ds.cfgChained.rowsPerWarp, ds.cfgChained.unroll,
+                                          ds.cfgChained.splitK};
+            const std::size_t n = std::max({std::size_t(1), kernels::gemvWorkspaceFloats(ds.shape.rows, b, kc),
+                                            kernels::gemvWorkspaceFloats(ds.shape.rows, b, kcc)});
+            wsc.emplace_back(at::empty({static_cast<std::int64_t>(n)}, opts.dtype(at::kFloat)),
+                             at::zeros({std::max(kernels::gemvCounters(ds.shape.rows, kc), kernels::gemvCounters(ds.shape.rows, kcc))},
+                                       opts.dtype(at::kInt)));
           }
           auto layerTime = [&](bool pdl) {
             return timeGraph(copies, s.repeats, [&](int i) {
               for (std::size_t j = 0; j < dense.size(); ++j) {
                 auto& ds = dense[j];
-                const kernels::GemvConfig kc{ds.cfg.warps, ds.cfg.rowsPerWarp, ds.cfg.unroll, ds.cfg.splitK, pdl};
+                const GemvLaunch& c = pdl ? ds.cfgChained : ds.cfg;
+                const kernels::GemvConfig kc{c.warps, c.rowsPerWarp, c.unroll, c.splitK, pdl};
                 ck(kernels::launchDenseGemv(ds.w[static_cast<std::size_t>(i) % ds.w.size()].data_ptr(), kdt,
                                             ds.shape.rows, ds.shape.cols, ds.x.data_ptr(), b, ds.y.data_ptr(),
                                             ds.shape.rows, kc, wsc[j].first.data_ptr<float>(),
@@ -612,7 +621,11 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           r.bytes = bytesSparse(sh);
           r.config = describe(ss.cfg);
           r.us = launchWith(ss.cfg);
-          if (chained) r.usChained = launchWith(ss.cfg, true);
+          if (chained) {
+            ss.cfgChained = table.sparse(sh.rows, sh.cols, b, s.dtype, sms, true);
+            r.usChained = launchWith(ss.cfgChained, true);
+            r.config += " | chained " + describe(ss.cfgChained);
+          }
           rec.add(r);
         }
         if (s.layer && model != "custom" && dense.size() > 1) {
@@ -624,8 +637,10 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
             r.bytes += bytesSparse(sh);
             copies = std::max(copies, static_cast<int>(sp[j].values.size()));
             const kernels::SpmvConfig kc{sp[j].cfg.warps, sp[j].cfg.unroll, sp[j].cfg.splitK};
-            wsc.emplace_back(at::empty({static_cast<std::int64_t>(std::max<std::size_t>(1, kernels::spmvWorkspaceFloats(sh.rows, sh.cols, b, kc)))},
-                                       opts.dtype(at::kFloat)),
+            const kernels::SpmvConfig kcc{sp[j].cfgChained.warps, sp[j].cfgChained.unroll, sp[j].cfgChained.splitK};
+            const std::size_t n = std::max({std::size_t(1), kernels::spmvWorkspaceFloats(sh.rows, sh.cols, b, kc),
+                                            kernels::spmvWorkspaceFloats(sh.rows, sh.cols, b, kcc)});
+            wsc.emplace_back(at::empty({static_cast<std::int64_t>(n)}, opts.dtype(at::kFloat)),
                              at::zeros({kernels::spmvTiles(sh.rows)}, opts.dtype(at::kInt)));
           }
           auto layerTime = [&](bool pdl) {
@@ -634,7 +649,8 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
                 const auto& sh = dense[j].shape;
                 auto& ss = sp[j];
                 const std::size_t c = static_cast<std::size_t>(i) % ss.values.size();
-                const kernels::SpmvConfig kc{ss.cfg.warps, ss.cfg.unroll, ss.cfg.splitK, -1, pdl};
+                const SpmvLaunch& lc = pdl ? ss.cfgChained : ss.cfg;
+                const kernels::SpmvConfig kc{lc.warps, lc.unroll, lc.splitK, -1, pdl};
                 ck(kernels::launchBitmaskSpmv(ss.values[c].data_ptr(),
                                               reinterpret_cast<const std::uint32_t*>(ss.masks[c].data_ptr()), kdt,
                                               sh.rows, sh.cols, ss.x.data_ptr(), b, ss.y.data_ptr(), sh.rows, kc,

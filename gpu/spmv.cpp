@@ -61,6 +61,16 @@ TuningTable TuningTable::load(const std::filesystem::path& path) {
       const auto& d = e.at("dense");
       te.dense = {d.at("warps"), d.at("rows_per_warp"), d.at("unroll"), d.at("split_k")};
       te.denseUs = d.value("us", 0.0);
+      if (const auto it = e.find("sparse_chained"); it != e.end()) {
+        const auto& c = *it;
+        te.sparseChained = SpmvLaunch{c.at("warps"), c.at("unroll"), c.at("split_k"), c.value("cluster", -1), true};
+        te.sparseChainedUs = c.value("us", 0.0);
+      }
+      if (const auto it = e.find("dense_chained"); it != e.end()) {
+        const auto& c = *it;
+        te.denseChained = GemvLaunch{c.at("warps"), c.at("rows_per_warp"), c.at("unroll"), c.at("split_k"), true};
+        te.denseChainedUs = c.value("us", 0.0);
+      }
       t.entries_.push_back(te);
     }
   } catch (const nlohmann::json::exception& e) {
@@ -74,16 +84,24 @@ void TuningTable::save(const std::filesystem::path& path) const {
   j["device"] = device;
   j["hbm_read_gbs"] = hbmReadGBs;
   j["entries"] = nlohmann::json::array();
-  for (const auto& e : entries_)
-    j["entries"].push_back({{"rows", e.rows},
-                            {"cols", e.cols},
-                            {"batch", e.batch},
-                            {"dtype", e.dtype},
-                            {"sparse", {{"warps", e.sparse.warps}, {"unroll", e.sparse.unroll},
-                                        {"split_k", e.sparse.splitK}, {"cluster", e.sparse.cluster},
-                                        {"us", e.sparseUs}}},
-                            {"dense", {{"warps", e.dense.warps}, {"rows_per_warp", e.dense.rowsPerWarp},
-                                       {"unroll", e.dense.unroll}, {"split_k", e.dense.splitK}, {"us", e.denseUs}}}});
+  const auto sparseJson = [](const SpmvLaunch& c, double us) {
+    return nlohmann::json{{"warps", c.warps}, {"unroll", c.unroll}, {"split_k", c.splitK}, {"cluster", c.cluster}, {"us", us}};
+  };
+  const auto denseJson = [](const GemvLaunch& c, double us) {
+    return nlohmann::json{
+        {"warps", c.warps}, {"rows_per_warp", c.rowsPerWarp}, {"unroll", c.unroll}, {"split_k", c.splitK}, {"us", us}};
+  };
+  for (const auto& e : entries_) {
+    nlohmann::json o{{"rows", e.rows},
+                     {"cols", e.cols},
+                     {"batch", e.batch},
+                     {"dtype", e.dtype},
+                     {"sparse", sparseJson(e.sparse, e.sparseUs)},
+                     {"dense", denseJson(e.dense, e.denseUs)}};
+    if (e.sparseChained) o["sparse_chained"] = sparseJson(*e.sparseChained, e.sparseChainedUs);
+    if (e.denseChained) o["dense_chained"] = denseJson(*e.denseChained, e.denseChainedUs);
+    j["entries"].push_back(o);
+  }
   std::ofstream out(path);
   if (!out) throw std::runtime_error(path.string() + ": cannot write tuning table");
   out << j.dump(1) << "\n";
@@ -92,7 +110,10 @@ void TuningTable::save(const std::filesystem::path& path) const {
 void TuningTable::put(const TuningEntry& e) {
   for (auto& x : entries_)
     if (x.rows == e.rows && x.cols == e.cols && x.batch == e.batch && x.dtype == e.dtype) {
-      x = e;
+      TuningEntry merged = e;  // chained configurations the new entry lacks are kept
+      if (!merged.sparseChained) merged.sparseChained = x.sparseChained, merged.sparseChainedUs = x.sparseChainedUs;
+      if (!merged.denseChained) merged.denseChained = x.denseChained, merged.denseChainedUs = x.denseChainedUs;
+      x = merged;
       return;
     }
   entries_.push_back(e);
@@ -111,15 +132,21 @@ const TuningEntry* TuningTable::find(std::int64_t rows, std::int64_t cols, int b
 }
 
 SpmvLaunch TuningTable::sparse(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
-                               int smCount) const {
+                               int smCount, bool chained) const {
   const TuningEntry* e = find(rows, cols, batch, dtype);
-  return e ? e->sparse : defaultSpmvLaunch(rows, cols, batch, smCount);
+  SpmvLaunch c = !e ? defaultSpmvLaunch(rows, cols, batch, smCount)
+                    : chained && e->sparseChained ? *e->sparseChained : e->sparse;
+  c.pdl = chained;
+  return c;
 }
 
 GemvLaunch TuningTable::dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
-                              int smCount) const {
+                              int smCount, bool chained) const {
   const TuningEntry* e = find(rows, cols, batch, dtype);
-  return e ? e->dense : defaultGemvLaunch(rows, cols, batch, smCount);
+  GemvLaunch c = !e ? defaultGemvLaunch(rows, cols, batch, smCount)
+                    : chained && e->denseChained ? *e->denseChained : e->dense;
+  c.pdl = chained;
+  return c;
 }
 
 // ---- torch entry points -------------------------------------------------------

@@ -36,6 +36,11 @@ struct TuningEntry {
   SpmvLaunch sparse;
   GemvLaunch dense;
   double sparseUs = 0, denseUs = 0;  // as measured when tuned
+  // Best configurations for chained launches (programmatic dependent launch, sm_90),
+  // where they were tuned: JSON "sparse_chained" / "dense_chained", optional.
+  std::optional<SpmvLaunch> sparseChained;
+  std::optional<GemvLaunch> denseChained;
+  double sparseChainedUs = 0, denseChainedUs = 0;
 };
 
 // Best launch configuration per (rows, cols, batch, dtype). Lookup falls back to
@@ -45,8 +50,12 @@ class TuningTable {
   static TuningTable load(const std::filesystem::path& path);  // throws std::runtime_error
   void save(const std::filesystem::path& path) const;
   void put(const TuningEntry& e);
-  SpmvLaunch sparse(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount) const;
-  GemvLaunch dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount) const;
+  // chained: the configuration tuned for chained launches where the entry has one
+  // (else the plain one); the returned launch's pdl flag is set accordingly.
+  SpmvLaunch sparse(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount,
+                    bool chained = false) const;
+  GemvLaunch dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount,
+                   bool chained = false) const;
   const std::vector<TuningEntry>& entries() const { return entries_; }
   std::string device;
   double hbmReadGBs = 0;

@@ -36,7 +36,7 @@ __device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc)
   return acc;
 }
 
-template <typename T, int B, int R, int U>
+template <typename T, int B, int R, int U, bool PDL>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     denseGemvKernel(const uint4* __restrict__ w, std::int64_t rows, std::int64_t cols8, std::int64_t chunksPerSplit,
                     const uint4* __restrict__ x, T* __restrict__ y, std::int64_t ldy, float* __restrict__ ws,
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll
     for (int b = 0; b < B; ++b) acc[r][b] = 0.f;
 
-  pdlLaunchDependents();
+  if constexpr (PDL) pdlLaunchDependents();
   std::int64_t k = k0 + lane;
   uint4 wv[U][R];
   auto loadWeights = [&](std::int64_t k0w) {
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       for (int r = 0; r < R; ++r) wv[u][r] = __ldcg(wr[r] + k0w + 32 * u);
   };
   if (k + 32 * (U - 1) < k1) loadWeights(k);  // the first step's weights before the wait
-  pdlWait();                                 // x and y: after the previous kernel of the stream
+  if constexpr (PDL) pdlWait();              // x and y: after the previous kernel of the stream
   while (k + 32 * (U - 1) < k1) {
     uint4 xv[U][B];
 #pragma unroll
@@ -121,9 +121,11 @@ cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, con
   const std::int64_t splits = (cols8 + chunksPerSplit - 1) / chunksPerSplit;
   const int rowsPerBlock = cfg.warps * R;
   dim3 grid(static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), static_cast<unsigned>(splits));
-  return detail::launchEx(denseGemvKernel<T, B, R, U>, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), 0, stream,
-                          0, cfg.pdl && detail::hopperLaunchSupported(), static_cast<const uint4*>(w), rows, cols8,
-                          chunksPerSplit, static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws, counters);
+  const bool pdl = cfg.pdl && detail::hopperLaunchSupported();
+  return detail::launchEx(pdl ? denseGemvKernel<T, B, R, U, true> : denseGemvKernel<T, B, R, U, false>, grid,
+                          dim3(static_cast<unsigned>(cfg.warps * 32)), 0, stream, 0, pdl, static_cast<const uint4*>(w),
+                          rows, cols8, chunksPerSplit, static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws,
+                          counters);
 }
 
 template <typename T, int B>

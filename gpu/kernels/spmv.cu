@@ -234,7 +234,7 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
 // arrival at kernel start (relaxed, completed before the first remote store)
 // guarantees every block of the cluster is running before its shared memory is
 // written.
-template <typename T, int U, bool CLUSTER>
+template <typename T, int U, bool CLUSTER, bool PDL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
-  pdlLaunchDependents();
+  if constexpr (PDL) pdlLaunchDependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
   const std::int64_t tile = blockIdx.x;
@@ -258,13 +258,18 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 
   float acc0 = 0.f, acc1 = 0.f;
   ChunkB1<U> a, b;
-  if (iters > 0) loadWeightsB1<U>(a, values, masks, tileBase, min(chunkAt(0), gLast), lane);
-  if (iters > 1) loadWeightsB1<U>(b, values, masks, tileBase, min(chunkAt(1), gLast), lane);
-  pdlWait();  // x and y: after the previous kernel of the stream
-  if (iters > 0) loadXB1<U>(a, xg, min(chunkAt(0), gLast), lane);
-  if (iters > 1) loadXB1<U>(b, xg, min(chunkAt(1), gLast), lane);
+  if constexpr (PDL) {  // the first two chunks' weights before the wait; x and y after it
+    if (iters > 0) loadWeightsB1<U>(a, values, masks, tileBase, min(chunkAt(0), gLast), lane);
+    if (iters > 1) loadWeightsB1<U>(b, values, masks, tileBase, min(chunkAt(1), gLast), lane);
+    pdlWait();
+    if (iters > 0) loadXB1<U>(a, xg, min(chunkAt(0), gLast), lane);
+    if (iters > 1) loadXB1<U>(b, xg, min(chunkAt(1), gLast), lane);
+  } else {
+    if (iters > 0) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(0), gLast), lane);
+  }
   for (int it = 0; it < iters; it += 2) {
-    if (it > 0 && it + 1 < iters) loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
+    if ((!PDL || it > 0) && it + 1 < iters)
+      loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
     computeChunkB1<T, U>(a, chunkAt(it) + U <= g1, acc0, acc1);
     if (it + 1 >= iters) break;
     if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(it + 2), gLast), lane);
@@ -288,7 +293,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 // Same work split, same dropped stand-in chunks, same epilogue (deterministic).
 constexpr int kBulkBytesPerWord = 1024 + 128 + 64;
 
-template <typename T, int U, int S, bool CLUSTER>
+template <typename T, int U, int S, bool CLUSTER, bool PDL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1BulkKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                             int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
@@ -296,7 +301,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #if __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char bulkRaw[];
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-  pdlLaunchDependents();
+  if constexpr (PDL) pdlLaunchDependents();
   constexpr int kStage = U * kBulkBytesPerWord;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
@@ -344,11 +349,15 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
                  "l"(xg + static_cast<std::int64_t>(g) * 32), "r"(U * 64), "r"(bar)
                  : "memory");
   };
-  if (lane == 0)
-    for (int i = 0; i < min(S, iters); ++i) issueWeights(i);
-  pdlWait();  // x and y: after the previous kernel of the stream
-  if (lane == 0)
-    for (int i = 0; i < min(S, iters); ++i) issueX(i);
+  if constexpr (PDL) {  // every stage's weights before the wait; x and y after it
+    if (lane == 0)
+      for (int i = 0; i < min(S, iters); ++i) issueWeights(i);
+    pdlWait();
+    if (lane == 0)
+      for (int i = 0; i < min(S, iters); ++i) issueX(i);
+  } else if (lane == 0) {
+    for (int i = 0; i < min(S, iters); ++i) issueWeights(i), issueX(i);
+  }
 
   float acc0 = 0.f, acc1 = 0.f;
   for (int it = 0; it < iters; ++it) {
@@ -387,7 +396,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #endif
 }
 
-template <typename T, int B, int XS, int U>
+template <typename T, int B, int XS, int U, bool PDL>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     bitmaskSpmvKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                       int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
@@ -400,22 +409,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
   const int g1 = min(G, gs + wordsPerSplit);
   const std::int64_t tileBase = tile * G;
-  pdlLaunchDependents();
-
-  uint4 va[U], vb[U];
-  std::uint32_t mk[U];
-  auto loadWeights = [&](int gw) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t e = (tileBase + gw + u) * 32 + lane;
-      va[u] = __ldcg(values + 2 * e);
-      vb[u] = __ldcg(values + 2 * e + 1);
-      mk[u] = __ldcg(masks + e);
-    }
-  };
-  int g = gs + warp * U;
-  if (g + U <= g1) loadWeights(g);  // the first chunk's weights before the wait
-  pdlWait();                        // x and y: after the previous kernel of the stream
+  if constexpr (PDL) {  // x and y: after the previous kernel of the stream
+    pdlLaunchDependents();
+    pdlWait();
+  }
 
   // Stage this split's slice of x once per block, widened to fp32.
   stageX<T>(xs, reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS,
@@ -426,12 +423,20 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll
   for (int b = 0; b < B; ++b) acc[b] = 0.f;
 
-  while (g + U <= g1) {
+  int g = gs + warp * U;
+  for (; g + U <= g1; g += W * U) {
+    uint4 va[U], vb[U];
+    std::uint32_t mk[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t e = (tileBase + g + u) * 32 + lane;
+      va[u] = __ldcg(values + 2 * e);
+      vb[u] = __ldcg(values + 2 * e + 1);
+      mk[u] = __ldcg(masks + e);
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u)
       accumulateWord<T, B, XS>(va[u], vb[u], mk[u], xs + (g + u - gs) * 32 * XS, acc);
-    g += W * U;
-    if (g + U <= g1) loadWeights(g);
   }
   for (; g < g1; ++g) {  // a last chunk shorter than U (one warp at most)
     const std::int64_t e = (tileBase + g) * 32 + lane;
@@ -468,9 +473,11 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
   const std::size_t smem = static_cast<std::size_t>(wordsPerSplit) * 32 * XS * sizeof(float);
   dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
-  return detail::launchEx(bitmaskSpmvKernel<T, B, XS, U>, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem,
-                          stream, 0, cfg.pdl && clusterLaunchSupported(), static_cast<const uint4*>(values), masks, G,
-                          wordsPerSplit, static_cast<const T*>(x), rows, static_cast<T*>(y), ldy, ws, counters);
+  const bool pdl = cfg.pdl && clusterLaunchSupported();
+  return detail::launchEx(pdl ? bitmaskSpmvKernel<T, B, XS, U, true> : bitmaskSpmvKernel<T, B, XS, U, false>, grid,
+                          dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
+                          static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,
+                          static_cast<T*>(y), ldy, ws, counters);
 }
 
 template <typename T, int U>
@@ -487,7 +494,7 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
   const dim3 block(static_cast<unsigned>(cfg.warps * 32));
   const bool hopper = clusterLaunchSupported(), pdl = cfg.pdl && hopper;
   if (spmvUsesCluster(cols, 1, cfg) && hopper) {
-    auto kernel = bitmaskSpmvB1Kernel<T, U, true>;
+    auto kernel = pdl ? bitmaskSpmvB1Kernel<T, U, true, true> : bitmaskSpmvB1Kernel<T, U, true, false>;
     if (splits > 8) {
       const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
       if (e != cudaSuccess) return e;
@@ -495,8 +502,8 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
     return detail::launchEx(kernel, grid, block, 0, stream, static_cast<unsigned>(splits), pdl, v, masks, G,
                             wordsPerSplit, xt, rows, yt, ws, counters);
   }
-  return detail::launchEx(bitmaskSpmvB1Kernel<T, U, false>, grid, block, 0, stream, 0, pdl, v, masks, G,
-                          wordsPerSplit, xt, rows, yt, ws, counters);
+  return detail::launchEx(pdl ? bitmaskSpmvB1Kernel<T, U, false, true> : bitmaskSpmvB1Kernel<T, U, false, false>,
+                          grid, block, 0, stream, 0, pdl, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters);
 }
 
 // Batch 1 through the bulk-copy pipeline (sm_90, 16-byte aligned values, masks and x);
@@ -519,7 +526,8 @@ cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::in
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
   const bool cl = spmvUsesCluster(cols, 1, cfg);
-  auto kernel = cl ? bitmaskSpmvB1BulkKernel<T, U, S, true> : bitmaskSpmvB1BulkKernel<T, U, S, false>;
+  auto kernel = cl ? (cfg.pdl ? bitmaskSpmvB1BulkKernel<T, U, S, true, true> : bitmaskSpmvB1BulkKernel<T, U, S, true, false>)
+                   : (cfg.pdl ? bitmaskSpmvB1BulkKernel<T, U, S, false, true> : bitmaskSpmvB1BulkKernel<T, U, S, false, false>);
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   if (cl && splits > 8) {

@@ -2,11 +2,13 @@
 // guard regions around the outputs.
 
 #include "core/sparse_format.h"
+#include "gpu/spmv.h"
 #include "gpu/spmv_cpu.h"
 
 #include <QtTest>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 using namespace sdw;
@@ -130,6 +132,52 @@ class TestSpmvCpu : public QObject {
     y.resize(2);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::spmvCpu(p, x, 1, y, 1));
     gpu::spmvCpu(p, x, 1, y, 2);
+  }
+
+  // The tuning table keeps plain and chained (programmatic dependent launch)
+  // configurations apart, through save and load; lookups fall back to the plain one.
+  void tuningTableKeepsChainedConfigurations() {
+    gpu::TuningTable t;
+    t.device = "test";
+    gpu::TuningEntry e;
+    e.rows = 4096, e.cols = 4096, e.batch = 1;
+    e.sparse = {16, 4, 1, -1}, e.sparseUs = 7.3;
+    e.dense = {8, 4, 2, 4}, e.denseUs = 10.9;
+    e.sparseChained = gpu::SpmvLaunch{8, 34, 1, 0, true}, e.sparseChainedUs = 7.1;
+    e.denseChained = gpu::GemvLaunch{8, 2, 4, 1, true}, e.denseChainedUs = 9.7;
+    t.put(e);
+    gpu::TuningEntry f = e;  // batch 2: no chained entries
+    f.batch = 2, f.sparseChained.reset(), f.denseChained.reset();
+    t.put(f);
+    const auto path = std::filesystem::temp_directory_path() / "sdw-test-tuning.json";
+    t.save(path);
+    const auto u = gpu::TuningTable::load(path);
+    std::filesystem::remove(path);
+    QCOMPARE(u.entries().size(), std::size_t(2));
+    const auto plain = u.sparse(4096, 4096, 1, "bf16", 132);
+    QCOMPARE(plain.warps, 16);
+    QCOMPARE(plain.unroll, 4);
+    QVERIFY(!plain.pdl);
+    const auto chained = u.sparse(4096, 4096, 1, "bf16", 132, true);
+    QCOMPARE(chained.warps, 8);
+    QCOMPARE(chained.unroll, 34);
+    QCOMPARE(chained.cluster, 0);
+    QVERIFY(chained.pdl);
+    const auto dc = u.dense(4096, 4096, 1, "bf16", 132, true);
+    QCOMPARE(dc.rowsPerWarp, 2);
+    QCOMPARE(dc.unroll, 4);
+    QCOMPARE(dc.splitK, 1);
+    QVERIFY(dc.pdl);
+    const auto b2 = u.sparse(4096, 4096, 2, "bf16", 132, true);  // no chained entry: the plain one, chained
+    QCOMPARE(b2.warps, 16);
+    QVERIFY(b2.pdl);
+    // Re-tuning the plain configuration keeps the chained one.
+    gpu::TuningTable v = u;
+    gpu::TuningEntry g = e;
+    g.sparse = {4, 2, 2, -1}, g.sparseChained.reset(), g.denseChained.reset();
+    v.put(g);
+    QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132).warps, 4);
+    QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132, true).unroll, 34);
   }
 };
 

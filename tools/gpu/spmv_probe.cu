@@ -434,6 +434,15 @@ int main(int argc, char** argv) {
                    "\"dense\": {\"warps\": %d, \"rows_per_warp\": %d, \"unroll\": %d, \"split_k\": %d, \"us\": %.3f}}",
                    firstEntry ? "" : ",\n", s.rows, s.cols, b, bs.warps, bs.unroll, bs.splitK, bs.cluster, bestS, bd.warps,
                    bd.rowsPerWarp, bd.unroll, bd.splitK, bestD);
+      if (b == 1 && bestSP < 1e29 && bestDP < 1e29) {  // chained (programmatic dependent launch) configurations
+        std::fseek(js, -1, SEEK_CUR);                  // reopen the entry's closing brace
+        std::fprintf(js,
+                     ", \"sparse_chained\": {\"warps\": %d, \"unroll\": %d, \"split_k\": %d, \"cluster\": %d, \"us\": %.3f}, "
+                     "\"dense_chained\": {\"warps\": %d, \"rows_per_warp\": %d, \"unroll\": %d, \"split_k\": %d, "
+                     "\"us\": %.3f}}",
+                     bsp.warps, bsp.unroll, bsp.splitK, bsp.cluster, bestSP, bdp.warps, bdp.rowsPerWarp, bdp.unroll,
+                     bdp.splitK, bestDP);
+      }
       firstEntry = false;
     }
     for (int i = 0; i < copies; ++i) cudaFree(dw[i]), cudaFree(sv[i]);

@@ -48,9 +48,9 @@ if command -v cuobjdump >/dev/null; then
   # Opcode histogram of the batch-1 bf16 kernel (unroll 2 and 4, workspace epilogue; unroll 1
   # and 3, cluster epilogue), the batch-2 bf16 kernel (unroll 1) and the batch-1 bulk-copy
   # pipeline (4 stages x 1 word).
-  for k in 'bitmaskSpmvB1KernelI13__nv_bfloat16Li2ELb0E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li4ELb0E' \
-    'bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li3ELb1E' \
-    'bitmaskSpmvKernelI13__nv_bfloat16Li2ELi2ELi1E' 'bitmaskSpmvB1BulkKernelI13__nv_bfloat16Li1ELi4ELb0E'; do
+  for k in 'bitmaskSpmvB1KernelI13__nv_bfloat16Li2ELb0ELb0E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li4ELb0ELb0E' \
+    'bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1ELb0E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li3ELb1ELb0E' \
+    'bitmaskSpmvKernelI13__nv_bfloat16Li2ELi2ELi1ELb0E' 'bitmaskSpmvB1BulkKernelI13__nv_bfloat16Li1ELi4ELb0ELb0E'; do
     echo "== $k"
     awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on && /\/\*[0-9a-f]{4}\*\// {print}' /tmp/probe/spmv.sass |
       sed -E 's/.*\*\/ +(@!?U?P[0-9T] +)?([A-Z0-9_]+)[. ].*/\2/; s/.*\*\/ +(@!?U?P[0-9T] +)?([A-Z0-9_]+);.*/\2/' |
@@ -59,9 +59,9 @@ if command -v cuobjdump >/dev/null; then
   done >"$out/sass-mix.txt" 2>&1
   # The listings of the batch-1 bf16 unroll-2 kernel (inner loop) and of the unroll-1 cluster
   # kernel (the distributed-shared-memory epilogue).
-  awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li2ELb0E") > 0} on' /tmp/probe/spmv.sass |
+  awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li2ELb0ELb0E") > 0} on' /tmp/probe/spmv.sass |
     grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's@ */\* 0x[0-9a-f]+ \*/@@' >>"$out/sass-mix.txt"
-  awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1E") > 0} on' /tmp/probe/spmv.sass |
+  awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1ELb0E") > 0} on' /tmp/probe/spmv.sass |
     grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's@ */\* 0x[0-9a-f]+ \*/@@' >"$out/sass-b1-cluster.txt"
 fi
 if [ -x /tmp/probe/probe ]; then
