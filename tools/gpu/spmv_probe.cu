@@ -5,6 +5,8 @@
 //
 //   nvcc -std=c++20 -O3 -arch=sm_90 -I. tools/gpu/spmv_probe.cu gpu/kernels/{spmv,gemv,hbm,benchfill}.cu -o probe
 //   ./probe OUT.json [quick]
+//   ./probe - profile ROWS COLS W U K  DW DR DU DK   # for a profiler: a few plain launches of the
+//       batch-1 sparse kernel (w, unroll, split) and our dense GEMV (w, rows/warp, unroll, split)
 
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/gemv.cuh"
@@ -229,7 +231,49 @@ struct SparseSet {
   size_t bytes() const { return size_t(rows) * cols / 2 * 2 + size_t(rows) * cols / 32 * 4; }
 };
 
+// Profile mode: 2:4 bf16 weights in 4 copies (beyond L2), 6 launches of each kernel.
+static int profileMain(int argc, char** argv) {
+  if (argc < 12) {
+    std::fprintf(stderr, "usage: probe - profile ROWS COLS W U K DW DR DU DK\n");
+    return 2;
+  }
+  const long rows = std::atol(argv[3]), cols = std::atol(argv[4]);
+  const SpmvConfig sc{std::atoi(argv[5]), std::atoi(argv[6]), std::atoi(argv[7])};
+  const GemvConfig dc{std::atoi(argv[8]), std::atoi(argv[9]), std::atoi(argv[10]), std::atoi(argv[11])};
+  CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
+  const size_t dBytes = size_t(rows) * cols * 2, vBytes = size_t(spmvTiles(rows)) * 32 * cols;
+  const size_t mWords = size_t(spmvTiles(rows)) * 32 * cols / 32;
+  constexpr int kCopies = 4;
+  void *dw[kCopies], *sv[kCopies], *x, *y;
+  unsigned* sm[kCopies];
+  float* ws;
+  unsigned* cnt;
+  for (int i = 0; i < kCopies; ++i) {
+    CK(cudaMalloc(&dw[i], dBytes));
+    CK(cudaMalloc(&sv[i], vBytes + mWords * 4));
+    sm[i] = reinterpret_cast<unsigned*>(static_cast<char*>(sv[i]) + vBytes);
+    CK(launchFillRandom16(dw[i], size_t(rows) * cols, DType::BF16, 11 + i, gStream));
+    CK(launchFillRandom16(sv[i], vBytes / 2, DType::BF16, 21 + i, gStream));
+    CK(launchFillRandomMasks(sm[i], mWords, 2, 4, 31 + i, gStream));
+  }
+  CK(cudaMalloc(&x, cols * 2));
+  CK(cudaMalloc(&y, rows * 2));
+  CK(cudaMalloc(&ws, size_t(64) * (rows + 64) * 4));
+  CK(cudaMalloc(&cnt, 65536 * 4));
+  CK(cudaMemset(cnt, 0, 65536 * 4));
+  CK(launchFillRandom16(x, cols, DType::BF16, 3, gStream));
+  for (int i = 0; i < 6; ++i)
+    CK(launchBitmaskSpmv(sv[i % kCopies], sm[i % kCopies], DType::BF16, rows, cols, x, 1, y, rows, sc, ws, cnt, gStream));
+  for (int i = 0; i < 6; ++i)
+    CK(launchDenseGemv(dw[i % kCopies], DType::BF16, rows, cols, x, 1, y, rows, dc, ws, cnt, gStream));
+  CK(cudaStreamSynchronize(gStream));
+  std::printf("profiled %ldx%ld sparse w%d u%d s%d, dense w%d r%d u%d s%d\n", rows, cols, sc.warps, sc.unroll,
+              sc.splitK, dc.warps, dc.rowsPerWarp, dc.unroll, dc.splitK);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 2 && std::strcmp(argv[2], "profile") == 0) return profileMain(argc, argv);
   const char* outPath = argc > 1 ? argv[1] : "tuning.json";
   const bool quick = argc > 2 && std::strcmp(argv[2], "quick") == 0;
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
