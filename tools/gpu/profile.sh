@@ -6,6 +6,8 @@
 # the committed tuning table. Output in $OUT (or out/gpu).
 #
 #   tools/gpu/profile.sh
+#   PROFILE_KERNELS=bitmaskSpmv PROFILE_SHAPES="14336 4096 8 101 4 4 4 2 1" tools/gpu/profile.sh
+#       (one shape per line: rows cols, sparse warps unroll split_k, dense warps rows unroll split_k)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -43,16 +45,14 @@ fi
 "$ncu" --version | tail -1 | tee "$out/ncu.txt"
 # shape: sparse w u k, dense w r u k (resources/tuning/nvidia-h200.json, batch 1)
 while read -r rows cols sw su sk dw dr du dk; do
-  for k in bitmaskSpmv denseGemv; do
+  for k in ${PROFILE_KERNELS:-bitmaskSpmv denseGemv}; do
     echo "== ${rows}x${cols} $k" >>"$out/ncu.txt"
     timeout 120 "$ncu" --launch-skip 2 --launch-count 1 -k "regex:$k" \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section SchedulerStats --section InstructionStats --section MemoryWorkloadAnalysis \
       /tmp/prof/probe - profile "$rows" "$cols" "$sw" "$su" "$sk" "$dw" "$dr" "$du" "$dk" >>"$out/ncu.txt" 2>&1
   done
-done <<'EOF'
-4096 4096 16 4 1 4 1 4 1
+done < <(printf '%s\n' "${PROFILE_SHAPES:-4096 4096 16 4 1 4 1 4 1
 14336 4096 8 1 1 4 4 2 1
-17408 5120 8 1 1 4 1 2 1
-EOF
+17408 5120 8 1 1 4 1 2 1}")
 echo done

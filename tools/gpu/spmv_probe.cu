@@ -418,7 +418,8 @@ int main(int argc, char** argv) {
       // split_k) with the cluster choice left at auto (the path taken is recorded as "cluster": 0/1);
       // bestOld: over the v6 set (no cluster, unroll 1/2/4); bestAny: over everything swept.
       double bestOld = 1e30, bestAny = 1e30, bestReg = 1e30;  // bestReg: batch 1, v7 set (register path)
-      SpmvConfig bo, ba, br;
+      double bestBal = 1e30;                                   // batch 1, balanced grid only
+      SpmvConfig bo, ba, br, bb;
       for (int w : {4, 8, 16})
         for (int u : {1, 2, 3, 4, 41, 61, 81, 42, 34, 101, 102})  // 10 S + U: bulk-copy pipeline, batch 1, sm_90;
                                                                   // 100 + U: balanced grid (split_k: blocks per SM)
@@ -455,6 +456,7 @@ int main(int argc, char** argv) {
               }
               if (!cl && u != 3 && u < 10 && t < bestOld) bestOld = t, bo = c;
               if (b == 1 && u < 10 && asAuto && t < bestReg) bestReg = t, br = c;
+              if (u > 100 && t < bestBal) bestBal = t, bb = c;
               if (t < bestAny) bestAny = t, ba = c;
             }
       const double dg = dBytes / (bestD * 1e-6) / 1e9, sg = sBytes / (bestS * 1e-6) / 1e9;
@@ -481,6 +483,9 @@ int main(int argc, char** argv) {
                     bsp.splitK, bsp.cluster, 100 * sBytes / (bestSP * 1e-6) / 1e9 / hbm, sSel, bestDP / bestSP,
                     bestD / bestDP, bestS / bestSP);
       }
+      if (b == 1 && bestBal < 1e29)
+        std::printf("  b1 balanced grid: best %.2f us w%d u%d k%d (%.1f%% hbm) vs selected %.2f us: %.3fx\n", bestBal,
+                    bb.warps, bb.unroll, bb.splitK, 100 * sBytes / (bestBal * 1e-6) / 1e9 / hbm, bestS, bestS / bestBal);
       if (b == 1)
         std::printf("  b1 register path (v7 set) %.2f us w%d u%d s%d c%d (%.1f%% hbm) -> selected %.2f us u%d: %.3fx\n",
                     bestReg, br.warps, br.unroll, br.splitK, br.cluster, 100 * sBytes / (bestReg * 1e-6) / 1e9 / hbm,
