@@ -18,7 +18,6 @@
 #include "gpu/kernels/splitk.cuh"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 namespace sdw::kernels {
@@ -397,127 +396,6 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #endif
 }
 
-// Batch 1, balanced ("stream-K"; `unroll` 100 + U in SpmvConfig, `splitK` = blocks per
-// SM). The chunks of U words of all tiles, in memory order (tile-major, so a range is
-// contiguous in memory across tile boundaries), are cut into equal contiguous ranges,
-// one per warp of a grid sized to the SM count: every SM gets the same number of
-// bytes, whatever the number of tiles (448 tiles of Llama gate/up leave 52 of 132 SMs
-// with a fourth block in the tile-per-block kernels). A tile covered whole by one
-// warp is written directly; a tile shared by several warps gets their partial sums
-// through the workspace, and the last of them to finish (ticket) adds them in warp
-// order (deterministic). Traversal, shuffles and prefetch as bitmaskSpmvB1Kernel;
-// every warp runs the same number of iterations (a kernel argument), a chunk past
-// the end of a warp's range is computed on a duplicate and dropped.
-template <typename T, int U, bool PDL>
-__global__ void __launch_bounds__(kMaxWarpsB1 * 32)
-    bitmaskSpmvB1StreamKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
-                              std::int64_t chunks, int iters, const T* __restrict__ x, std::int64_t rows,
-                              T* __restrict__ y, float* __restrict__ ws, unsigned* __restrict__ counters) {
-  if constexpr (PDL) pdlLaunchDependents();
-  const int lane = threadIdx.x & 31;
-  const std::int64_t W = blockDim.x >> 5;
-  const std::int64_t NW = static_cast<std::int64_t>(gridDim.x) * W;
-  const std::int64_t wid = static_cast<std::int64_t>(blockIdx.x) * W + (threadIdx.x >> 5);
-  const std::int64_t c0 = wid * chunks / NW, c1 = (wid + 1) * chunks / NW;  // this warp's chunks [c0, c1)
-  const int n = static_cast<int>(c1 - c0);
-  const int CG = G / U;  // chunks per tile
-  const std::int64_t tile0 = c0 / CG;
-  const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
-
-  // Load pointer: chunk ldCh (clamped to the last of the range), ldW its index in its tile.
-  std::int64_t ldCh = c0;
-  int ldW = static_cast<int>(c0 - tile0 * CG);
-  auto loadW = [&](ChunkB1<U>& c) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t e = (ldCh * U + u) * 32 + lane;
-      c.va[u] = __ldcg(values + 2 * e);
-      c.vb[u] = __ldcg(values + 2 * e + 1);
-      c.mk[u] = __ldcg(masks + e);
-    }
-  };
-  auto loadX = [&](ChunkB1<U>& c) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) c.xv[u] = __ldca(xg + (ldW * U + u) * 32 + lane);
-  };
-  auto advance = [&] {
-    if (ldCh + 1 < c1) {
-      ++ldCh;
-      if (++ldW == CG) ldW = 0;
-    }
-  };
-
-  // A tile's sum from this warp: written out when the warp covers the whole tile, else
-  // through the workspace (slot 0: the first tile of the range, 1: the last).
-  auto owner = [&](std::int64_t chunk) { return ((chunk + 1) * NW - 1) / chunks; };  // warp holding a chunk
-  auto flush = [&](std::int64_t tile, float sum) {
-    const std::int64_t tStart = tile * CG, tEnd = tStart + CG;
-    const std::int64_t row = tile * 32 + lane;
-    if (c0 <= tStart && c1 >= tEnd) {
-      if (row < rows) y[row] = detail::fromFloat<T>(sum);
-      return;
-    }
-    ws[(wid * 2 + (tile == tile0 ? 0 : 1)) * 32 + lane] = sum;
-    __threadfence();
-    __syncwarp();
-    unsigned ticket = 0;
-    if (lane == 0) ticket = atomicAdd(counters + tile, 1u);
-    ticket = __shfl_sync(0xffffffffu, ticket, 0);
-    const std::int64_t wFirst = owner(tStart), wLast = owner(tEnd - 1);
-    if (ticket != static_cast<unsigned>(wLast - wFirst)) return;
-    __threadfence();
-    float tot = 0.f;
-    for (std::int64_t v = wFirst; v <= wLast; ++v) {
-      const int slot = (v * chunks / NW) / CG == tile ? 0 : 1;
-      tot += __ldcg(ws + (v * 2 + slot) * 32 + lane);
-    }
-    if (row < rows) y[row] = detail::fromFloat<T>(tot);
-    if (lane == 0) counters[tile] = 0;
-  };
-
-  float acc0 = 0.f, acc1 = 0.f;
-  std::int64_t curTile = tile0;
-  int cw = static_cast<int>(c0 - tile0 * CG);  // index in its tile of the chunk computed next
-  auto process = [&](const ChunkB1<U>& c, int it) {
-    const bool valid = it < n;
-    if (valid && it > 0 && cw == 0) {  // this chunk starts a new tile
-      flush(curTile, acc0 + acc1);
-      acc0 = acc1 = 0.f;
-      ++curTile;
-    }
-    computeChunkB1<T, U>(c, valid, acc0, acc1);
-    if (valid && ++cw == CG) cw = 0;
-  };
-
-  ChunkB1<U> a, b;
-  if constexpr (PDL) {  // the first two chunks' weights before the wait; x and y after it
-    loadW(a);
-    advance();
-    loadW(b);
-    pdlWait();
-    std::int64_t keepCh = ldCh;
-    const int keepW = ldW;
-    ldCh = c0, ldW = static_cast<int>(c0 - tile0 * CG);
-    loadX(a);
-    ldCh = keepCh, ldW = keepW;
-    loadX(b);
-  } else {
-    loadW(a);
-    loadX(a);
-    advance();
-    loadW(b);
-    loadX(b);
-  }
-  for (int it = 0; it < iters; it += 2) {
-    if (it > 0 && it + 1 < iters) advance(), loadW(b), loadX(b);
-    process(a, it);
-    if (it + 1 >= iters) break;
-    if (it + 2 < iters) advance(), loadW(a), loadX(a);
-    process(b, it + 1);
-  }
-  flush(curTile, acc0 + acc1);
-}
-
 template <typename T, int B, int XS, int U, bool PDL>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     bitmaskSpmvKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
@@ -661,60 +539,6 @@ cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::in
                           ws, counters);
 }
 
-// SMs of the current device, cached per device.
-int smCount() {
-  constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return 1;
-  if (dev < kDevices) {
-    if (const int c = cache[dev].load(std::memory_order_relaxed)) return c;
-  }
-  int n = 1;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) n = 1;
-  if (dev < kDevices) cache[dev].store(n, std::memory_order_relaxed);
-  return n;
-}
-
-// The balanced batch-1 grid: cfg.splitK blocks per SM of cfg.warps warps, at most one warp
-// per chunk of U words; 0 where there are fewer chunks than one block's warps (the
-// register path runs instead). U falls back to 1 where the tile's words are odd.
-struct StreamGrid {
-  int u = 1;
-  std::int64_t chunks = 0;
-  int blocks = 0, iters = 0;
-};
-StreamGrid streamGrid(std::int64_t rows, std::int64_t cols, const SpmvConfig& cfg) {
-  StreamGrid g;
-  const std::int64_t G = cols / 32;
-  g.u = cfg.unroll == 102 && G % 2 == 0 ? 2 : 1;
-  g.chunks = spmvTiles(rows) * G / g.u;
-  const std::int64_t want = static_cast<std::int64_t>(smCount()) * std::clamp(cfg.splitK, 1, 32);
-  const std::int64_t blocks = std::min(want, g.chunks / cfg.warps);
-  if (blocks < 1) return g;
-  g.blocks = static_cast<int>(blocks);
-  const std::int64_t nw = blocks * cfg.warps;
-  g.iters = static_cast<int>((g.chunks + nw - 1) / nw);
-  return g;
-}
-bool isStream(int batch, const SpmvConfig& cfg) { return batch == 1 && (cfg.unroll == 101 || cfg.unroll == 102); }
-
-template <typename T, int U>
-cudaError_t launchB1Stream(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
-                           const void* x, void* y, const SpmvConfig& cfg, float* ws, unsigned* counters,
-                           cudaStream_t stream) {
-  const StreamGrid g = streamGrid(rows, cols, cfg);
-  if (g.blocks == 0) return launchB1<T, U>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
-  if constexpr (U == 2) {
-    if (g.u == 1) return launchB1Stream<T, 1>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
-  }
-  const bool pdl = cfg.pdl && clusterLaunchSupported();
-  return detail::launchEx(pdl ? bitmaskSpmvB1StreamKernel<T, U, true> : bitmaskSpmvB1StreamKernel<T, U, false>,
-                          dim3(static_cast<unsigned>(g.blocks)), dim3(static_cast<unsigned>(cfg.warps * 32)), 0, stream,
-                          0, pdl, static_cast<const uint4*>(values), masks, static_cast<int>(cols / 32), g.chunks,
-                          g.iters, static_cast<const T*>(x), rows, static_cast<T*>(y), ws, counters);
-}
-
 template <typename T, int B>
 cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
@@ -729,8 +553,6 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
   case 10 * S + U: return launchB1Bulk<T, U, S>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
       SDW_SPMV_BULK(4, 1) SDW_SPMV_BULK(6, 1) SDW_SPMV_BULK(8, 1) SDW_SPMV_BULK(4, 2) SDW_SPMV_BULK(3, 4)
 #undef SDW_SPMV_BULK
-      case 101: return launchB1Stream<T, 1>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
-      case 102: return launchB1Stream<T, 2>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
       default: return cudaErrorInvalidValue;
     }
   } else {
@@ -775,20 +597,13 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
 bool pdlSupported() { return detail::hopperLaunchSupported(); }
 
 bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg) {
-  if (batch != 1 || cfg.cluster == 0 || isStream(batch, cfg)) return false;
+  if (batch != 1 || cfg.cluster == 0) return false;
   const int G = static_cast<int>(cols / 32), per = spmvWordsPerSplit(cols, batch, cfg);
   const int splits = (G + per - 1) / per;
   return splits >= 2 && splits <= (cfg.cluster > 0 ? kMaxClusterB1 : 8);
 }
 
 std::size_t spmvWorkspaceFloats(std::int64_t rows, std::int64_t cols, int batch, const SpmvConfig& cfg) {
-  if (isStream(batch, cfg)) {  // two partial row sums per warp (else the register path's needs)
-    const StreamGrid g = streamGrid(rows, cols, cfg);
-    if (g.blocks > 0) return static_cast<std::size_t>(g.blocks) * cfg.warps * 64;
-    SpmvConfig r = cfg;
-    r.unroll = 1;
-    return spmvWorkspaceFloats(rows, cols, batch, r);
-  }
   const int G = static_cast<int>(cols / 32), per = spmvWordsPerSplit(cols, batch, cfg);
   const int splits = (G + per - 1) / per;
   return splits <= 1 ? 0 : static_cast<std::size_t>(splits) * spmvTiles(rows) * 32 * batch;

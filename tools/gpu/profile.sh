@@ -6,7 +6,7 @@
 # the committed tuning table. Output in $OUT (or out/gpu).
 #
 #   tools/gpu/profile.sh
-#   PROFILE_KERNELS=bitmaskSpmv PROFILE_SHAPES="14336 4096 8 101 4 4 4 2 1" tools/gpu/profile.sh
+#   PROFILE_KERNELS=bitmaskSpmv PROFILE_SHAPES="14336 4096 4 1 2 4 4 2 1" tools/gpu/profile.sh
 #       (one shape per line: rows cols, sparse warps unroll split_k, dense warps rows unroll split_k)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -47,11 +47,10 @@ if command -v cuobjdump >/dev/null; then
   cuobjdump --dump-sass /tmp/probe/spmv.o >/tmp/probe/spmv.sass 2>/dev/null
   # Opcode histogram of the batch-1 bf16 kernel (unroll 2 and 4, workspace epilogue; unroll 1
   # and 3, cluster epilogue), the batch-2 bf16 kernel (unroll 1) and the batch-1 bulk-copy
-  # pipeline (4 stages x 1 word) and the balanced batch-1 grid (1 word).
+  # pipeline (4 stages x 1 word).
   for k in 'bitmaskSpmvB1KernelI13__nv_bfloat16Li2ELb0ELb0E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li4ELb0ELb0E' \
     'bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1ELb0E' 'bitmaskSpmvB1KernelI13__nv_bfloat16Li3ELb1ELb0E' \
-    'bitmaskSpmvKernelI13__nv_bfloat16Li2ELi2ELi1ELb0E' 'bitmaskSpmvB1BulkKernelI13__nv_bfloat16Li1ELi4ELb0ELb0E' \
-    'bitmaskSpmvB1StreamKernelI13__nv_bfloat16Li1ELb0E'; do
+    'bitmaskSpmvKernelI13__nv_bfloat16Li2ELi2ELi1ELb0E' 'bitmaskSpmvB1BulkKernelI13__nv_bfloat16Li1ELi4ELb0ELb0E'; do
     echo "== $k"
     awk -v k="$k" '/Function :/ {on = index($0, k) > 0} on && /\/\*[0-9a-f]{4}\*\// {print}' /tmp/probe/spmv.sass |
       sed -E 's/.*\*\/ +(@!?U?P[0-9T] +)?([A-Z0-9_]+)[. ].*/\2/; s/.*\*\/ +(@!?U?P[0-9T] +)?([A-Z0-9_]+);.*/\2/' |
