@@ -57,7 +57,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll
     for (int b = 0; b < B; ++b) acc[r][b] = 0.f;
 
-  if constexpr (PDL) pdlLaunchDependents();
   std::int64_t k = k0 + lane;
   uint4 wv[U][R];
   auto loadWeights = [&](std::int64_t k0w) {
@@ -83,6 +82,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     k += 32 * U;
     if (k + 32 * (U - 1) < k1) loadWeights(k);
   }
+  if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   for (; k < k1; k += 32) {
 #pragma unroll
     for (int r = 0; r < R; ++r) {

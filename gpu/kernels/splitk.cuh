@@ -20,7 +20,7 @@ namespace sdw::kernels::detail {
 // the previous grid has completed and its writes are visible. Every read of x,
 // every global write and every workspace / counter access comes after it.
 // pdlLaunchDependents() lets the next such kernel start as soon as every block
-// of this grid has issued it.
+// of this grid has issued it (our kernels: after their main loop).
 __device__ __forceinline__ void pdlLaunchDependents() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");

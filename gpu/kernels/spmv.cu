@@ -242,7 +242,6 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
-  if constexpr (PDL) pdlLaunchDependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
   const std::int64_t tile = blockIdx.x;
@@ -275,6 +274,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(it + 2), gLast), lane);
     computeChunkB1<T, U>(b, chunkAt(it + 1) + U <= g1, acc0, acc1);
   }
+  if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
     ChunkB1<1> c;
     loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
@@ -301,7 +301,6 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #if __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char bulkRaw[];
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-  if constexpr (PDL) pdlLaunchDependents();
   constexpr int kStage = U * kBulkBytesPerWord;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
@@ -385,6 +384,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     __syncwarp();  // every lane has read stage s before it is refilled
     if (lane == 0 && it + S < iters) issueWeights(it + S), issueX(it + S);
   }
+  if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
     ChunkB1<1> c;
     loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
@@ -409,10 +409,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
   const int g1 = min(G, gs + wordsPerSplit);
   const std::int64_t tileBase = tile * G;
-  if constexpr (PDL) {  // x and y: after the previous kernel of the stream
-    pdlLaunchDependents();
-    pdlWait();
-  }
+  if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
 
   // Stage this split's slice of x once per block, widened to fp32.
   stageX<T>(xs, reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS,
@@ -438,6 +435,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     for (int u = 0; u < U; ++u)
       accumulateWord<T, B, XS>(va[u], vb[u], mk[u], xs + (g + u - gs) * 32 * XS, acc);
   }
+  if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   for (; g < g1; ++g) {  // a last chunk shorter than U (one warp at most)
     const std::int64_t e = (tileBase + g) * 32 + lane;
     accumulateWord<T, B, XS>(__ldcg(values + 2 * e), __ldcg(values + 2 * e + 1), __ldcg(masks + e),
