@@ -34,6 +34,8 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
                : QVariant(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::ToolTipRole) {
     if (index.column() == Speedup && !baseline_.isEmpty()) return tr("time of %1 / time of this kernel").arg(baseline_);
+    if (index.column() == ChainedUs)
+      return tr("median time per call when each call is a programmatic dependent launch of the previous one");
     if (!r.config.empty()) return tr("launch configuration: %1").arg(qs(r.config));
     return {};
   }
@@ -46,6 +48,7 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
       case Batch: return r.batch;
       case Kernel: return qs(r.kernel);
       case MedianUs: return r.us;
+      case ChainedUs: return r.usChained;
       case GBs: return r.gbs;
       case PercentHbm: return 100.0 * r.fractionHbm;
       case Speedup: return sp;
@@ -61,6 +64,8 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
     case Batch: return r.batch;
     case Kernel: return qs(r.kernel);
     case MedianUs: return QString::number(r.us, 'f', r.us < 100 ? 2 : 1);
+    case ChainedUs:
+      return r.usChained > 0 ? QString::number(r.usChained, 'f', r.usChained < 100 ? 2 : 1) : QStringLiteral("-");
     case GBs: return QString::number(r.gbs, 'f', 0);
     case PercentHbm: return r.fractionHbm > 0 ? QString::number(100.0 * r.fractionHbm, 'f', 1) : QStringLiteral("-");
     case Speedup: return sp > 0 ? QStringLiteral("%1x").arg(sp, 0, 'f', 2) : QStringLiteral("-");
@@ -72,6 +77,9 @@ QVariant BenchResultsModel::headerData(int section, Qt::Orientation orientation,
   if (orientation != Qt::Horizontal) return {};
   if (role == Qt::ToolTipRole && section == Speedup)
     return baseline_.isEmpty() ? tr("speedup over dense") : tr("speedup over %1").arg(baseline_);
+  if (role == Qt::ToolTipRole && section == ChainedUs)
+    return tr("our kernels launched back to back as programmatic dependent launches (sm_90): each call's "
+              "start and first weight loads overlap the previous call; '-': not measured");
   if (role != Qt::DisplayRole) return {};
   switch (section) {
     case Shape: return tr("Shape");
@@ -81,6 +89,7 @@ QVariant BenchResultsModel::headerData(int section, Qt::Orientation orientation,
     case Batch: return tr("Batch");
     case Kernel: return tr("Kernel");
     case MedianUs: return tr("Median µs");
+    case ChainedUs: return tr("Chained µs");
     case GBs: return tr("GB/s");
     case PercentHbm: return tr("% of HBM");
     case Speedup: return tr("Speedup");
@@ -118,12 +127,13 @@ void BenchResultsModel::setSpeedups(const QVector<double>& speedups) {
 QString BenchResultsModel::toCsv() const {
   QString out;
   QTextStream s(&out);
-  s << "model,module,rows,cols,pattern,batch,kernel,median_us,gbs,percent_hbm,speedup,config\n";
+  s << "model,module,rows,cols,pattern,batch,kernel,median_us,chained_us,gbs,percent_hbm,speedup,config\n";
   for (int i = 0; i < rows_.size(); ++i) {
     const gpu::BenchRow& r = rows_[i];
     s << csvField(qs(r.model)) << ',' << csvField(qs(r.module)) << ',' << r.rows << ',' << r.cols << ','
       << csvField(qs(r.pattern)) << ',' << r.batch << ',' << csvField(qs(r.kernel)) << ','
-      << QString::number(r.us, 'g', 10) << ',' << QString::number(r.gbs, 'g', 10) << ','
+      << QString::number(r.us, 'g', 10) << ',' << QString::number(r.usChained, 'g', 10) << ','
+      << QString::number(r.gbs, 'g', 10) << ','
       << QString::number(100.0 * r.fractionHbm, 'g', 6) << ',' << QString::number(speedup(i), 'g', 6) << ','
       << csvField(qs(r.config)) << '\n';
   }

@@ -14,7 +14,7 @@ namespace sdw::widgets {
 class BenchResultsModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Shape, Rows, Cols, Pattern, Batch, Kernel, MedianUs, GBs, PercentHbm, Speedup, ColumnCount };
+  enum Column { Shape, Rows, Cols, Pattern, Batch, Kernel, MedianUs, ChainedUs, GBs, PercentHbm, Speedup, ColumnCount };
   // Numbers for sorting (the display role holds formatted text).
   static constexpr int SortRole = Qt::UserRole;
 

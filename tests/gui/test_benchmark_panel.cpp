@@ -50,12 +50,12 @@ const char* const kFixture = R"({
   {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "cusparselt", "us": 20.0, "bytes": 18874368, "gbs": 943.7, "fraction_hbm": 0.203, "speedup_vs_cublas": 0, "speedup_vs_dense": 0},
   {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "cublas", "us": 12.0, "bytes": 33554432, "gbs": 2796, "fraction_hbm": 0.603, "speedup_vs_cublas": 1, "speedup_vs_dense": 0},
   {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "dense", "us": 10.0, "bytes": 33554432, "gbs": 3355, "fraction_hbm": 0.723, "speedup_vs_cublas": 1.2, "speedup_vs_dense": 1},
-  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "sparse", "us": 8.0, "bytes": 18874368, "gbs": 2359, "fraction_hbm": 0.508, "speedup_vs_cublas": 1.5, "speedup_vs_dense": 1.25},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "sparse", "us": 8.0, "us_chained": 7.5, "bytes": 18874368, "gbs": 2359, "fraction_hbm": 0.508, "speedup_vs_cublas": 1.5, "speedup_vs_dense": 1.25},
   {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "4:8", "batch": 1, "kernel": "sparse", "us": 7.5, "bytes": 18874368, "gbs": 2517, "fraction_hbm": 0.542, "speedup_vs_cublas": 1.6, "speedup_vs_dense": 1.333},
   {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "cusparselt", "us": 16.0, "bytes": 4718592, "gbs": 295, "fraction_hbm": 0.064, "speedup_vs_cublas": 0, "speedup_vs_dense": 0},
   {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "cublas", "us": 8.0, "bytes": 8388608, "gbs": 1049, "fraction_hbm": 0.226, "speedup_vs_cublas": 1, "speedup_vs_dense": 0},
   {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "dense", "us": 6.0, "bytes": 8388608, "gbs": 1398, "fraction_hbm": 0.301, "speedup_vs_cublas": 1.333, "speedup_vs_dense": 1},
-  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "sparse", "us": 5.0, "bytes": 4718592, "gbs": 944, "fraction_hbm": 0.203, "speedup_vs_cublas": 1.6, "speedup_vs_dense": 1.2},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "sparse", "us": 5.0, "us_chained": 4.0, "bytes": 4718592, "gbs": 944, "fraction_hbm": 0.203, "speedup_vs_cublas": 1.6, "speedup_vs_dense": 1.2},
   {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "4:8", "batch": 1, "kernel": "sparse", "us": 4.0, "bytes": 4718592, "gbs": 1180, "fraction_hbm": 0.254, "speedup_vs_cublas": 2, "speedup_vs_dense": 1.5}
  ]
 })";
@@ -247,6 +247,13 @@ class TestBenchmarkPanel : public QObject {
     QVERIFY2(s.contains(QStringLiteral("· 4:8 1.42x; over cuSPARSELt")), qPrintable(s));  // (4/3 + 1.5) / 2
     QVERIFY2(s.contains(QStringLiteral("over cuSPARSELt 2:4: 2:4 2.8")), qPrintable(s));  // (2.5 + 3.2) / 2
     QVERIFY2(s.contains(QStringLiteral("of 4640 GB/s")), qPrintable(s));
+    // chained times (2:4 only in the file): over cuBLAS 12 / 7.5 and 8 / 4
+    QVERIFY2(s.contains(QStringLiteral("launched chained (programmatic dependent launch), over cuBLAS: 2:4 1.80x.")),
+             qPrintable(s));
+    QCOMPARE(m->data(m->index(rowOf(m, "q_proj", "sparse", "2:4"), BenchResultsModel::ChainedUs)).toString(),
+             QStringLiteral("7.50"));
+    QCOMPARE(m->data(m->index(rowOf(m, "q_proj", "sparse", "4:8"), BenchResultsModel::ChainedUs)).toString(),
+             QStringLiteral("-"));
 
     // sortable: fastest first by median time
     QSortFilterProxyModel* proxy = panel_->proxyModel();
