@@ -2,6 +2,7 @@
 // guard regions around the outputs.
 
 #include "core/sparse_format.h"
+#include "gpu/bench.h"
 #include "gpu/spmv.h"
 #include "gpu/spmv_cpu.h"
 
@@ -178,6 +179,39 @@ class TestSpmvCpu : public QObject {
     v.put(g);
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132).warps, 4);
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132, true).unroll, 34);
+  }
+
+  // The benchmark summary: plain and chained medians, through toJson / fromJson.
+  void benchSummaryHasChainedMedians() {
+    gpu::BenchResult r;
+    r.backend = "cuda";
+    auto row = [](const char* module, const char* pattern, const char* kernel, double us, double chained) {
+      gpu::BenchRow b;
+      b.model = "llama3-8b", b.module = module, b.rows = 4096, b.cols = 4096, b.pattern = pattern, b.batch = 1;
+      b.kernel = kernel, b.us = us, b.usChained = chained;
+      return b;
+    };
+    // q: cuBLAS 12, dense 10 (chained 9), cuSPARSELt 21, sparse 8 (chained 6)
+    // k: cuBLAS 8, dense 6 (chained 5), cuSPARSELt 16, sparse 5 (chained 4)
+    r.rows = {row("q_proj", "-", "cublas", 12, 0),     row("q_proj", "-", "dense", 10, 9),
+              row("q_proj", "2:4", "cusparselt", 21, 0), row("q_proj", "2:4", "sparse", 8, 6),
+              row("k_proj", "-", "cublas", 8, 0),      row("k_proj", "-", "dense", 6, 5),
+              row("k_proj", "2:4", "cusparselt", 16, 0), row("k_proj", "2:4", "sparse", 5, 4)};
+    const auto back = gpu::fromJson(gpu::toJson(r, "test", gpu::BenchSettings{}));
+    QCOMPARE(back.rows.size(), std::size_t(8));
+    QCOMPARE(back.rows[3].usChained, 6.0);
+    QCOMPARE(back.summary.size(), std::size_t(1));
+    const auto& s = back.summary[0];
+    QCOMPARE(s.count, 2);
+    QCOMPARE(s.medianVsCusparselt, (21.0 / 8 + 16.0 / 5) / 2);
+    QCOMPARE(s.medianVsLibraryChained, (12.0 / 6 + 8.0 / 4) / 2);
+    QCOMPARE(s.medianVsDenseChained, (9.0 / 6 + 5.0 / 4) / 2);
+    QCOMPARE(s.medianVsCusparseltChained, (21.0 / 6 + 16.0 / 4) / 2);
+    // Without chained times the chained medians stay 0.
+    for (auto& b : r.rows) b.usChained = 0;
+    const auto plain = gpu::fromJson(gpu::toJson(r, "test", gpu::BenchSettings{}));
+    QCOMPARE(plain.summary[0].medianVsLibraryChained, 0.0);
+    QCOMPARE(plain.summary[0].medianVsDenseChained, 0.0);
   }
 };
 
