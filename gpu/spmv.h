@@ -13,8 +13,7 @@ namespace sdw::gpu {
 struct SpmvLaunch {
   int warps = 8;     // warps per block on one 32-row tile
   int unroll = 2;    // mask words in flight per warp (1, 2, 4; 3 at batch 1; at batch 1 also
-                     // 10 S + U = 41, 61, 81, 42, 34: S-stage bulk-copy pipeline, sm_90;
-                     // 200 + 10 P + U = 221, 241, 281, 242: L2 prefetch P chunks ahead, sm_90)
+                     // 10 S + U = 41, 61, 81, 42, 34: S-stage bulk-copy pipeline, sm_90)
   int splitK = 1;    // blocks per tile along the input dimension
   int cluster = -1;  // batch 1, splitK > 1: reduce in a thread-block cluster (sm_90+);
                      // -1 auto (up to 8 blocks), 0 never (workspace + ticket), 1 up to 16

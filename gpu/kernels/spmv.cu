@@ -234,10 +234,7 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
 // arrival at kernel start (relaxed, completed before the first remote store)
 // guarantees every block of the cluster is running before its shared memory is
 // written.
-// PF > 0 (`unroll` 200 + 10 PF + U, sm_90): lane 0 also asks L2 for the values and
-// masks of the chunk PF iterations beyond the register loads (one bulk prefetch
-// each), so more bytes are in flight at the memory without registers.
-template <typename T, int U, bool CLUSTER, bool PDL, int PF = 0>
+template <typename T, int U, bool CLUSTER, bool PDL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
@@ -257,20 +254,6 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   const int iters = (full + W - 1) / W;    // per warp (block-uniform)
   const int gLast = gs + (full - 1) * U;   // the last whole chunk: stands in for chunks past the end
   auto chunkAt = [&](int it) { return gs + (it * W + warp) * U; };
-  // L2 prefetch of the chunk of iteration `it` (lane 0; nothing past the last iteration).
-  auto prefetch = [&](int it) {
-#if __CUDA_ARCH__ >= 900
-    if constexpr (PF > 0) {
-      if (lane == 0 && it < iters) {
-        const std::int64_t e = (tileBase + min(chunkAt(it), gLast)) * 32;
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(values + 2 * e), "r"(U * 1024) : "memory");
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(masks + e), "r"(U * 128) : "memory");
-      }
-    }
-#endif
-  };
-  if constexpr (PF > 0)
-    for (int i = 2; i < 2 + PF; ++i) prefetch(i);
 
   float acc0 = 0.f, acc1 = 0.f;
   ChunkB1<U> a, b;
@@ -286,11 +269,9 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   for (int it = 0; it < iters; it += 2) {
     if ((!PDL || it > 0) && it + 1 < iters)
       loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
-    prefetch(it + 2 + PF);
     computeChunkB1<T, U>(a, chunkAt(it) + U <= g1, acc0, acc1);
     if (it + 1 >= iters) break;
     if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(it + 2), gLast), lane);
-    prefetch(it + 3 + PF);
     computeChunkB1<T, U>(b, chunkAt(it + 1) + U <= g1, acc0, acc1);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
@@ -497,14 +478,10 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
                           static_cast<T*>(y), ldy, ws, counters);
 }
 
-template <typename T, int U, int PF = 0>
+template <typename T, int U>
 cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, const SpmvConfig& cfg, float* ws, unsigned* counters,
                      cudaStream_t stream) {
-  if constexpr (PF > 0) {  // bulk prefetches need 16-byte aligned values and masks
-    if (((reinterpret_cast<std::uintptr_t>(values) | reinterpret_cast<std::uintptr_t>(masks)) & 15) != 0)
-      return launchB1<T, U>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
-  }
   const int G = static_cast<int>(cols / 32);
   const int wordsPerSplit = spmvWordsPerSplit(cols, 1, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
@@ -515,7 +492,7 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
   const dim3 block(static_cast<unsigned>(cfg.warps * 32));
   const bool hopper = clusterLaunchSupported(), pdl = cfg.pdl && hopper;
   if (spmvUsesCluster(cols, 1, cfg) && hopper) {
-    auto kernel = pdl ? bitmaskSpmvB1Kernel<T, U, true, true, PF> : bitmaskSpmvB1Kernel<T, U, true, false, PF>;
+    auto kernel = pdl ? bitmaskSpmvB1Kernel<T, U, true, true> : bitmaskSpmvB1Kernel<T, U, true, false>;
     if (splits > 8) {
       const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
       if (e != cudaSuccess) return e;
@@ -523,7 +500,7 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
     return detail::launchEx(kernel, grid, block, 0, stream, static_cast<unsigned>(splits), pdl, v, masks, G,
                             wordsPerSplit, xt, rows, yt, ws, counters);
   }
-  return detail::launchEx(pdl ? bitmaskSpmvB1Kernel<T, U, false, true, PF> : bitmaskSpmvB1Kernel<T, U, false, false, PF>,
+  return detail::launchEx(pdl ? bitmaskSpmvB1Kernel<T, U, false, true> : bitmaskSpmvB1Kernel<T, U, false, false>,
                           grid, block, 0, stream, 0, pdl, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters);
 }
 
@@ -574,10 +551,6 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
   case 10 * S + U: return launchB1Bulk<T, U, S>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
       SDW_SPMV_BULK(4, 1) SDW_SPMV_BULK(6, 1) SDW_SPMV_BULK(8, 1) SDW_SPMV_BULK(4, 2) SDW_SPMV_BULK(3, 4)
 #undef SDW_SPMV_BULK
-#define SDW_SPMV_PF(P, U) \
-  case 200 + 10 * P + U: return launchB1<T, U, P>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
-      SDW_SPMV_PF(2, 1) SDW_SPMV_PF(4, 1) SDW_SPMV_PF(8, 1) SDW_SPMV_PF(4, 2)
-#undef SDW_SPMV_PF
       default: return cudaErrorInvalidValue;
     }
   } else {

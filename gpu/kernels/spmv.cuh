@@ -25,9 +25,7 @@ struct SpmvConfig {
   int warps = 8;     // warps per block, all on the same 32-row tile: 1..16 at batch 1, 1..8 above
   int unroll = 2;    // mask words per warp with loads in flight before use (1, 2, 4; 3 at batch 1);
                      // batch 1, 10 S + U (41, 61, 81, 42, 34): S-stage bulk-copy pipeline through shared
-                     // memory (sm_90, 16-byte aligned pointers; else the register path with U words);
-                     // batch 1, 200 + 10 P + U (221, 241, 281, 242): the register path with L2 bulk
-                     // prefetches P chunks ahead (sm_90)
+                     // memory (sm_90, 16-byte aligned pointers; else the register path with U words)
   int splitK = 1;    // blocks per tile along the input dimension (two-pass reduction);
                      // raised where the x slice would not fit in shared memory
   int cluster = -1;  // batch 1 with splitK > 1 on sm_90+: the blocks of a tile form a thread-block

@@ -142,16 +142,6 @@ class TestSpmvCuda : public QObject {
                   [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
           }
     }
-    // Batch 1 with L2 prefetch P chunks ahead (unroll 200 + 10 P + U, sm_90; elsewhere the
-    // register path): P = 4 with 1 and 2 words, P = 8.
-    if (batch == 1) {
-      for (int unroll : {241, 242, 281})
-        for (bool pdl : {false, true}) {
-          const gpu::SpmvLaunch cfg{unroll == 281 ? 16 : 8, unroll, splitK, -1, pdl};
-          check(qPrintable(QStringLiteral("sparse prefetch u%1 pdl%2").arg(unroll).arg(pdl)),
-                [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
-        }
-    }
     const auto wdev = wd.to(cuda);
     for (const gpu::GemvLaunch cfg : {gpu::GemvLaunch{4, 4, 2, 1}, gpu::GemvLaunch{8, 1, 1, splitK}, gpu::GemvLaunch{2, 2, 2, 3},
                                       gpu::GemvLaunch{4, 4, 2, 1, true}, gpu::GemvLaunch{8, 1, 1, splitK, true}})

@@ -340,16 +340,8 @@ int main(int argc, char** argv) {
         clusterChecks += spmvUsesCluster(k, 1, c);
       }
     }
-  // Batch 1 with L2 prefetch (unroll 200 + 10 P + U): splits, cluster on and off, odd shapes.
-  int prefetchChecks = 0;
-  for (DType dt : {DType::BF16, DType::F16})
-    for (SpmvConfig c : {SpmvConfig{8, 241, 1}, SpmvConfig{4, 281, 3, 1}, SpmvConfig{16, 242, 2}, SpmvConfig{8, 221, 7, 0}}) {
-      for (auto [r, k] : {std::pair<long, long>{65, 4064}, {100, 1056}, {37, 96}, {1024, 4096}, {33, 32}, {70, 14336}}) {
-        for (int pm : {4, 32}) fails += !checkSparse(r, k, 1, dt, c, pm / 2, pm), ++prefetchChecks;
-      }
-    }
-  std::printf("correctness: %d failures (%d cluster launches checked, %d bulk-pipeline checks, %d L2-prefetch checks)\n",
-              fails, clusterChecks, bulkChecks, prefetchChecks);
+  std::printf("correctness: %d failures (%d cluster launches checked, %d bulk-pipeline checks)\n", fails, clusterChecks,
+              bulkChecks);
 
   const Shape shapes[] = {{"4096x4096", 4096, 4096},    {"1024x4096", 1024, 4096},   {"14336x4096", 14336, 4096},
                           {"4096x14336", 4096, 14336},  {"5120x5120", 5120, 5120},   {"1024x5120", 1024, 5120},
@@ -414,11 +406,9 @@ int main(int argc, char** argv) {
       // split_k) with the cluster choice left at auto (the path taken is recorded as "cluster": 0/1);
       // bestOld: over the v6 set (no cluster, unroll 1/2/4); bestAny: over everything swept.
       double bestOld = 1e30, bestAny = 1e30, bestReg = 1e30;  // bestReg: batch 1, v7 set (register path)
-      double bestPf = 1e30;  // batch 1, L2-prefetch variants only
-      SpmvConfig bo, ba, br, bpf;
+      SpmvConfig bo, ba, br;
       for (int w : {4, 8, 16})
-        for (int u : {1, 2, 3, 4, 41, 61, 81, 42, 34, 221, 241, 281, 242})  // batch 1, sm_90: 10 S + U bulk-copy
-                                                                        // pipeline, 200 + 10 P + U L2 prefetch
+        for (int u : {1, 2, 3, 4, 41, 61, 81, 42, 34})  // 10 S + U: bulk-copy pipeline, batch 1, sm_90
           for (int k : {1, 2, 3, 4, 6, 8, 16})
             for (int cl : {0, 1}) {
               if (w > 8 && b > 1) continue;  // 16 warps per block: batch-1 kernel only
@@ -451,7 +441,6 @@ int main(int argc, char** argv) {
               }
               if (!cl && u != 3 && u < 10 && t < bestOld) bestOld = t, bo = c;
               if (b == 1 && u < 10 && asAuto && t < bestReg) bestReg = t, br = c;
-              if (u > 200 && asAuto && t < bestPf) bestPf = t, bpf = c;
               if (t < bestAny) bestAny = t, ba = c;
             }
       const double dg = dBytes / (bestD * 1e-6) / 1e9, sg = sBytes / (bestS * 1e-6) / 1e9;
@@ -478,10 +467,6 @@ int main(int argc, char** argv) {
                     bsp.splitK, bsp.cluster, 100 * sBytes / (bestSP * 1e-6) / 1e9 / hbm, sSel, bestDP / bestSP,
                     bestD / bestDP, bestS / bestSP);
       }
-      if (b == 1 && bestPf < 1e29)
-        std::printf("  b1 L2 prefetch: best %.2f us w%d u%d s%d c%d (%.1f%% hbm); register path without it %.2f us: %.3fx\n",
-                    bestPf, bpf.warps, bpf.unroll, bpf.splitK, bpf.cluster,
-                    100 * sBytes / (bestPf * 1e-6) / 1e9 / hbm, bestReg, bestReg / bestPf);
       if (b == 1)
         std::printf("  b1 register path (v7 set) %.2f us w%d u%d s%d c%d (%.1f%% hbm) -> selected %.2f us u%d: %.3fx\n",
                     bestReg, br.warps, br.unroll, br.splitK, br.cluster, 100 * sBytes / (bestReg * 1e-6) / 1e9 / hbm,
