@@ -55,22 +55,21 @@ TuningTable TuningTable::load(const std::filesystem::path& path) {
       te.cols = e.at("cols");
       te.batch = e.at("batch");
       te.dtype = e.value("dtype", "bf16");
-      const auto& s = e.at("sparse");
-      te.sparse = {s.at("warps"), s.at("unroll"), s.at("split_k"), s.value("cluster", -1)};  // "cluster": optional
-      te.sparseUs = s.value("us", 0.0);
-      const auto& d = e.at("dense");
-      te.dense = {d.at("warps"), d.at("rows_per_warp"), d.at("unroll"), d.at("split_k")};
-      te.denseUs = d.value("us", 0.0);
-      if (const auto it = e.find("sparse_chained"); it != e.end()) {
-        const auto& c = *it;
-        te.sparseChained = SpmvLaunch{c.at("warps"), c.at("unroll"), c.at("split_k"), c.value("cluster", -1), true};
-        te.sparseChainedUs = c.value("us", 0.0);
-      }
-      if (const auto it = e.find("dense_chained"); it != e.end()) {
-        const auto& c = *it;
-        te.denseChained = GemvLaunch{c.at("warps"), c.at("rows_per_warp"), c.at("unroll"), c.at("split_k"), true};
-        te.denseChainedUs = c.value("us", 0.0);
-      }
+      // "cluster" is optional; "sparse_chained" / "dense_chained" too (launched with pdl).
+      const auto sparse = [](const nlohmann::json& c, bool pdl) {
+        return SpmvLaunch{c.at("warps"), c.at("unroll"), c.at("split_k"), c.value("cluster", -1), pdl};
+      };
+      const auto dense = [](const nlohmann::json& c, bool pdl) {
+        return GemvLaunch{c.at("warps"), c.at("rows_per_warp"), c.at("unroll"), c.at("split_k"), pdl};
+      };
+      te.sparse = sparse(e.at("sparse"), false);
+      te.sparseUs = e.at("sparse").value("us", 0.0);
+      te.dense = dense(e.at("dense"), false);
+      te.denseUs = e.at("dense").value("us", 0.0);
+      if (const auto it = e.find("sparse_chained"); it != e.end())
+        te.sparseChained = sparse(*it, true), te.sparseChainedUs = it->value("us", 0.0);
+      if (const auto it = e.find("dense_chained"); it != e.end())
+        te.denseChained = dense(*it, true), te.denseChainedUs = it->value("us", 0.0);
       t.entries_.push_back(te);
     }
   } catch (const nlohmann::json::exception& e) {

@@ -24,6 +24,7 @@ namespace sdw::kernels {
 namespace {
 
 using detail::hi16;
+using detail::hopperLaunchSupported;  // clusters and programmatic dependent launch (sm_90+)
 using detail::lo16;
 using detail::pdlLaunchDependents;
 using detail::pdlWait;
@@ -206,7 +207,7 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
     for (unsigned k = 1; k < gridDim.y; ++k) s += part[k * 32 + lane];
     if (row < rows) y[row] = detail::fromFloat<T>(s);
 #else
-    __trap();  // never launched below sm_90 (clusterLaunchSupported)
+    __trap();  // never launched below sm_90 (hopperLaunchSupported)
 #endif
   } else {
     if (warp != 0) return;
@@ -392,7 +393,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   }
   finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters);
 #else
-  __trap();  // never launched below sm_90 (clusterLaunchSupported)
+  __trap();  // never launched below sm_90 (hopperLaunchSupported)
 #endif
 }
 
@@ -458,10 +459,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
                            static_cast<std::int64_t>(gridDim.x) * 32);
 }
 
-// Whether the current device can launch thread-block clusters and programmatic
-// dependent launches (sm_90+), cached per device.
-bool clusterLaunchSupported() { return detail::hopperLaunchSupported(); }
-
 template <typename T, int B, int XS, int U>
 cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                         const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
@@ -471,7 +468,7 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
   const std::size_t smem = static_cast<std::size_t>(wordsPerSplit) * 32 * XS * sizeof(float);
   dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
-  const bool pdl = cfg.pdl && clusterLaunchSupported();
+  const bool pdl = cfg.pdl && hopperLaunchSupported();
   return detail::launchEx(pdl ? bitmaskSpmvKernel<T, B, XS, U, true> : bitmaskSpmvKernel<T, B, XS, U, false>, grid,
                           dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
                           static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,
@@ -490,7 +487,7 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
   const dim3 block(static_cast<unsigned>(cfg.warps * 32));
-  const bool hopper = clusterLaunchSupported(), pdl = cfg.pdl && hopper;
+  const bool hopper = hopperLaunchSupported(), pdl = cfg.pdl && hopper;
   if (spmvUsesCluster(cols, 1, cfg) && hopper) {
     auto kernel = pdl ? bitmaskSpmvB1Kernel<T, U, true, true> : bitmaskSpmvB1Kernel<T, U, true, false>;
     if (splits > 8) {
@@ -512,7 +509,7 @@ cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::in
                          cudaStream_t stream) {
   const bool aligned = ((reinterpret_cast<std::uintptr_t>(values) | reinterpret_cast<std::uintptr_t>(masks) |
                          reinterpret_cast<std::uintptr_t>(x)) & 15) == 0;
-  if (!aligned || !clusterLaunchSupported())
+  if (!aligned || !hopperLaunchSupported())
     return launchB1<T, U>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
   const int G = static_cast<int>(cols / 32);
   const int wordsPerSplit = spmvWordsPerSplit(cols, 1, cfg);
@@ -592,7 +589,7 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   return (G + S - 1) / S;
 }
 
-bool pdlSupported() { return detail::hopperLaunchSupported(); }
+bool pdlSupported() { return hopperLaunchSupported(); }
 
 bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   if (batch != 1 || cfg.cluster == 0) return false;
