@@ -79,6 +79,12 @@ constexpr int kMaxWarpsB1 = 16;    // batch-1 kernel
 constexpr int kMaxClusterB1 = 16;  // blocks per cluster along K (more than 8: non-portable size)
 constexpr int kMaxXsBytes = 40 * 1024;  // x slice in shared memory; with `red`, under the 48 KiB default
 
+// Position of the highest set bit (FLO).
+__device__ __forceinline__ int topBit(std::uint32_t m) {
+  int p;
+  asm("bfind.u32 %0, %1;" : "=r"(p) : "r"(m));
+  return p;
+}
 
 // Stage n 16-bit values of x (n a multiple of 8) into shared memory as fp32: 16-byte
 // __ldca loads where aligned (one round trip for the whole slice), else 2-byte loads.
@@ -99,39 +105,11 @@ __device__ __forceinline__ void stageX(float* xs, const unsigned short* xg, int 
 // highest kept column down (values 15..8), the bottom chain walks brev(m) from its
 // highest bit down, i.e. m from its lowest kept column up (values 0..7). x comes
 // from registers by shuffle: lane c of xr holds x[32g + c], lane c of xq holds
-// x[32g + 31 - c].
-//
-// Decode without FLO (v10 experiment): a chain keeps its remaining mask bits in a
-// double D, starting from D = 2 m (exact), whose high word's exponent field is
-// 1024 + p for the highest kept column p, so (high word >> 20) is the first shuffle
-// index (a shuffle reads bits 4:0 of its index only). A step sets the exponent
-// field to 1056 (on the high word; the low word is unchanged) and subtracts 2^33:
-// that drops the leading bit exactly and leaves the rest scaled so that the next
-// exponent field is 1056 + p' - p; 1056 is a multiple of 32, so the next index is
-// the current one plus (high word >> 20). The FP64 pipe (64 lanes per SM and clock)
-// takes the place of FLO (16). SDW_SPMV_FLO_DECODE builds the FLO walk.
-#ifdef SDW_SPMV_FLO_DECODE
-__device__ __forceinline__ int topBit(std::uint32_t m) {  // position of the highest set bit (FLO)
-  int p;
-  asm("bfind.u32 %0, %1;" : "=r"(p) : "r"(m));
-  return p;
-}
-#else
-__device__ __forceinline__ void walkStart(std::uint32_t m, double& d, unsigned& lane) {
-  d = __fma_rn(__hiloint2double(0x43300000, static_cast<int>(m)), 2.0, -9007199254740992.0);  // 2 m
-  lane = static_cast<unsigned>(__double2hiint(d)) >> 20;
-}
-__device__ __forceinline__ void walkNext(double& d, unsigned& lane) {
-  d = __hiloint2double((__double2hiint(d) & 0x000fffff) | 0x42000000, __double2loint(d)) - 8589934592.0;
-  lane += static_cast<unsigned>(__double2hiint(d)) >> 20;
-}
-#endif
-
+// x[32g + 31 - c]. Per kept value: FLO, SHF + LOP (clear), SHFL, widen, FFMA.
 template <typename T>
 __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& vb, std::uint32_t m, float xr,
                                                  float xq, float& acc0, float& acc1) {
   const std::uint32_t w[8] = {va.x, va.y, va.z, va.w, vb.x, vb.y, vb.z, vb.w};
-#ifdef SDW_SPMV_FLO_DECODE
   std::uint32_t r = __brev(m);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -145,21 +123,6 @@ __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& v
     acc0 = fmaf(vh, __shfl_sync(0xffffffffu, xr, p), acc0);
     acc1 = fmaf(vl, __shfl_sync(0xffffffffu, xq, q), acc1);
   }
-#else
-  double dt, db;
-  unsigned top, bot;
-  walkStart(m, dt, top);
-  walkStart(__brev(m), db, bot);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int k = 15 - i;
-    const float vh = (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
-    const float vl = (i & 1) ? hi16<T>(w[i / 2]) : lo16<T>(w[i / 2]);
-    acc0 = fmaf(vh, __shfl_sync(0xffffffffu, xr, static_cast<int>(top)), acc0);
-    acc1 = fmaf(vl, __shfl_sync(0xffffffffu, xq, static_cast<int>(bot)), acc1);
-    if (i < 7) walkNext(dt, top), walkNext(db, bot);
-  }
-#endif
 }
 
 template <int U>
