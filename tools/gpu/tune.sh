@@ -64,11 +64,27 @@ if command -v cuobjdump >/dev/null; then
   awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1ELb0E") > 0} on' /tmp/probe/spmv.sass |
     grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's@ */\* 0x[0-9a-f]+ \*/@@' >"$out/sass-b1-cluster.txt"
 fi
+# PROBE_AB="-DNAME ...": a second probe from spmv.cu built with those defines (a variant kept
+# under a macro, e.g. -DSDW_SPMV_FLO_DECODE at a957f82) runs after the first (batch 1 only, PROBE_AB_S seconds at
+# most), so the two are compared in one session on one machine (probe-ab.log).
+ab_s=0
+if [ -n "${PROBE_AB:-}" ] && [ -x /tmp/probe/probe ]; then
+  ab_s=${PROBE_AB_S:-110}
+  mkdir -p /tmp/probe-ab
+  nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c gpu/kernels/spmv.cu -o /tmp/probe-ab/spmv.o &&
+    nvcc -arch=sm_90 /tmp/probe-ab/spmv.o $(ls /tmp/probe/*.o | grep -v /spmv.o) -o /tmp/probe-ab/probe &&
+    log "probe with $PROBE_AB built" || ab_s=0
+fi
 if [ -x /tmp/probe/probe ]; then
   # PROBE_MODE=quick: batch 1 only (entries of other batches are kept from the committed table).
-  t=$(($(left) - 120)); [ "$t" -lt 40 ] && t=40
+  t=$(($(left) - 120 - ab_s)); [ "$t" -lt 40 ] && t=40
   timeout "$t" /tmp/probe/probe "$out/tuning.json" ${PROBE_MODE:-} >"$out/probe.log" 2>&1
   log "probe rc $? ($(grep -c . "$out/probe.log") lines)"
+fi
+if [ "$ab_s" -gt 0 ]; then
+  { echo "probe built with: $PROBE_AB"; timeout "$ab_s" /tmp/probe-ab/probe /tmp/probe-ab/tuning.json quick; } \
+    >"$out/probe-ab.log" 2>&1
+  log "probe ($PROBE_AB) rc $? ($(grep -c . "$out/probe-ab.log") lines)"
 fi
 
 # 3. Engine: SpMV suite and the benchmark.
