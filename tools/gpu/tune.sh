@@ -64,15 +64,17 @@ if command -v cuobjdump >/dev/null; then
   awk '/Function :/ {on = index($0, "bitmaskSpmvB1KernelI13__nv_bfloat16Li1ELb1ELb0E") > 0} on' /tmp/probe/spmv.sass |
     grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's@ */\* 0x[0-9a-f]+ \*/@@' >"$out/sass-b1-cluster.txt"
 fi
-# PROBE_AB="-DNAME ...": a second probe from spmv.cu built with those defines (a variant kept
+# PROBE_AB="-DNAME ...": a second probe (spmv.cu and the probe's main) built with those defines (a variant kept
 # under a macro, e.g. -DSDW_SPMV_FLO_DECODE at a957f82) runs after the first (batch 1 only, PROBE_AB_S seconds at
 # most), so the two are compared in one session on one machine (probe-ab.log).
 ab_s=0
 if [ -n "${PROBE_AB:-}" ] && [ -x /tmp/probe/probe ]; then
   ab_s=${PROBE_AB_S:-110}
   mkdir -p /tmp/probe-ab
-  nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c gpu/kernels/spmv.cu -o /tmp/probe-ab/spmv.o &&
-    nvcc -arch=sm_90 /tmp/probe-ab/spmv.o $(ls /tmp/probe/*.o | grep -v /spmv.o) -o /tmp/probe-ab/probe &&
+  nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c gpu/kernels/spmv.cu -o /tmp/probe-ab/spmv.o &
+  nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c tools/gpu/spmv_probe.cu -o /tmp/probe-ab/main.o
+  wait $! && nvcc -arch=sm_90 /tmp/probe-ab/spmv.o /tmp/probe-ab/main.o \
+    $(ls /tmp/probe/*.o | grep -v -e /spmv.o -e /main.o) -o /tmp/probe-ab/probe &&
     log "probe with $PROBE_AB built" || ab_s=0
 fi
 if [ -x /tmp/probe/probe ]; then
