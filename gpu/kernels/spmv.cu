@@ -138,17 +138,10 @@ __device__ __forceinline__ void loadWeightsB1(ChunkB1<U>& c, const uint4* __rest
                                               int lane) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-#ifdef SDW_SPMV_INTERLEAVED  // experiment (probe only): one 1152-byte record per tile word, 1 KiB values then 128 B masks
-    const std::int64_t r = (tileBase + g + u) * 72;
-    c.va[u] = __ldcg(values + r + 2 * lane);
-    c.vb[u] = __ldcg(values + r + 2 * lane + 1);
-    c.mk[u] = __ldcg(reinterpret_cast<const std::uint32_t*>(values + r + 64) + lane);
-#else
     const std::int64_t e = (tileBase + g + u) * 32 + lane;
     c.va[u] = __ldcg(values + 2 * e);
     c.vb[u] = __ldcg(values + 2 * e + 1);
     c.mk[u] = __ldcg(masks + e);
-#endif
   }
 }
 template <int U>

@@ -85,22 +85,7 @@ struct Shape {
 };
 
 // ---- correctness ------------------------------------------------------------
-// SDW_SPMV_INTERLEAVED (an experiment of the batch-1 register path): the kernels read one
-// 1152-byte record per tile word (the word's 1 KiB of values, then its 128 B of masks);
-// interleaveWeights builds it from the two regions.
-static void interleaveWeights(void* dst, const void* values, const void* masks, size_t tileWords) {
-  CK(cudaMemcpy2DAsync(dst, 1152, values, 1024, 1024, tileWords, cudaMemcpyDeviceToDevice, gStream));
-  CK(cudaMemcpy2DAsync(static_cast<char*>(dst) + 1024, 1152, masks, 128, 128, tileWords, cudaMemcpyDeviceToDevice,
-                       gStream));
-}
-#ifdef SDW_SPMV_INTERLEAVED
-constexpr bool kInterleaved = true;
-#else
-constexpr bool kInterleaved = false;
-#endif
-
 static bool checkSparse(long rows, long cols, int batch, DType dt, SpmvConfig cfg, int n, int m) {
-  if (kInterleaved && (batch != 1 || cfg.unroll > 10)) return true;  // only the register path reads records
   const bool bf = dt == DType::BF16;
   const long tiles = spmvTiles(rows), G = cols / 32;
   const size_t nv = tiles * 32 * cols / 2, nw = tiles * 32 * G;
@@ -121,15 +106,10 @@ static bool checkSparse(long rows, long cols, int batch, DType dt, SpmvConfig cf
   CK(launchFillRandomMasks(dm, nw, n, m, rows + cols * 3, gStream));
   CK(launchFillRandom16(dx, cols * XS, dt, 99 + batch, gStream));
   CK(cudaMemset(dy, 0x7b, (batch * ldy + 2 * guard) * 2));
-  void* di = nullptr;  // the interleaved records (SDW_SPMV_INTERLEAVED)
-  if (kInterleaved) {
-    CK(cudaMalloc(&di, nw / 32 * 1152));
-    interleaveWeights(di, dv, dm, nw / 32);
-  }
   bool ok = true;
   for (int rep = 0; rep < 2; ++rep) {  // twice: the split-K counters must have reset
-    CK(launchBitmaskSpmv(kInterleaved ? di : dv, kInterleaved ? static_cast<unsigned*>(di) : dm, dt, rows, cols, dx,
-                         batch, static_cast<unsigned short*>(dy) + guard, ldy, cfg, ws, cnt, gStream));
+    CK(launchBitmaskSpmv(dv, dm, dt, rows, cols, dx, batch, static_cast<unsigned short*>(dy) + guard, ldy, cfg, ws,
+                         cnt, gStream));
     CK(cudaStreamSynchronize(gStream));
     std::vector<unsigned short> v(nv), x(cols * XS), y(batch * ldy + 2 * guard);
     std::vector<unsigned> mk(nw);
@@ -165,7 +145,7 @@ static bool checkSparse(long rows, long cols, int batch, DType dt, SpmvConfig cf
     if (!ok) std::printf("  sparse FAIL %ldx%ld b%d w%d u%d s%d c%d rel %.2e\n", rows, cols, batch, cfg.warps,
                          cfg.unroll, cfg.splitK, cfg.cluster, rel);
   }
-  cudaFree(dv), cudaFree(dm), cudaFree(dx), cudaFree(dy), cudaFree(ws), cudaFree(cnt), cudaFree(di);
+  cudaFree(dv), cudaFree(dm), cudaFree(dx), cudaFree(dy), cudaFree(ws), cudaFree(cnt);
   return ok;
 }
 
@@ -362,7 +342,6 @@ int main(int argc, char** argv) {
     }
   std::printf("correctness: %d failures (%d cluster launches checked, %d bulk-pipeline checks)\n", fails, clusterChecks,
               bulkChecks);
-  if (kInterleaved) std::printf("(SDW_SPMV_INTERLEAVED: only the batch-1 register-path checks ran, on 1152-byte records)\n");
 
   const Shape shapes[] = {{"4096x4096", 4096, 4096},    {"1024x4096", 1024, 4096},   {"14336x4096", 14336, 4096},
                           {"4096x14336", 4096, 14336},  {"5120x5120", 5120, 5120},   {"1024x5120", 1024, 5120},
@@ -387,14 +366,6 @@ int main(int argc, char** argv) {
       CK(launchFillRandom16(dw[i], size_t(s.rows) * s.cols, DType::BF16, 11 + i, gStream));
       CK(launchFillRandom16(sv[i], size_t(spmvTiles(s.rows)) * 32 * s.cols / 2, DType::BF16, 21 + i, gStream));
       CK(launchFillRandomMasks(sm[i], size_t(spmvTiles(s.rows)) * 32 * s.cols / 32, 2, 4, 31 + i, gStream));
-      if (kInterleaved) {  // the same values and masks as records, in a copy of the same size
-        void* rec;
-        CK(cudaMalloc(&rec, sBytes));
-        interleaveWeights(rec, sv[i], sm[i], size_t(spmvTiles(s.rows)) * s.cols / 32);
-        CK(cudaStreamSynchronize(gStream));
-        CK(cudaFree(sv[i]));
-        sv[i] = rec, sm[i] = static_cast<unsigned*>(rec);
-      }
     }
     void *x, *y;
     float* ws;
@@ -443,7 +414,6 @@ int main(int argc, char** argv) {
               if (w > 8 && b > 1) continue;  // 16 warps per block: batch-1 kernel only
               if (b > 1 && (u >= 3 || k == 3 || k == 16 || cl)) continue;
               if (u > 10 && (k == 16 || (u == 34 && w == 16))) continue;
-              if (kInterleaved && (u > 10 || b > 1)) continue;  // records: batch-1 register path only
               if (cl && k == 1) continue;
               SpmvConfig c{w, u, k, cl};
               if (cl && !spmvUsesCluster(s.cols, b, c)) continue;
