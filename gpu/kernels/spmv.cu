@@ -120,13 +120,8 @@ __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& v
     const int k = 15 - i;
     const float vh = (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
     const float vl = (i & 1) ? hi16<T>(w[i / 2]) : lo16<T>(w[i / 2]);
-#ifdef SDW_SPMV_NO_SHFL  // timing experiment only (wrong results): the walk's index feeds a LOP3 instead of a shuffle
-    acc0 = fmaf(vh, __int_as_float(__float_as_int(xr) ^ p), acc0);
-    acc1 = fmaf(vl, __int_as_float(__float_as_int(xq) ^ q), acc1);
-#else
     acc0 = fmaf(vh, __shfl_sync(0xffffffffu, xr, p), acc0);
     acc1 = fmaf(vl, __shfl_sync(0xffffffffu, xq, q), acc1);
-#endif
   }
 }
 
