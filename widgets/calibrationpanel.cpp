@@ -1,6 +1,7 @@
 #include "widgets/calibrationpanel.h"
 
 #include "widgets/layerprogressview.h"
+#include "widgets/pathfield.h"
 #include "widgets/plotview.h"
 
 #include <qcustomplot.h>
@@ -68,16 +69,8 @@ CalibrationPanel::CalibrationPanel(QWidget* parent) : QWidget(parent) {
 
 QLineEdit* CalibrationPanel::pathRow(QWidget* parent, QGridLayout* grid, int row, const QString& label, bool folder,
                                      const QString& name, const QString& filter) {
-  auto* edit = new QLineEdit(parent);
+  const auto [edit, browse] = makePathField(parent, label, folder, filter, [this] { return outputDir_; });
   edit->setObjectName(name);
-  auto* browse = new QToolButton(parent);
-  browse->setText(QStringLiteral("…"));
-  connect(browse, &QToolButton::clicked, this, [this, edit, folder, filter, label] {
-    const QString start = edit->text().isEmpty() ? outputDir_ : QFileInfo(edit->text()).absolutePath();
-    const QString path = folder ? QFileDialog::getExistingDirectory(this, label, edit->text())
-                                : QFileDialog::getOpenFileName(this, label, start, filter);
-    if (!path.isEmpty()) edit->setText(path);
-  });
   auto* l = new QLabel(label, parent);
   grid->addWidget(l, row, 0);
   grid->addWidget(edit, row, 1);

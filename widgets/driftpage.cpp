@@ -2,6 +2,7 @@
 
 #include "widgets/driftlayermodel.h"
 #include "widgets/jobprogress.h"
+#include "widgets/pathfield.h"
 #include "widgets/sortabletable.h"
 
 #include <QCheckBox>
@@ -199,19 +200,11 @@ QWidget* DriftPage::buildNewAnalysis() {
   g->setVerticalSpacing(3);
   auto pathField = [&](int row, int col, const QString& label, const QString& name, const QString& tip, bool folder,
                        const QString& filter) {
-    auto* edit = new QLineEdit(box);
+    const auto [edit, browse] = makePathField(box, label, folder, filter, [this] { return workspace_; });
     edit->setObjectName(name);
     edit->setToolTip(tip);
     edit->setMinimumWidth(120);
-    auto* browse = new QToolButton(box);
-    browse->setText(QStringLiteral("…"));
     browse->setToolTip(folder ? tr("Choose a checkpoint folder") : tr("Choose a file"));
-    connect(browse, &QToolButton::clicked, this, [this, edit, folder, filter, label] {
-      const QString start = edit->text().isEmpty() ? workspace_ : edit->text();
-      const QString path = folder ? QFileDialog::getExistingDirectory(this, label, start)
-                                  : QFileDialog::getOpenFileName(this, label, start, filter);
-      if (!path.isEmpty()) edit->setText(path);
-    });
     g->addWidget(new QLabel(label, box), row, col);
     g->addWidget(edit, row, col + 1);
     g->addWidget(browse, row, col + 2);

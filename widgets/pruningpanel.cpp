@@ -1,5 +1,6 @@
 #include "widgets/pruningpanel.h"
 
+#include "widgets/pathfield.h"
 #include "widgets/prunelayerchart.h"
 #include "widgets/prunemodulemodel.h"
 #include "widgets/qualitymodel.h"
@@ -52,12 +53,6 @@ QString duration(double s) {
   return QStringLiteral("%1:%2 min").arg(t / 60).arg(t % 60, 2, 10, QLatin1Char('0'));
 }
 
-QToolButton* browseButton(QWidget* parent) {
-  auto* b = new QToolButton(parent);
-  b->setText(QStringLiteral("…"));
-  return b;
-}
-
 }  // namespace
 
 PruningPanel::PruningPanel(QWidget* parent) : QWidget(parent) {
@@ -99,17 +94,13 @@ QWidget* PruningPanel::buildForm() {
   auto* g = new QGridLayout(box);
   g->setVerticalSpacing(3);
 
-  model_ = new QLineEdit(box);
+  const PathField model = makePathField(box, tr("Dense model"), true, {}, [this] { return workspace_; });
+  model_ = model.edit;
   model_->setObjectName(QStringLiteral("pruneModel"));
   model_->setToolTip(tr("The dense model to prune (a Hugging Face folder); the calibration runs must be of it"));
-  auto* modelBrowse = browseButton(box);
-  connect(modelBrowse, &QToolButton::clicked, this, [this] {
-    const QString d = QFileDialog::getExistingDirectory(this, tr("Dense model"), model_->text());
-    if (!d.isEmpty()) model_->setText(d);
-  });
   auto* modelRow = new QHBoxLayout;
   modelRow->addWidget(model_, 1);
-  modelRow->addWidget(modelBrowse);
+  modelRow->addWidget(model.browse);
   g->addWidget(new QLabel(tr("Model:"), box), 0, 0);
   g->addLayout(modelRow, 0, 1, 1, 3);
 
@@ -119,7 +110,8 @@ QWidget* PruningPanel::buildForm() {
   runs_->setMaximumHeight(66);
   runs_->setTextElideMode(Qt::ElideMiddle);
   runs_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  auto* addRun = browseButton(box);
+  auto* addRun = new QToolButton(box);
+  addRun->setText(QStringLiteral("…"));
   addRun->setToolTip(tr("Add a calibration run file"));
   connect(addRun, &QToolButton::clicked, this, [this] {
     const QString p = QFileDialog::getOpenFileName(this, tr("Calibration run"), workspace_,
@@ -197,21 +189,17 @@ QWidget* PruningPanel::buildForm() {
   });
   connect(pattern_, &QComboBox::currentIndexChanged, this, &PruningPanel::updateOutputPreview);
 
-  output_ = new QLineEdit(box);
+  const PathField output = makePathField(box, tr("Output folder"), true, {}, [this] { return workspace_; });
+  output_ = output.edit;
   output_->setObjectName(QStringLiteral("pruneOutput"));
   output_->setToolTip(tr("Folder the pruned models go to, one sub-folder per calibration run"));
   connect(output_, &QLineEdit::textChanged, this, [this] {
     if (!settingOutput_) outputEdited_ = true;
     updateOutputPreview();
   });
-  auto* outBrowse = browseButton(box);
-  connect(outBrowse, &QToolButton::clicked, this, [this] {
-    const QString d = QFileDialog::getExistingDirectory(this, tr("Output folder"), output_->text());
-    if (!d.isEmpty()) output_->setText(d);
-  });
   auto* outRow = new QHBoxLayout;
   outRow->addWidget(output_, 1);
-  outRow->addWidget(outBrowse);
+  outRow->addWidget(output.browse);
   g->addWidget(new QLabel(tr("Output:"), box), 5, 0);
   g->addLayout(outRow, 5, 1, 1, 3);
   outputPreview_ = new QLabel(box);

@@ -1,9 +1,10 @@
 #include "widgets/qualitydialog.h"
 
+#include "widgets/pathfield.h"
+
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFileDialog>
-#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLineEdit>
@@ -34,14 +35,8 @@ EvaluateDialog::EvaluateDialog(const EvaluateForm& form, const QStringList& cand
   auto* f = new QFormLayout;
   const auto pathEdit = [this](const QString& value, bool folder, const QString& title) {
     auto* row = new QHBoxLayout;
-    auto* edit = new QLineEdit(value, this);
-    auto* browse = new QToolButton(this);
-    browse->setText(QStringLiteral("…"));
-    connect(browse, &QToolButton::clicked, this, [this, edit, folder, title] {
-      const QString p = folder ? QFileDialog::getExistingDirectory(this, title, edit->text())
-                               : QFileDialog::getOpenFileName(this, title, QFileInfo(edit->text()).absolutePath());
-      if (!p.isEmpty()) edit->setText(p);
-    });
+    const auto [edit, browse] = makePathField(this, title, folder);
+    edit->setText(value);
     row->addWidget(edit, 1);
     row->addWidget(browse);
     return std::pair{edit, row};
