@@ -315,12 +315,15 @@ class Run {
   void report(double done, const std::string& stage) {
     lastDone_ = done;
     lastStage_ = stage;
+    if (progress_ && !progress_(tokenProgress())) stop_ = true;
+  }
+  Progress tokenProgress() const {  // tokens captured so far, in the current stage
     Progress p;
-    p.done = done;
+    p.done = lastDone_;
     p.total = static_cast<double>(s_.tokenBudget);
     p.unit = "tokens";
-    p.stage = stage;
-    if (progress_ && !progress_(p)) stop_ = true;
+    p.stage = lastStage_;
+    return p;
   }
   // Per-layer progress inside a pass over the layers: `layersDone` of them
   // have been collected (or eigendecomposed, or written). Passes during
@@ -331,11 +334,7 @@ class Run {
     const auto now = std::chrono::steady_clock::now();
     if (!always && layersDone < layers && now - lastLayerReport_ < std::chrono::milliseconds(100)) return;
     lastLayerReport_ = now;
-    Progress p;
-    p.done = lastDone_;
-    p.total = static_cast<double>(s_.tokenBudget);
-    p.unit = "tokens";
-    p.stage = lastStage_;
+    Progress p = tokenProgress();
     p.part = layersDone;
     p.parts = layers;
     p.partLabel = label;
