@@ -173,6 +173,49 @@ __device__ __forceinline__ void computeChunkB1(const ChunkB1<U>& c, bool keep, f
   if (keep) acc0 += s0, acc1 += s1;
 }
 
+// A batch-1 block's share of its tile's words: split blockIdx.y (wordsPerSplit words),
+// dealt to the block's W warps in chunks of U words, round robin. The trip counts
+// depend on blockIdx, blockDim and the arguments only (block-uniform); a chunk past
+// the end of the slice is computed on the last whole chunk and dropped.
+template <int U>
+struct SliceB1 {
+  int lane, warp, W;
+  int gs, g1;                // the slice's words [gs, g1)
+  int full, iters, gLast;    // whole chunks, iterations per warp, the last whole chunk's first word
+  std::int64_t tileBase;     // the tile's first word
+  __device__ __forceinline__ int start(int it) const { return gs + (it * W + warp) * U; }
+  __device__ __forceinline__ int word(int it) const { return min(start(it), gLast); }
+  __device__ __forceinline__ bool keeps(int it) const { return start(it) + U <= g1; }
+};
+
+template <int U>
+__device__ __forceinline__ SliceB1<U> sliceB1(int G, int wordsPerSplit) {
+  SliceB1<U> s;
+  s.lane = static_cast<int>(threadIdx.x & 31);
+  s.warp = static_cast<int>(threadIdx.x >> 5);
+  s.W = static_cast<int>(blockDim.x >> 5);
+  const std::int64_t tile = blockIdx.x;
+  s.gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
+  s.g1 = min(G, s.gs + wordsPerSplit);
+  s.tileBase = tile * G;
+  s.full = (s.g1 - s.gs) / U;
+  s.iters = (s.full + s.W - 1) / s.W;
+  s.gLast = s.gs + (s.full - 1) * U;
+  return s;
+}
+
+// The words after the slice's last whole chunk, one at a time: warp 0 keeps them.
+template <typename T, int U>
+__device__ __forceinline__ void tailWordsB1(const SliceB1<U>& sl, const uint4* __restrict__ values,
+                                            const std::uint32_t* __restrict__ masks,
+                                            const unsigned short* __restrict__ xg, float& acc0, float& acc1) {
+  for (int g = sl.gs + sl.full * U; g < sl.g1; ++g) {
+    ChunkB1<1> c;
+    loadChunkB1<1>(c, values, masks, xg, sl.tileBase, g, sl.lane);
+    computeChunkB1<T, 1>(c, sl.warp == 0, acc0, acc1);
+  }
+}
+
 // Batch 1: the block's warps add their sums (acc) in shared memory and the tile's
 // splits are reduced (cluster: through block 0's shared memory; else workspace +
 // ticket, splitk.cuh). Called by every thread of the block.
@@ -243,44 +286,31 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int W = static_cast<int>(blockDim.x >> 5);
-  const std::int64_t tile = blockIdx.x;
-  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
-  const int g1 = min(G, gs + wordsPerSplit);
-  const std::int64_t tileBase = tile * G;
+  const SliceB1<U> sl = sliceB1<U>(G, wordsPerSplit);
+  const int lane = sl.lane, iters = sl.iters;
+  const std::int64_t tileBase = sl.tileBase;
   const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
-
-  const int full = (g1 - gs) / U;          // whole chunks in this slice (block-uniform)
-  const int iters = (full + W - 1) / W;    // per warp (block-uniform)
-  const int gLast = gs + (full - 1) * U;   // the last whole chunk: stands in for chunks past the end
-  auto chunkAt = [&](int it) { return gs + (it * W + warp) * U; };
 
   float acc0 = 0.f, acc1 = 0.f;
   ChunkB1<U> a, b;
   if constexpr (PDL) {  // the first two chunks' weights before the wait; x and y after it
-    if (iters > 0) loadWeightsB1<U>(a, values, masks, tileBase, min(chunkAt(0), gLast), lane);
-    if (iters > 1) loadWeightsB1<U>(b, values, masks, tileBase, min(chunkAt(1), gLast), lane);
+    if (iters > 0) loadWeightsB1<U>(a, values, masks, tileBase, sl.word(0), lane);
+    if (iters > 1) loadWeightsB1<U>(b, values, masks, tileBase, sl.word(1), lane);
     pdlWait();
-    if (iters > 0) loadXB1<U>(a, xg, min(chunkAt(0), gLast), lane);
-    if (iters > 1) loadXB1<U>(b, xg, min(chunkAt(1), gLast), lane);
+    if (iters > 0) loadXB1<U>(a, xg, sl.word(0), lane);
+    if (iters > 1) loadXB1<U>(b, xg, sl.word(1), lane);
   } else {
-    if (iters > 0) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(0), gLast), lane);
+    if (iters > 0) loadChunkB1<U>(a, values, masks, xg, tileBase, sl.word(0), lane);
   }
   for (int it = 0; it < iters; it += 2) {
-    if ((!PDL || it > 0) && it + 1 < iters)
-      loadChunkB1<U>(b, values, masks, xg, tileBase, min(chunkAt(it + 1), gLast), lane);
-    computeChunkB1<T, U>(a, chunkAt(it) + U <= g1, acc0, acc1);
+    if ((!PDL || it > 0) && it + 1 < iters) loadChunkB1<U>(b, values, masks, xg, tileBase, sl.word(it + 1), lane);
+    computeChunkB1<T, U>(a, sl.keeps(it), acc0, acc1);
     if (it + 1 >= iters) break;
-    if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, min(chunkAt(it + 2), gLast), lane);
-    computeChunkB1<T, U>(b, chunkAt(it + 1) + U <= g1, acc0, acc1);
+    if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, sl.word(it + 2), lane);
+    computeChunkB1<T, U>(b, sl.keeps(it + 1), acc0, acc1);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
-    ChunkB1<1> c;
-    loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
-    computeChunkB1<T, 1>(c, warp == 0, acc0, acc1);
-  }
+  tailWordsB1<T, U>(sl, values, masks, xg, acc0, acc1);
 
   finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters);
 }
@@ -303,18 +333,9 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   extern __shared__ __align__(128) unsigned char bulkRaw[];
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
   constexpr int kStage = U * kBulkBytesPerWord;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int W = static_cast<int>(blockDim.x >> 5);
-  const std::int64_t tile = blockIdx.x;
-  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
-  const int g1 = min(G, gs + wordsPerSplit);
-  const std::int64_t tileBase = tile * G;
+  const SliceB1<U> sl = sliceB1<U>(G, wordsPerSplit);
+  const int lane = sl.lane, warp = sl.warp, W = sl.W, iters = sl.iters;
   const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
-
-  const int full = (g1 - gs) / U;
-  const int iters = (full + W - 1) / W;
-  const int gLast = gs + (full - 1) * U;
-  auto chunkAt = [&](int it) { return gs + (it * W + warp) * U; };
 
   // [W][S] mbarriers, then [W][S] stages.
   const unsigned char* stages = bulkRaw + ((W * S * 8 + 127) & ~127) + warp * S * kStage;
@@ -329,9 +350,9 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   // Lane 0: the chunk of iteration `it` into stage it % S; the weights (with the
   // stage's whole byte count expected), then x.
   auto issueWeights = [&](int it) {
-    const int g = min(chunkAt(it), gLast);
+    const int g = sl.word(it);
     const std::uint32_t bar = bar0 + 8 * (it % S), dst = st0 + (it % S) * kStage;
-    const std::int64_t e = (tileBase + g) * 32;
+    const std::int64_t e = (sl.tileBase + g) * 32;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kStage) : "memory");
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
                  "l"(values + 2 * e), "r"(U * 1024), "r"(bar)
@@ -342,7 +363,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
                  : "memory");
   };
   auto issueX = [&](int it) {
-    const int g = min(chunkAt(it), gLast);
+    const int g = sl.word(it);
     const std::uint32_t bar = bar0 + 8 * (it % S), dst = st0 + (it % S) * kStage;
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
                      dst + U * 1152),
@@ -381,16 +402,12 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
       const float xq = __shfl_xor_sync(0xffffffffu, xr, 31);
       accumulateWordB1<T>(v[0], v[1], m, xr, xq, s0, s1);
     }
-    if (chunkAt(it) + U <= g1) acc0 += s0, acc1 += s1;
+    if (sl.keeps(it)) acc0 += s0, acc1 += s1;
     __syncwarp();  // every lane has read stage s before it is refilled
     if (lane == 0 && it + S < iters) issueWeights(it + S), issueX(it + S);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  for (int g = gs + full * U; g < g1; ++g) {  // words after the last whole chunk: warp 0 keeps them
-    ChunkB1<1> c;
-    loadChunkB1<1>(c, values, masks, xg, tileBase, g, lane);
-    computeChunkB1<T, 1>(c, warp == 0, acc0, acc1);
-  }
+  tailWordsB1<T, U>(sl, values, masks, xg, acc0, acc1);
   finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters);
 #else
   __trap();  // never launched below sm_90 (hopperLaunchSupported)
