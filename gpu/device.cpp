@@ -4,15 +4,47 @@
 #include <torch/version.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #ifdef SDW_TORCH_CUDA
-#include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 #endif
 
 namespace sdw::gpu {
 
 namespace {
+
+#ifndef SDW_CUDA_SETTING
+#define SDW_CUDA_SETTING "AUTO"
+#endif
+
+// A GPU the NVIDIA driver lists, seen without CUDA: what a CPU-only build can
+// still tell its user ("there is a GPU; this build cannot use it").
+std::string driverGpu() {
+  std::ifstream version("/proc/driver/nvidia/version");
+  if (!version) return {};
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    std::ifstream info(e.path() / "information");
+    for (std::string line; std::getline(info, line);)
+      if (line.rfind("Model:", 0) == 0) {
+        const auto b = line.find_first_not_of(" \t", 6);
+        return b == std::string::npos ? std::string("an NVIDIA GPU") : line.substr(b);
+      }
+    return "an NVIDIA GPU";
+  }
+  return {};
+}
+
+// Why the kernels were not built, from the configure-time setting.
+std::string noKernelsReason() {
+  if (std::string(SDW_CUDA_SETTING) == "OFF")
+    return "CUDA is turned off in this build (SDW_CUDA=OFF, e.g. by the ci preset)";
+  return "this build has no CUDA kernels (nvcc was not found at configure time)";
+}
+
 DeviceInfo probe() {
   DeviceInfo info;
   info.torchVersion = TORCH_VERSION;
@@ -22,17 +54,30 @@ DeviceInfo probe() {
 #ifdef SDW_TORCH_CUDA
   info.torchHasCuda = true;
 #endif
-  if (!info.kernelsBuilt) {
-    info.reason = "this build has no CUDA kernels (nvcc was not found at configure time)";
-    return info;
-  }
-  if (!info.torchHasCuda) {
-    info.reason = "the LibTorch in this build has no CUDA support (CPU-only LibTorch " +
-                  info.torchVersion + ")";
+  if (!info.torchHasCuda || !info.kernelsBuilt) {
+    // Name every missing piece, the LibTorch first: without a CUDA LibTorch
+    // nothing else helps.
+    std::string why;
+    if (!info.torchHasCuda) why = "the LibTorch in this build is CPU-only (" + info.torchVersion + ")";
+    if (!info.kernelsBuilt) why += (why.empty() ? "" : "; ") + noKernelsReason();
+    if (const std::string gpu = driverGpu(); !gpu.empty())
+      why += "; the driver lists " + gpu + ": build with a CUDA LibTorch (tools/quickstart.sh finds one)";
+    info.reason = why;
     return info;
   }
 #ifdef SDW_TORCH_CUDA
-  info.deviceCount = static_cast<int>(c10::cuda::device_count());
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (err == cudaErrorInsufficientDriver)
+      info.reason = "the NVIDIA driver is missing or older than this CUDA runtime needs";
+    else if (err == cudaErrorNoDevice)
+      info.reason = "no CUDA device found (the driver lists none)";
+    else
+      info.reason = std::string("CUDA cannot start: ") + cudaGetErrorString(err);
+    return info;
+  }
+  info.deviceCount = count;
   if (info.deviceCount <= 0) {
     info.reason = "no CUDA device found";
     return info;

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# On the GPU machine: build the engine (core, gpu, sdw-cli, engine tests) with
-# nvcc and the pip LibTorch, run the test suites with `ctest -L gpu` first,
-# then the other engine suites, then the device self-check. Logs go to $OUT
-# (or out/gpu). The .debs/ folder (tools/gpu/fetch-deps.sh) must travel along.
+# On the GPU machine: build everything (core, gpu, widgets, the sdw GUI,
+# sdw-cli and every test suite) with nvcc and the pip LibTorch, and Qt 6 /
+# QCustomPlot from .debs/ (tools/gpu/fetch-deps.sh; it must travel along).
+# Runs `ctest -L gpu` first (the GUI's GPU story included, offscreen), then
+# every other suite (engine, app and GUI, offscreen), then the device
+# self-check. Logs go to $OUT (or out/gpu).
 #
 #   tools/gpu/check.sh [extra ctest args]
+#   SDW_CHECK_BUILD_ONLY=1 tools/gpu/check.sh   configure and build, no tests
 #   SDW_CHECK_BENCH=1 tools/gpu/check.sh   also run the engine benchmarks on a
 #       Llama-3.1-8B-shaped model (decode, calibration capture, SparseGPT) and
 #       read the sample run files with h5py; JSON results go to $OUT.
@@ -13,16 +16,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-$root/out/gpu}
 mkdir -p "$out"
-deps=/opt/sdw-deps
-
-if [ -d .debs ]; then
-  mkdir -p "$deps"
-  for f in .debs/*.deb; do dpkg -x "$f" "$deps"; done
-fi
-export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-# Kernels for A100 and H100/H200; without this, torch's CMake picks the arch of the local GPU.
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-"8.0;9.0"}
-torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+. tools/gpu/env.sh   # SDW_DEPS, TORCH_PREFIX, library/plugin/font paths
+deps=$SDW_DEPS
+torch_prefix=$TORCH_PREFIX
 
 {
   echo "== machine"
@@ -34,18 +30,23 @@ torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 
 set -o pipefail
 cmake --preset gpu -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr" \
-  -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" 2>&1 | tee -a "$out/check.log" | tail -15 || exit 1
+  -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" -DOpenGL_GL_PREFERENCE=GLVND 2>&1 | tee -a "$out/check.log" | tail -15 || exit 1
 echo "== build" | tee -a "$out/check.log"
 cmake --build --preset gpu -j "$(nproc)" 2>&1 | tee -a "$out/check.log" | grep -E "error|warning|FAILED|Linking" | tail -40
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "build failed" | tee -a "$out/check.log"; exit 1; }
+[ "${SDW_CHECK_BUILD_ONLY:-0}" = 1 ] && { echo "== built" | tee -a "$out/check.log"; exit 0; }
 
 status=0
 echo "== ctest -L gpu" | tee -a "$out/check.log"
 (cd build-gpu && ctest -L gpu --output-on-failure -V "$@") 2>&1 | tee "$out/ctest-gpu.log" | \
   grep -E "FAIL|SKIP|tests passed|Totals|device:" | tee -a "$out/check.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+# The GUI's GPU story (test_gpu_story): its session JSON and screenshots, in one file.
+if [ -d build-gpu/story ]; then
+  tar -C build-gpu/story --exclude=work -cf "$out/story.tar" . && echo "story: $out/story.tar" | tee -a "$out/check.log"
+fi
 if [ "${SDW_CHECK_ENGINE:-1}" = 1 ]; then  # SDW_CHECK_ENGINE=0: GPU suites only (the CPU suites run in CI)
-  echo "== ctest (engine suites)" | tee -a "$out/check.log"
+  echo "== ctest (every other suite: engine, app, GUI offscreen)" | tee -a "$out/check.log"
   # Two suites at a time, each with half the cores for torch's threads: eight
   # suites with every core each oversubscribed the CPU past QtTest's 300 s
   # per-function limit.

@@ -1,0 +1,30 @@
+# Sourced by the GPU-machine scripts: unpacks .debs/ (tools/gpu/fetch-deps.sh)
+# into one prefix and sets what the engine build and the offscreen GUI need
+# there (library paths, Qt's plugins, fonts). Sets SDW_DEPS and TORCH_PREFIX.
+SDW_DEPS=${SDW_DEPS:-/opt/sdw-deps}
+_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+if [ -d "$_root/.debs" ] && [ ! -f "$SDW_DEPS/.unpacked" ]; then
+  mkdir -p "$SDW_DEPS"
+  for f in "$_root"/.debs/*.deb; do dpkg -x "$f" "$SDW_DEPS"; done
+  touch "$SDW_DEPS/.unpacked"
+fi
+# libdbus installs under /lib, the rest under /usr/lib.
+export LD_LIBRARY_PATH="$SDW_DEPS/usr/lib/x86_64-linux-gnu:$SDW_DEPS/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+export QT_PLUGIN_PATH="$SDW_DEPS/usr/lib/x86_64-linux-gnu/qt6/plugins"
+export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
+# Fonts from the prefix: without them the screenshots have no text.
+mkdir -p "$SDW_DEPS/etc/fonts"
+cat > "$SDW_DEPS/etc/fonts/sdw-fonts.conf" <<XML
+<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig>
+  <dir>$SDW_DEPS/usr/share/fonts</dir>
+  <cachedir>/tmp/sdw-fontconfig-cache</cachedir>
+</fontconfig>
+XML
+export FONTCONFIG_FILE="$SDW_DEPS/etc/fonts/sdw-fonts.conf"
+export FONTCONFIG_PATH="$SDW_DEPS/etc/fonts"
+# Kernels for A100 and H100/H200; without this, torch's CMake picks the arch of the local GPU.
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-"8.0;9.0"}
+TORCH_PREFIX=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+unset _root
