@@ -183,6 +183,11 @@ void AnalysisPanel::setRunPaths(const QString& reference, const QString& fixedTe
 
 void AnalysisPanel::setK(int k) { k_->setValue(k); }
 
+void AnalysisPanel::setDevice(const QString& device) {
+  const int i = device_->findText(device);
+  if (i >= 0) device_->setCurrentIndex(i);
+}
+
 void AnalysisPanel::setCudaAvailable(bool available, const QString& reason) {
   auto* m = qobject_cast<QStandardItemModel*>(device_->model());
   if (QStandardItem* item = m ? m->item(1) : nullptr) {

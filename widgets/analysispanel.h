@@ -36,6 +36,7 @@ class AnalysisPanel : public QWidget {
   void setCalibrationRuns(const QVector<RunChoice>& runs);
   void setRunPaths(const QString& reference, const QString& fixedText, const QString& ar);
   void setK(int k);
+  void setDevice(const QString& device);  // "cpu" / "cuda"
   void setCudaAvailable(bool available, const QString& reason);
 
   QString referencePath() const;

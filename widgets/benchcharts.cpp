@@ -1,15 +1,17 @@
 #include "widgets/benchcharts.h"
 
+#include "widgets/legendstrip.h"
 #include "widgets/plotview.h"
 
 #include <qcustomplot.h>
 
-#include <QHBoxLayout>
+#include <QFontMetrics>
 #include <QSplitter>
 #include <QTextStream>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace sdw::widgets {
 
@@ -27,21 +29,49 @@ QColor colorFor(const QString& kernel) {
   return QColor(0x7f, 0x7f, 0x7f);
 }
 
-void styleRolling(QCustomPlot* p, const QString& title, const QString& yLabel) {
+const QColor kLimitColor(0xc0, 0x1c, 0x28);
+constexpr double kGroupGap = 0.6;  // extra slots between two models' shapes
+
+void addTitle(QCustomPlot* p, const QString& title) {
   p->plotLayout()->insertRow(0);
-  auto* t = new QCPTextElement(p, title, QFont(QFont().family(), 10, QFont::Bold));
-  p->plotLayout()->addElement(0, 0, t);
-  p->xAxis->setLabel(QObject::tr("measurement"));
-  p->yAxis->setLabel(yLabel);
+  p->plotLayout()->addElement(0, 0, new QCPTextElement(p, title, QFont(QFont().family(), 10, QFont::Bold)));
+}
+
+void styleLegend(PlotView* v) {
+  QCustomPlot* p = v->plot();
   p->legend->setVisible(true);
-  QFont lf;
-  lf.setPointSize(7);
-  p->legend->setFont(lf);
-  p->legend->setRowSpacing(-3);
-  p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  p->legend->setFont(QFont(p->font().family(), 8));
+  v->placeLegendAbove();
+}
+
+void styleGrowing(PlotView* v, const QString& title, const QString& yLabel) {
+  QCustomPlot* p = v->plot();
+  addTitle(p, title);
+  // The measurement's place in this run, from 0: the same for a live run
+  // and for a results file, and it matches the table's row order.
+  p->xAxis->setLabel(QObject::tr("kernels timed since the run started"));
+  p->yAxis->setLabel(yLabel);
+  // On screen the strip above both charts names the series; a picture of
+  // one chart carries its own legend.
+  p->legend->setVisible(false);
+  p->legend->setFont(QFont(p->font().family(), 8));
+  v->setLegendInPictures(true);
 }
 
 }  // namespace
+
+std::pair<QString, QString> BenchCharts::splitShapeLabel(const QString& shape) {
+  // "layer (llama3-8b)": the whole-layer sequence, drawn with its model.
+  if (shape.startsWith(QLatin1String("layer (")) && shape.endsWith(QLatin1Char(')')))
+    return {shape.mid(7, shape.size() - 8), QStringLiteral("layer")};
+  // "llama3-8b q_proj": the model's name goes under the group.
+  if (const auto space = shape.lastIndexOf(QLatin1Char(' ')); space > 0) {
+    QString module = shape.mid(space + 1);
+    if (module.endsWith(QLatin1String("_proj"))) module.chop(5);
+    return {shape.left(space), module};
+  }
+  return {QString(), shape};  // a custom ROWSxCOLS
+}
 
 BenchCharts::BenchCharts(QWidget* parent)
     : QWidget(parent), timeView_(new PlotView(this)), bwView_(new PlotView(this)), speedupView_(new PlotView(this)) {
@@ -49,51 +79,71 @@ BenchCharts::BenchCharts(QWidget* parent)
   timeView_->setObjectName(QStringLiteral("BenchTimeChart"));
   bwView_->setObjectName(QStringLiteral("BenchBandwidthChart"));
   speedupView_->setObjectName(QStringLiteral("BenchSpeedupChart"));
-  styleRolling(timeView_->plot(), tr("Time per call"), tr("median µs"));
-  styleRolling(bwView_->plot(), tr("Achieved bandwidth"), tr("GB/s"));
+  styleGrowing(timeView_, tr("Time per call"), tr("median µs"));
+  styleGrowing(bwView_, tr("Achieved bandwidth"), tr("GB/s"));
 
   QCustomPlot* sp = speedupView_->plot();
-  sp->plotLayout()->insertRow(0);
-  sp->plotLayout()->addElement(
-      0, 0, new QCPTextElement(sp, tr("Speedup over dense per shape"), QFont(QFont().family(), 10, QFont::Bold)));
+  addTitle(sp, tr("Speedup over dense per shape"));
   sp->yAxis->setLabel(tr("speedup (x)"));
-  sp->legend->setVisible(true);
-  QFont lf;
-  lf.setPointSize(7);
-  sp->legend->setFont(lf);
-  sp->legend->setRowSpacing(-3);
-  sp->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-  sp->xAxis->setTicker(ticker);
-  sp->xAxis->setTickLabelRotation(30);
+  sp->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+  sp->xAxis->setTickLabelRotation(0);
   sp->xAxis->grid()->setVisible(false);
+  sp->xAxis->setSubTicks(false);
+  // Model names on a second bottom axis under the projection labels: short
+  // labels side by side instead of long rotated ones that run into each other.
+  groupAxis_ = sp->axisRect()->addAxis(QCPAxis::atBottom);
+  groupAxis_->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+  groupAxis_->setBasePen(Qt::NoPen);
+  groupAxis_->setTickPen(Qt::NoPen);
+  groupAxis_->setSubTickPen(Qt::NoPen);
+  groupAxis_->setSubTicks(false);
+  groupAxis_->grid()->setVisible(false);
+  groupAxis_->setTickLabelPadding(0);
+  groupAxis_->setOffset(0);
+  QFont groupFont = groupAxis_->tickLabelFont();
+  groupFont.setBold(true);
+  groupAxis_->setTickLabelFont(groupFont);
+  connect(sp->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), groupAxis_,
+          qOverload<const QCPRange&>(&QCPAxis::setRange));
 
   unitLine_ = new QCPItemStraightLine(sp);
   unitLine_->setPen(QPen(QColor(120, 120, 120), 1, Qt::DotLine));
   unitLine_->point1->setCoords(0, 1.0);
   unitLine_->point2->setCoords(1, 1.0);
   limitLine_ = new QCPItemStraightLine(sp);
-  limitLine_->setPen(QPen(QColor(0xc0, 0x1c, 0x28), 1.5, Qt::DashLine));
-  limitText_ = new QCPItemText(sp);
-  limitText_->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-  limitText_->position->setTypeY(QCPItemPosition::ptPlotCoords);
-  limitText_->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-  limitText_->setColor(QColor(0xc0, 0x1c, 0x28));
-  limitText_->setClipToAxisRect(false);
+  limitLine_->setPen(QPen(kLimitColor, 1.5, Qt::DashLine));
+  // The limit is named in the legend, outside the data, not in a label on
+  // the line where the bars would cover it.
+  limitLegend_ = sp->addGraph();
+  limitLegend_->setPen(limitLine_->pen());
+  limitLegend_->setSelectable(QCP::stNone);
+  styleLegend(speedupView_);
   setBandwidthLimit(limit_);
   speedupView_->setCsvProvider([this] { return speedupCsv(); });
+  connect(sp, &QCustomPlot::afterLayout, this, &BenchCharts::fitShapeLabels);
 
-  auto* top = new QSplitter(Qt::Horizontal, this);
+  // Time and bandwidth show the same kernels in the same colours: one legend
+  // strip above the pair.
+  auto* topBox = new QWidget(this);
+  auto* tl = new QVBoxLayout(topBox);
+  tl->setContentsMargins(0, 0, 0, 0);
+  tl->setSpacing(0);
+  strip_ = new LegendStrip(topBox);
+  strip_->setObjectName(QStringLiteral("BenchLegend"));
+  tl->addWidget(strip_);
+  auto* top = new QSplitter(Qt::Horizontal, topBox);
   top->addWidget(timeView_);
   top->addWidget(bwView_);
+  top->setChildrenCollapsible(false);
+  tl->addWidget(top, 1);
   auto* split = new QSplitter(Qt::Vertical, this);
-  split->addWidget(top);
+  split->addWidget(topBox);
   split->addWidget(speedupView_);
   split->setChildrenCollapsible(false);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(split);
-  for (PlotView* v : {timeView_, bwView_, speedupView_}) v->setMinimumHeight(150);
+  for (PlotView* v : {timeView_, bwView_, speedupView_}) v->setMinimumSize(220, 150);
 
   replotTimer_.setSingleShot(true);
   replotTimer_.setInterval(40);
@@ -105,6 +155,7 @@ void BenchCharts::clear() {
   for (PlotView* v : {timeView_, bwView_}) v->plot()->clearGraphs();
   timeGraphs_.clear();
   bwGraphs_.clear();
+  strip_->setEntries({});
   lastIndex_ = -1;
   setSpeedupBars({});
   replotNow();
@@ -115,10 +166,18 @@ QCPGraph* BenchCharts::graphFor(PlotView* view, std::map<QString, QCPGraph*>& gr
   QCPGraph* g = view->plot()->addGraph();
   g->setName(kernel);
   const QColor c = colorFor(kernel);
+  // Points only: each is one kernel on one shape and batch, and a line from
+  // one shape to the next would suggest a trend that is not there.
   g->setPen(QPen(c, 1.5));
-  g->setLineStyle(QCPGraph::lsLine);
-  g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c, c, 4));
+  g->setLineStyle(QCPGraph::lsNone);
+  g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, c, 5));
   graphs[kernel] = g;
+  if (view == timeView_) {
+    // The strip lists the kernels in the order they first appeared.
+    QVector<LegendStrip::Entry> entries = strip_->entries();
+    entries.push_back({kernel, c, false, true});
+    strip_->setEntries(entries);
+  }
   return g;
 }
 
@@ -128,9 +187,6 @@ void BenchCharts::addMeasurements(const QVector<BenchMeasurement>& ms) {
     graphFor(bwView_, bwGraphs_, m.kernel)->addData(m.index, m.gbs);
     lastIndex_ = std::max(lastIndex_, m.index);
   }
-  if (window_ > 0 && lastIndex_ >= window_)
-    for (auto* graphs : {&timeGraphs_, &bwGraphs_})
-      for (auto& [name, g] : *graphs) g->data()->removeBefore(lastIndex_ - window_ + 1);
   scheduleReplot();
 }
 
@@ -139,9 +195,47 @@ void BenchCharts::setSpeedupBars(const SpeedupBars& bars) {
   QCustomPlot* sp = speedupView_->plot();
   for (QCPBars* b : barPlottables_) sp->removePlottable(b);
   barPlottables_.clear();
-  auto ticker = qSharedPointerCast<QCPAxisTickerText>(sp->xAxis->ticker());
-  ticker->clear();
-  for (int i = 0; i < bars.shapes.size(); ++i) ticker->addTick(i + 1, bars.shapes[i]);
+
+  // Display order: each model's shapes together, in the order they came;
+  // custom shapes form a group without a name.
+  QStringList groups;
+  QVector<QVector<int>> members;
+  QStringList labels;
+  for (int i = 0; i < bars.shapes.size(); ++i) {
+    const auto [group, label] = splitShapeLabel(bars.shapes[i]);
+    labels << label;
+    auto g = groups.indexOf(group);
+    if (g < 0) {
+      g = groups.size();
+      groups << group;
+      members.push_back({});
+    }
+    members[g].push_back(i);
+  }
+  order_.clear();
+  positions_.clear();
+  tickLabels_.clear();
+  groupNames_.clear();
+  groupCenters_.clear();
+  QVector<double> positionOf(bars.shapes.size(), 0.0);
+  double x = 1.0;
+  for (int g = 0; g < groups.size(); ++g) {
+    if (g > 0) x += kGroupGap;
+    const double first = x;
+    for (int i : members[g]) {
+      order_ << i;
+      positions_ << x;
+      positionOf[i] = x;
+      tickLabels_ << labels[i];
+      x += 1.0;
+    }
+    if (!groups[g].isEmpty()) {
+      groupNames_ << groups[g];
+      groupCenters_ << (first + x - 1.0) / 2.0;
+    }
+  }
+  applyShapeTicks();
+
   const int n = static_cast<int>(bars.series.size());
   const double width = n > 0 ? 0.8 / n : 0.8;
   for (int s = 0; s < n; ++s) {
@@ -154,23 +248,68 @@ void BenchCharts::setSpeedupBars(const SpeedupBars& bars) {
     QVector<double> keys, values;
     for (int i = 0; i < bars.shapes.size() && s < bars.values.size() && i < bars.values[s].size(); ++i)
       if (bars.values[s][i] > 0) {
-        keys.push_back(i + 1 + (s - (n - 1) / 2.0) * width);
+        keys.push_back(positionOf[i] + (s - (n - 1) / 2.0) * width);
         values.push_back(bars.values[s][i]);
       }
-    b->setData(keys, values, true);
+    b->setData(keys, values);
     barPlottables_.push_back(b);
   }
+  // The limit's entry after the bars' ones.
+  limitLegend_->removeFromLegend();
+  limitLegend_->addToLegend();
   const QString base = bars.baseline.isEmpty() ? tr("dense") : bars.baseline;
-  sp->xAxis->setLabel(bars.shapes.isEmpty() ? QString() : tr("shape (batch %1, over %2)").arg(bars.batch).arg(base));
+  groupAxis_->setLabel(bars.shapes.isEmpty() ? QString() : tr("shape (batch %1, over %2)").arg(bars.batch).arg(base));
   scheduleReplot();
+}
+
+void BenchCharts::applyShapeTicks() {
+  QCustomPlot* sp = speedupView_->plot();
+  auto ticker = qSharedPointerCast<QCPAxisTickerText>(sp->xAxis->ticker());
+  ticker->clear();
+  for (int k = 0; k < positions_.size(); ++k)
+    ticker->addTick(positions_[k], staggered_ && k % 2 == 1 ? QStringLiteral("\n") + tickLabels_[k] : tickLabels_[k]);
+  auto groupTicker = qSharedPointerCast<QCPAxisTickerText>(groupAxis_->ticker());
+  groupTicker->clear();
+  for (int g = 0; g < groupNames_.size(); ++g) groupTicker->addTick(groupCenters_[g], groupNames_[g]);
+}
+
+void BenchCharts::fitShapeLabels() {
+  // Labels alternate between two lines when the widest does not fit in the
+  // space one shape gets at this width.
+  QCustomPlot* sp = speedupView_->plot();
+  const double slot = std::abs(sp->xAxis->coordToPixel(1.0) - sp->xAxis->coordToPixel(0.0));
+  const QFontMetrics fm(sp->xAxis->tickLabelFont());
+  int widest = 0;
+  for (const QString& l : tickLabels_) widest = std::max(widest, fm.horizontalAdvance(l));
+  const bool stagger = tickLabels_.size() > 1 && widest + 6 > slot;
+  if (stagger == staggered_) return;
+  staggered_ = stagger;
+  applyShapeTicks();
+  sp->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QStringList BenchCharts::shapeTickLabels() const { return tickLabels_; }
+QStringList BenchCharts::shapeGroupLabels() const { return groupNames_; }
+
+QVector<QRect> BenchCharts::shapeLabelRects() const {
+  const QCustomPlot* sp = speedupView_->plot();
+  QVector<QRect> out;
+  const QFontMetrics fm(sp->xAxis->tickLabelFont());
+  const int top = sp->axisRect()->bottom() + sp->xAxis->tickLabelPadding();
+  for (int k = 0; k < positions_.size(); ++k) {
+    const int w = fm.horizontalAdvance(tickLabels_[k]);
+    const int cx = static_cast<int>(std::lround(sp->xAxis->coordToPixel(positions_[k])));
+    const int line = staggered_ && k % 2 == 1 ? 1 : 0;
+    out << QRect(cx - w / 2, top + line * fm.lineSpacing(), w, fm.height());
+  }
+  return out;
 }
 
 void BenchCharts::setBandwidthLimit(double speedup) {
   limit_ = speedup;
   limitLine_->point1->setCoords(0, limit_);
   limitLine_->point2->setCoords(1, limit_);
-  limitText_->position->setCoords(0.995, limit_);
-  limitText_->setText(bandwidthLimitLabel());
+  limitLegend_->setName(bandwidthLimitLabel());
   scheduleReplot();
 }
 
@@ -214,14 +353,12 @@ void BenchCharts::scheduleReplot() {
 void BenchCharts::replotNow() {
   for (PlotView* v : {timeView_, bwView_}) {
     QCustomPlot* p = v->plot();
+    // The whole run from its first measurement: the axis starts at 0.
+    p->xAxis->setRange(-0.5, std::max(10.0, lastIndex_ + 0.5));
     if (p->graphCount() > 0) {
-      p->rescaleAxes();
-      const double lo = std::max(0, lastIndex_ - window_ + 1);
-      p->xAxis->setRange(lo - 0.5, std::max(lo + 10.0, lastIndex_ + 0.5));
-      p->yAxis->setRangeLower(0);
-      p->yAxis->setRangeUpper(p->yAxis->range().upper * 1.1);
+      p->yAxis->rescale();
+      p->yAxis->setRange(0, std::max(p->yAxis->range().upper * 1.1, 1e-9));
     } else {
-      p->xAxis->setRange(0, 10);
       p->yAxis->setRange(0, 1);
     }
     v->requestReplot();
@@ -231,7 +368,8 @@ void BenchCharts::replotNow() {
   for (const auto& series : bars_.values)
     for (double v : series) top = std::max(top, v);
   sp->yAxis->setRange(0, top * 1.15);
-  sp->xAxis->setRange(0.4, std::max<qsizetype>(1, bars_.shapes.size()) + 0.6);
+  if (positions_.isEmpty()) sp->xAxis->setRange(0.4, 1.6);
+  else sp->xAxis->setRange(positions_.first() - 0.6, positions_.last() + 0.6);
   speedupView_->requestReplot();
 }
 

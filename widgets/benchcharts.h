@@ -1,10 +1,13 @@
 #pragma once
-// The Benchmark panel's charts: time per call and GB/s per kernel as rolling
-// series (x = measurement index, one graph per kernel), and per-shape bars of
-// speedup over dense with the bandwidth limit drawn as a labelled line.
-// Display only: measurements and speedups arrive computed; replots are
-// coalesced by a short single-shot timer.
+// The Benchmark panel's charts: time per call and GB/s per kernel as series
+// that grow with the run (x = kernels timed since the run started, from 0;
+// one graph per kernel), and per-shape bars of speedup over dense with the
+// bandwidth limit drawn as a line. Shapes of a known model are grouped under
+// its name and labelled by projection, horizontally. Legends sit outside the
+// axes: one strip above time and bandwidth, a row above the bars. Display only: measurements and speedups arrive computed;
+// replots are coalesced by a short single-shot timer.
 
+#include <QRect>
 #include <QString>
 #include <QStringList>
 #include <QTimer>
@@ -12,19 +15,21 @@
 #include <QWidget>
 
 #include <map>
+#include <utility>
 
+class QCPAxis;
 class QCPBars;
 class QCPGraph;
 class QCPItemStraightLine;
-class QCPItemText;
 
 namespace sdw::widgets {
 
+class LegendStrip;
 class PlotView;
 
-// One timed kernel as the rolling charts show it.
+// One timed kernel as the time and bandwidth charts show it.
 struct BenchMeasurement {
-  int index = 0;    // position in the run
+  int index = 0;    // position in the run, from 0
   QString kernel;   // series name: "sparse 2:4", "dense (ours)", "cuBLAS", ...
   double us = 0;    // median time per call
   double gbs = 0;
@@ -49,12 +54,11 @@ class BenchCharts : public QWidget {
   void addMeasurements(const QVector<BenchMeasurement>& ms);
   void setSpeedupBars(const SpeedupBars& bars);
   void setBandwidthLimit(double speedup);  // default 1.78
-  // Points kept per rolling series (older ones scroll out).
-  void setRollingWindow(int points) { window_ = points; }
 
   PlotView* timeView() const { return timeView_; }
   PlotView* bandwidthView() const { return bwView_; }
   PlotView* speedupView() const { return speedupView_; }
+  LegendStrip* legendStrip() const { return strip_; }  // names the series of time and bandwidth
 
   // For tests and exports.
   QStringList kernelSeries() const;
@@ -66,22 +70,44 @@ class BenchCharts : public QWidget {
   // shape,series,batch,baseline,speedup: one line per bar.
   QString speedupCsv() const;
 
+  // The speedup chart's shape axis as drawn: one label per shape in display
+  // order ("q", "gate", "layer", "1024x4096"), the model names under them,
+  // and where each label's text lies in plot pixels (as of the last layout),
+  // so a test can check that no two overlap.
+  QStringList shapeTickLabels() const;
+  QStringList shapeGroupLabels() const;
+  QVector<QRect> shapeLabelRects() const;
+
+  // A shape label as the bars' axis shows it: {model group, short label}.
+  static std::pair<QString, QString> splitShapeLabel(const QString& shape);
+
  private:
   void scheduleReplot();
   void replotNow();
+  void applyShapeTicks();
+  void fitShapeLabels();
   QCPGraph* graphFor(PlotView* view, std::map<QString, QCPGraph*>& graphs, const QString& kernel);
 
   PlotView* timeView_;
   PlotView* bwView_;
   PlotView* speedupView_;
+  LegendStrip* strip_ = nullptr;
   std::map<QString, QCPGraph*> timeGraphs_, bwGraphs_;
   QVector<QCPBars*> barPlottables_;
+  QCPAxis* groupAxis_ = nullptr;     // a second bottom axis under the shapes: model names
+  QCPGraph* limitLegend_ = nullptr;  // no data: the limit line's entry in the legend
   QCPItemStraightLine* limitLine_ = nullptr;
   QCPItemStraightLine* unitLine_ = nullptr;
-  QCPItemText* limitText_ = nullptr;
   SpeedupBars bars_;
+  // Display order of the shapes: bars_.shapes[order_[k]] is drawn k-th, at
+  // positions_[k]; groups are runs of one model with a gap between them.
+  QVector<int> order_;
+  QVector<double> positions_;
+  QStringList tickLabels_;  // in display order
+  QStringList groupNames_;
+  QVector<double> groupCenters_;
+  bool staggered_ = false;  // labels too wide for their slot alternate between two lines
   double limit_ = 1.78;
-  int window_ = 400;
   int lastIndex_ = -1;
   QTimer replotTimer_;
 };

@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFontMetrics>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -20,9 +21,12 @@
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStyle>
 #include <QTableView>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace sdw::widgets {
 
@@ -30,6 +34,17 @@ namespace {
 const char* const kPatterns[] = {"2:4", "4:8", "8:16", "16:32"};
 const int kBatches[] = {1, 2, 4, 8};
 constexpr int kShapeRole = Qt::UserRole;  // child items: index into the group's shapes
+
+// A long message (a results file's whole command line, why there is no GPU)
+// in at most `lines` lines of the narrow column, the whole of it in the tool
+// tip: the column's controls stay in sight.
+void setLimitedText(QLabel* label, const QString& text, int lines, int width) {
+  const QFontMetrics fm(label->font());
+  // Word wrapping loses part of each line: aim a third of a line short.
+  const QString shown = fm.elidedText(text, Qt::ElideRight, width * lines - width / 3);
+  label->setText(shown);
+  label->setToolTip(shown == text ? QString() : text);
+}
 }  // namespace
 
 BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
@@ -38,18 +53,50 @@ BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(8, 8, 8, 8);
 
-  auto* scroll = new QScrollArea(this);
-  scroll->setWidget(buildSettings());
+  // The controls column is as wide as its widest row needs, so nothing in
+  // it is ever cut off at the right; should the panel get too short for the
+  // settings, they scroll vertically while the actions under them stay.
+  auto* column = new QWidget(this);
+  column->setObjectName(QStringLiteral("BenchControls"));
+  auto* cl = new QVBoxLayout(column);
+  cl->setContentsMargins(0, 0, 0, 0);
+  auto* scroll = new QScrollArea(column);
+  scroll->setObjectName(QStringLiteral("BenchSettingsScroll"));
+  QWidget* actions = nullptr;
+  QWidget* settings = buildSettings(&actions);
+  scroll->setWidget(settings);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  scroll->setFixedWidth(300);
-  layout->addWidget(scroll);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+  cl->addWidget(scroll, 1);
+  cl->addWidget(actions);
+  const int scrollBar = scroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent, nullptr, scroll);
+  column->setFixedWidth(std::max({250, settings->minimumSizeHint().width(), actions->minimumSizeHint().width()}) +
+                        scrollBar + 2);
+  textWidth_ = column->width() - scrollBar - 8;
+  layout->addWidget(column);
 
   charts_ = new BenchCharts(this);
   model_ = new BenchResultsModel(this);
   table_ = makeSortableTable(model_, BenchResultsModel::SortRole, QStringLiteral("BenchResultsTable"), this, &proxy_);
-  table_->horizontalHeader()->setSectionResizeMode(BenchResultsModel::Shape, QHeaderView::Stretch);
+  // Every column as wide as its contents: a shape's name is never elided.
+  table_->horizontalHeader()->setStretchLastSection(false);
+  QFont headerFont = table_->horizontalHeader()->font();
+  headerFont.setPointSizeF(headerFont.pointSizeF() * 0.9);
+  table_->horizontalHeader()->setFont(headerFont);
+  // The speedup is what the table is read for: next to the kernel, in sight
+  // without scrolling.
+  table_->horizontalHeader()->moveSection(BenchResultsModel::Speedup, BenchResultsModel::Kernel + 1);
+  // Chained times exist only where our kernels were launched chained (sm_90):
+  // elsewhere the column would be all dashes, taking room from the others.
+  const auto showChained = [this] {
+    const auto& rows = model_->rows();
+    const bool any = std::any_of(rows.begin(), rows.end(), [](const gpu::BenchRow& r) { return r.usChained > 0; });
+    table_->setColumnHidden(BenchResultsModel::ChainedUs, !any);
+  };
+  connect(model_, &QAbstractItemModel::rowsInserted, this, showChained);
+  connect(model_, &QAbstractItemModel::modelReset, this, showChained);
+  showChained();
 
   summary_ = new QLabel(tr("No results yet: start a run or open a results file."), this);
   summary_->setObjectName(QStringLiteral("BenchSummary"));
@@ -72,7 +119,7 @@ BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
   updateButtons();
 }
 
-QWidget* BenchmarkPanel::buildSettings() {
+QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   auto* w = new QWidget(this);
   auto* v = new QVBoxLayout(w);
   v->setContentsMargins(0, 0, 4, 0);
@@ -90,24 +137,29 @@ QWidget* BenchmarkPanel::buildSettings() {
   shapes_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
   shapes_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
   shapes_->header()->setStretchLastSection(false);
-  shapes_->setMinimumHeight(120);
+  shapes_->setMinimumHeight(66);  // the three models, folded
+  // Its preferred height would push the baselines out of sight: it takes
+  // what is left over instead.
+  shapes_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
   sl->addWidget(shapes_);
   custom_ = new QLineEdit(shapesBox);
   custom_->setPlaceholderText(tr("custom: ROWSxCOLS, e.g. 4096x4096,1024x4096"));
   custom_->setToolTip(tr("Extra shapes, rows = out features, cols = in features (a multiple of 32)"));
   sl->addWidget(custom_);
-  v->addWidget(shapesBox);
+  v->addWidget(shapesBox, 1);  // the shape list gets whatever height is left
 
   auto* runBox = new QGroupBox(tr("Kernels"), w);
   auto* form = new QFormLayout(runBox);
+  // Two rows of two: four in a row made the column too wide for the window.
   auto* pat = new QWidget(runBox);
-  auto* pl = new QHBoxLayout(pat);
+  auto* pl = new QGridLayout(pat);
   pl->setContentsMargins(0, 0, 0, 0);
+  pl->setVerticalSpacing(2);
   for (const char* p : kPatterns) {
     auto* c = new QCheckBox(QString::fromLatin1(p), pat);
     c->setChecked(true);
+    pl->addWidget(c, static_cast<int>(patterns_.size()) / 2, static_cast<int>(patterns_.size()) % 2);
     patterns_.push_back(c);
-    pl->addWidget(c);
   }
   form->addRow(tr("Patterns"), pat);
   auto* bat = new QWidget(runBox);
@@ -122,12 +174,20 @@ QWidget* BenchmarkPanel::buildSettings() {
   form->addRow(tr("Batch"), bat);
   dtype_ = new QComboBox(runBox);
   dtype_->addItems({QStringLiteral("bf16"), QStringLiteral("fp16")});
-  form->addRow(tr("Dtype"), dtype_);
   repeats_ = new QSpinBox(runBox);
   repeats_->setRange(1, 1000);
   repeats_->setValue(7);
   repeats_->setToolTip(tr("Timed repeats per kernel; the table shows their median"));
-  form->addRow(tr("Repeats"), repeats_);
+  // One row for both: the column's height goes to the lists above.
+  auto* dtypeRow = new QWidget(runBox);
+  auto* dl = new QHBoxLayout(dtypeRow);
+  dl->setContentsMargins(0, 0, 0, 0);
+  dl->addWidget(dtype_, 1);
+  auto* repeatsLabel = new QLabel(tr("Repeats"), dtypeRow);
+  repeatsLabel->setBuddy(repeats_);
+  dl->addWidget(repeatsLabel);
+  dl->addWidget(repeats_, 1);
+  form->addRow(tr("Dtype"), dtypeRow);
   v->addWidget(runBox);
 
   auto* baseBox = new QGroupBox(tr("Baselines"), w);
@@ -141,6 +201,12 @@ QWidget* BenchmarkPanel::buildSettings() {
     c->setChecked(true);
     bl->addWidget(c);
   }
+  // On a GPU machine the CPU kernels are only timed when asked for (a run
+  // that must stay on the CPU, e.g. to compare with a CPU-only machine).
+  forceCpu_ = new QCheckBox(tr("CPU kernels instead of the GPU"), baseBox);
+  forceCpu_->setObjectName(QStringLiteral("BenchForceCpu"));
+  forceCpu_->setEnabled(false);
+  bl->addWidget(forceCpu_);
   v->addWidget(baseBox);
 
   auto* buttons = new QGridLayout();
@@ -158,18 +224,23 @@ QWidget* BenchmarkPanel::buildSettings() {
   buttons->addWidget(cancel_, 0, 1);
   buttons->addWidget(open_, 1, 0);
   buttons->addWidget(export_, 1, 1);
-  v->addLayout(buttons);
+  // The actions stay in sight under the settings, however far those scroll.
+  auto* actions = new QWidget(this);
+  auto* al = new QVBoxLayout(actions);
+  al->setContentsMargins(0, 4, 0, 0);
+  al->addLayout(buttons);
   bar_ = new QProgressBar(w);
+  bar_->setObjectName(QStringLiteral("BenchProgress"));
   bar_->setTextVisible(false);
   bar_->setMaximumHeight(8);
   bar_->setRange(0, 1000);
   bar_->setValue(0);
-  v->addWidget(bar_);
+  al->addWidget(bar_);
   status_ = new QLabel(w);
   status_->setObjectName(QStringLiteral("BenchStatus"));
   status_->setWordWrap(true);
-  v->addWidget(status_);
-  v->addStretch(1);
+  al->addWidget(status_);
+  *actionsOut = actions;
 
   connect(start_, &QPushButton::clicked, this, [this] { Q_EMIT startRequested(request()); });
   connect(cancel_, &QPushButton::clicked, this, &BenchmarkPanel::cancelRequested);
@@ -180,13 +251,16 @@ QWidget* BenchmarkPanel::buildSettings() {
 
 void BenchmarkPanel::setDevice(bool gpu, const QString& text) {
   gpu_ = gpu;
-  device_->setText(text);
+  deviceText_ = text;
+  setLimitedText(device_, text, 4, textWidth_);
   device_->setStyleSheet(gpu ? QString() : QStringLiteral("color: #9a6700;"));
   const QString why = gpu ? QString() : tr("no GPU here: %1").arg(text);
   for (QCheckBox* c : {cublas_, cusparselt_, layer_}) {
     c->setEnabled(gpu);
     c->setToolTip(gpu ? c->toolTip() : why);
   }
+  forceCpu_->setEnabled(gpu);
+  forceCpu_->setToolTip(gpu ? tr("Time the CPU kernels although a GPU is present") : why);
 }
 
 void BenchmarkPanel::setShapeCatalog(const QVector<ShapeGroup>& groups) {
@@ -234,6 +308,7 @@ BenchRequest BenchmarkPanel::request() const {
   s.ownDense = ownDense_->isChecked();
   s.cusparselt = cusparselt_->isChecked();
   s.layer = layer_->isChecked();
+  s.forceCpu = forceCpu_->isChecked();
   return r;
 }
 
@@ -261,6 +336,7 @@ void BenchmarkPanel::setRequest(const BenchRequest& r) {
   ownDense_->setChecked(s.ownDense);
   cusparselt_->setChecked(s.cusparselt);
   layer_->setChecked(s.layer);
+  forceCpu_->setChecked(s.forceCpu);
 }
 
 void BenchmarkPanel::beginRun(const QString& title) {
@@ -311,12 +387,13 @@ void BenchmarkPanel::showResult(const QString& title, const QVector<gpu::BenchRo
   updateButtons();
 }
 
-QString BenchmarkPanel::deviceText() const { return device_->text(); }
+QString BenchmarkPanel::deviceText() const { return deviceText_; }
 QString BenchmarkPanel::summaryText() const { return summary_->text(); }
-QString BenchmarkPanel::statusText() const { return status_->text(); }
+QString BenchmarkPanel::statusText() const { return statusText_; }
 
 void BenchmarkPanel::setStatus(const QString& text, bool isError) {
-  status_->setText(text);
+  statusText_ = text;
+  setLimitedText(status_, text, 3, textWidth_);
   status_->setStyleSheet(isError ? QStringLiteral("color: #c01c28;") : QString());
 }
 

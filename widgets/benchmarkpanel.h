@@ -85,7 +85,7 @@ class BenchmarkPanel : public QWidget {
   void exportRequested(const QString& path);  // .csv or .json
 
  private:
-  QWidget* buildSettings();
+  QWidget* buildSettings(QWidget** actionsOut);  // the scrolling settings; the action buttons apart
   void setStatus(const QString& text, bool isError);
   void chooseResults();
   void chooseExport();
@@ -101,6 +101,7 @@ class BenchmarkPanel : public QWidget {
   QCheckBox* ownDense_ = nullptr;
   QCheckBox* cusparselt_ = nullptr;
   QCheckBox* layer_ = nullptr;
+  QCheckBox* forceCpu_ = nullptr;
   QSpinBox* repeats_ = nullptr;
   QPushButton* start_ = nullptr;
   QPushButton* cancel_ = nullptr;
@@ -115,6 +116,8 @@ class BenchmarkPanel : public QWidget {
   QTableView* table_ = nullptr;
   bool running_ = false;
   bool gpu_ = false;
+  QString deviceText_, statusText_;  // in full; the labels may show them shortened
+  int textWidth_ = 250;              // the controls column's text width
 };
 
 }  // namespace sdw::widgets

@@ -394,13 +394,13 @@ void DriftPage::refresh() {
 
 void DriftPage::sizeSplit() {
   // Once, when a run is first on screen: the table gets the width of its
-  // columns, up to 38% (it scrolls beyond); later the user's split stays.
+  // columns, up to 45% (it scrolls beyond); later the user's split stays.
   if (splitSized_ || data_.isEmpty() || !split_->isVisible()) return;
   splitSized_ = true;
   const int total = split_->width() - split_->handleWidth();
   const int need = table_->horizontalHeader()->length() + 2 * table_->frameWidth() +
                    table_->verticalScrollBar()->sizeHint().width();
-  const int tableWidth = std::min(need, total * 38 / 100);
+  const int tableWidth = std::min(need, total * 45 / 100);
   split_->setSizes({total - tableWidth, tableWidth});
 }
 

@@ -300,6 +300,8 @@ QPoint EpsilonScatterPlot::pixelOf(int module) const {
 
 EpsilonSpectrumPlot::EpsilonSpectrumPlot(QWidget* parent) : PlotView(parent) {
   styleAxes(plot());
+  // Above the axes: in a corner, the legend hid the tail of a spectrum.
+  placeLegendAbove();
   plot()->xAxis->setLabel(tr("eigenvalue index (descending)"));
   plot()->yAxis->setLabel(tr("eigenvalue"));
   setLogAxis(plot()->yAxis, true);

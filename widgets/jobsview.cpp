@@ -1,27 +1,60 @@
 #include "widgets/jobsview.h"
 
+#include <QFrame>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 #include <cmath>
 
 namespace sdw::widgets {
 
+namespace {
+constexpr int kRecent = 12;  // folded jobs named in the summary's tool tip
+}
+
 JobsView::JobsView(QWidget* parent) : QWidget(parent) {
   auto* outer = new QVBoxLayout(this);
-  outer->setContentsMargins(6, 6, 6, 6);
+  outer->setContentsMargins(6, 4, 6, 4);
+  outer->setSpacing(2);
+
+  // The rows scroll: many jobs at once never make the dock (and with it the
+  // window) taller than it was given.
+  auto* scroll = new QScrollArea(this);
+  scroll->setObjectName(QStringLiteral("jobsScroll"));
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  auto* rows = new QWidget(scroll);
+  auto* rowsLayout = new QVBoxLayout(rows);
+  rowsLayout->setContentsMargins(0, 0, 0, 0);
   grid_ = new QGridLayout;
+  grid_->setVerticalSpacing(2);
   grid_->setColumnStretch(1, 1);
-  grid_->setColumnMinimumWidth(0, 160);
-  grid_->setColumnMinimumWidth(2, 260);
-  empty_ = new QLabel(tr("No jobs yet. Long work (loading, calibration, pruning, benchmarks) shows up here."), this);
-  empty_->setEnabled(false);
-  grid_->addWidget(empty_, 0, 0, 1, 4);
-  outer->addLayout(grid_);
-  outer->addStretch(1);
+  grid_->setColumnMinimumWidth(0, 140);
+  grid_->setColumnMinimumWidth(2, 220);
+  rowsLayout->addLayout(grid_);
+  rowsLayout->addStretch(1);
+  scroll->setWidget(rows);
+  outer->addWidget(scroll, 1);
+
+  // One line above the rows: what runs, what finished, and Clear.
+  auto* line = new QHBoxLayout;
+  summary_ = new QLabel(this);
+  summary_->setObjectName(QStringLiteral("jobsSummary"));
+  summary_->setWordWrap(true);
+  clear_ = new QPushButton(tr("Clear"), this);
+  clear_->setObjectName(QStringLiteral("jobsClear"));
+  clear_->setToolTip(tr("Forget the finished jobs and dismiss the failed ones"));
+  connect(clear_, &QPushButton::clicked, this, &JobsView::clearEnded);
+  line->addWidget(summary_, 1);
+  line->addWidget(clear_);
+  outer->insertLayout(0, line);
+  updateSummary();
 }
 
 QString JobsView::formatRate(double perSecond, const QString& unit) {
@@ -40,33 +73,50 @@ QString JobsView::formatDuration(double seconds) {
   return QStringLiteral("%1 h %2 min").arg(s / 3600).arg((s % 3600) / 60);
 }
 
+void JobsView::setFinishedLinger(int ms) {
+  lingerMs_ = std::max(0, ms);
+  if (lingerMs_ > 0) return;
+  QList<quint64> done;
+  for (auto it = rows_.cbegin(); it != rows_.cend(); ++it)
+    if (it->ended && !it->failed) done << it.key();
+  for (quint64 id : done) fold(id);
+}
+
 void JobsView::addJob(quint64 id, const QString& name) {
-  empty_->hide();
   Row r;
-  r.name = new QLabel(name, this);
-  r.bar = new QProgressBar(this);
+  QWidget* parent = grid_->parentWidget();
+  r.name = new QLabel(name, parent);
+  r.name->setToolTip(name);
+  r.bar = new QProgressBar(parent);
   r.bar->setRange(0, 0);  // busy until the first progress sample
   r.bar->setTextVisible(true);
-  r.status = new QLabel(tr("starting…"), this);
-  r.cancel = new QPushButton(tr("Cancel"), this);
-  r.cancel->setObjectName(QStringLiteral("cancel-%1").arg(id));
-  connect(r.cancel, &QPushButton::clicked, this, [this, id, b = r.cancel] {
-    b->setEnabled(false);
-    b->setText(tr("Stopping…"));
+  r.status = new QLabel(tr("starting…"), parent);
+  r.button = new QPushButton(tr("Cancel"), parent);
+  r.button->setObjectName(QStringLiteral("cancel-%1").arg(id));
+  connect(r.button, &QPushButton::clicked, this, [this, id] {
+    const auto it = rows_.find(id);
+    if (it == rows_.end()) return;
+    if (it->ended) {
+      dismiss(id);
+      return;
+    }
+    it->button->setEnabled(false);
+    it->button->setText(tr("Stopping…"));
     Q_EMIT cancelRequested(id);
   });
   const int row = nextRow_++;
   grid_->addWidget(r.name, row, 0);
   grid_->addWidget(r.bar, row, 1);
   grid_->addWidget(r.status, row, 2);
-  grid_->addWidget(r.cancel, row, 3);
+  grid_->addWidget(r.button, row, 3);
   rows_.insert(id, r);
+  updateSummary();
 }
 
 void JobsView::setProgress(quint64 id, const QString& stage, double fraction, double done,
                            double total, double ratePerSecond, const QString& unit, double etaSeconds) {
   auto it = rows_.find(id);
-  if (it == rows_.end()) return;
+  if (it == rows_.end() || it->ended) return;
   if (fraction >= 0) {
     it->bar->setRange(0, 1000);
     it->bar->setValue(static_cast<int>(std::lround(fraction * 1000)));
@@ -82,8 +132,6 @@ void JobsView::endJob(quint64 id, End how, const QString& message) {
   auto it = rows_.find(id);
   if (it == rows_.end()) return;
   it->ended = true;
-  it->cancel->setEnabled(false);
-  it->cancel->setText(tr("Cancel"));
   switch (how) {
     case End::Finished:
       it->bar->setRange(0, 1000);
@@ -92,31 +140,95 @@ void JobsView::endJob(quint64 id, End how, const QString& message) {
       it->status->setText(message.isEmpty() ? tr("done") : message);
       break;
     case End::Failed:
+      it->failed = true;
       if (it->bar->maximum() == 0) it->bar->setRange(0, 1000);
       it->status->setText(tr("failed: %1").arg(message));
       it->status->setStyleSheet(QStringLiteral("color: #b00020"));
       break;
     case End::Cancelled:
+      it->cancelled = true;
       if (it->bar->maximum() == 0) it->bar->setRange(0, 1000);
       it->status->setText(message.isEmpty() ? tr("cancelled") : message);
       break;
   }
   it->status->setToolTip(it->status->text());
+  if (it->failed) {
+    // A failure is kept in sight until the user has read it.
+    it->button->setEnabled(true);
+    it->button->setText(tr("Dismiss"));
+    it->button->setToolTip(tr("Remove this failed job from the list"));
+  } else {
+    it->button->setEnabled(false);
+    it->button->setText(tr("Cancel"));
+    if (lingerMs_ == 0) fold(id);
+    else QTimer::singleShot(lingerMs_, this, [this, id] { fold(id); });
+  }
+  updateSummary();
+}
+
+void JobsView::fold(quint64 id) {
+  const auto it = rows_.constFind(id);
+  if (it == rows_.cend() || !it->ended || it->failed) return;
+  ++folded_;
+  if (it->cancelled) ++foldedCancelled_;
+  recent_.prepend(QStringLiteral("%1: %2").arg(it->name->text(), it->status->text()));
+  while (recent_.size() > kRecent) recent_.removeLast();
+  removeRow(id);
+}
+
+void JobsView::dismiss(quint64 id) {
+  const auto it = rows_.constFind(id);
+  if (it == rows_.cend() || !it->ended) return;
+  removeRow(id);
+}
+
+void JobsView::removeRow(quint64 id) {
+  const auto it = rows_.find(id);
+  if (it == rows_.end()) return;
+  // deleteLater: the row's own button may be the one whose click got us here.
+  for (QWidget* w : {static_cast<QWidget*>(it->name), static_cast<QWidget*>(it->bar),
+                     static_cast<QWidget*>(it->status), static_cast<QWidget*>(it->button)}) {
+    grid_->removeWidget(w);
+    w->hide();
+    w->deleteLater();
+  }
+  rows_.erase(it);
+  updateSummary();
 }
 
 void JobsView::clearEnded() {
-  for (auto it = rows_.begin(); it != rows_.end();) {
-    if (it->ended) {
-      delete it->name;
-      delete it->bar;
-      delete it->status;
-      delete it->cancel;
-      it = rows_.erase(it);
-    } else {
-      ++it;
-    }
+  QList<quint64> ended;
+  for (auto it = rows_.cbegin(); it != rows_.cend(); ++it)
+    if (it->ended) ended << it.key();
+  for (quint64 id : ended) removeRow(id);
+  folded_ = 0;
+  foldedCancelled_ = 0;
+  recent_.clear();
+  updateSummary();
+}
+
+QString JobsView::summaryText() const { return summary_->text(); }
+
+void JobsView::updateSummary() {
+  int running = 0, failed = 0;
+  for (const Row& r : rows_) {
+    if (!r.ended) ++running;
+    if (r.failed) ++failed;
   }
-  if (rows_.isEmpty()) empty_->show();
+  QStringList parts;
+  if (running > 0) parts << tr("%n running", nullptr, running);
+  else if (folded_ > 0 || failed > 0) parts << tr("No running jobs");
+  if (folded_ > 0) {
+    parts << (foldedCancelled_ > 0 ? tr("%n finished (%1 cancelled)", nullptr, folded_).arg(foldedCancelled_)
+                                   : tr("%n finished", nullptr, folded_));
+  }
+  if (failed > 0) parts << tr("%n failed", nullptr, failed);
+  summary_->setText(parts.isEmpty()
+                        ? tr("No jobs running. Long work (loading, calibration, pruning, benchmarks) shows up here.")
+                        : parts.join(QStringLiteral(" · ")));
+  summary_->setToolTip(recent_.isEmpty() ? QString()
+                                         : tr("Recently finished:\n%1").arg(recent_.join(QLatin1Char('\n'))));
+  clear_->setVisible(folded_ > 0 || failed > 0);
 }
 
 QString JobsView::statusText(quint64 id) const {

@@ -143,7 +143,8 @@ QWidget* ModelPanel::buildSummaryBox() {
   for (const char* key : kSummaryKeys) {
     const QString k = QLatin1String(key);
     auto* name = new QLabel(tr(key) + QLatin1Char(':'), box);
-    name->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    // Quieter than the value, yet dark enough to read on a projector.
+    name->setStyleSheet(QStringLiteral("color: #555;"));
     auto* value = new QLabel(QStringLiteral("–"), box);
     value->setObjectName(QStringLiteral("summary-") + k);
     value->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -221,9 +222,11 @@ QWidget* ModelPanel::buildGenerateBox() {
   const QList<QPair<QString, QWidget*>> fields = {
       {tr("Max new tokens"), maxTokens_}, {tr("Temperature"), temperature_}, {tr("Top-k"), topK_},
       {tr("Top-p"), topP_},               {tr("Seed"), seed_},               {tr("Chat format"), chat_}};
+  // Two pairs a row: three made the panel too wide to leave the workspace
+  // beside it room at 1440 pixels.
   for (int i = 0; i < fields.size(); ++i) {
-    grid->addWidget(new QLabel(fields[i].first, box), i / 3, (i % 3) * 2);
-    grid->addWidget(fields[i].second, i / 3, (i % 3) * 2 + 1);
+    grid->addWidget(new QLabel(fields[i].first, box), i / 2, (i % 2) * 2);
+    grid->addWidget(fields[i].second, i / 2, (i % 2) * 2 + 1);
   }
   v->addLayout(grid);
 

@@ -45,6 +45,80 @@ int PlotView::seriesCount() const { return plot_->graphCount(); }
 
 void PlotView::requestReplot() { plot_->replot(QCustomPlot::rpQueuedReplot); }
 
+namespace {
+
+// Puts the legend into a new row right above the axis rect.
+void legendRowAbove(QCustomPlot* plot) {
+  QCPLayoutGrid* layout = plot->plotLayout();
+  int row = 0, column = 0;
+  for (int i = 0; i < layout->elementCount(); ++i)
+    if (layout->elementAt(i) == plot->axisRect()) layout->indexToRowCol(i, row, column);
+  layout->insertRow(row);
+  layout->addElement(row, column, plot->legend);  // takes it out of the axis rect's inset layout
+  layout->setRowStretchFactor(row, 0.001);        // its own height, no more
+}
+
+// Wraps the legend into the most columns whose widest entries still fit the
+// plot's width side by side; true when that changed the legend.
+bool fitLegendColumns(QCustomPlot* plot) {
+  QCPLegend* legend = plot->legend;
+  QVector<int> widths;  // the entries in order; a wrapped grid has empty cells at its end
+  for (int i = 0; i < legend->elementCount(); ++i)
+    if (const QCPLayoutElement* item = legend->elementAt(i)) widths << item->minimumOuterSizeHint().width();
+  const int n = static_cast<int>(widths.size());
+  if (n == 0) return false;
+  const int avail = plot->viewport().width() - legend->margins().left() - legend->margins().right();
+  // Entries fill rows first: entry i sits in column i % columns.
+  int columns = n;
+  for (; columns > 1; --columns) {
+    QVector<int> widest(columns, 0);
+    for (int i = 0; i < n; ++i) widest[i % columns] = std::max(widest[i % columns], widths[i]);
+    int total = legend->columnSpacing() * (columns - 1);
+    for (int w : widest) total += w;
+    if (total <= avail) break;
+  }
+  if (legend->wrap() == columns && legend->columnCount() == std::min(n, columns)) return false;
+  legend->setWrap(columns);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+  return true;
+}
+
+void styleLegendRow(QCPLegend* legend) {
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setBorderPen(Qt::NoPen);
+  legend->setBrush(Qt::NoBrush);
+  legend->setMargins(QMargins(4, 0, 4, 0));
+  legend->setColumnSpacing(10);
+  legend->setRowSpacing(0);
+}
+
+}  // namespace
+
+void PlotView::placeLegendAbove() {
+  legendRowAbove(plot_);
+  styleLegendRow(plot_->legend);
+  // The number of columns depends on the laid-out width: decided after each
+  // layout, and a change is drawn by one more (queued) replot.
+  connect(plot_, &QCustomPlot::afterLayout, this, &PlotView::fitLegend, Qt::UniqueConnection);
+  requestReplot();
+}
+
+void PlotView::fitLegend() {
+  if (plot_->legend->visible() && fitLegendColumns(plot_)) plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QRect PlotView::legendRect() const {
+  return plot_->legend->realVisibility() ? plot_->legend->outerRect() : QRect();
+}
+
+QRect PlotView::dataRect() const { return plot_->axisRect()->rect(); }
+
+QString PlotView::xAxisLabel() const { return plot_->xAxis->label(); }
+
+std::pair<double, double> PlotView::xRange() const {
+  return {plot_->xAxis->range().lower, plot_->xAxis->range().upper};
+}
+
 QString PlotView::toCsv() const {
   if (csvProvider_) return csvProvider_();
   QString out;
@@ -152,6 +226,17 @@ void PlotView::onMouseMove(QMouseEvent* e) {
 QString PlotView::exportTo(const QString& path) const {
   const QString lower = path.toLower();
   bool ok = false;
+  // A legend shown outside the plot on screen (a strip shared by several
+  // charts) is drawn into a picture of the plot alone, above its axes.
+  const bool borrowLegend = legendInPictures_ && !plot_->legend->visible() && plot_->legend->elementCount() > 0 &&
+                            (lower.endsWith(QLatin1String(".png")) || lower.endsWith(QLatin1String(".pdf")));
+  if (borrowLegend) {
+    legendRowAbove(plot_);
+    styleLegendRow(plot_->legend);
+    plot_->legend->setVisible(true);
+    fitLegendColumns(plot_);
+    plot_->replot(QCustomPlot::rpImmediateRefresh);
+  }
   if (lower.endsWith(QLatin1String(".png"))) {
     ok = plot_->savePng(path, 0, 0, 2.0);
   } else if (lower.endsWith(QLatin1String(".pdf"))) {
@@ -164,6 +249,12 @@ QString PlotView::exportTo(const QString& path) const {
     }
   } else {
     return tr("unknown export format for %1 (use .png, .pdf or .csv)").arg(path);
+  }
+  if (borrowLegend) {
+    plot_->legend->setVisible(false);
+    plot_->axisRect()->insetLayout()->addElement(plot_->legend, Qt::AlignTop | Qt::AlignRight);
+    plot_->plotLayout()->simplify();  // the emptied row
+    plot_->replot(QCustomPlot::rpQueuedReplot);
   }
   return ok ? QString() : tr("could not write %1").arg(path);
 }

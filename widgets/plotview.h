@@ -3,10 +3,12 @@
 // from a context menu. Replots are coalesced through a queued replot so a
 // stream of addData calls does not redraw per sample.
 
+#include <QRect>
 #include <QVector>
 #include <QWidget>
 
 #include <functional>
+#include <utility>
 
 class QCustomPlot;
 class QMouseEvent;
@@ -24,6 +26,23 @@ class PlotView : public QWidget {
   int addSeries(const QString& name, const QVector<double>& keys, const QVector<double>& values);
   int seriesCount() const;
   void requestReplot();  // coalesced
+
+  // Moves the legend out of the axes into a row of its own right above the
+  // axis rect (under a title row, if any), wrapped into as many columns as
+  // the plot's width holds, re-wrapped when the width or the entries change:
+  // a legend inside the axes hides data sooner or later.
+  void placeLegendAbove();
+  // Where the legend and the axes' data area are, in plot pixels, as of the
+  // last layout; the legend's rect is empty while it is hidden. For tests
+  // that check the legend never covers data.
+  QRect legendRect() const;
+  QRect dataRect() const;
+  // For a plot whose legend is hidden because a strip beside it explains the
+  // colours: PNG and PDF exports draw the legend above the axes anyway.
+  void setLegendInPictures(bool on) { legendInPictures_ = on; }
+  // The bottom axis as a reader sees it: its label and its shown range.
+  QString xAxisLabel() const;
+  std::pair<double, double> xRange() const;
 
   // Export by file extension: .png, .pdf or .csv. Returns an error message,
   // empty on success.
@@ -47,11 +66,13 @@ class PlotView : public QWidget {
  private:
   void showExportDialog();
   void onMouseMove(QMouseEvent* e);
+  void fitLegend();
   QCustomPlot* plot_;
   std::function<QString()> csvProvider_;
   HoverFormatter hoverFormatter_;
   double hoverRadius_ = 24.0;
   bool hoverOn_ = false;
+  bool legendInPictures_ = false;
 };
 
 }  // namespace sdw::widgets

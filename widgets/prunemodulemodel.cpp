@@ -119,7 +119,7 @@ QVariant PruneModuleModel::headerData(int section, Qt::Orientation o, int role) 
     case RelError: return tr("Rel. error");
     case Sparsity: return tr("Sparsity");
     case Damping: return tr("Damping");
-    case Seconds: return tr("s");
+    case Seconds: return tr("Time (s)");
     default: return {};
   }
 }

@@ -287,7 +287,14 @@ QWidget* PruningPanel::buildModules() {
 
   modules_ = new PruneModuleModel(this);
   table_ = makeSortableTable(modules_, PruneModuleModel::ValueRole, QStringLiteral("pruneModules"), page, &proxy_);
-  table_->horizontalHeader()->setStretchLastSection(true);
+  // Columns as wide as their contents: a stretched last column put its
+  // numbers far from the rest on a wide screen.
+  table_->horizontalHeader()->setStretchLastSection(false);
+  // Most columns are as wide as their header: a smaller header font keeps
+  // more of them in sight on a narrow window.
+  QFont headerFont = table_->horizontalHeader()->font();
+  headerFont.setPointSizeF(headerFont.pointSizeF() * 0.9);
+  table_->horizontalHeader()->setFont(headerFont);
   table_->setContextMenuPolicy(Qt::ActionsContextMenu);
   auto* exportAction = new QAction(tr("Export CSV…"), table_);
   table_->addAction(exportAction);
@@ -575,8 +582,17 @@ EvaluateForm PruningPanel::evaluateDefaults() const {
 }
 
 void PruningPanel::askEvaluate() {
-  EvaluateDialog dialog(evaluateDefaults(), prunedCandidates(), cudaAvailable_, this);
-  if (dialog.exec() == QDialog::Accepted) Q_EMIT evaluateRequested(dialog.form());
+  if (evaluateDialog_ && evaluateDialog_->isVisible()) {
+    evaluateDialog_->raise();
+    evaluateDialog_->activateWindow();
+    return;
+  }
+  // Window-modal but not a nested event loop: jobs keep reporting while it is open.
+  auto* dialog = new EvaluateDialog(evaluateDefaults(), prunedCandidates(), cudaAvailable_, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  evaluateDialog_ = dialog;
+  connect(dialog, &QDialog::accepted, this, [this, dialog] { Q_EMIT evaluateRequested(dialog->form()); });
+  dialog->open();
 }
 
 void PruningPanel::exportCsv(const QString& what, const QString& csv) {

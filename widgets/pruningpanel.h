@@ -15,6 +15,7 @@
 #include "widgets/runchoice.h"
 
 #include <QMetaType>
+#include <QPointer>
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -112,6 +113,10 @@ class PruningPanel : public QWidget {
   QualityPage* qualityPage() const { return quality_; }
   QTabWidget* tabs() const { return tabs_; }
   const PruningRecordData& shownRecord() const { return record_; }
+  // The Evaluate… dialog while it is open (nullptr otherwise).
+  EvaluateDialog* evaluateDialog() const {
+    return evaluateDialog_ && evaluateDialog_->isVisible() ? evaluateDialog_.data() : nullptr;
+  }
 
  Q_SIGNALS:
   void pruneRequested(const sdw::widgets::PruneForm& form);
@@ -159,6 +164,7 @@ class PruningPanel : public QWidget {
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
   QualityPage* quality_ = nullptr;
+  QPointer<EvaluateDialog> evaluateDialog_;
   QVector<PruningRecordChoice> recordChoices_;
   PruningRecordData record_;
   bool outputEdited_ = false;

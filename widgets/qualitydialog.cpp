@@ -4,6 +4,7 @@
 
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -86,6 +87,16 @@ EvaluateDialog::EvaluateDialog(const EvaluateForm& form, const QStringList& cand
   windows_ = spin(tr("Text windows:"), 1, 100000, form.windows);
   window_ = spin(tr("Window (tokens):"), 2, 1 << 16, form.window);
   sideBySide_ = spin(tr("Side-by-side prompts:"), 0, 1000, form.sideBySide);
+  temperature_ = new QDoubleSpinBox(this);
+  temperature_->setObjectName(QStringLiteral("evalTemperature"));
+  temperature_->setRange(0.0, 5.0);
+  temperature_->setSingleStep(0.1);
+  temperature_->setDecimals(2);
+  temperature_->setValue(form.temperature);
+  temperature_->setSpecialValueText(tr("0 (greedy)"));
+  temperature_->setToolTip(tr("Decoding of the on-policy trajectories and of the dense generations; greedy "
+                              "makes every seed give the same trajectories"));
+  f->addRow(tr("Temperature:"), temperature_);
   device_ = new QComboBox(this);
   device_->addItem(QStringLiteral("cpu"));
   if (cudaAvailable) device_->addItem(QStringLiteral("cuda"));
@@ -121,8 +132,26 @@ EvaluateForm EvaluateDialog::form() const {
   f.windows = windows_->value();
   f.window = window_->value();
   f.sideBySide = sideBySide_->value();
+  f.temperature = temperature_->value();
   f.device = device_->currentText();
   return f;
+}
+
+void EvaluateDialog::setForm(const EvaluateForm& form) {
+  base_ = form;
+  dense_->setText(form.dense);
+  models_->clear();
+  for (const QString& m : form.models) addFolder(m, true);
+  text_->setText(form.text);
+  prompts_->setText(form.prompts);
+  seeds_->setText(form.seeds);
+  maxNew_->setValue(form.maxNewTokens);
+  maxPrompts_->setValue(form.maxPrompts);
+  windows_->setValue(form.windows);
+  window_->setValue(form.window);
+  sideBySide_->setValue(form.sideBySide);
+  temperature_->setValue(form.temperature);
+  device_->setCurrentText(form.device);
 }
 
 }  // namespace sdw::widgets

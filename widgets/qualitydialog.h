@@ -10,6 +10,7 @@
 #include <QStringList>
 
 class QComboBox;
+class QDoubleSpinBox;
 class QLineEdit;
 class QListWidget;
 class QSpinBox;
@@ -28,6 +29,7 @@ struct EvaluateForm {
   int windows = 8;
   int window = 128;
   int sideBySide = 3;
+  double temperature = 0.8;  // on-policy decoding; <= 0: greedy
   QString device = QStringLiteral("cpu");
   QString output;  // the evaluation run; "" : a new name in the workspace
 
@@ -42,6 +44,8 @@ class EvaluateDialog : public QDialog {
   EvaluateDialog(const EvaluateForm& form, const QStringList& candidates, bool cudaAvailable,
                  QWidget* parent = nullptr);
   EvaluateForm form() const;
+  // Fills every field (the pruned list becomes form.models, all checked).
+  void setForm(const EvaluateForm& form);
 
  private:
   void addFolder(const QString& dir, bool checked);
@@ -57,6 +61,7 @@ class EvaluateDialog : public QDialog {
   QSpinBox* windows_ = nullptr;
   QSpinBox* window_ = nullptr;
   QSpinBox* sideBySide_ = nullptr;
+  QDoubleSpinBox* temperature_ = nullptr;
   QComboBox* device_ = nullptr;
 };
 

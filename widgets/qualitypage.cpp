@@ -58,7 +58,9 @@ QualityPage::QualityPage(QWidget* parent) : QWidget(parent) {
 
   model_ = new QualityModel(this);
   table_ = makeSortableTable(model_, QualityModel::ValueRole, QStringLiteral("qualityTable"), this, &proxy_);
-  table_->horizontalHeader()->setStretchLastSection(true);
+  // Columns as wide as their contents: a stretched last column put its
+  // numbers far from the rest on a wide screen.
+  table_->horizontalHeader()->setStretchLastSection(false);
   table_->setContextMenuPolicy(Qt::ActionsContextMenu);
   auto* exportAction = new QAction(tr("Export CSV…"), table_);
   connect(exportAction, &QAction::triggered, this, &QualityPage::exportRequested);

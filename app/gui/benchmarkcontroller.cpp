@@ -447,6 +447,8 @@ void BenchmarkController::onFinished(JobId id, const QVariant& result) {
                             .arg(rows_.size())
                             .arg(QString::fromStdString(r.device))
                             .arg(r.hbmReadGBs, 0, 'f', 0);
+    // Progress reports are throttled: the last one may be well short of the end.
+    Q_EMIT progressed(1.0, msg);
     Q_EMIT runEnded(msg, false);
     Q_EMIT info(tr("benchmark: %1").arg(msg));
     for (const auto& n : r.notes) Q_EMIT info(tr("benchmark note: %1").arg(QString::fromStdString(n)));

@@ -1,5 +1,5 @@
-// sdw: the workbench GUI. `sdw --screenshot FILE [--panel NAME]` renders the
-// window offscreen with the sample workspace and writes a PNG.
+// sdw: the workbench GUI. `sdw --screenshot FILE [--panel NAME] [--size WxH]`
+// renders the window offscreen with the sample workspace and writes a PNG.
 // `--bench-results FILE.json` shows saved kernel benchmark results in the
 // Benchmark panel; a screenshot of that panel without one runs a short CPU
 // benchmark on small shapes first, so the charts have something to show.
@@ -8,6 +8,7 @@
 #include "app/gui/mainwindow.h"
 #include "app/gui/workspace.h"
 #include "core/version.h"
+#include "widgets/jobsview.h"
 #include "widgets/logview.h"
 
 #include <QApplication>
@@ -15,6 +16,8 @@
 #include <QElapsedTimer>
 #include <QIcon>
 #include <QPixmap>
+#include <QSize>
+#include <QStringList>
 #include <QThread>
 
 #include <cstdio>
@@ -29,15 +32,29 @@ struct Options {
   QString panel;
   QString workspace;
   QString benchResults;
+  QSize size;  // --size; invalid: the default
 };
+
+// "1920x1080" -> 1920x1080; an invalid size for anything else.
+QSize parseSize(const QString& text) {
+  const QStringList parts = text.toLower().split(QLatin1Char('x'));
+  if (parts.size() != 2) return {};
+  bool okW = false, okH = false;
+  const int w = parts[0].trimmed().toInt(&okW);
+  const int h = parts[1].trimmed().toInt(&okH);
+  if (!okW || !okH || w < 320 || h < 240 || w > 16384 || h > 16384) return {};
+  return {w, h};
+}
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: sdw [--workspace DIR] [--panel NAME] [--bench-results FILE.json] [--screenshot FILE.png]\n\n"
+               "usage: sdw [--workspace DIR] [--panel NAME] [--bench-results FILE.json] [--size WxH]\n"
+               "           [--screenshot FILE.png]\n\n"
                "  --workspace DIR     open this workspace folder (default: the last one, else the sample)\n"
                "  --panel NAME        start on a panel: Model, Calibration, Analysis, Pruning, Benchmark;\n"
                "                      PANEL/TAB for an inner tab, e.g. Analysis/Drift\n"
                "  --bench-results F   show kernel benchmark results (sdw-cli bench kernels --out F) in Benchmark\n"
+               "  --size WxH          window size, e.g. 1920x1080 (default for --screenshot: 1440x900)\n"
                "  --screenshot FILE   render the window offscreen with the sample workspace, write a PNG, exit\n"
                "\nHeadless use: sdw-cli --help\n");
 }
@@ -70,7 +87,15 @@ int main(int argc, char** argv) {
     else if (a == "--panel") value(opt.panel);
     else if (a == "--workspace") value(opt.workspace);
     else if (a == "--bench-results") value(opt.benchResults);
-    else {
+    else if (a == "--size") {
+      QString text;
+      value(text);
+      opt.size = parseSize(text);
+      if (!opt.size.isValid()) {
+        std::fprintf(stderr, "sdw: error: --size wants WIDTHxHEIGHT, e.g. 1920x1080 (got '%s')\n", qPrintable(text));
+        return 2;
+      }
+    } else {
       std::fprintf(stderr, "sdw: error: unknown argument '%s'\n", a.c_str());
       usage(stderr);
       return 2;
@@ -102,8 +127,11 @@ int main(int argc, char** argv) {
   if (shot) {
     window.setPersistState(false);
     window.setShowErrorDialogs(false);
-    window.resize(1440, 900);
+    // The settled window: finished start-up jobs already folded away.
+    window.jobsView()->setFinishedLinger(0);
+    if (!opt.size.isValid()) opt.size = QSize(1440, 900);
   }
+  if (opt.size.isValid()) window.resize(opt.size);
   QString ws = opt.workspace;
   if (ws.isEmpty() && !shot) ws = settings.workspace();
   if (ws.isEmpty() || !QDir(ws).exists()) ws = sdw::app::sampleWorkspaceDir();
@@ -149,5 +177,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("wrote %s (%dx%d)\n", qPrintable(opt.screenshot), pix.width(), pix.height());
+  if (pix.size() != opt.size * pix.devicePixelRatio())
+    std::fprintf(stderr, "sdw: note: the window needs more than %dx%d; it was drawn at %dx%d\n", opt.size.width(),
+                 opt.size.height(), window.width(), window.height());
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "app/gui/calibrationcontroller.h"
 #include "app/gui/driftcontroller.h"
 #include "app/gui/pruningcontroller.h"
+#include "app/gui/walkthrough.h"
 #include "app/gui/modelcontroller.h"
 #include "app/gui/workspace.h"
 #include "gpu/device.h"
@@ -129,9 +130,11 @@ void MainWindow::buildDocks() {
   logDock->setObjectName(QStringLiteral("LogDock"));
   logDock->setWidget(logView_);
   addDockWidget(Qt::BottomDockWidgetArea, logDock);
-  resizeDocks({runsDock}, {420}, Qt::Horizontal);
-  resizeDocks({jobsDock, logDock}, {190, 190}, Qt::Vertical);
+  resizeDocks({runsDock}, {350}, Qt::Horizontal);
   splitDockWidget(jobsDock, logDock, Qt::Horizontal);
+  // The panels are what a reader looks at: the bottom docks get a few lines
+  // (finished jobs fold away, the log scrolls).
+  resizeDocks({jobsDock, logDock}, {130, 130}, Qt::Vertical);
 
   connect(browser_, &widgets::RunBrowser::openWorkspaceRequested, this, &MainWindow::chooseWorkspace);
   connect(browser_, &widgets::RunBrowser::refreshRequested, this, [this] {
@@ -156,6 +159,8 @@ void MainWindow::buildMenus() {
   jobsMenu->addAction(tr("Cancel all"), this, [this] { jobs_.cancelAll(); });
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("Guided &walkthrough: fixed text vs AR…"), this, [this] { showWalkthrough(this); });
+  help->addSeparator();
   help->addAction(tr("&About"), this, [this] {
     QMessageBox::about(this, tr("About"),
                        tr("<b>SparseDecoding Workbench</b> %1<br>Decoding-aware pruning: calibration, "

@@ -349,6 +349,7 @@ JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
   s.windows = form.windows;
   s.window = form.window;
   s.sideBySidePrompts = form.sideBySide;
+  s.temperature = form.temperature;
   s.device = form.device.toStdString();
   const QString out =
       !form.output.isEmpty()

@@ -1,8 +1,10 @@
 // The Benchmark panel offscreen, driven through its controller: a CPU
 // benchmark on tiny custom shapes end to end (table, rolling charts, speedup
 // bars, summary), cancel within a second, a results JSON (the format of
-// `sdw-cli bench kernels --out FILE`) shown the same way, exports, and the
-// speedup arithmetic against hand-computed values.
+// `sdw-cli bench kernels --out FILE`) shown the same way, exports, the
+// speedup arithmetic against hand-computed values, and charts a reader can
+// follow: legends clear of the data, an x axis from the run's start, shape
+// labels that never run into each other.
 
 #include "app/gui/benchmarkcontroller.h"
 #include "app/jobmanager.h"
@@ -11,6 +13,7 @@
 #include "widgets/benchcharts.h"
 #include "widgets/benchmarkpanel.h"
 #include "widgets/benchresultsmodel.h"
+#include "widgets/legendstrip.h"
 #include "widgets/plotview.h"
 
 #include <QAbstractItemModelTester>
@@ -18,9 +21,11 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -65,6 +70,14 @@ int csvLines(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return -1;
   return static_cast<int>(QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts).size());
+}
+
+// True when no two of the rects overlap.
+bool disjoint(const QVector<QRect>& rects) {
+  for (int i = 0; i < rects.size(); ++i)
+    for (int j = i + 1; j < rects.size(); ++j)
+      if (rects[i].intersects(rects[j])) return false;
+  return true;
 }
 
 int rowOf(const BenchResultsModel* m, const char* module, const char* kernel, const char* pattern) {
@@ -160,6 +173,8 @@ class TestBenchmarkPanel : public QObject {
     QVERIFY(!panel_->isRunning());
     QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Done: 12 measurements")),
              qPrintable(panel_->statusText()));
+    // A finished run shows a full bar, whatever the last (throttled) report said.
+    QCOMPARE(panel_->findChild<QProgressBar*>(QStringLiteral("BenchProgress"))->value(), 1000);
 
     // 2 shapes x 2 batches x (our dense + 2 patterns)
     const BenchResultsModel* m = panel_->resultsModel();
@@ -191,6 +206,86 @@ class TestBenchmarkPanel : public QObject {
     QVERIFY2(panel_->summaryText().startsWith(QStringLiteral("Batch 1 medians over 2 shape(s)")),
              qPrintable(panel_->summaryText()));
     QVERIFY(panel_->summaryText().contains(QStringLiteral("dense GEMV (CPU)")));
+
+    // The time axis says what it counts and starts at the run's first kernel.
+    for (sdw::widgets::PlotView* v : {charts->timeView(), charts->bandwidthView()}) {
+      QCOMPARE(v->xAxisLabel(), QStringLiteral("kernels timed since the run started"));
+      QTRY_VERIFY(v->xRange().first <= 0.0);
+      QVERIFY(v->xRange().first > -1.0);
+      QTRY_VERIFY(v->xRange().second >= 11.0);  // the 12th measurement, index 11, in view
+      // Their series are named by the strip above both, not inside the axes.
+      QVERIFY(v->legendRect().isEmpty());
+    }
+    QStringList strip = charts->legendStrip()->names();
+    QStringList series = charts->kernelSeries();
+    strip.sort();
+    series.sort();
+    QCOMPARE(strip, series);
+    QVERIFY(charts->legendStrip()->isVisible());
+    QVERIFY(charts->legendStrip()->height() >= charts->legendStrip()->heightForWidth(charts->legendStrip()->width()));
+
+    // The bars' legend sits in a row of its own, off the data.
+    sdw::widgets::PlotView* bars = charts->speedupView();
+    QTRY_VERIFY(!bars->legendRect().isEmpty());
+    QVERIFY2(!bars->legendRect().intersects(bars->dataRect()),
+             qPrintable(QStringLiteral("legend %1,%2 %3x%4, data %5,%6 %7x%8")
+                            .arg(bars->legendRect().x())
+                            .arg(bars->legendRect().y())
+                            .arg(bars->legendRect().width())
+                            .arg(bars->legendRect().height())
+                            .arg(bars->dataRect().x())
+                            .arg(bars->dataRect().y())
+                            .arg(bars->dataRect().width())
+                            .arg(bars->dataRect().height())));
+    QCOMPARE(charts->shapeTickLabels(), (QStringList{QStringLiteral("64x128"), QStringLiteral("96x64")}));
+    QVERIFY(charts->shapeGroupLabels().isEmpty());
+    QVERIFY(disjoint(charts->shapeLabelRects()));
+    // No chained times on the CPU: the column is not shown.
+    QVERIFY(panel_->tableView()->isColumnHidden(BenchResultsModel::ChainedUs));
+  }
+
+  void shapeLabelsNeverOverlap_data() {
+    QTest::addColumn<int>("width");
+    QTest::newRow("narrow") << 700;
+    QTest::newRow("wide") << 1700;
+  }
+
+  void shapeLabelsNeverOverlap() {
+    // The three models' projections and whole layers, as a GPU run has them.
+    QFETCH(int, width);
+    sdw::widgets::SpeedupBars b;
+    const QStringList models = {QStringLiteral("llama3-8b"), QStringLiteral("qwen3-14b"), QStringLiteral("qwen3-32b")};
+    const QStringList modules = {QStringLiteral("q_proj"),    QStringLiteral("k_proj"),  QStringLiteral("v_proj"),
+                                 QStringLiteral("o_proj"),    QStringLiteral("gate_proj"), QStringLiteral("up_proj"),
+                                 QStringLiteral("down_proj")};
+    for (const QString& m : models)
+      for (const QString& p : modules) b.shapes << m + QLatin1Char(' ') + p;
+    for (const QString& m : models) b.shapes << QStringLiteral("layer (%1)").arg(m);
+    b.series = {QStringLiteral("sparse 2:4"), QStringLiteral("sparse 4:8"), QStringLiteral("dense GEMV (ours)")};
+    b.values = QVector<QVector<double>>(b.series.size(), QVector<double>(b.shapes.size(), 1.5));
+    b.baseline = QStringLiteral("cuBLAS");
+
+    sdw::widgets::BenchCharts charts;
+    charts.resize(width, 600);
+    charts.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&charts));
+    charts.setSpeedupBars(b);
+    QCOMPARE(charts.barCount(), 3 * 24);
+    QCOMPARE(charts.shapeGroupLabels(), models);
+    // Each model's projections by their short names, then its whole layer.
+    const QStringList one = {QStringLiteral("q"),  QStringLiteral("k"),    QStringLiteral("v"),   QStringLiteral("o"),
+                             QStringLiteral("gate"), QStringLiteral("up"), QStringLiteral("down"), QStringLiteral("layer")};
+    QCOMPARE(charts.shapeTickLabels(), one + one + one);
+    // Laid out (and re-laid out, when the labels had to alternate lines).
+    QTRY_VERIFY_WITH_TIMEOUT(disjoint(charts.shapeLabelRects()), 3000);
+    QTest::qWait(100);
+    QVERIFY(disjoint(charts.shapeLabelRects()));
+    sdw::widgets::PlotView* v = charts.speedupView();
+    QVERIFY(!v->legendRect().isEmpty());
+    QVERIFY(!v->legendRect().intersects(v->dataRect()));
+    for (const QRect& r : charts.shapeLabelRects()) QVERIFY(!r.intersects(v->dataRect()));
+    // Whatever the display order, the CSV keeps the caller's.
+    QVERIFY(charts.speedupCsv().split(QLatin1Char('\n'))[1].startsWith(QStringLiteral("\"llama3-8b q_proj\"")));
   }
 
   void cancelStopsWithinOneSecond() {
@@ -254,6 +349,14 @@ class TestBenchmarkPanel : public QObject {
              QStringLiteral("7.50"));
     QCOMPARE(m->data(m->index(rowOf(m, "q_proj", "sparse", "4:8"), BenchResultsModel::ChainedUs)).toString(),
              QStringLiteral("-"));
+    QVERIFY(!panel_->tableView()->isColumnHidden(BenchResultsModel::ChainedUs));
+
+    // Model shapes: short labels under the model's name.
+    QCOMPARE(panel_->charts()->shapeTickLabels(), (QStringList{QStringLiteral("q"), QStringLiteral("k")}));
+    QCOMPARE(panel_->charts()->shapeGroupLabels(), QStringList{QStringLiteral("llama3-8b")});
+    // A results file, too, is drawn from its first measurement.
+    QTRY_COMPARE(panel_->charts()->timeView()->xRange().first, -0.5);
+    QVERIFY(panel_->charts()->timeView()->xRange().second >= kFixtureRows - 1);
 
     // sortable: fastest first by median time
     QSortFilterProxyModel* proxy = panel_->proxyModel();
@@ -290,6 +393,12 @@ class TestBenchmarkPanel : public QObject {
     const QString png = tmp_.filePath(QStringLiteral("bars.png"));
     QCOMPARE(panel_->charts()->speedupView()->exportTo(png), QString());
     QVERIFY(QFileInfo(png).size() > 1000);
+    // A picture of the time chart alone carries its legend; on screen it stays off.
+    const QString timePng = tmp_.filePath(QStringLiteral("times.png"));
+    QCOMPARE(panel_->charts()->timeView()->exportTo(timePng), QString());
+    QVERIFY(QFileInfo(timePng).size() > 1000);
+    QTRY_VERIFY(panel_->charts()->timeView()->legendRect().isEmpty());
+    QCOMPARE(csvLines(times), 1 + kFixtureRows);
     QCOMPARE(controller_->exportTable(tmp_.filePath(QStringLiteral("table.txt"))).isEmpty(), false);
   }
 

@@ -1,0 +1,47 @@
+#pragma once
+// A legend drawn as a strip of its own above charts that share their series
+// (same names, same colours): entries flow left to right and wrap to as many
+// lines as the width needs. One strip instead of a legend per chart leaves
+// the charts their height; nothing covers data. Display only.
+
+#include <QColor>
+#include <QString>
+#include <QVector>
+#include <QWidget>
+
+namespace sdw::widgets {
+
+class LegendStrip : public QWidget {
+  Q_OBJECT
+ public:
+  struct Entry {
+    QString name;
+    QColor color;
+    bool line = true;    // a line sample, as the charts join points
+    bool marker = true;  // a dot, as the charts draw points
+  };
+
+  explicit LegendStrip(QWidget* parent = nullptr);
+
+  void setEntries(const QVector<Entry>& entries);
+  const QVector<Entry>& entries() const { return entries_; }
+  QStringList names() const;
+
+  bool hasHeightForWidth() const override { return true; }
+  int heightForWidth(int width) const override;
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+
+ private:
+  // Where each entry goes at this width (its sample and text together).
+  QVector<QRect> layoutFor(int width) const;
+  int entryWidth(const Entry& e) const;
+
+  QVector<Entry> entries_;
+};
+
+}  // namespace sdw::widgets
