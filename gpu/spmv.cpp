@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -39,6 +40,15 @@ GemvLaunch defaultGemvLaunch(std::int64_t rows, std::int64_t cols, int batch, in
   c.splitK = static_cast<int>(std::clamp<std::int64_t>((4 * smCount + blocks - 1) / std::max<std::int64_t>(blocks, 1), 1,
                                                        std::max<std::int64_t>(1, std::min<std::int64_t>(8, cols / 2048))));
   return c;
+}
+
+std::string defaultTuningPath(const std::filesystem::path& resourcesDir, const std::string& deviceName) {
+  if (deviceName.empty()) return {};
+  std::string name;
+  for (char c : deviceName)
+    name += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
+  const std::filesystem::path p = resourcesDir / "tuning" / (name + ".json");
+  return std::filesystem::exists(p) ? p.string() : std::string();
 }
 
 TuningTable TuningTable::load(const std::filesystem::path& path) {

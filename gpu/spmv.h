@@ -65,6 +65,11 @@ class TuningTable {
   std::vector<TuningEntry> entries_;
 };
 
+// The tuning table shipped for a GPU: <resourcesDir>/tuning/<device name in
+// lower case, non-alphanumerics as dashes>.json ("NVIDIA H200" ->
+// nvidia-h200.json); "" where none exists (the heuristics apply).
+std::string defaultTuningPath(const std::filesystem::path& resourcesDir, const std::string& deviceName);
+
 // The heuristics used without a table entry.
 SpmvLaunch defaultSpmvLaunch(std::int64_t rows, std::int64_t cols, int batch, int smCount);
 GemvLaunch defaultGemvLaunch(std::int64_t rows, std::int64_t cols, int batch, int smCount);

@@ -5,6 +5,7 @@
 #include "app/cli/bench_modes.h"
 #include "gpu/bench.h"
 #include "gpu/device.h"
+#include "gpu/spmv.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -22,14 +23,6 @@ std::vector<std::string> splitList(const std::string& s) {
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-std::string defaultTuningPath(const std::string& device) {
-  // resources/tuning/<device name, lower case, dashes>.json, next to the sources.
-  std::string name;
-  for (char c : device) name += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
-  const std::filesystem::path p = std::filesystem::path(SDW_SOURCE_DIR) / "resources" / "tuning" / (name + ".json");
-  return std::filesystem::exists(p) ? p.string() : std::string();
 }
 
 std::string commandLine(const std::string& sub, const Args& a) {
@@ -54,7 +47,7 @@ int runKernels(const Args& a) {
   s.forceCpu = a.has("cpu");
   s.layer = !a.has("no-layer");
   s.cusparselt = !a.has("no-cusparselt");
-  s.tuningIn = a.has("tuning") ? a.get("tuning") : defaultTuningPath(gpu::deviceInfo().name);
+  s.tuningIn = a.has("tuning") ? a.get("tuning") : gpu::defaultTuningPath(std::filesystem::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
   s.tuningOut = a.get("tuning-out", "tuning.json");
   if (a.has("threads")) s.cpuThreads = static_cast<int>(a.getInt("threads", 0));
 

@@ -1,6 +1,7 @@
 #include "app/gui/benchmarkcontroller.h"
 
 #include "gpu/device.h"
+#include "gpu/spmv.h"
 #include "widgets/benchresultsmodel.h"
 
 #include <QElapsedTimer>
@@ -12,6 +13,7 @@
 #include <QSaveFile>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -335,6 +337,11 @@ JobId BenchmarkController::start(const widgets::BenchRequest& request) {
     Q_EMIT error(tr("benchmark: %1").arg(problem));
     return 0;
   }
+
+  // The shipped tuning table of this GPU, as `sdw-cli bench kernels` uses by
+  // default: without it the kernels run on heuristics, well below their speed.
+  if (s.tuningIn.empty())
+    s.tuningIn = gpu::defaultTuningPath(std::filesystem::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
 
   settings_ = s;
   rows_.clear();

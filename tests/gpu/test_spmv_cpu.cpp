@@ -137,6 +137,18 @@ class TestSpmvCpu : public QObject {
 
   // The tuning table keeps plain and chained (programmatic dependent launch)
   // configurations apart, through save and load; lookups fall back to the plain one.
+  // The GUI and the CLI find a GPU's shipped table by its name, and nothing for an unknown one.
+  void defaultTuningPathFollowsTheDeviceName() {
+    const std::filesystem::path resources = std::filesystem::path(SDW_SOURCE_DIR) / "resources";
+    const std::string h200 = sdw::gpu::defaultTuningPath(resources, "NVIDIA H200");
+    QCOMPARE(QString::fromStdString(h200),
+             QString::fromStdString((resources / "tuning" / "nvidia-h200.json").string()));
+    const auto table = sdw::gpu::TuningTable::load(h200);
+    QVERIFY(!table.entries().empty());
+    QCOMPARE(QString::fromStdString(sdw::gpu::defaultTuningPath(resources, "Some GPU 9000")), QString());
+    QCOMPARE(QString::fromStdString(sdw::gpu::defaultTuningPath(resources, "")), QString());
+  }
+
   void tuningTableKeepsChainedConfigurations() {
     gpu::TuningTable t;
     t.device = "test";
