@@ -249,17 +249,19 @@ QString bench(const QVector<gpu::BenchRow>& rows, const QString& backend) {
   for (const auto& r : rows) batch = std::min(batch, r.batch);
   // Per shape at that batch: the sparse 2:4, our dense and the library time.
   using Key = std::tuple<std::int64_t, std::int64_t>;
-  std::map<Key, double> sparse, dense, library;
+  std::map<Key, double> sparse, dense, library, cusparselt;
   for (const auto& r : rows) {
     if (r.batch != batch || r.module == "layer") continue;
     const Key k{r.rows, r.cols};
     if ((r.kernel == "sparse" || r.kernel == "sparse-cpu") && r.pattern == "2:4") sparse[k] = r.us;
     if (r.kernel == "dense" || r.kernel == "dense-cpu") dense[k] = r.us;
     if (r.kernel == "cublas") library[k] = r.us;
+    if (r.kernel == "cusparselt") cusparselt[k] = r.us;
   }
-  std::vector<double> sparseUs, denseUs, libraryUs, overDense, overLibrary;
+  std::vector<double> sparseUs, denseUs, libraryUs, overDense, overLibrary, overCusparselt;
   for (const auto& [k, us] : sparse) {
     sparseUs.push_back(us);
+    if (auto it = cusparselt.find(k); it != cusparselt.end()) overCusparselt.push_back(it->second / us);
     if (auto it = dense.find(k); it != dense.end()) overDense.push_back(it->second / us);
     if (auto it = library.find(k); it != library.end()) overLibrary.push_back(it->second / us);
   }
@@ -278,6 +280,8 @@ QString bench(const QVector<gpu::BenchRow>& rows, const QString& backend) {
   else
     s += gpu ? QStringLiteral(", no library baseline measured")
              : QStringLiteral("; no library baseline on the CPU");
+  if (!overCusparselt.empty())
+    s += QStringLiteral(", cuSPARSELt 2:4 (a matrix-matrix library at batch 1): %1x").arg(num(median(overCusparselt), 2));
   s += QStringLiteral(" (median per-shape speedups). ");
   const double best = !overDense.empty() ? median(overDense) : (!overLibrary.empty() ? median(overLibrary) : 0);
   if (best > 0 && best < 1)

@@ -21,6 +21,7 @@
 #include "widgets/benchmarkpanel.h"
 #include "widgets/benchresultsmodel.h"
 #include "widgets/calibrationpanel.h"
+#include "widgets/jobsview.h"
 #include "widgets/layerprogressview.h"
 
 #include <QDateTime>
@@ -144,6 +145,7 @@ class TestGpuStory : public QObject {
     window_->setPersistState(false);
     window_->setShowErrorDialogs(false);
     window_->resize(1440, 900);
+    window_->jobsView()->setFinishedLinger(0);  // the screenshots show the settled window
     window_->show();
     qInfo("device: %s", sdw::gpu::describeDevice(sdw::gpu::deviceInfo()).c_str());
 
@@ -189,7 +191,7 @@ class TestGpuStory : public QObject {
           kernels << QString::fromStdString(row.kernel);
           QVERIFY(row.us > 0);
         }
-        for (const char* k : {"sparse", "dense", "cublas"})
+        for (const char* k : {"sparse", "dense", "cublas", "cusparselt"})
           QVERIFY2(kernels.contains(QLatin1String(k)), k);
         QVERIFY(!kernels.contains(QStringLiteral("sparse-cpu")));
         QVERIFY(window_->benchmarkPanel()->deviceText().contains(QStringLiteral("GPU")));
