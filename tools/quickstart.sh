@@ -48,40 +48,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# ---- a GPU, a CUDA LibTorch and nvcc?
-gpu_preset=""
-torch_prefix=""
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  if [ -n "${SDW_LIBTORCH:-}" ]; then
-    if [ -f "$SDW_LIBTORCH" ] && [[ "$SDW_LIBTORCH" == *.zip ]]; then
-      if [ ! -d .libtorch/libtorch ] || [ "$SDW_LIBTORCH" -nt .libtorch/libtorch ]; then
-        command -v unzip >/dev/null || { echo "error: need unzip to unpack $SDW_LIBTORCH" >&2; exit 1; }
-        rm -rf .libtorch && mkdir -p .libtorch && unzip -q "$SDW_LIBTORCH" -d .libtorch
-      fi
-      torch_prefix="$root/.libtorch/libtorch"
-    elif [ -d "$SDW_LIBTORCH" ]; then
-      torch_prefix="$SDW_LIBTORCH"
-    else
-      echo "error: SDW_LIBTORCH=$SDW_LIBTORCH is neither a folder nor a .zip archive" >&2; exit 1
-    fi
-    if ! ls "$torch_prefix"/lib/libtorch_cuda.so >/dev/null 2>&1 && ! ls "$torch_prefix"/../../lib/libtorch_cuda.so >/dev/null 2>&1; then
-      echo "note: $torch_prefix has no libtorch_cuda.so: a CPU-only LibTorch" >&2; torch_prefix=""
-    fi
-  elif python3 -c 'import sys, torch; sys.exit(0 if torch.version.cuda else 1)' >/dev/null 2>&1; then
-    torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-  fi
-  nvcc=$(command -v nvcc || true)
-  [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
-  if [ -n "$torch_prefix" ] && [ -n "$nvcc" ]; then
-    gpu_preset=gpu
-    echo "== GPU: $gpu_name; LibTorch: $torch_prefix; nvcc: $nvcc"
-  else
-    echo "== GPU found ($gpu_name), but building for the CPU:"
-    [ -z "$torch_prefix" ] && echo "   no CUDA LibTorch: set SDW_LIBTORCH to an unpacked LibTorch (CUDA) folder or its .zip, or pip install a CUDA torch"
-    [ -z "$nvcc" ] && echo "   no nvcc: install the CUDA Toolkit (nvcc on PATH or /usr/local/cuda/bin/nvcc)"
-  fi
-fi
+# ---- a GPU, a CUDA LibTorch and nvcc? (sets gpu_preset, torch_prefix, nvcc)
+. tools/detect-gpu.sh
 
 jobs=$(nproc)
 # The LibTorch translation units need ~1.7 GB each; keep parallelism within memory.
