@@ -150,9 +150,16 @@ class TestCli : public QObject {
     QCOMPARE(r.code, 0);
     const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QVERIFY(o.contains(QStringLiteral("cuda_available")));
-    if (!o.value(QStringLiteral("cuda_available")).toBool())
-      QVERIFY(!o.value(QStringLiteral("reason")).toString().isEmpty());
-    else
+    if (!o.value(QStringLiteral("cuda_available")).toBool()) {
+      // The reason names every missing piece, in the order that matters.
+      const QString reason = o.value(QStringLiteral("reason")).toString();
+      QVERIFY(!reason.isEmpty());
+      if (!o.value(QStringLiteral("torch_has_cuda")).toBool())
+        QVERIFY2(reason.startsWith(QStringLiteral("the LibTorch in this build is CPU-only")), qPrintable(reason));
+      if (!o.value(QStringLiteral("kernels_built")).toBool())
+        QVERIFY2(reason.contains(QStringLiteral("SDW_CUDA=OFF")) || reason.contains(QStringLiteral("nvcc was not found")),
+                 qPrintable(reason));
+    } else
       QVERIFY(o.value(QStringLiteral("self_test")).toObject().value(QStringLiteral("passed")).toBool());
   }
 };
