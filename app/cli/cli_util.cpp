@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 namespace sdw::cli {
@@ -60,6 +61,38 @@ std::string humanDuration(double seconds) {
   else if (s < 3600) std::snprintf(buf, sizeof buf, "%lld min %lld s", s / 60, s % 60);
   else std::snprintf(buf, sizeof buf, "%lld h %lld min", s / 3600, (s % 3600) / 60);
   return buf;
+}
+
+std::vector<std::uint64_t> parseSeeds(const std::string& text, const std::string& option) {
+  std::vector<std::uint64_t> seeds;
+  for (const std::string& item : splitComma(text)) {
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 0) throw std::invalid_argument("bad");
+      seeds.push_back(static_cast<std::uint64_t>(v));
+    } catch (const std::exception&) {
+      throw UsageError(option + " expects comma-separated non-negative integers, got '" + text + "'");
+    }
+  }
+  if (seeds.empty()) throw UsageError(option + " is empty");
+  return seeds;
+}
+
+std::vector<std::string> splitComma(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+ProgressFn ttyProgress(bool enabled) {
+  if (!enabled) return {};
+  return [](const Progress& p) {
+    std::fprintf(stderr, "\r  %3.0f / %.0f  %-60s", p.done, p.total, p.stage.substr(0, 60).c_str());
+    return true;
+  };
 }
 
 }  // namespace sdw::cli

@@ -2,10 +2,12 @@
 // Small helpers shared by sdw-cli subcommands.
 
 #include "app/cli/command.h"
+#include "core/progress.h"
 #include "gpu/model_config.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sdw::cli {
 
@@ -21,5 +23,13 @@ bool emitJson(const Args& a, const std::string& text);
 std::string humanBytes(std::uint64_t bytes);
 // "42 s", "3 min 5 s", "2 h 10 min".
 std::string humanDuration(double seconds);
+
+// "0,1,2" -> {0, 1, 2}. Throws UsageError naming `option` and the text.
+std::vector<std::uint64_t> parseSeeds(const std::string& text, const std::string& option = "--seeds");
+// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> splitComma(const std::string& text);
+// A progress line on stderr ("  done / total  stage") when `enabled` (stderr
+// is a terminal); no callback otherwise.
+ProgressFn ttyProgress(bool enabled);
 
 }  // namespace sdw::cli
