@@ -89,6 +89,45 @@ std::vector<double> spectrum(const Eigen::MatrixXd& H) {
 
 // ---------------------------------------------------------------------------
 
+double halfBudgetScale(double nA, double nB) {
+    if (!(nA > 0) || !(nB > 0)) return kNaN;
+    return std::sqrt(2.0 * nA * nB) / (nA + nB);
+}
+
+double projectedDiscrepancy(const EigenBasis& basis, const Eigen::MatrixXd& H1, const Eigen::MatrixXd& H2) {
+    requireSquare(H1, "H_a");
+    requireSquare(H2, "H_b");
+    if (H1.rows() != H2.rows())
+        throw std::invalid_argument("the halves differ in size: " + std::to_string(H1.rows()) + " vs " +
+                                    std::to_string(H2.rows()));
+    if (basis.kUsed() == 0) return kNaN;
+    // Hhat is linear in H: Hhat(H1) - Hhat(H2) = Hhat(H1 - H2); only its extremes matter.
+    const Eigen::MatrixXd diff = projectedHessian(basis, H1 - H2);
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(diff, Eigen::EigenvaluesOnly);
+    if (es.info() != Eigen::Success) throw std::runtime_error("eigen-decomposition of the half difference did not converge");
+    const auto& ev = es.eigenvalues();
+    return std::max(std::abs(ev(0)), std::abs(ev(ev.size() - 1)));
+}
+
+double noiseFloorK(const Eigen::MatrixXd& HD, const Eigen::MatrixXd& HA, double nA, const Eigen::MatrixXd& HB,
+                   double nB, int k, double relTol) {
+    requireSquare(HD, "H_D");
+    if (HA.rows() != HD.rows() || HB.rows() != HD.rows())
+        throw std::invalid_argument("H_D (" + std::to_string(HD.rows()) + ") and the halves (" +
+                                    std::to_string(HA.rows()) + ", " + std::to_string(HB.rows()) + ") differ in size");
+    const double scale = halfBudgetScale(nA, nB);
+    const EigenBasis basis = topEigenpairs(HD, k, relTol);
+    if (std::isnan(scale) || basis.kUsed() == 0) return kNaN;
+    return scale * projectedDiscrepancy(basis, HA, HB);
+}
+
+bool differsBeyondNoise(double epsC, double epsAR, double noiseC, double noiseAR) {
+    if (std::isnan(epsC) || std::isnan(epsAR) || std::isnan(noiseC) || std::isnan(noiseAR)) return false;
+    return std::abs(epsC - epsAR) > (noiseC + noiseAR) / std::sqrt(2.0);
+}
+
+// ---------------------------------------------------------------------------
+
 double ratio(double epsC, double epsAR) {
     if (std::isnan(epsC) || std::isnan(epsAR)) return kNaN;
     if (epsAR == 0) return epsC == 0 ? kNaN : std::numeric_limits<double>::infinity();
@@ -126,6 +165,23 @@ RatioSummary summarizeRatios(std::span<const double> epsC, std::span<const doubl
     s.medianRatio = quantile(ratios, 0.5);
     s.ratioQ1 = quantile(ratios, 0.25);
     s.ratioQ3 = quantile(ratios, 0.75);
+    return s;
+}
+
+NoiseSummary summarizeNoise(std::span<const double> epsC, std::span<const double> epsAR,
+                            std::span<const double> noiseC, std::span<const double> noiseAR) {
+    if (epsC.size() != epsAR.size() || noiseC.size() != epsC.size() || noiseAR.size() != epsC.size())
+        throw std::invalid_argument("summarizeNoise: lengths differ (" + std::to_string(epsC.size()) + ", " +
+                                    std::to_string(epsAR.size()) + ", " + std::to_string(noiseC.size()) + ", " +
+                                    std::to_string(noiseAR.size()) + ")");
+    NoiseSummary s;
+    for (std::size_t i = 0; i < epsC.size(); ++i) {
+        if (std::isnan(epsC[i]) || std::isnan(epsAR[i]) || std::isnan(noiseC[i]) || std::isnan(noiseAR[i])) continue;
+        ++s.modules;
+        if (!differsBeyondNoise(epsC[i], epsAR[i], noiseC[i], noiseAR[i])) continue;
+        ++s.beyond;
+        if (epsAR[i] < epsC[i]) ++s.arLowerBeyond;
+    }
     return s;
 }
 

@@ -55,6 +55,43 @@ double epsilonK(const Eigen::MatrixXd& HD, const Eigen::MatrixXd& HC, int k, int
 std::vector<double> spectrum(const Eigen::MatrixXd& H);
 
 // ---------------------------------------------------------------------------
+// Noise floor (docs/epsilon.md, "Noise floor")
+//
+// A calibration run also sums its statistics over two halves of its
+// sequences (H_a from n_a positions, H_b from n_b; H_C is their weighted
+// mean). Their discrepancy in the reference's whitened frame,
+//   || Hhat_k(H_a) - Hhat_k(H_b) ||_op,
+// is one draw of what two independent runs of the same process would show,
+// at half the budget each. Its spread goes as sqrt(1/n_a + 1/n_b) (sums of
+// independent sequences), against sqrt(2/N) for two runs of N = n_a + n_b
+// positions, hence the scale below (1/sqrt(2) for equal halves):
+//   noise_k(C) = halfBudgetScale(n_a, n_b) * || Hhat_k(H_a) - Hhat_k(H_b) ||_op
+// By the triangle inequality |eps(C) - eps(C')| <= ||Hhat(C) - Hhat(C')||_op,
+// so noise_k(C) is how far eps(C) can move when the run is repeated: the eps
+// between two runs of the same process at that budget. One run deviates from
+// its process's expectation by about noise_k / sqrt(2) (two runs differ by
+// sqrt(2) times that), so its noise-free eps lies within eps +- noise_k / sqrt(2).
+
+// sqrt(2 n_a n_b) / (n_a + n_b): scales a half-vs-half discrepancy to two
+// runs of the full budget. NaN when a half is empty.
+double halfBudgetScale(double nA, double nB);
+
+// || Hhat_k(H1) - Hhat_k(H2) ||_op = max_i |lambda_i(L^{-1/2} U^T (H1 - H2) U L^{-1/2})|
+// for a basis from topEigenpairs(H_D); NaN for an empty basis.
+double projectedDiscrepancy(const EigenBasis& basis, const Eigen::MatrixXd& H1, const Eigen::MatrixXd& H2);
+
+// noise_k(C) from the per-token normalised halves H_a (nA positions) and H_b
+// (nB positions), in the frame of the reference H_D. NaN when H_D is zero or
+// a half is empty. Throws std::invalid_argument on mismatched shapes or k < 1.
+double noiseFloorK(const Eigen::MatrixXd& HD, const Eigen::MatrixXd& HA, double nA, const Eigen::MatrixXd& HB,
+                   double nB, int k, double relTol = kDefaultRelTol);
+
+// Whether the noise-free eps of two runs are ordered as measured: the
+// intervals eps +- noise / sqrt(2) do not overlap, i.e.
+// |epsC - epsAR| > (noiseC + noiseAR) / sqrt(2). False when any value is NaN.
+bool differsBeyondNoise(double epsC, double epsAR, double noiseC, double noiseAR);
+
+// ---------------------------------------------------------------------------
 // Statistics over modules
 
 // eps(C) / eps(AR) per module: +inf when eps(AR) = 0 < eps(C), NaN when both
@@ -80,5 +117,16 @@ struct RatioSummary {
 // fixed text) against AR decoding (the denominator). Pairs with a NaN are
 // left out. Throws std::invalid_argument when the lengths differ.
 RatioSummary summarizeRatios(std::span<const double> epsC, std::span<const double> epsAR);
+
+struct NoiseSummary {
+    int modules = 0;       // pairs with both eps and both noise floors finite
+    int beyond = 0;        // of those, differsBeyondNoise
+    int arLowerBeyond = 0; // of those, the ones where eps(AR) is the lower
+};
+
+// Counts over modules of differsBeyondNoise. Throws std::invalid_argument
+// when the lengths differ.
+NoiseSummary summarizeNoise(std::span<const double> epsC, std::span<const double> epsAR,
+                            std::span<const double> noiseC, std::span<const double> noiseAR);
 
 }  // namespace sdw::epsilon

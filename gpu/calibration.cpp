@@ -49,7 +49,8 @@ std::string calibrationSettingsToJson(const CalibrationSettings& s) {
                             {"storage_top_k", s.topK},
                             {"chat", s.chat},
                             {"checkpoint_seconds", s.checkpointSeconds},
-                            {"checkpoint_every", s.checkpointEvery}};
+                            {"checkpoint_every", s.checkpointEvery},
+                            {"halves", s.halves}};
   return j.dump();
 }
 
@@ -79,6 +80,8 @@ CalibrationSettings calibrationSettingsFromJson(const std::string& text) {
   s.chat = j.value("chat", std::string("auto"));
   s.checkpointSeconds = j.value("checkpoint_seconds", 30.0);
   s.checkpointEvery = j.value("checkpoint_every", 0);
+  // Runs from before half statistics existed did not collect them.
+  s.halves = j.value("halves", false);
   return s;
 }
 
@@ -99,8 +102,7 @@ void validateCalibrationSettings(const CalibrationSettings& s) {
     if (!fs::is_regular_file(s.prompts)) bad("prompts file not found: " + s.prompts.string());
     if (s.maxNewTokens < 2) bad("max new tokens must be >= 2 (the last generated token is never read back)");
     if (s.capture != "exact" && s.capture != "reforward") bad("capture must be exact or reforward, got '" + s.capture + "'");
-    if (s.sampling.topK < 0) bad("top-k must be >= 0");
-    if (!(s.sampling.topP > 0 && s.sampling.topP <= 1)) bad("top-p must be in (0, 1]");
+    validateDecoding(decodingOf(s.sampling), "calibration decoding");
   }
   if (s.source == "cross-model") {
     if (s.crossModel.empty()) bad("source cross-model needs the generating model's folder");
@@ -128,6 +130,11 @@ CalibrationEstimate estimateCalibration(const ModelConfig& config, const Calibra
     e.accumulatorBytes += (d * d + d) * 4;
     full += (d * d + d) * 4;             // xtx + sum_sq
     topk += (k + k * d + 2 * d) * 4;     // eigvals + eigvecs + diag + sum_sq
+    if (s.halves) {
+      e.accumulatorBytes += d * d * 4;   // half a's xtx (half b is the rest)
+      full += 2 * d * d * 4;             // xtx_a + xtx_b
+      topk += 2 * k * k * 4;             // eigproj_a + eigproj_b
+    }
   }
   e.bufferBytes = StatsAccumulator::stageBytes(config);
   const std::string dtype = s.dtype.empty() ? "float32" : s.dtype;
@@ -234,7 +241,7 @@ class Run {
       }
       stopIds_ = stopIdsFor(*tok_, (generator_ ? *generator_ : *model_).config());
     }
-    acc_ = std::make_unique<StatsAccumulator>(model_->config(), model_->impl().device);
+    acc_ = std::make_unique<StatsAccumulator>(model_->config(), model_->impl().device, -1, s_.halves);
     acc_->setLayerDone([this](int layer) { reportLayer(layer + 1, "capture", /*always=*/false); });
   }
 
@@ -275,6 +282,15 @@ class Run {
         in.xtx.copy_(at::from_blob(const_cast<float*>(xtx.data.data()), {in.dIn, in.dIn}, at::kFloat));
         in.sumSq.copy_(at::from_blob(const_cast<float*>(sq.data.data()), {in.dIn}, at::kFloat));
         in.tokens = tokens;
+        if (s_.halves) {
+          // Half b is what the total holds beyond half a: only a is read back.
+          if (!w.exists(g + "/xtx_a") || !w.hasAttribute(g, "tokens_a"))
+            throw std::runtime_error(path.string() + ": " + g + " has no half statistics (xtx_a); cannot resume");
+          const auto xa = w.readFloat32(g + "/xtx_a");
+          if (xa.shape != xtx.shape) throw std::runtime_error(path.string() + ": " + g + "/xtx_a is not [d_in, d_in]; cannot resume");
+          in.xtxA.copy_(at::from_blob(const_cast<float*>(xa.data.data()), {in.dIn, in.dIn}, at::kFloat));
+          in.tokensA = w.readIntAttribute(g, "tokens_a");
+        }
       }
     } else if (s_.storage == "topk") {
       // Top-k runs keep no partial sums (see docs/calibration.md): start over.
@@ -361,8 +377,10 @@ class Run {
       std::vector<ForwardRows> seqs;
       std::int64_t left = remaining();
       for (int b = 0; b < s_.batch && left > 0; ++b) {
-        const auto w = corpus_->draw(windowsDone_ + static_cast<std::int64_t>(seqs.size()));
+        const std::int64_t index = windowsDone_ + static_cast<std::int64_t>(seqs.size());
+        const auto w = corpus_->draw(index);
         ForwardRows f;
+        f.half = s_.halves ? static_cast<int>(index % 2) : -1;  // even windows: half a
         f.count = std::min<std::int64_t>(left, static_cast<std::int64_t>(w.ids.size()));
         f.ids.assign(w.ids.begin(), w.ids.begin() + f.count);  // causal: the rest cannot change these rows
         left -= f.count;
@@ -392,6 +410,9 @@ class Run {
         r.promptId = p.prompt.id;
         r.promptText = p.prompt.prompt;
         r.promptIds = p.ids;
+        // By prompt line, so that each prompt's generations stay in one half:
+        // the halves are two samples of prompts (docs/epsilon.md, "Noise floor").
+        r.half = s_.halves ? static_cast<int>((r.index % P) % 2) : -1;
         batch.push_back(std::move(r));
       }
       auto last = std::chrono::steady_clock::now();
@@ -446,9 +467,13 @@ class Run {
     w.setDoubleAttribute(kCal, "temperature", s_.sampling.temperature);
     w.setIntAttribute(kCal, "sampling_top_k", s_.sampling.topK);
     w.setDoubleAttribute(kCal, "sampling_top_p", s_.sampling.topP);
+    w.setStringAttribute(kCal, "decoding", s_.source == "fixed" ? std::string("none (fixed text, teacher-forced)")
+                                                                 : decodingOf(s_.sampling).describe());
     w.setStringAttribute(kCal, "storage", s_.storage);
     w.setIntAttribute(kCal, "top_k", s_.topK);
     w.setIntAttribute(kCal, "input_count", static_cast<std::int64_t>(acc_->inputs().size()));
+    w.setIntAttribute(kCal, "halves", s_.halves ? 1 : 0);
+    if (s_.halves) w.setStringAttribute(kCal, "half_split", s_.source == "fixed" ? "window" : "prompt");
     writeCounters();
   }
 
@@ -538,6 +563,10 @@ class Run {
     writer_->setIntAttribute(g, "layer", in.layer);
     writer_->setIntAttribute(g, "d_in", in.dIn);
     writer_->setIntAttribute(g, "tokens", in.tokens);
+    if (acc_->halves()) {
+      writer_->setIntAttribute(g, "tokens_a", in.tokensA);
+      writer_->setIntAttribute(g, "tokens_b", in.tokens - in.tokensA);
+    }
   }
 
   void replace(const std::string& path, const at::Tensor& t) {
@@ -556,6 +585,10 @@ class Run {
       writeInputAttributes(in);
       replace(inputGroup(in.name) + "/xtx", in.xtx);
       replace(inputGroup(in.name) + "/sum_sq", in.sumSq);
+      if (acc_->halves()) {
+        replace(inputGroup(in.name) + "/xtx_a", in.xtxA);
+        replace(inputGroup(in.name) + "/xtx_b", in.xtx - in.xtxA);
+      }
       afterInputWritten(i, "writing");
     }
   }
@@ -584,6 +617,17 @@ class Run {
       replace(g + "/eigvecs", U);
       replace(g + "/diag", in.xtx.diagonal());
       replace(g + "/sum_sq", in.sumSq);
+      if (acc_->halves()) {
+        // The halves in the stored eigenbasis, U H_half U^T [k, k]: what the
+        // noise floor needs, in the same V M V^T approximation as H itself.
+        const auto perToken = [](const at::Tensor& sum, std::int64_t n) {
+          return n > 0 ? sum / static_cast<double>(n) : at::zeros_like(sum);
+        };
+        const at::Tensor ha = perToken(in.xtxA.to(type), in.tokensA);
+        const at::Tensor hb = perToken((in.xtx - in.xtxA).to(type), in.tokens - in.tokensA);
+        replace(g + "/eigproj_a", U.mm(ha).mm(U.t()));
+        replace(g + "/eigproj_b", U.mm(hb).mm(U.t()));
+      }
       afterInputWritten(i, "eigendecomposition");
     }
   }

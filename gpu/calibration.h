@@ -41,7 +41,9 @@ struct CalibrationSettings {
   int batch = 8;                 // windows / prompts per forward or generation call
   std::string capture = "reforward";  // ar: "exact" (observed during KV-cache decoding) | "reforward"
   bool includePrefill = false;   // ar ablation: the prompt positions count too
-  SamplingOptions sampling;      // greedy by default; generation j uses seed + j
+  // AR / cross-model decoding: the workbench's protocol (core/decoding.h) by
+  // default; generation j uses seed + j.
+  SamplingOptions sampling = samplingOptions(kDefaultDecoding);
   std::uint64_t seed = 0;        // window draws, and the sampling seed base
   std::string device = "cpu";
   std::string dtype = "float32";
@@ -50,13 +52,19 @@ struct CalibrationSettings {
   std::string chat = "auto";     // "auto" (the model's chat template when it has one) | "plain"
   double checkpointSeconds = 30; // statistics are written at least this often (0: after every batch)
   int checkpointEvery = 0;       // ... and after this many batches (0: by time only)
+  // Also sum the statistics of two halves of the sequences apart (fixed text:
+  // even / odd windows; AR: generations of even / odd prompt lines), from
+  // which the epsilon analysis estimates its noise floor (docs/epsilon.md).
+  // Costs one more [d_in, d_in] per input on the device, and in the file
+  // with full storage (two [k, k] with top-k storage).
+  bool halves = true;
 };
 
 // What a run will take, before it starts.
 struct CalibrationEstimate {
   int inputs = 0;                      // shared projection inputs (4 per layer)
   std::int64_t sumDIn = 0;             // sum of d_in over the inputs
-  std::uint64_t accumulatorBytes = 0;  // xtx + sum_sq (fp32) on the device
+  std::uint64_t accumulatorBytes = 0;  // xtx + sum_sq (+ half a's xtx) (fp32) on the device
   std::uint64_t bufferBytes = 0;       // row staging buffers on the device
   std::uint64_t modelBytes = 0;        // weights (+ a cross model's)
   std::uint64_t deviceBytes = 0;       // accumulators + buffers + weights (activations not counted)

@@ -27,6 +27,11 @@ struct InputStats {
   std::int64_t tokens = 0;  // rows added (flushed or staged)
   at::Tensor stage;         // [stageRows, dIn] fp32: rows waiting for the next addmm
   std::int64_t staged = 0;
+  // With halves: the sums of half a alone (half b is xtx - xtxA), for the
+  // noise floor (docs/epsilon.md). Undefined / 0 without halves.
+  at::Tensor xtxA;          // [dIn, dIn] fp32: sum x x^T over the rows of half a
+  std::int64_t tokensA = 0; // rows of half a (flushed or staged)
+  std::vector<std::int64_t> stagedA;  // stage rows that belong to half a
 };
 
 // The four shared inputs of every layer, in order: q/k/v, o, gate/up, down.
@@ -39,11 +44,14 @@ std::vector<InputStats> describeInputs(const ModelConfig& config);
 class StatsAccumulator {
  public:
   // onlyLayer >= 0: only that layer's inputs are allocated and collected
-  // (rows for the other layers' inputs are ignored).
-  StatsAccumulator(const ModelConfig& config, c10::Device device, int onlyLayer = -1);
+  // (rows for the other layers' inputs are ignored). halves: also keep the
+  // sums of half a apart (one more [dIn, dIn] per input).
+  StatsAccumulator(const ModelConfig& config, c10::Device device, int onlyLayer = -1, bool halves = false);
 
-  // x: [rows, dIn] (any float dtype) on the device; adds every row.
-  void add(const std::string& firstModule, const at::Tensor& x);
+  // x: [rows, dIn] (any float dtype) on the device; adds every row. half:
+  // 0 (a) or 1 (b) with halves, which then must say; ignored without.
+  void add(const std::string& firstModule, const at::Tensor& x, int half = -1);
+  bool halves() const { return halves_; }
   // Called after rows are added to the last input of a layer (down_proj's),
   // i.e. when a forward pass has finished collecting that layer.
   void setLayerDone(std::function<void(int layer)> fn) { layerDone_ = std::move(fn); }
@@ -63,12 +71,14 @@ class StatsAccumulator {
   static std::uint64_t stageBytes(const ModelConfig& config);
 
  private:
-  void addRows(InputStats& s, const at::Tensor& x);
-  void multiply(InputStats& s, const at::Tensor& rows);  // rows: [n, dIn] fp32
+  void addRows(InputStats& s, const at::Tensor& x, int half);
+  void multiply(InputStats& s, const at::Tensor& rows, bool halfA);  // rows: [n, dIn] fp32
+  void multiplyStaged(InputStats& s);
   std::vector<InputStats> inputs_;
   std::map<std::string, std::size_t> index_;
   std::function<void(int)> layerDone_;
   int onlyLayer_ = -1;
+  bool halves_ = false;
 };
 
 // One generation of an AR batch.
@@ -80,6 +90,7 @@ struct GenerationRecord {
   std::string text;                   // decoded generation (filled by the caller)
   std::int64_t prefillCounted = 0;    // prompt positions counted (includePrefill)
   std::int64_t decodeCounted = 0;     // decode positions counted
+  int half = -1;                      // with halves: 0 (a) or 1 (b), see Run::halfOf
 };
 
 struct ArBatchStats {
@@ -110,6 +121,7 @@ struct ForwardRows {
   std::vector<std::int32_t> ids;
   std::int64_t begin = 0;
   std::int64_t count = 0;
+  int half = -1;  // the half the rows go to when the accumulator keeps halves
 };
 void forwardCollect(Model& model, const std::vector<ForwardRows>& seqs, StatsAccumulator& acc);
 

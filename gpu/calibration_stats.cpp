@@ -73,8 +73,8 @@ std::uint64_t StatsAccumulator::stageBytes(const ModelConfig& config) {
   return static_cast<std::uint64_t>(stageRows(config)) * static_cast<std::uint64_t>(sumDIn(config)) * sizeof(float);
 }
 
-StatsAccumulator::StatsAccumulator(const ModelConfig& config, c10::Device device, int onlyLayer)
-    : inputs_(describeInputs(config)), onlyLayer_(onlyLayer) {
+StatsAccumulator::StatsAccumulator(const ModelConfig& config, c10::Device device, int onlyLayer, bool halves)
+    : inputs_(describeInputs(config)), onlyLayer_(onlyLayer), halves_(halves) {
   if (onlyLayer >= 0)
     std::erase_if(inputs_, [onlyLayer](const InputStats& s) { return s.layer != onlyLayer; });
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
@@ -84,6 +84,7 @@ StatsAccumulator::StatsAccumulator(const ModelConfig& config, c10::Device device
     s.xtx = at::zeros({s.dIn, s.dIn}, f32);
     s.sumSq = at::zeros({s.dIn}, f32);
     s.stage = at::empty({rows, s.dIn}, f32);
+    if (halves) s.xtxA = at::zeros({s.dIn, s.dIn}, f32);
     index_[s.name] = i;
   }
 }
@@ -94,57 +95,71 @@ InputStats& StatsAccumulator::input(const std::string& firstModule) {
   return inputs_[it->second];
 }
 
-void StatsAccumulator::add(const std::string& firstModule, const at::Tensor& x) {
+void StatsAccumulator::add(const std::string& firstModule, const at::Tensor& x, int half) {
   const auto it = index_.find(firstModule);
   if (it == index_.end()) {
     if (onlyLayer_ >= 0) return;  // another layer's input
     throw std::logic_error("calibration: no input named " + firstModule);
   }
+  // A row without a half would leave the halves short of the total.
+  if (halves_ && half != 0 && half != 1) throw std::logic_error("calibration: rows without a half for " + firstModule);
   const std::size_t i = it->second;
-  addRows(inputs_[i], x);
+  addRows(inputs_[i], x, half);
   const bool lastOfLayer = i + 1 == inputs_.size() || inputs_[i + 1].layer != inputs_[i].layer;
   if (layerDone_ && lastOfLayer) layerDone_(inputs_[i].layer);
 }
 
-void StatsAccumulator::multiply(InputStats& s, const at::Tensor& rows) {
+void StatsAccumulator::multiply(InputStats& s, const at::Tensor& rows, bool halfA) {
   // rows: [n, dIn] fp32 contiguous; xtx += rows^T rows in fp32.
   s.xtx.addmm_(rows.t(), rows);
   accumulateColumnSumSquares(rows, s.sumSq);
+  if (halfA) s.xtxA.addmm_(rows.t(), rows);
 }
 
-void StatsAccumulator::addRows(InputStats& s, const at::Tensor& x) {
+// The staged rows mix both halves (a decode step holds rows of several
+// generations): the total takes them all, half a the rows listed in stagedA.
+void StatsAccumulator::multiplyStaged(InputStats& s) {
+  if (s.staged == 0) return;
+  const at::Tensor rows = s.stage.narrow(0, 0, s.staged);
+  const bool allA = halves_ && static_cast<std::int64_t>(s.stagedA.size()) == s.staged;
+  multiply(s, rows, allA);
+  if (halves_ && !allA && !s.stagedA.empty()) {
+    const at::Tensor idx = at::from_blob(s.stagedA.data(), {static_cast<std::int64_t>(s.stagedA.size())}, at::kLong)
+                               .to(rows.device());
+    const at::Tensor a = rows.index_select(0, idx);  // [nA, dIn]
+    s.xtxA.addmm_(a.t(), a);
+  }
+  s.stagedA.clear();
+  s.staged = 0;
+}
+
+void StatsAccumulator::addRows(InputStats& s, const at::Tensor& x, int half) {
   // x: [n, dIn] in the compute dtype, a view into the forward pass
   const std::int64_t n = x.size(0);
   if (n == 0) return;
+  const bool halfA = halves_ && half == 0;
   const std::int64_t cap = s.stage.size(0);
   if (n >= cap / 2) {
     // Large groups (teacher-forced rows) go straight through, in bounded chunks.
-    if (s.staged > 0) {
-      multiply(s, s.stage.narrow(0, 0, s.staged));
-      s.staged = 0;
-    }
+    multiplyStaged(s);
     for (std::int64_t b = 0; b < n; b += kChunkRows) {
       const std::int64_t m = std::min(kChunkRows, n - b);
-      multiply(s, x.narrow(0, b, m).to(at::kFloat).contiguous());
+      multiply(s, x.narrow(0, b, m).to(at::kFloat).contiguous(), halfA);
     }
   } else {
-    if (s.staged + n > cap) {
-      multiply(s, s.stage.narrow(0, 0, s.staged));
-      s.staged = 0;
-    }
+    if (s.staged + n > cap) multiplyStaged(s);
     s.stage.narrow(0, s.staged, n).copy_(x);
+    if (halfA)
+      for (std::int64_t r = 0; r < n; ++r) s.stagedA.push_back(s.staged + r);
     s.staged += n;
   }
   s.tokens += n;
+  if (halfA) s.tokensA += n;
 }
 
 void StatsAccumulator::flush() {
   const c10::NoGradGuard noGrad;
-  for (auto& s : inputs_)
-    if (s.staged > 0) {
-      multiply(s, s.stage.narrow(0, 0, s.staged));
-      s.staged = 0;
-    }
+  for (auto& s : inputs_) multiplyStaged(s);
 }
 
 void StatsAccumulator::synchronize() {
@@ -220,7 +235,10 @@ void forwardCollect(Model& model, const std::vector<ForwardRows>& seqs, StatsAcc
       in.keyValid = at::from_blob(validHost.data(), {B, T}, at::TensorOptions().dtype(at::kByte)).to(m.device, at::kBool);
     in.lastOnly = true;  // no logits needed beyond one row
     in.observe = &ctx;
-    const ObserverGuard guard(model, [&acc](const ActivationEvent& ev, const at::Tensor& x) { acc.add(ev.modules.front(), x); });
+    // One event per sequence (promptIndex = its row b): its rows go to its half.
+    const ObserverGuard guard(model, [&acc, &seqs](const ActivationEvent& ev, const at::Tensor& x) {
+      acc.add(ev.modules.front(), x, seqs[static_cast<std::size_t>(ev.promptIndex)].half);
+    });
     (void)forward(m, in, nullptr);
   } catch (const c10::Error& e) {
     throw std::runtime_error(std::string("calibration forward failed: ") + e.what_without_backtrace());
@@ -277,7 +295,7 @@ ArBatchStats runArBatch(Model& model, Model& generator, std::vector<GenerationRe
       }
       const std::int64_t lo = std::max<std::int64_t>(ev.position, begin[i]);
       const std::int64_t hi = std::min<std::int64_t>(ev.position + ev.tokens, end[i]);
-      if (hi > lo) acc.add(ev.modules.front(), x.narrow(0, lo - ev.position, hi - lo));
+      if (hi > lo) acc.add(ev.modules.front(), x.narrow(0, lo - ev.position, hi - lo), batch[i].half);
     });
     results = generator.generateBatch(prompts, go, tokenCb);
     for (std::size_t i = 0; i < B; ++i) batch[i].tokens = results[i].tokens;
@@ -303,6 +321,7 @@ ArBatchStats runArBatch(Model& model, Model& generator, std::vector<GenerationRe
       const auto L = static_cast<std::int64_t>(r.promptIds.size());
       f.begin = settings.includePrefill ? 0 : L;
       f.count = r.prefillCounted + r.decodeCounted;
+      f.half = r.half;
       seqs.push_back(std::move(f));
     }
     const auto t1 = std::chrono::steady_clock::now();

@@ -57,13 +57,17 @@ std::vector<std::vector<float>> attentionInputs(Model& model, const std::vector<
   return out;
 }
 
+// Prompt i is sampled with seed `options.sampling.seed + i` (generateBatch
+// gives row b seed + b), whichever model decodes it.
 std::vector<GenerationResult> generateAll(Model& model, const std::vector<std::vector<std::int32_t>>& prompts,
-                                          const GenerationOptions& options) {
+                                          GenerationOptions options) {
   std::vector<GenerationResult> out;
+  const std::uint64_t base = options.sampling.seed;
   for (std::size_t i = 0; i < prompts.size(); i += kBatch) {
     const std::size_t n = std::min(kBatch, prompts.size() - i);
     std::vector<std::vector<std::int32_t>> chunk(prompts.begin() + static_cast<std::ptrdiff_t>(i),
                                                  prompts.begin() + static_cast<std::ptrdiff_t>(i + n));
+    options.sampling.seed = base + i;
     auto r = model.generateBatch(chunk, options);
     for (auto& g : r) out.push_back(std::move(g));
   }
@@ -81,11 +85,12 @@ std::string labelFor(const std::filesystem::path& dir) {
 const char* driftModeName(DriftMode mode) { return mode == DriftMode::Own ? "own" : "shared"; }
 
 std::vector<DriftCurves> measureDrift(Model& dense, Model& pruned, const std::vector<std::vector<std::int32_t>>& prompts,
-                                      int steps, const std::vector<DriftMode>& modes, bool keepTrace,
-                                      const ProgressFn& progress) {
+                                      int steps, const std::vector<DriftMode>& modes, const DriftDecoding& decoding,
+                                      bool keepTrace, const ProgressFn& progress) {
   if (steps < 1) throw std::invalid_argument("drift: steps must be >= 1");
   if (prompts.empty()) throw std::invalid_argument("drift: no prompts");
   if (modes.empty()) throw std::invalid_argument("drift: no mode");
+  validateDecoding(decoding.decoding, "drift");
   const auto& dc = dense.config();
   const auto& pc = pruned.config();
   if (dc.numLayers != pc.numLayers || dc.hiddenSize != pc.hiddenSize || dc.vocabSize != pc.vocabSize)
@@ -93,8 +98,9 @@ std::vector<DriftCurves> measureDrift(Model& dense, Model& pruned, const std::ve
   const int layers = static_cast<int>(dc.numLayers);
   const auto hidden = static_cast<std::size_t>(dc.hiddenSize);
 
-  GenerationOptions gen;  // greedy, no stop token: `steps` tokens per prompt
+  GenerationOptions gen;  // no stop token: `steps` tokens per prompt
   gen.maxNewTokens = steps;
+  gen.sampling = samplingOptions(decoding.decoding, decoding.seed * 1000003ULL);
   const auto denseGen = generateAll(dense, prompts, gen);
   const bool own = std::find(modes.begin(), modes.end(), DriftMode::Own) != modes.end();
   std::vector<GenerationResult> prunedGen;
@@ -148,6 +154,7 @@ std::vector<DriftCurves> measureDrift(Model& dense, Model& pruned, const std::ve
 DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   if (settings.pruned.empty()) throw std::invalid_argument("drift: no pruned model");
+  validateDecoding(settings.decoding, "drift");
   DriftResult res;
   res.settings = settings;
   const Tokenizer tok = Tokenizer::fromFile(settings.dense / "tokenizer.json");
@@ -156,6 +163,15 @@ DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progre
   std::vector<std::vector<std::int32_t>> ids;
   for (const auto& p : prompts) ids.push_back(encodePrompt(tok, family, p.prompt));
   res.prompts = static_cast<int>(ids.size());
+
+  // What each pruned model was calibrated on, against this decoding.
+  for (const auto& p : settings.pruned) res.calibrations.push_back(findPrunedCalibration(p));
+  DecodingCheck check = checkPrunedCalibrations(res.calibrations, settings.decoding, settings.prompts,
+                                                DecodingJob::DriftAnalysis);
+  if (const std::string note = generationConfigNote(settings.dense, settings.decoding); !note.empty())
+    check.notes.push_back(note);
+  res.warnings = std::move(check.warnings);
+  res.notes = std::move(check.notes);
 
   const LoadOptions lo{settings.device, settings.dtype};
   std::unique_ptr<Model> dense = Model::load(settings.dense, lo);
@@ -167,9 +183,11 @@ DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progre
     mr.dir = settings.pruned[k];
     mr.label = labelFor(mr.dir);
     const double base = static_cast<double>(k * ids.size());
-    mr.curves = measureDrift(*dense, *pruned, ids, settings.steps, settings.modes, false, [&](const Progress& p) {
-      return !progress || progress({base + p.done, total, "prompts", mr.label + ": " + p.stage});
-    });
+    const DriftDecoding decoding{settings.decoding, settings.seed};
+    mr.curves = measureDrift(*dense, *pruned, ids, settings.steps, settings.modes, decoding, false,
+                             [&](const Progress& p) {
+                               return !progress || progress({base + p.done, total, "prompts", mr.label + ": " + p.stage});
+                             });
     res.models.push_back(std::move(mr));
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -184,6 +202,8 @@ std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem:
   for (const auto& p : s.pruned) pruned.push_back(p.string());
   const nlohmann::json settings = {{"dense", s.dense.string()}, {"pruned", pruned},       {"prompts", s.prompts.string()},
                                    {"steps", s.steps},          {"modes", modes},         {"max_prompts", s.maxPrompts},
+                                   {"temperature", s.decoding.temperature}, {"top_k", s.decoding.topK},
+                                   {"top_p", s.decoding.topP},  {"seed", s.seed},
                                    {"device", s.device},        {"dtype", s.dtype}};
   Provenance prov = engineProvenance(s.dense.string(), settings.dump(), s.device);
   prov.addModelFiles(s.dense);
@@ -200,6 +220,13 @@ std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem:
                                         "the layer (what q/k/v_proj read)");
   w.setDoubleAttribute(g, "plateau_fraction", drift::kPlateauFraction);
   w.setDoubleAttribute(g, "seconds", r.seconds);
+  w.setDoubleAttribute(g, "temperature", s.decoding.temperature);
+  w.setIntAttribute(g, "top_k", s.decoding.topK);
+  w.setDoubleAttribute(g, "top_p", s.decoding.topP);
+  w.setStringAttribute(g, "decoding", s.decoding.describe());
+  w.setIntAttribute(g, "seed", static_cast<std::int64_t>(s.seed));
+  w.writeStrings(g + "/warnings", r.warnings);
+  w.writeStrings(g + "/notes", r.notes);
   std::vector<std::string> dirs, labels;
   for (const auto& m : r.models) {
     dirs.push_back(m.dir.string());

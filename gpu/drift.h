@@ -8,19 +8,26 @@
 // read (the model's q/k/v observer event), at one position.
 //
 // Decode step t (t = 0, 1, ...) is the forward pass that reads generated
-// token t, at position promptLength + t. Generation is greedy with no stop
-// token, so every prompt contributes `steps` steps (fewer only where the
-// context ends).
+// token t, at position promptLength + t. Generation has no stop token, so
+// every prompt contributes `steps` steps (fewer only where the context
+// ends). It follows the workbench's decoding protocol (core/decoding.h:
+// sampled from the model's own distribution by default; temperature 0 is
+// greedy); prompt i is sampled with seed `seed * 1000003 + i`, the same for
+// the dense and the pruned model.
 //
 // Modes:
 //  - own trajectory: each model decodes its own tokens (errors compound);
-//  - shared trajectory: the pruned model is fed the dense model's tokens
-//    (per-step error only).
+//    dense and pruned sample with the same per-prompt seed, so they draw the
+//    same random numbers and part ways only where their distributions do;
+//  - shared trajectory: the pruned model is fed the dense model's sampled
+//    tokens (per-step error only).
 //
 // The activations are taken from one teacher-forced pass over prompt +
 // generated tokens (with causal attention they equal the step-by-step
 // KV-cache values up to rounding; DESIGN §1, "Useful fact").
 
+#include "core/decoding.h"
+#include "core/decoding_checks.h"
 #include "core/drift.h"
 #include "core/progress.h"
 #include "gpu/model.h"
@@ -52,12 +59,18 @@ struct DriftCurves {
   DriftTrace trace;                  // filled when keepTrace
 };
 
+// How the trajectories are decoded.
+struct DriftDecoding {
+  Decoding decoding = kDefaultDecoding;
+  std::uint64_t seed = 0;  // prompt i: seed * 1000003 + i
+};
+
 // Dense vs one pruned model over `prompts` (token ids). One curve set per
 // mode. Progress in prompts.
 std::vector<DriftCurves> measureDrift(Model& dense, Model& pruned,
                                       const std::vector<std::vector<std::int32_t>>& prompts, int steps,
-                                      const std::vector<DriftMode>& modes, bool keepTrace = false,
-                                      const ProgressFn& progress = {});
+                                      const std::vector<DriftMode>& modes, const DriftDecoding& decoding = {},
+                                      bool keepTrace = false, const ProgressFn& progress = {});
 
 struct DriftSettings {
   std::filesystem::path dense;
@@ -66,6 +79,8 @@ struct DriftSettings {
   int steps = 128;
   std::vector<DriftMode> modes = {DriftMode::Own, DriftMode::Shared};
   int maxPrompts = 0;                         // 0: all
+  Decoding decoding = kDefaultDecoding;       // the trajectories' decoding (temperature 0: greedy)
+  std::uint64_t seed = 0;                     // prompt i: seed * 1000003 + i
   std::string device = "cpu";
   std::string dtype = "float32";
 };
@@ -81,6 +96,12 @@ struct DriftResult {
   int prompts = 0;
   int layers = 0;
   std::vector<DriftModelResult> models;  // settings.pruned order
+  // Per pruned model: the calibration it was pruned from (core/run_decoding.h),
+  // and plain words when that calibration decoded otherwise than this
+  // analysis or decoded its prompts (core/decoding_checks.h).
+  std::vector<PrunedCalibration> calibrations;
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;
   double seconds = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "gpu/epsilon_analysis.h"
 
+#include "core/decoding_checks.h"
 #include "core/runstore.h"
 #include "gpu/device.h"
 
@@ -80,7 +81,34 @@ struct InputMeta {
     int dIn = 0;
     std::int64_t tokens = 0;
     bool topk = false;
+    std::int64_t tokensA = 0, tokensB = 0;  // the halves, when the run has them
 };
+
+// Why an input's half statistics cannot give a noise floor ("" when they can):
+// full storage needs xtx_a / xtx_b, top-k storage eigproj_a / eigproj_b, and
+// both the half token counts, adding up to the total.
+std::string halvesProblem(const RunReader& r, const std::string& g, InputMeta& m) {
+    const char* a = m.topk ? "/eigproj_a" : "/xtx_a";
+    const char* b = m.topk ? "/eigproj_b" : "/xtx_b";
+    if (!r.exists(g + a) || !r.exists(g + b) || !r.hasAttribute(g, "tokens_a") || !r.hasAttribute(g, "tokens_b")) {
+        if (!r.hasAttribute("/calibration", "halves"))
+            return "no half statistics (written before they were collected; calibrate again for a noise floor)";
+        if (r.readIntAttribute("/calibration", "halves") == 0) return "collected without half statistics";
+        return "input '" + m.name + "' has no half statistics";
+    }
+    m.tokensA = r.readIntAttribute(g, "tokens_a");
+    m.tokensB = r.readIntAttribute(g, "tokens_b");
+    if (m.tokensA < 0 || m.tokensB < 0 || m.tokensA + m.tokensB != m.tokens)
+        return "the halves of input '" + m.name + "' (" + std::to_string(m.tokensA) + " + " +
+               std::to_string(m.tokensB) + " tokens) do not add up to its " + std::to_string(m.tokens);
+    if (m.tokensA == 0 || m.tokensB == 0)
+        return "a half of input '" + m.name + "' is empty (too few sequences to split in two)";
+    // [d_in, d_in] sums, or [k, k] projections onto the k stored eigenvectors.
+    const std::vector<hsize_t> want(2, m.topk ? r.shape(g + "/eigvals").at(0) : hsize_t(m.dIn));
+    if (r.shape(g + a) != want || r.shape(g + b) != want)
+        return "the half statistics of input '" + m.name + "' have the wrong shape";
+    return {};
+}
 
 struct CalibrationRun {
     RunReader reader;
@@ -107,6 +135,8 @@ CalibrationRun openCalibration(const std::filesystem::path& path) {
     run.info.modelDir = optionalString(r, "/calibration", "model_dir");
     if (r.hasAttribute("/calibration", "tokens_collected"))
         run.info.tokens = r.readIntAttribute("/calibration", "tokens_collected");
+    run.info.decoding = calibrationRunDecoding(r);
+    run.info.decoding.run = path;
 
     bool anyTopk = false;
     for (const std::string& name : r.listGroup(kInputsGroup)) {
@@ -137,6 +167,9 @@ CalibrationRun openCalibration(const std::filesystem::path& path) {
         } else {
             fail(quoted(path) + ": input '" + name + "' has neither xtx nor eigvals/eigvecs");
         }
+        // The first input without usable halves names the reason for the run.
+        if (const std::string why = halvesProblem(r, g, m); !why.empty() && run.info.noiseUnavailable.empty())
+            run.info.noiseUnavailable = why;
         run.inputs.emplace(name, std::move(m));
     }
     if (run.inputs.empty()) fail(quoted(path) + " has no inputs under " + kInputsGroup);
@@ -199,6 +232,37 @@ double epsilonOfProjected(at::Tensor hhat) {
     return (ev - 1.0).abs().max().to(at::kCPU, at::kDouble).item<double>();
 }
 
+// || D ||_op of a symmetric projected difference D = Hhat(H_a) - Hhat(H_b).
+double operatorNorm(at::Tensor d) {
+    d = (d + d.t()).mul_(0.5);
+    return at::linalg_eigvalsh(d).abs().max().to(at::kCPU, at::kDouble).item<double>();
+}
+
+// noise_k of one run's input in the reference frame W = U_k L_k^{-1/2}
+// [d, k_used] (core/epsilon.h, noiseFloorK): the halves' discrepancy scaled
+// from two half budgets to two full ones. NaN without usable halves.
+double noiseOf(const CalibrationRun& run, const InputMeta& m, const at::Tensor& W, const at::TensorOptions& opts) {
+    if (!run.info.hasNoise() || !W.defined()) return kNaN;
+    const double scale = epsilon::halfBudgetScale(static_cast<double>(m.tokensA), static_cast<double>(m.tokensB));
+    const std::string g = std::string(kInputsGroup) + "/" + m.name;
+    if (m.topk) {
+        // The halves as U H_half U^T [k', k'] over the stored eigenvectors, in
+        // the file's row order; sorted like loadTopk sorts the eigenpairs.
+        const at::Tensor vals = loadFloat32(run.reader, g + "/eigvals", opts);
+        const at::Tensor order = std::get<1>(at::sort(vals, /*dim=*/0, /*descending=*/true));
+        const auto sorted = [&](const at::Tensor& p) { return p.index_select(0, order).index_select(1, order); };
+        const at::Tensor diff = sorted(loadFloat32(run.reader, g + "/eigproj_a", opts)) -
+                                sorted(loadFloat32(run.reader, g + "/eigproj_b", opts));  // [k', k']
+        const at::Tensor vecs = loadFloat32(run.reader, g + "/eigvecs", opts).index_select(0, order);  // [k', d]
+        const at::Tensor vw = vecs.mm(W);  // [k', k_used]
+        return scale * operatorNorm(vw.t().mm(diff).mm(vw));
+    }
+    at::Tensor ha = loadFloat32(run.reader, g + "/xtx_a", opts).div_(static_cast<double>(m.tokensA));
+    const at::Tensor hb = loadFloat32(run.reader, g + "/xtx_b", opts).div_(static_cast<double>(m.tokensB));
+    ha.sub_(hb);  // Hhat is linear in H: only the difference is projected
+    return scale * operatorNorm(W.t().mm(ha).mm(W));
+}
+
 at::Device parseDevice(const std::string& name) {
     at::Device dev(at::kCPU);
     try {
@@ -258,6 +322,13 @@ EpsilonResult analyzeEpsilon(const EpsilonSettings& settings, const ProgressFn& 
     result.relTol = settings.relTol;
     result.device = device.str();
     result.precision = dtype == at::kDouble ? "fp64" : "fp32";
+    {
+        std::vector<RunDecoding> decodings;
+        for (const auto& r : result.runs) decodings.push_back(r.decoding);
+        DecodingCheck check = checkEpsilonDecodings(result.reference.decoding, decodings);
+        result.warnings = std::move(check.warnings);
+        result.notes = std::move(check.notes);
+    }
 
     std::vector<const InputMeta*> order;
     for (const auto& [name, m] : ref.inputs) order.push_back(&m);
@@ -297,6 +368,7 @@ EpsilonResult analyzeEpsilon(const EpsilonSettings& settings, const ProgressFn& 
             at::Tensor W;
             if (in.kUsed > 0)
                 W = vectors.narrow(1, 0, in.kUsed) * values.narrow(0, 0, in.kUsed).rsqrt().unsqueeze(0);
+            in.referenceNoise = noiseOf(ref, m, W, opts);
 
             for (const CalibrationRun& run : runs) {
                 const InputMeta& rm = run.inputs.at(m.name);
@@ -315,6 +387,7 @@ EpsilonResult analyzeEpsilon(const EpsilonSettings& settings, const ProgressFn& 
                     in.runSpectra.push_back(toFloatVector(at::linalg_eigvalsh(hc).flip({0})));
                 }
                 in.eps.push_back(eps);
+                in.noise.push_back(noiseOf(run, rm, W, opts));
             }
             result.inputs.push_back(std::move(in));
         }
@@ -326,21 +399,29 @@ EpsilonResult analyzeEpsilon(const EpsilonSettings& settings, const ProgressFn& 
     const auto [num, den] = ratioPair(result.runs);
     result.summary.numeratorRun = num;
     result.summary.denominatorRun = den;
-    std::vector<double> epsC, epsAR;
+    std::vector<double> epsC, epsAR, noiseC, noiseAR;
     for (int i = 0; i < static_cast<int>(result.inputs.size()); ++i) {
         const EpsilonInput& in = result.inputs[static_cast<std::size_t>(i)];
         for (const std::string& mod : in.modules) {
-            EpsilonModuleRow row{mod, i, in.layer, in.eps, kNaN};
+            EpsilonModuleRow row{mod, i, in.layer, in.eps, kNaN, in.noise, -1};
             if (num >= 0) {
-                const double c = in.eps[static_cast<std::size_t>(num)], a = in.eps[static_cast<std::size_t>(den)];
-                row.ratio = epsilon::ratio(c, a);
-                epsC.push_back(c);
-                epsAR.push_back(a);
+                const auto n = static_cast<std::size_t>(num), d = static_cast<std::size_t>(den);
+                row.ratio = epsilon::ratio(in.eps[n], in.eps[d]);
+                if (!std::isnan(in.eps[n]) && !std::isnan(in.eps[d]) && !std::isnan(in.noise[n]) &&
+                    !std::isnan(in.noise[d]))
+                    row.beyondNoise = epsilon::differsBeyondNoise(in.eps[n], in.eps[d], in.noise[n], in.noise[d]) ? 1 : 0;
+                epsC.push_back(in.eps[n]);
+                epsAR.push_back(in.eps[d]);
+                noiseC.push_back(in.noise[n]);
+                noiseAR.push_back(in.noise[d]);
             }
             result.modules.push_back(std::move(row));
         }
     }
-    if (num >= 0) static_cast<epsilon::RatioSummary&>(result.summary) = epsilon::summarizeRatios(epsC, epsAR);
+    if (num >= 0) {
+        static_cast<epsilon::RatioSummary&>(result.summary) = epsilon::summarizeRatios(epsC, epsAR);
+        result.summary.noise = epsilon::summarizeNoise(epsC, epsAR, noiseC, noiseAR);
+    }
     return result;
 }
 
@@ -350,6 +431,42 @@ EpsilonResult analyzeEpsilon(const EpsilonSettings& settings, const ProgressFn& 
 namespace {
 
 std::string ds(const char* name) { return std::string(kAnalysisGroup) + "/" + name; }
+
+// Stored with the numbers, for whoever opens the file without these docs.
+constexpr const char* kNoiseDefinition =
+    "noise_k(C) = sqrt(2 n_a n_b) / (n_a + n_b) * || Hhat_k(H_a) - Hhat_k(H_b) ||_op: the eps between two runs of "
+    "C's process at C's budget, from C's two halves (H_a, H_b over n_a, n_b positions) in the reference's top-k "
+    "whitened frame; a module differs beyond noise when |eps(C) - eps(AR)| > (noise(C) + noise(AR)) / sqrt(2), "
+    "where the noise-free eps of each run lies within eps +- noise / sqrt(2)";
+
+// The noise floors of an analysis file; analyses written before there were
+// any read as NaN with the reason.
+void readNoise(const RunReader& r, const std::filesystem::path& path, EpsilonResult& res) {
+    const std::string g = kAnalysisGroup;
+    const std::size_t nIn = res.inputs.size(), nRuns = res.runs.size();
+    if (!r.exists(ds("noise"))) {
+        const std::string why = "the analysis was written before noise floors were computed";
+        res.reference.noiseUnavailable = why;
+        for (auto& run : res.runs) run.noiseUnavailable = why;
+        for (auto& in : res.inputs) in.noise.assign(nRuns, kNaN);
+        return;
+    }
+    const auto noise = r.read<double>(ds("noise"));
+    const auto refNoise = r.read<double>(ds("reference_noise"));
+    const auto why = r.readStrings(ds("run_noise_unavailable"));
+    if (noise.data.size() != nIn * nRuns || refNoise.data.size() != nIn || why.size() != nRuns)
+        fail(quoted(path) + ": noise tables of " + g + " differ in length from its inputs and runs");
+    for (std::size_t i = 0; i < nIn; ++i) {
+        res.inputs[i].noise.assign(noise.data.begin() + std::ptrdiff_t(i * nRuns),
+                                   noise.data.begin() + std::ptrdiff_t((i + 1) * nRuns));
+        res.inputs[i].referenceNoise = refNoise.data[i];
+    }
+    for (std::size_t j = 0; j < nRuns; ++j) res.runs[j].noiseUnavailable = why[j];
+    res.reference.noiseUnavailable = r.readStringAttribute(g, "reference_noise_unavailable");
+    res.summary.noise.modules = static_cast<int>(r.readIntAttribute(g, "n_noise_modules"));
+    res.summary.noise.beyond = static_cast<int>(r.readIntAttribute(g, "n_beyond_noise"));
+    res.summary.noise.arLowerBeyond = static_cast<int>(r.readIntAttribute(g, "n_ar_lower_beyond_noise"));
+}
 
 template <typename T, typename F>
 std::vector<T> column(const std::vector<EpsilonInput>& inputs, F f) {
@@ -363,6 +480,11 @@ std::vector<T> column(const std::vector<EpsilonInput>& inputs, F f) {
 std::filesystem::path writeEpsilonAnalysis(const EpsilonResult& r, const std::filesystem::path& out,
                                            bool overwrite) {
     if (r.inputs.empty() || r.runs.empty()) fail("writeEpsilonAnalysis: empty result");
+    // Checked before the file exists, so that a bad result leaves nothing behind.
+    for (const auto& in : r.inputs)
+        if (!in.noise.empty() && in.noise.size() != r.runs.size())
+            fail("writeEpsilonAnalysis: input '" + in.name + "' has " + std::to_string(in.noise.size()) +
+                 " noise floors for " + std::to_string(r.runs.size()) + " runs");
     nlohmann::json runsJson = nlohmann::json::array();
     for (const auto& run : r.runs) runsJson.push_back(run.path.string());
     const nlohmann::json settings = {{"analysis", "epsilon"},
@@ -387,6 +509,13 @@ std::filesystem::path writeEpsilonAnalysis(const EpsilonResult& r, const std::fi
     w.setStringAttribute(g, "reference_storage", r.reference.storage);
     w.setStringAttribute(g, "reference_model_dir", r.reference.modelDir);
     w.setIntAttribute(g, "reference_tokens", r.reference.tokens);
+    // What each run decoded and from which prompts: JSON {"temperature", "top_k",
+    // "top_p"} ("" for a run that did not decode) and the prompts file.
+    const auto decodingText = [](const RunDecoding& d) { return d.decodes ? decodingToJson(d.decoding) : std::string(); };
+    w.setStringAttribute(g, "reference_decoding", decodingText(r.reference.decoding));
+    w.setStringAttribute(g, "reference_prompts", r.reference.decoding.prompts.string());
+    w.writeStrings(ds("warnings"), r.warnings);
+    w.writeStrings(ds("notes"), r.notes);
     w.setStringAttribute(g, "runs", runsJson.dump());
     w.setIntAttribute(g, "approximate", r.anyApproximate() ? 1 : 0);
     w.setIntAttribute(g, "numerator_run", r.summary.numeratorRun);
@@ -427,6 +556,13 @@ std::filesystem::path writeEpsilonAnalysis(const EpsilonResult& r, const std::fi
     w.writeStrings(ds("run_status"), status);
     w.writeStrings(ds("run_model_dirs"), modelDirs);
     w.writeDataset(ds("run_tokens"), tokens, {nRuns});
+    std::vector<std::string> runDecodings, runPrompts;
+    for (const auto& run : r.runs) {
+        runDecodings.push_back(decodingText(run.decoding));
+        runPrompts.push_back(run.decoding.prompts.string());
+    }
+    w.writeStrings(ds("run_decodings"), runDecodings);
+    w.writeStrings(ds("run_prompts"), runPrompts);
 
     std::vector<std::string> modNames;
     std::vector<std::int32_t> modInput;
@@ -447,6 +583,28 @@ std::filesystem::path writeEpsilonAnalysis(const EpsilonResult& r, const std::fi
         for (std::size_t j = 0; j < in.runSpectra.size(); ++j)
             w.writeDataset(sg + "/run" + std::to_string(j), in.runSpectra[j], {hsize_t(in.runSpectra[j].size())});
     }
+
+    // Noise floors (docs/epsilon.md, "Noise floor"): NaN where a run has none,
+    // the reason in words next to it.
+    w.setStringAttribute(g, "noise_definition", kNoiseDefinition);
+    w.setStringAttribute(g, "reference_noise_unavailable", r.reference.noiseUnavailable);
+    std::vector<double> noise;
+    for (const auto& in : r.inputs) {
+        if (in.noise.empty()) noise.insert(noise.end(), nRuns, kNaN);  // a result built without noise floors
+        else noise.insert(noise.end(), in.noise.begin(), in.noise.end());
+    }
+    w.writeDataset(ds("noise"), noise, {nIn, nRuns});
+    w.writeDataset(ds("reference_noise"), column<double>(r.inputs, [](const auto& in) { return in.referenceNoise; }),
+                   {nIn});
+    std::vector<std::string> noiseWhy;
+    for (const auto& run : r.runs) noiseWhy.push_back(run.noiseUnavailable);
+    w.writeStrings(ds("run_noise_unavailable"), noiseWhy);
+    std::vector<std::int32_t> beyond;
+    for (const auto& row : r.modules) beyond.push_back(row.beyondNoise);
+    w.writeDataset(ds("module_beyond_noise"), beyond, {nMod});
+    w.setIntAttribute(g, "n_noise_modules", r.summary.noise.modules);
+    w.setIntAttribute(g, "n_beyond_noise", r.summary.noise.beyond);
+    w.setIntAttribute(g, "n_ar_lower_beyond_noise", r.summary.noise.arLowerBeyond);
     return w.commit(overwrite);
 }
 
@@ -486,8 +644,41 @@ EpsilonResult readEpsilonAnalysis(const std::filesystem::path& path) {
     if (ids.size() != nRuns || sources.size() != nRuns || storage.size() != nRuns || status.size() != nRuns ||
         modelDirs.size() != nRuns || tokens.data.size() != nRuns)
         fail(quoted(path) + ": run tables of " + g + " differ in length");
-    for (std::size_t j = 0; j < nRuns; ++j)
-        res.runs.push_back({paths[j], ids[j], status[j], sources[j], storage[j], modelDirs[j], tokens.data[j]});
+    for (std::size_t j = 0; j < nRuns; ++j) {
+        EpsilonRunInfo info;
+        info.path = paths[j];
+        info.runId = ids[j];
+        info.status = status[j];
+        info.source = sources[j];
+        info.storage = storage[j];
+        info.modelDir = modelDirs[j];
+        info.tokens = tokens.data[j];
+        res.runs.push_back(std::move(info));
+    }
+    // Decodings and prompt sets: analyses written before they were recorded lack them.
+    const auto storedDecoding = [](RunDecoding& d, const std::string& text, const std::string& prompts) {
+        d.decodes = !text.empty();
+        if (d.decodes) d.decoding = decodingFromJson(text);
+        d.prompts = prompts;
+    };
+    res.reference.decoding.run = res.reference.path;
+    res.reference.decoding.source = res.reference.source;
+    if (r.hasAttribute(g, "reference_decoding"))
+        storedDecoding(res.reference.decoding, r.readStringAttribute(g, "reference_decoding"),
+                       r.hasAttribute(g, "reference_prompts") ? r.readStringAttribute(g, "reference_prompts") : "");
+    if (r.exists(ds("run_decodings")) && r.exists(ds("run_prompts"))) {
+        const auto decodings = r.readStrings(ds("run_decodings"));
+        const auto prompts = r.readStrings(ds("run_prompts"));
+        if (decodings.size() != nRuns || prompts.size() != nRuns)
+            fail(quoted(path) + ": run decodings of " + g + " differ in length from its runs");
+        for (std::size_t j = 0; j < nRuns; ++j) {
+            res.runs[j].decoding.run = res.runs[j].path;
+            res.runs[j].decoding.source = res.runs[j].source;
+            storedDecoding(res.runs[j].decoding, decodings[j], prompts[j]);
+        }
+    }
+    if (r.exists(ds("warnings"))) res.warnings = r.readStrings(ds("warnings"));
+    if (r.exists(ds("notes"))) res.notes = r.readStrings(ds("notes"));
 
     const auto names = r.readStrings(ds("input_names"));
     const auto modules = r.readStrings(ds("modules"));
@@ -512,6 +703,7 @@ EpsilonResult readEpsilonAnalysis(const std::filesystem::path& path) {
         for (std::size_t j = 0; j < nRuns; ++j) in.runSpectra.push_back(r.read<float>(sg + "/run" + std::to_string(j)).data);
         res.inputs.push_back(std::move(in));
     }
+    readNoise(r, path, res);
 
     const auto modNames = r.readStrings(ds("module_names"));
     const auto modInput = r.read<std::int64_t>(ds("module_input"));
@@ -523,7 +715,13 @@ EpsilonResult readEpsilonAnalysis(const std::filesystem::path& path) {
         if (idx < 0 || static_cast<std::size_t>(idx) >= nIn)
             fail(quoted(path) + ": module '" + modNames[i] + "' points to input " + std::to_string(idx));
         const EpsilonInput& in = res.inputs[static_cast<std::size_t>(idx)];
-        res.modules.push_back({modNames[i], static_cast<int>(idx), in.layer, in.eps, modRatio.data[i]});
+        res.modules.push_back({modNames[i], static_cast<int>(idx), in.layer, in.eps, modRatio.data[i], in.noise, -1});
+    }
+    if (r.exists(ds("module_beyond_noise"))) {
+        const auto beyond = r.read<std::int64_t>(ds("module_beyond_noise"));
+        if (beyond.data.size() != res.modules.size())
+            fail(quoted(path) + ": module_beyond_noise of " + g + " differs in length from its modules");
+        for (std::size_t i = 0; i < beyond.data.size(); ++i) res.modules[i].beyondNoise = static_cast<int>(beyond.data[i]);
     }
     return res;
 }

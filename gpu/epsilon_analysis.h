@@ -2,7 +2,8 @@
 // Epsilon analysis over calibration run files (DESIGN §1 "calibration
 // discrepancy"): for every projection input, the top-k eigenpairs of the
 // reference decode-time Hessian H_D, eps_k(C) of each calibration run C, the
-// per-module ratio eps(fixed)/eps(AR) and its summary, and the eigen-spectra.
+// per-module ratio eps(fixed)/eps(AR) and its summary, the eigen-spectra, and
+// each eps's noise floor from the runs' half statistics (docs/epsilon.md).
 // Plain types only; the math runs on LibTorch (CPU or CUDA) in
 // gpu/epsilon_analysis.cpp and is held to core/epsilon.h in the tests.
 //
@@ -13,6 +14,7 @@
 
 #include "core/epsilon.h"
 #include "core/progress.h"
+#include "core/run_decoding.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -44,9 +46,15 @@ struct EpsilonRunInfo {
     std::string storage;         // "full" | "topk"
     std::string modelDir;        // /calibration@model_dir
     std::int64_t tokens = 0;     // /calibration@tokens_collected (0 if absent)
+    RunDecoding decoding;        // what it decoded, from which prompts (core/run_decoding.h)
+    // Why the run has no noise floor, in words ("" when it has one): no half
+    // statistics in the file (written before they existed, or without them),
+    // halves that do not add up to the total, an empty half.
+    std::string noiseUnavailable;
     // storage "topk": H ~= V M V^T from the stored eigenpairs, so eps is an
     // approximation and the spectrum holds only the stored eigenvalues.
     bool approximate() const { return storage == "topk"; }
+    bool hasNoise() const { return noiseUnavailable.empty(); }
 };
 
 // One shared projection input (e.g. the input of q/k/v of layer 0).
@@ -57,6 +65,11 @@ struct EpsilonInput {
     int dIn = 0;
     int kUsed = 0;                           // directions used, <= k (dead directions left out)
     std::vector<double> eps;                 // [runs]; NaN when the reference input is all zero
+    // [runs] noise_k: the eps two runs of that run's process would show at its
+    // budget, sqrt(2 n_a n_b)/(n_a + n_b) ||Hhat_k(H_a) - Hhat_k(H_b)||_op in
+    // the reference's frame (core/epsilon.h); NaN where the run has none.
+    std::vector<double> noise;
+    double referenceNoise = std::numeric_limits<double>::quiet_NaN();  // the same for the reference's halves
     std::vector<float> referenceSpectrum;    // eigenvalues of H_D, descending
     std::vector<std::vector<float>> runSpectra;  // [runs] eigenvalues of H_C, descending
 };
@@ -68,11 +81,19 @@ struct EpsilonModuleRow {
     int layer = -1;
     std::vector<double> eps;                 // [runs]
     double ratio = std::numeric_limits<double>::quiet_NaN();  // eps(numerator) / eps(denominator)
+    std::vector<double> noise;               // [runs], the input's
+    // 1 when |eps(numerator) - eps(denominator)| > (noise(numerator) +
+    // noise(denominator)) / sqrt(2) (epsilon::differsBeyondNoise), else 0; -1
+    // when a noise floor or an eps is missing (or there is no pair).
+    int beyondNoise = -1;
 };
 
 struct EpsilonSummary : epsilon::RatioSummary {
     int numeratorRun = -1;     // index into runs: the fixed-text (or first) run, "C"
     int denominatorRun = -1;   // the AR run; -1 for both with fewer than two runs
+    // Modules with both noise floors, of those the ones that differ beyond
+    // them, and of those the ones where AR is the lower (core/epsilon.h).
+    epsilon::NoiseSummary noise;
 };
 
 struct EpsilonResult {
@@ -85,6 +106,10 @@ struct EpsilonResult {
     std::vector<EpsilonInput> inputs;        // forward order: layer, then q/o/gate/down
     std::vector<EpsilonModuleRow> modules;   // expanded per module, same order
     EpsilonSummary summary;
+    // Plain words (core/decoding_checks.h): a run decoded otherwise than the
+    // reference, or on the reference's prompts; the decodings and prompt sets.
+    std::vector<std::string> warnings;
+    std::vector<std::string> notes;
     bool anyApproximate() const;
 };
 

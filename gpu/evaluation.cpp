@@ -142,6 +142,7 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
   if (settings.seeds.empty()) throw std::invalid_argument("evaluate: no seeds");
   if (settings.maxNewTokens < 1) throw std::invalid_argument("evaluate: max new tokens must be >= 1");
   if (settings.window < 2) throw std::invalid_argument("evaluate: the text window must be >= 2 tokens");
+  validateDecoding(settings.decoding(), "evaluate");
   EvaluationResult res;
   res.settings = settings;
 
@@ -165,10 +166,17 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
 
   GenerationOptions gen;
   gen.maxNewTokens = settings.maxNewTokens;
-  gen.sampling.temperature = settings.temperature;
-  gen.sampling.topK = settings.topK;
-  gen.sampling.topP = settings.topP;
+  gen.sampling = samplingOptions(settings.decoding());
   if (settings.stopAtEos) gen.stopIds = tok.stopIds();
+
+  // What each pruned model was calibrated on, against this decoding.
+  for (const auto& m : settings.models) res.calibrations.push_back(findPrunedCalibration(m));
+  DecodingCheck check =
+      checkPrunedCalibrations(res.calibrations, settings.decoding(), settings.prompts, DecodingJob::Evaluation);
+  if (const std::string note = generationConfigNote(settings.dense, settings.decoding()); !note.empty())
+    check.notes.push_back(note);
+  res.warnings = std::move(check.warnings);
+  res.notes = std::move(check.notes);
 
   const double units = 1.0 + static_cast<double>(1 + settings.models.size()) *
                                   (2.0 + static_cast<double>(settings.seeds.size()) + 1.0);
@@ -324,6 +332,22 @@ std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::f
   w.setDoubleAttribute(g, "temperature", s.temperature);
   w.setIntAttribute(g, "top_k", s.topK);
   w.setDoubleAttribute(g, "top_p", s.topP);
+  w.setStringAttribute(g, "decoding", s.decoding().describe());
+  w.writeStrings(g + "/warnings", r.warnings);
+  w.writeStrings(g + "/notes", r.notes);
+  {
+    // Row m: the calibration of model m ("" for the dense row and where unknown).
+    std::vector<std::string> runs{""}, decodings{""};
+    for (std::size_t i = 1; i < r.models.size(); ++i) {
+      const PrunedCalibration c = i - 1 < r.calibrations.size() ? r.calibrations[i - 1] : PrunedCalibration{};
+      runs.push_back(c.found ? c.calibration.run.string() : std::string());
+      decodings.push_back(!c.found                ? std::string()
+                          : c.calibration.decodes ? c.calibration.decoding.describe()
+                                                  : std::string("none (") + c.calibration.source + ")");
+    }
+    w.writeStrings(g + "/calibration_runs", runs);
+    w.writeStrings(g + "/calibration_decodings", decodings);
+  }
   w.setDoubleAttribute(g, "seconds", r.seconds);
 
   const auto M = static_cast<hsize_t>(r.models.size());

@@ -23,6 +23,8 @@
 //   EvaluationResult r = evaluate(s);
 //   writeEvaluationRun(r, "workspace/eval.sdw.h5");
 
+#include "core/decoding.h"
+#include "core/decoding_checks.h"
 #include "core/progress.h"
 #include "gpu/model.h"
 
@@ -44,12 +46,19 @@ struct EvaluationSettings {
   int windows = 16;           // windows drawn (seeded by textSeed)
   std::uint64_t textSeed = 0;
   int maxPrompts = 0;         // 0: every prompt in the file
-  // On-policy decoding; temperature <= 0 is greedy (then every seed gives the
-  // same trajectories). The dense generations for perplexity use the same
-  // sampling with the first seed.
-  double temperature = 0.8;
-  int topK = 0;
-  double topP = 1.0;
+  // On-policy decoding, the workbench's protocol by default (core/decoding.h;
+  // temperature 0 is greedy, and then every seed gives the same
+  // trajectories). The dense generations for perplexity use it too, with the
+  // first seed.
+  double temperature = kDefaultDecoding.temperature;
+  int topK = kDefaultDecoding.topK;
+  double topP = kDefaultDecoding.topP;
+  Decoding decoding() const { return Decoding{temperature, topK, topP}; }
+  void setDecoding(const Decoding& d) {
+    temperature = d.temperature;
+    topK = d.topK;
+    topP = d.topP;
+  }
   bool stopAtEos = true;      // trajectories end after an end-of-sequence token
   int sideBySidePrompts = 1;  // the first N prompts, greedy, through every model
   std::string device = "cpu";
@@ -106,6 +115,15 @@ struct EvaluationResult {
   std::vector<std::string> denseGenerations;  // decoded continuations used for pplDenseGen
   std::vector<std::vector<std::int32_t>> denseGenerationIds;  // their tokens (generated part only)
   std::vector<SideBySide> sideBySide;
+  // Per pruned model (settings.models order): the calibration it was pruned
+  // from, as its provenance says (found = false when it has none).
+  std::vector<PrunedCalibration> calibrations;
+  // Plain words for the reader (core/decoding_checks.h): a calibration
+  // decoded otherwise than this evaluation, or on its prompts; what each
+  // model was calibrated on; a generation_config.json asking for another
+  // decoding.
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;
   double seconds = 0;
 };
 

@@ -2,6 +2,7 @@
 // Pieces of pruneModel shared between gpu/prune_model.cpp (the layer loop)
 // and gpu/prune_outputs.cpp (checkpoint, bitmask file, run record). Plain types.
 
+#include "core/run_decoding.h"
 #include "gpu/pruning.h"
 
 #include <cstddef>
@@ -24,6 +25,10 @@ std::vector<std::byte> encodeFromFloat(const std::string& dtype, const float* da
 struct PruneRecordInfo {
   std::string calibrationRunId, calibrationSource, calibrationModelDir;
   std::int64_t calibrationTokens = 0;
+  // What the calibration decoded (and from which prompts): recorded in the
+  // record and the checkpoint's metadata, so that an evaluation or a drift
+  // analysis of the pruned model can compare it with its own decoding.
+  RunDecoding calibration;
 };
 
 // Writes <out>/model.safetensors (every source tensor, pruned ones replaced),
@@ -31,7 +36,8 @@ struct PruneRecordInfo {
 // pattern with M | 32, <out>/model.sdwsparse (modules whose width is not a
 // multiple of 32 stay dense there: packed = false). Fills result paths.
 void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
-                        const std::map<std::string, PrunedTensor>& pruned, PruneResult& result);
+                        const std::map<std::string, PrunedTensor>& pruned, const PruneRecordInfo& info,
+                        PruneResult& result);
 
 // The run file of kind "pruning" (docs/run-format.md "Pruning runs").
 void writePruningRecord(const PruneSettings& s, const PruningPattern& pattern, const PruneRecordInfo& info,

@@ -131,6 +131,8 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
   info.calibrationSource = calib.readStringAttribute("/calibration", "source");
   info.calibrationModelDir = calib.readStringAttribute("/calibration", "model_dir");
   info.calibrationTokens = calib.readIntAttribute("/calibration", "tokens_collected");
+  info.calibration = calibrationRunDecoding(calib);
+  info.calibration.run = std::filesystem::absolute(s.calibration).lexically_normal();
 
   SparseGptOptions gptOptions;
   gptOptions.percdamp = s.percdamp;
@@ -246,7 +248,7 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
     }
   }
 
-  writePrunedOutputs(s, pattern, pruned, result);
+  writePrunedOutputs(s, pattern, pruned, info, result);
   result.seconds = since(t0);
   writePruningRecord(s, pattern, info, result);
   return result;

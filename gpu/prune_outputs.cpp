@@ -66,7 +66,8 @@ std::vector<std::byte> encodeFromFloat(const std::string& dtype, const float* da
 }
 
 void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
-                        const std::map<std::string, PrunedTensor>& pruned, PruneResult& result) {
+                        const std::map<std::string, PrunedTensor>& pruned, const PruneRecordInfo& info,
+                        PruneResult& result) {
   fs::create_directories(s.out);
   for (const auto& e : fs::directory_iterator(s.model))
     if (e.is_regular_file() && isModelSideFile(e.path()))
@@ -85,8 +86,13 @@ void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
       tensors.push_back({name, v.dtype, v.shape, v.bytes});
   }
   result.checkpoint = s.out / "model.safetensors";
-  writeSafetensors(result.checkpoint, tensors,
-                   {{"format", "pt"}, {"sdw_pruning", s.method + " " + pattern.name() + " " + s.order}});
+  // The calibration's provenance travels with the weights (the record may
+  // live elsewhere): what an evaluation of this folder checks its decoding against.
+  const fs::path record = fs::absolute(s.record.empty() ? s.out / "pruning.sdw.h5" : s.record).lexically_normal();
+  std::map<std::string, std::string> metadata = calibrationMetadata(info.calibration, record);
+  metadata["format"] = "pt";
+  metadata["sdw_pruning"] = s.method + " " + pattern.name() + " " + s.order;
+  writeSafetensors(result.checkpoint, tensors, metadata);
 
   // The bitmask file: 50% N:M with M | 32, values in the model's 16-bit dtype
   // (bf16 for fp32 models).
@@ -133,6 +139,14 @@ void writePruningRecord(const PruneSettings& s, const PruningPattern& pattern, c
   w.setStringAttribute(g, "calibration_run_id", info.calibrationRunId);
   w.setStringAttribute(g, "calibration_source", info.calibrationSource);
   w.setIntAttribute(g, "calibration_tokens", info.calibrationTokens);
+  w.setIntAttribute(g, "calibration_decodes", info.calibration.decodes ? 1 : 0);
+  w.setDoubleAttribute(g, "calibration_temperature", info.calibration.decoding.temperature);
+  w.setIntAttribute(g, "calibration_top_k", info.calibration.decoding.topK);
+  w.setDoubleAttribute(g, "calibration_top_p", info.calibration.decoding.topP);
+  w.setStringAttribute(g, "calibration_decoding",
+                       info.calibration.decodes ? info.calibration.decoding.describe() : std::string("none"));
+  w.setStringAttribute(g, "calibration_prompts", info.calibration.prompts.string());
+  w.setStringAttribute(g, "calibration_corpus", info.calibration.corpus.string());
   w.setStringAttribute(g, "out_dir", fs::absolute(s.out).string());
   w.setStringAttribute(g, "checkpoint", fs::absolute(result.checkpoint).string());
   w.setStringAttribute(g, "sparse_file", result.sparseFile.empty() ? "" : fs::absolute(result.sparseFile).string());

@@ -5,6 +5,8 @@
 // host from a seeded 64-bit Mersenne Twister, so a seed gives the same tokens
 // on every machine and LibTorch version.
 
+#include "core/decoding.h"
+
 #include <cstdint>
 #include <random>
 #include <span>
@@ -18,6 +20,12 @@ struct SamplingOptions {
   std::uint64_t seed = 0;
   bool greedy() const { return temperature <= 0.0; }
 };
+
+// The engine's form of a decoding (core/decoding.h), with its seed.
+inline SamplingOptions samplingOptions(const Decoding& d, std::uint64_t seed = 0) {
+  return SamplingOptions{d.temperature, d.topK, d.topP, seed};
+}
+inline Decoding decodingOf(const SamplingOptions& s) { return Decoding{s.temperature, s.topK, s.topP}; }
 
 // Index of the largest value (the first one on ties); NaNs are never chosen.
 std::int32_t argmax(std::span<const float> logits);

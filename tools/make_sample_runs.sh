@@ -9,6 +9,13 @@
 # activation drift (about 8 minutes more). The small records, the evaluation
 # and the drift run are the ones the repository ships.
 #
+# Every step that decodes (the AR run, the reference, eval, drift) uses the
+# workbench's default decoding, core/decoding.h: sampled from the dense
+# model's own distribution, temperature 1, top-k off, top-p 1. No step sets
+# --temperature, so calibration and evaluation always agree; the runs
+# committed in samples/workspace predate this (greedy AR, eval at 0.8, greedy
+# drift, docs/quality.md).
+#
 #   tools/make_sample_runs.sh [build/bin/sdw-cli]
 set -euo pipefail
 cd "$(dirname "$0")/.."

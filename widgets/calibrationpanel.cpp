@@ -119,15 +119,21 @@ QWidget* CalibrationPanel::buildSource() {
   temperature_->setRange(0, 5);
   temperature_->setSingleStep(0.1);
   temperature_->setSpecialValueText(tr("greedy"));
+  temperature_->setValue(kDefaultDecoding.temperature);
+  temperature_->setToolTip(tr("Default: the workbench's protocol, %1; %2. A checkpoint's generation_config.json is "
+                              "not applied.")
+                               .arg(QString::fromStdString(kDefaultDecoding.describe()),
+                                    QString::fromUtf8(decodingProtocolReason())));
   topK_ = new QSpinBox(box);
   topK_->setObjectName(QStringLiteral("topK"));
   topK_->setRange(0, 100000);
   topK_->setSpecialValueText(tr("off"));
+  topK_->setValue(kDefaultDecoding.topK);
   topP_ = new QDoubleSpinBox(box);
   topP_->setObjectName(QStringLiteral("topP"));
   topP_->setRange(0.01, 1.0);
   topP_->setSingleStep(0.05);
-  topP_->setValue(1.0);
+  topP_->setValue(kDefaultDecoding.topP);
   auto* samplingLabel = new QLabel(tr("Sampling:"), box);
   auto* tl = new QLabel(tr("temperature"), box);
   auto* kl = new QLabel(tr("top-k"), box);
@@ -138,12 +144,18 @@ QWidget* CalibrationPanel::buildSource() {
   sampling->addStretch(1);
   g->addWidget(samplingLabel, 7, 0);
   g->addLayout(sampling, 7, 1, 1, 2);
+  // What the generations will decode, and what the checkpoint would have asked for.
+  decoding_ = new QLabel(box);
+  decoding_->setObjectName(QStringLiteral("decodingNote"));
+  decoding_->setWordWrap(true);
+  decoding_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  g->addWidget(decoding_, 8, 1, 1, 2);
   for (QWidget* w : {static_cast<QWidget*>(samplingLabel), static_cast<QWidget*>(tl),
                      static_cast<QWidget*>(temperature_), static_cast<QWidget*>(kl), static_cast<QWidget*>(topK_),
-                     static_cast<QWidget*>(pl), static_cast<QWidget*>(topP_)})
+                     static_cast<QWidget*>(pl), static_cast<QWidget*>(topP_), static_cast<QWidget*>(decoding_)})
     arOnly_ << w;
   g->setColumnStretch(1, 1);
-  g->setRowStretch(8, 1);
+  g->setRowStretch(9, 1);
 
   connect(source_, &QComboBox::currentIndexChanged, this, [this] {
     updateVisibility();
@@ -429,6 +441,9 @@ void CalibrationPanel::setCudaAvailable(bool available, const QString& reason) {
 void CalibrationPanel::setEstimate(const CalibrationEstimateView& e) {
   estimateOk_ = e.valid;
   diskShort_ = e.valid && e.diskShort;
+  QString decoding = e.decoding.isEmpty() ? QString() : tr("Decoding: %1").arg(e.decoding);
+  if (!e.decodingNote.isEmpty()) decoding += QStringLiteral("\n") + tr("Note: %1").arg(e.decodingNote);
+  decoding_->setText(decoding);
   if (!e.valid) {
     estimate_->setText(tr("Estimate: %1").arg(e.error.isEmpty() ? tr("—") : e.error));
     diskWarning_->hide();
@@ -510,6 +525,7 @@ void CalibrationPanel::setResumePath(const QString& path) { resumePath_->setText
 QString CalibrationPanel::resumePath() const { return resumePath_->text().trimmed(); }
 QString CalibrationPanel::statusText() const { return status_->text(); }
 QString CalibrationPanel::estimateText() const { return estimate_->text(); }
+QString CalibrationPanel::decodingText() const { return decoding_->isVisibleTo(this) ? decoding_->text() : QString(); }
 bool CalibrationPanel::diskWarningShown() const { return !diskWarning_->isHidden(); }
 int CalibrationPanel::rateSamples() const { return chart_->plot()->graph(0)->dataCount(); }
 

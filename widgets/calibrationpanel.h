@@ -6,6 +6,8 @@
 // time); cancel (the run is kept, incomplete) and resume. Display only: the
 // estimate and the progress are told to it; it asks through signals.
 
+#include "core/decoding.h"
+
 #include <QMetaType>
 #include <QString>
 #include <QWidget>
@@ -41,9 +43,11 @@ struct CalibrationForm {
   int batch = 8;
   QString capture = QStringLiteral("reforward");  // "exact" | "reforward"
   bool includePrefill = false;
-  double temperature = 0;  // 0: greedy
-  int topK = 0;
-  double topP = 1.0;
+  // AR / cross-model decoding: the workbench's protocol (core/decoding.h) by
+  // default; temperature 0 is greedy.
+  double temperature = kDefaultDecoding.temperature;
+  int topK = kDefaultDecoding.topK;
+  double topP = kDefaultDecoding.topP;
   quint64 seed = 0;
   QString device = QStringLiteral("cpu");
   QString dtype = QStringLiteral("float32");
@@ -66,6 +70,10 @@ struct CalibrationEstimateView {
   quint64 fileBytesTopk = 0;
   quint64 freeBytes = 0;      // on the output's volume; 0 when unknown
   bool diskShort = false;     // the file (plus the store's reserve) does not fit
+  // AR / cross-model: the decoding in words, and a note when the generating
+  // checkpoint's generation_config.json asks for another ("" for fixed text).
+  QString decoding;
+  QString decodingNote;
 };
 
 class CalibrationPanel : public QWidget {
@@ -102,6 +110,7 @@ class CalibrationPanel : public QWidget {
   bool isRunning() const { return running_; }
   QString statusText() const;
   QString estimateText() const;
+  QString decodingText() const;  // the decoding line under the sampling fields ("" when hidden)
   bool diskWarningShown() const;
   int rateSamples() const;  // points in the tokens/s chart
   PlotView* rateChart() const { return chart_; }
@@ -148,6 +157,7 @@ class CalibrationPanel : public QWidget {
   QSpinBox* storageK_ = nullptr;
   QLineEdit* output_ = nullptr;
   QLabel* estimate_ = nullptr;
+  QLabel* decoding_ = nullptr;
   QLabel* diskWarning_ = nullptr;
   QPushButton* start_ = nullptr;
   QPushButton* cancel_ = nullptr;

@@ -5,6 +5,8 @@
 // numbers (median plateau, step90 range) are computed by the reader. The
 // widgets only draw and format them.
 
+#include "core/decoding.h"
+
 #include <QMetaType>
 #include <QString>
 #include <QStringList>
@@ -44,6 +46,14 @@ struct DriftData {
   int layers = 0;       // L
   double plateauFraction = 0.9;
   double seconds = 0;
+  // How the trajectories were decoded (runs written before it was recorded
+  // were greedy), the seed, and the engine's warnings and notes.
+  double temperature = 0;
+  int topK = 0;
+  double topP = 1.0;
+  qint64 seed = 0;
+  QString decoding;  // in words: "sampled, T=1.0, top-k off, top-p 1.0" or "greedy"
+  QStringList warnings, notes;
   QStringList modes;    // "own", "shared": only those stored
   QVector<DriftModelData> models;
 
@@ -72,6 +82,12 @@ struct DriftRequest {
   int steps = 128;
   int maxPrompts = 0;   // 0: all
   QStringList modes = {QStringLiteral("own"), QStringLiteral("shared")};
+  // The trajectories' decoding: the workbench's protocol by default
+  // (core/decoding.h); temperature 0 is greedy. Prompt i: seed * 1000003 + i.
+  double temperature = kDefaultDecoding.temperature;
+  int topK = kDefaultDecoding.topK;
+  double topP = kDefaultDecoding.topP;
+  quint64 seed = 0;
   QString device = QStringLiteral("cpu");
 };
 

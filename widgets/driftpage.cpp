@@ -1,5 +1,6 @@
 #include "widgets/driftpage.h"
 
+#include "widgets/checkslabel.h"
 #include "widgets/driftlayermodel.h"
 #include "widgets/jobprogress.h"
 #include "widgets/pathfield.h"
@@ -8,6 +9,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGridLayout>
@@ -83,8 +85,10 @@ DriftPage::DriftPage(QWidget* parent) : QWidget(parent) {
   summary_->setWordWrap(true);
   summary_->setStyleSheet(QStringLiteral("font-size: 11pt; font-weight: 600;"));
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  checks_ = new ChecksLabel(QStringLiteral("driftChecks"), content);
   cl->addWidget(title_);
   cl->addWidget(summary_);
+  cl->addWidget(checks_);
 
   plot_ = new DriftPlot(content);
   plot_->setObjectName(QStringLiteral("driftPlot"));
@@ -225,7 +229,7 @@ QWidget* DriftPage::buildNewAnalysis() {
   steps_->setObjectName(QStringLiteral("driftSteps"));
   steps_->setRange(1, 4096);
   steps_->setValue(128);
-  steps_->setToolTip(tr("Decode steps per prompt (greedy, no stop token)"));
+  steps_->setToolTip(tr("Decode steps per prompt (no stop token)"));
   maxPrompts_ = new QSpinBox(box);
   maxPrompts_->setObjectName(QStringLiteral("driftMaxPrompts"));
   maxPrompts_->setRange(0, 1000000);
@@ -261,11 +265,53 @@ QWidget* DriftPage::buildNewAnalysis() {
   opts->addWidget(analyze_);
   opts->addWidget(cancel_);
   g->addLayout(opts, 2, 0, 1, 6);
+
+  // The trajectories' decoding: dense and pruned alike, the protocol by default.
+  auto* dec = new QHBoxLayout;
+  temperature_ = new QDoubleSpinBox(box);
+  temperature_->setObjectName(QStringLiteral("driftTemperature"));
+  temperature_->setRange(0.0, 5.0);
+  temperature_->setSingleStep(0.1);
+  temperature_->setDecimals(2);
+  temperature_->setSpecialValueText(tr("0 (greedy)"));
+  temperature_->setValue(kDefaultDecoding.temperature);
+  temperature_->setToolTip(tr("Decoding of the dense and pruned trajectories. Default: the workbench's protocol, "
+                              "%1, as AR calibration and evaluation decode; 0 decodes greedily.")
+                               .arg(QString::fromStdString(kDefaultDecoding.describe())));
+  topK_ = new QSpinBox(box);
+  topK_->setObjectName(QStringLiteral("driftTopK"));
+  topK_->setRange(0, 1 << 20);
+  topK_->setSpecialValueText(tr("off"));
+  topK_->setValue(kDefaultDecoding.topK);
+  topP_ = new QDoubleSpinBox(box);
+  topP_->setObjectName(QStringLiteral("driftTopP"));
+  topP_->setRange(0.01, 1.0);
+  topP_->setSingleStep(0.05);
+  topP_->setDecimals(2);
+  topP_->setValue(kDefaultDecoding.topP);
+  seed_ = new QSpinBox(box);
+  seed_->setObjectName(QStringLiteral("driftSeed"));
+  seed_->setRange(0, 1 << 30);
+  seed_->setToolTip(tr("Prompt i is sampled with seed * 1000003 + i, the same for the dense and the pruned model"));
+  dec->addWidget(new QLabel(tr("Temperature:"), box));
+  dec->addWidget(temperature_);
+  dec->addSpacing(6);
+  dec->addWidget(new QLabel(tr("Top-k:"), box));
+  dec->addWidget(topK_);
+  dec->addSpacing(6);
+  dec->addWidget(new QLabel(tr("Top-p:"), box));
+  dec->addWidget(topP_);
+  dec->addSpacing(6);
+  dec->addWidget(new QLabel(tr("Seed:"), box));
+  dec->addWidget(seed_);
+  dec->addStretch(1);
+  g->addLayout(dec, 3, 0, 1, 6);
+
   status_ = new QLabel(box);
   status_->setObjectName(QStringLiteral("driftStatus"));
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  g->addWidget(status_, 3, 0, 1, 6);
+  g->addWidget(status_, 4, 0, 1, 6);
   for (int c : {1, 4}) g->setColumnStretch(c, 1);
 
   connect(analyze_, &QPushButton::clicked, this, [this] { Q_EMIT analyzeRequested(request()); });
@@ -309,13 +355,16 @@ void DriftPage::setData(const DriftData& data) {
   }
   QStringList models;
   for (const DriftModelData& m : data.models) models << m.label;
-  title_->setText(tr("%1 — dense %2 vs %3; %4 prompts (%5), %6 decode steps, %7 layers; activation: q/k/v input")
+  title_->setText(tr("%1 — dense %2 vs %3; %4 prompts (%5), %6 decode steps, %7; %8 layers; activation: q/k/v "
+                     "input")
                       .arg(QFileInfo(data.path).fileName(), QFileInfo(data.denseDir).fileName(),
                            models.join(QStringLiteral(", ")))
                       .arg(data.prompts)
                       .arg(QFileInfo(data.promptsFile).fileName())
                       .arg(data.steps)
+                      .arg(data.decoding.isEmpty() ? tr("greedy") : data.decoding)
                       .arg(data.layers));
+  checks_->setChecks(data.warnings, data.notes);
   title_->setToolTip(tr("dense: %1\npruned: %2\nprompts: %3\nactivation: %4\n%5 s")
                          .arg(data.denseDir, models.join(QStringLiteral(", ")), data.promptsFile, data.activation)
                          .arg(data.seconds, 0, 'f', 1));
@@ -326,6 +375,7 @@ void DriftPage::setData(const DriftData& data) {
 
 void DriftPage::clear(const QString& message) {
   data_ = {};
+  checks_->setChecks({}, {});
   plot_->clear();
   layers_->setData(data_, 0);
   empty_->setText(message);
@@ -428,6 +478,10 @@ void DriftPage::setRequest(const DriftRequest& r) {
   const bool own = r.modes.contains(QStringLiteral("own"));
   const bool shared = r.modes.contains(QStringLiteral("shared"));
   runModes_->setCurrentIndex(own && shared ? 0 : (own ? 1 : 2));
+  temperature_->setValue(r.temperature);
+  topK_->setValue(r.topK);
+  topP_->setValue(r.topP);
+  seed_->setValue(static_cast<int>(std::min<quint64>(r.seed, static_cast<quint64>(seed_->maximum()))));
   const int d = device_->findText(r.device);
   if (d >= 0) device_->setCurrentIndex(d);
 }
@@ -441,6 +495,10 @@ DriftRequest DriftPage::request() const {
   r.steps = steps_->value();
   r.maxPrompts = maxPrompts_->value();
   r.modes = runModes(runModes_->currentIndex());
+  r.temperature = temperature_->value();
+  r.topK = topK_->value();
+  r.topP = topP_->value();
+  r.seed = static_cast<quint64>(seed_->value());
   r.device = device_->currentText();
   return r;
 }
@@ -476,6 +534,7 @@ void DriftPage::endJob(const QString& message, bool isError) {
 
 QString DriftPage::statusText() const { return status_->text(); }
 QString DriftPage::summaryText() const { return summary_->text(); }
+QStringList DriftPage::shownWarnings() const { return checks_->isVisibleTo(this) ? checks_->warnings() : QStringList(); }
 QString DriftPage::titleText() const { return title_->text(); }
 
 void DriftPage::chooseRun() {

@@ -15,6 +15,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -27,6 +28,7 @@ class QTableView;
 
 namespace sdw::widgets {
 
+class ChecksLabel;
 class DriftLayerModel;
 
 class DriftPage : public QWidget {
@@ -68,6 +70,7 @@ class DriftPage : public QWidget {
   QTableView* layerView() const { return table_; }
   QString summaryText() const;
   QString titleText() const;
+  QStringList shownWarnings() const;  // the warning line(s) under the summary
 
  protected:
   void showEvent(QShowEvent* e) override;
@@ -103,6 +106,7 @@ class DriftPage : public QWidget {
   QLabel* empty_ = nullptr;
   QLabel* title_ = nullptr;
   QLabel* summary_ = nullptr;
+  ChecksLabel* checks_ = nullptr;
   DriftPlot* plot_ = nullptr;
   DriftLayerModel* layers_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
@@ -117,6 +121,10 @@ class DriftPage : public QWidget {
   QSpinBox* steps_ = nullptr;
   QSpinBox* maxPrompts_ = nullptr;
   QComboBox* runModes_ = nullptr;
+  QDoubleSpinBox* temperature_ = nullptr;
+  QSpinBox* topK_ = nullptr;
+  QDoubleSpinBox* topP_ = nullptr;
+  QSpinBox* seed_ = nullptr;
   QComboBox* device_ = nullptr;
   QPushButton* analyze_ = nullptr;
   QPushButton* cancel_ = nullptr;

@@ -25,6 +25,10 @@ struct EpsilonInputData {
   int kUsed = 0;
   double epsC = kNoValue;   // the fixed-text ("C4") run
   double epsAR = kNoValue;  // the AR run
+  // Noise floors: the eps two runs of that run's process show at its budget
+  // (docs/epsilon.md); kNoValue where a run has none.
+  double noiseC = kNoValue, noiseAR = kNoValue;
+  double noiseReference = kNoValue;
   // Eigenvalues, descending, only the positive ones (a log axis cannot show
   // the rest); the index on the x axis is the position in the full spectrum.
   QVector<double> spectrumReference, spectrumC, spectrumAR;
@@ -39,6 +43,8 @@ struct EpsilonModuleData {
   double epsC = kNoValue;
   double epsAR = kNoValue;
   double ratio = kNoValue;  // eps(C) / eps(AR)
+  double noiseC = kNoValue, noiseAR = kNoValue;
+  int beyondNoise = -1;     // |eps(C) - eps(AR)| > noiseC + noiseAR: 1, 0, or -1 (no noise floor)
 };
 
 struct EpsilonData {
@@ -59,10 +65,23 @@ struct EpsilonData {
   double medianRatio = kNoValue;
   double ratioQ1 = kNoValue;
   double ratioQ3 = kNoValue;
+  // Noise floors: modules with both, of those beyond them, and of those where
+  // AR is lower; why a run has none ("" when it has one).
+  int noiseModules = 0;
+  int beyondNoise = 0;
+  int arLowerBeyondNoise = 0;
+  QString cNoiseNote, arNoiseNote, referenceNoiseNote;
+  // From the engine (core/decoding_checks.h): a run decoded otherwise than the
+  // reference or on its prompts; each run's decoding and prompt set.
+  QStringList warnings, notes;
 
   bool isEmpty() const { return inputs.isEmpty(); }
-  // "AR lower on 87.5% of modules (14 of 16), median ratio 1.81 (IQR 1.20-2.40)"
+  bool hasNoise() const { return noiseModules > 0; }
+  // "AR lower on 87.5% of modules (14 of 16), median ratio 1.81 (IQR 1.20-2.40);
+  // 9 of 16 beyond the noise floor (AR lower on 8)"
   QString summaryLine() const;
+  // Why there is no noise floor, in words; empty when there is one.
+  QString noiseNote() const;
 };
 
 // Number formatting shared by the table, the tool tips and the CSV.

@@ -9,6 +9,8 @@ void EpsilonModuleModel::setData(const EpsilonData& data) {
   rows_ = data.modules;
   cLabel_ = data.cLabel.isEmpty() ? QStringLiteral("C") : data.cLabel;
   arLabel_ = data.arLabel;
+  cNoiseNote_ = data.cNoiseNote;
+  arNoiseNote_ = data.arNoiseNote;
   endResetModel();
   Q_EMIT headerDataChanged(Qt::Horizontal, 0, ColumnCount - 1);
 }
@@ -34,6 +36,15 @@ QVariant EpsilonModuleModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::TextAlignmentRole)
     return index.column() == Module ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
   if (role == Qt::ToolTipRole && index.column() == Module) return r.module;
+  if (role == Qt::ToolTipRole && (index.column() == NoiseC || index.column() == NoiseAR)) {
+    const QString& why = index.column() == NoiseC ? cNoiseNote_ : arNoiseNote_;
+    if (!why.isEmpty()) return tr("No noise floor: %1").arg(why);
+    return tr("eps between two runs of this run's process at its token budget, from its two halves");
+  }
+  if (role == Qt::ToolTipRole && index.column() == Beyond)
+    return tr("yes: |eps(%1) - eps(%2)| > (noise(%1) + noise(%2)) / sqrt(2): the noise-free eps are ordered as "
+              "measured")
+        .arg(cLabel_, arLabel_);
   if (role != Qt::DisplayRole && role != ValueRole) return {};
   switch (index.column()) {
     case Module: {
@@ -46,8 +57,13 @@ QVariant EpsilonModuleModel::data(const QModelIndex& index, int role) const {
     }
     case Layer: return r.layer;
     case EpsC: return number(r.epsC);
+    case NoiseC: return number(r.noiseC);
     case EpsAR: return number(r.epsAR);
+    case NoiseAR: return number(r.noiseAR);
     case Ratio: return number(r.ratio);
+    case Beyond:
+      if (role == ValueRole) return r.beyondNoise;
+      return r.beyondNoise < 0 ? QStringLiteral("–") : r.beyondNoise ? tr("yes") : tr("no");
     default: return {};
   }
 }
@@ -58,8 +74,11 @@ QVariant EpsilonModuleModel::headerData(int section, Qt::Orientation o, int role
     case Module: return tr("Module");
     case Layer: return tr("Layer");
     case EpsC: return tr("eps(%1)").arg(cLabel_);
+    case NoiseC: return tr("noise(%1)").arg(cLabel_);
     case EpsAR: return arLabel_.isEmpty() ? tr("eps(–)") : tr("eps(%1)").arg(arLabel_);
+    case NoiseAR: return arLabel_.isEmpty() ? tr("noise(–)") : tr("noise(%1)").arg(arLabel_);
     case Ratio: return tr("ratio");
+    case Beyond: return tr("beyond noise");
     default: return {};
   }
 }

@@ -1,7 +1,8 @@
 #pragma once
-// Table of per-module eps of one epsilon analysis: module, layer, eps(C),
-// eps(AR), ratio. Display text is formatted; Qt::UserRole carries the raw
-// number (for sorting).
+// Table of per-module eps of one epsilon analysis: module, layer, eps(C) and
+// its noise floor, eps(AR) and its noise floor, ratio, and whether the two eps
+// differ by more than both floors. Display text is formatted; Qt::UserRole
+// carries the raw number (for sorting).
 
 #include "widgets/epsilondata.h"
 
@@ -12,7 +13,7 @@ namespace sdw::widgets {
 class EpsilonModuleModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Module = 0, Layer, EpsC, EpsAR, Ratio, ColumnCount };
+  enum Column { Module = 0, Layer, EpsC, NoiseC, EpsAR, NoiseAR, Ratio, Beyond, ColumnCount };
   static constexpr int ValueRole = Qt::UserRole;
   static constexpr int InputRole = Qt::UserRole + 1;  // index into EpsilonData::inputs
 
@@ -30,6 +31,7 @@ class EpsilonModuleModel : public QAbstractTableModel {
   QVector<EpsilonModuleData> rows_;
   QString cLabel_ = QStringLiteral("C4");
   QString arLabel_ = QStringLiteral("AR");
+  QString cNoiseNote_, arNoiseNote_;  // why a run has no noise floor
 };
 
 }  // namespace sdw::widgets

@@ -1,5 +1,6 @@
 #include "widgets/epsilonpage.h"
 
+#include "widgets/checkslabel.h"
 #include "widgets/epsilonmodulemodel.h"
 #include "widgets/epsilonplots.h"
 #include "widgets/sortabletable.h"
@@ -54,8 +55,10 @@ EpsilonPage::EpsilonPage(QWidget* parent) : QWidget(parent) {
   summary_->setObjectName(QStringLiteral("epsilonSummary"));
   summary_->setStyleSheet(QStringLiteral("font-size: 11pt; font-weight: 600;"));
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  checks_ = new ChecksLabel(QStringLiteral("epsilonChecks"), content);
   cl->addWidget(title_);
   cl->addWidget(summary_);
+  cl->addWidget(checks_);
 
   bars_ = new EpsilonBarsPlot(content);
   scatter_ = new EpsilonScatterPlot(content);
@@ -115,8 +118,13 @@ void EpsilonPage::setData(const EpsilonData& data) {
   title_->setText(tr("%1 — reference %2; %3; k = %4%5")
                       .arg(file, data.referenceLabel, runs)
                       .arg(data.k)
-                      .arg(data.approximate ? tr("; approximate (top-k storage)") : QString()));
+                      .arg(data.approximate ? tr("; approximate (top-k storage)") : QString()) +
+                  (data.hasPair && !data.hasNoise() ? QStringLiteral("; ") + data.noiseNote() : QString()));
   summary_->setText(data.summaryLine());
+  summary_->setToolTip(tr("Noise floor of an eps: the eps between two runs of the same process at that token "
+                          "budget, estimated from the run's two halves. A module differs beyond it when its two eps "
+                          "differ by more than (noise + noise) / sqrt(2) (docs/epsilon.md)."));
+  checks_->setChecks(data.warnings, data.notes);
   model_->setData(data);
   bars_->setData(data);
   scatter_->setData(data);
@@ -146,5 +154,6 @@ void EpsilonPage::selectModule(int module) {
 
 QString EpsilonPage::summaryText() const { return summary_->text(); }
 QString EpsilonPage::titleText() const { return title_->text(); }
+QStringList EpsilonPage::shownWarnings() const { return checks_->isVisibleTo(this) ? checks_->warnings() : QStringList(); }
 
 }  // namespace sdw::widgets

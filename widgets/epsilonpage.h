@@ -15,6 +15,7 @@ class QTableView;
 
 namespace sdw::widgets {
 
+class ChecksLabel;
 class EpsilonBarsPlot;
 class EpsilonModuleModel;
 class EpsilonScatterPlot;
@@ -36,6 +37,7 @@ class EpsilonPage : public QWidget {
 
   QString summaryText() const;
   QString titleText() const;
+  QStringList shownWarnings() const;  // the warning line(s) under the summary
   EpsilonBarsPlot* bars() const { return bars_; }
   EpsilonScatterPlot* scatter() const { return scatter_; }
   EpsilonSpectrumPlot* spectrum() const { return spectrum_; }
@@ -48,6 +50,7 @@ class EpsilonPage : public QWidget {
   QLabel* empty_ = nullptr;
   QLabel* title_ = nullptr;
   QLabel* summary_ = nullptr;
+  ChecksLabel* checks_ = nullptr;
   QLabel* spectrumTitle_ = nullptr;
   EpsilonBarsPlot* bars_ = nullptr;
   EpsilonScatterPlot* scatter_ = nullptr;

@@ -71,10 +71,11 @@ EpsilonBarsPlot::EpsilonBarsPlot(QWidget* parent) : PlotView(parent) {
   setCsvProvider([this] {
     QString out;
     QTextStream s(&out);
-    s << "input,layer,type,eps_c,eps_ar\n";
+    s << "input,layer,type,eps_c,eps_ar,noise_c,noise_ar,noise_reference\n";
     for (const auto& in : data_.inputs)
       s << csvField(in.name) << ',' << in.layer << ',' << csvField(in.type) << ',' << csvNumber(in.epsC) << ','
-        << csvNumber(in.epsAR) << '\n';
+        << csvNumber(in.epsAR) << ',' << csvNumber(in.noiseC) << ',' << csvNumber(in.noiseAR) << ','
+        << csvNumber(in.noiseReference) << '\n';
     return out;
   });
 }
@@ -86,6 +87,7 @@ void EpsilonBarsPlot::setData(const EpsilonData& data) {
   qDeleteAll(p->findChildren<QCPBarsGroup*>(Qt::FindDirectChildrenOnly));
   positions_ = QVector<double>(data.inputs.size(), -1.0);
   barInputs_.clear();
+  errorBars_ = 0;
 
   // Layout: each layer takes (types + 1) slots, the last one a gap.
   int types = 0;
@@ -115,18 +117,34 @@ void EpsilonBarsPlot::setData(const EpsilonData& data) {
     bars->setPen(Qt::NoPen);
     bars->setBrush(s.color);
     bars->setBarsGroup(group);
-    QVector<double> keys, values;
+    QVector<double> keys, values, noise;
     QVector<int> map;
+    bool anyNoise = false;
     for (int i = 0; i < data.inputs.size(); ++i) {
       const double v = s.ar ? data.inputs[i].epsAR : data.inputs[i].epsC;
       if (!std::isfinite(v)) continue;
       keys << positions_[i];
       values << v;
+      noise << (s.ar ? data.inputs[i].noiseAR : data.inputs[i].noiseC);
+      anyNoise = anyNoise || std::isfinite(noise.back());
       map << i;
     }
     // keys are in forward order, hence sorted
     bars->setData(keys, values, true);
     barInputs_ << map;
+    if (anyNoise) {
+      // +- the noise floor: how far eps moves between two runs of that process
+      // at that budget (NaN: no bar drawn).
+      auto* err = new QCPErrorBars(p->xAxis, p->yAxis);
+      err->setName(tr("noise floor (%1)").arg(s.name));
+      err->removeFromLegend();
+      err->setDataPlottable(bars);
+      err->setData(noise);
+      err->setPen(QPen(s.color.darker(170), 1));
+      err->setWhiskerWidth(4);
+      err->setSelectable(QCP::stNone);
+      ++errorBars_;
+    }
   }
   enableHover([this](const QString& name, int index, double, double value) -> QString {
     const int s = name.endsWith(QStringLiteral("(%1)").arg(data_.arLabel)) && !data_.arLabel.isEmpty() ? 1 : 0;
@@ -138,7 +156,10 @@ void EpsilonBarsPlot::setData(const EpsilonData& data) {
         .arg(in.type)
         .arg(in.dIn)
         .arg(in.kUsed)
-        .arg(name, formatEps(value), data_.cLabel, formatEps(in.epsC), data_.arLabel, formatEps(in.epsAR));
+        .arg(name, formatEps(value), data_.cLabel, formatEps(in.epsC), data_.arLabel, formatEps(in.epsAR)) +
+           tr("\nnoise floor: %1 %2, %3 %4 (reference %5)")
+               .arg(data_.cLabel, formatEps(in.noiseC), data_.arLabel, formatEps(in.noiseAR),
+                    formatEps(in.noiseReference));
   });
 
   // Layer labels at the centre of each layer's bars.
@@ -149,8 +170,8 @@ void EpsilonBarsPlot::setData(const EpsilonData& data) {
   p->xAxis->setRange(-1, (maxLayer + 1) * (types + 1) - 1);
   double top = 0;
   for (const auto& in : data.inputs)
-    for (double v : {in.epsC, in.epsAR})
-      if (std::isfinite(v)) top = std::max(top, v);
+    for (const auto& [v, n] : {std::pair{in.epsC, in.noiseC}, std::pair{in.epsAR, in.noiseAR}})
+      if (std::isfinite(v)) top = std::max(top, v + (std::isfinite(n) ? n : 0.0));
   p->yAxis->setRange(0, top > 0 ? top * 1.08 : 1);
   p->legend->setVisible(!data.inputs.isEmpty());
   requestReplot();
@@ -172,11 +193,12 @@ EpsilonScatterPlot::EpsilonScatterPlot(QWidget* parent) : PlotView(parent) {
 QString EpsilonScatterPlot::moduleCsv() const {
   QString out;
   QTextStream s(&out);
-  s << "module,layer,input,eps_c,eps_ar,ratio\n";
+  s << "module,layer,input,eps_c,eps_ar,ratio,noise_c,noise_ar,beyond_noise\n";
   for (const auto& m : data_.modules) {
     const QString input = m.input >= 0 && m.input < data_.inputs.size() ? data_.inputs[m.input].name : QString();
     s << csvField(m.module) << ',' << m.layer << ',' << csvField(input) << ',' << csvNumber(m.epsC) << ','
-      << csvNumber(m.epsAR) << ',' << csvNumber(m.ratio) << '\n';
+      << csvNumber(m.epsAR) << ',' << csvNumber(m.ratio) << ',' << csvNumber(m.noiseC) << ',' << csvNumber(m.noiseAR)
+      << ',' << (m.beyondNoise < 0 ? QString() : QString::number(m.beyondNoise)) << '\n';
   }
   return out;
 }
@@ -270,8 +292,12 @@ void EpsilonScatterPlot::setData(const EpsilonData& data) {
   enableHover([this, c, ar, pointsName](const QString& name, int index, double, double) -> QString {
     if (name != pointsName || index < 0 || index >= pointModules_.size()) return {};
     const auto& m = data_.modules[pointModules_[index]];
-    return tr("%1\neps(%2) = %3\neps(%4) = %5\nratio %6")
-        .arg(m.module, c, formatEps(m.epsC), ar, formatEps(m.epsAR), formatEps(m.ratio));
+    const QString beyond = m.beyondNoise < 0   ? tr("no noise floor")
+                           : m.beyondNoise ? tr("differ beyond the noise floor")
+                                           : tr("within the noise floor");
+    return tr("%1\neps(%2) = %3 (noise %4)\neps(%5) = %6 (noise %7)\nratio %8, %9")
+        .arg(m.module, c, formatEps(m.epsC), formatEps(m.noiseC), ar, formatEps(m.epsAR), formatEps(m.noiseAR),
+             formatEps(m.ratio), beyond);
   });
 
   p->xAxis->setRange(lo, hi);

@@ -12,7 +12,8 @@ class QCPGraph;
 namespace sdw::widgets {
 
 // Two bars per projection input (eps of the fixed-text run and of the AR
-// run), layers side by side, q/k/v, o, gate/up, down within a layer.
+// run), layers side by side, q/k/v, o, gate/up, down within a layer; each bar
+// with an error bar of +-its noise floor where the run has one.
 class EpsilonBarsPlot : public PlotView {
   Q_OBJECT
  public:
@@ -20,11 +21,13 @@ class EpsilonBarsPlot : public PlotView {
   void setData(const EpsilonData& data);
   // x position of an input's bar pair (layout only).
   double positionOf(int input) const { return input >= 0 && input < positions_.size() ? positions_[input] : -1; }
+  int errorBarSeries() const { return errorBars_; }  // bar series drawn with noise-floor error bars
 
  private:
   EpsilonData data_;
   QVector<double> positions_;              // [inputs]
   QVector<QVector<int>> barInputs_;        // per bar series: data index -> input
+  int errorBars_ = 0;
 };
 
 // One point per module: x = eps(C), y = eps(AR); points under the diagonal

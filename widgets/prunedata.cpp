@@ -29,7 +29,9 @@ QString PruningRecordData::summaryLine() const {
 
 QString QualityData::summaryLine() const {
   const int seeds = models.isEmpty() ? 0 : models.front().seeds;
-  QString sampling = temperature > 0 ? QStringLiteral("T = %1").arg(temperature, 0, 'g', 3) : QStringLiteral("greedy");
+  const QString sampling = decoding.isEmpty() ? (temperature > 0 ? QStringLiteral("T = %1").arg(temperature, 0, 'g', 3)
+                                                                  : QStringLiteral("greedy"))
+                                              : decoding;
   return QStringLiteral("%1 · %2 models, %3 seeds, %4 prompts, %5 new tokens, %6, %7 text windows")
       .arg(QFileInfo(path).fileName())
       .arg(models.size())

@@ -84,7 +84,14 @@ struct QualityData {
   QString path;  // the evaluation run
   QString denseDir, textFile, promptsFile;
   int prompts = 0, windows = 0, maxNewTokens = 0;
-  double temperature = 0;
+  double temperature = 0;  // the on-policy decoding, as recorded
+  int topK = 0;
+  double topP = 1.0;
+  QString decoding;        // in words: "sampled, T=1.0, top-k off, top-p 1.0" or "greedy"
+  // Recorded by the engine (core/decoding_checks.h): a pruned model whose
+  // calibration decoded otherwise, or decoded these prompts; what each model
+  // was calibrated on.
+  QStringList warnings, notes;
   double seconds = 0;
   QVector<QualityModelData> models;  // [0] dense
   QVector<SideBySideData> sideBySide;

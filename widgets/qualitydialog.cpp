@@ -8,6 +8,7 @@
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
@@ -95,8 +96,29 @@ EvaluateDialog::EvaluateDialog(const EvaluateForm& form, const QStringList& cand
   temperature_->setValue(form.temperature);
   temperature_->setSpecialValueText(tr("0 (greedy)"));
   temperature_->setToolTip(tr("Decoding of the on-policy trajectories and of the dense generations; greedy "
-                              "makes every seed give the same trajectories"));
-  f->addRow(tr("Temperature:"), temperature_);
+                              "makes every seed give the same trajectories. Default: the workbench's protocol, %1, "
+                              "as AR calibration and drift decode; a checkpoint's generation_config.json is not "
+                              "applied.")
+                               .arg(QString::fromStdString(kDefaultDecoding.describe())));
+  topK_ = new QSpinBox(this);
+  topK_->setObjectName(QStringLiteral("evalTopK"));
+  topK_->setRange(0, 1 << 20);
+  topK_->setSpecialValueText(tr("off"));
+  topK_->setValue(form.topK);
+  topP_ = new QDoubleSpinBox(this);
+  topP_->setObjectName(QStringLiteral("evalTopP"));
+  topP_->setRange(0.01, 1.0);
+  topP_->setSingleStep(0.05);
+  topP_->setDecimals(2);
+  topP_->setValue(form.topP);
+  auto* decoding = new QHBoxLayout;
+  decoding->addWidget(temperature_);
+  decoding->addWidget(new QLabel(tr("top-k"), this));
+  decoding->addWidget(topK_);
+  decoding->addWidget(new QLabel(tr("top-p"), this));
+  decoding->addWidget(topP_);
+  decoding->addStretch(1);
+  f->addRow(tr("Temperature:"), decoding);
   device_ = new QComboBox(this);
   device_->addItem(QStringLiteral("cpu"));
   if (cudaAvailable) device_->addItem(QStringLiteral("cuda"));
@@ -133,6 +155,8 @@ EvaluateForm EvaluateDialog::form() const {
   f.window = window_->value();
   f.sideBySide = sideBySide_->value();
   f.temperature = temperature_->value();
+  f.topK = topK_->value();
+  f.topP = topP_->value();
   f.device = device_->currentText();
   return f;
 }
@@ -151,6 +175,8 @@ void EvaluateDialog::setForm(const EvaluateForm& form) {
   window_->setValue(form.window);
   sideBySide_->setValue(form.sideBySide);
   temperature_->setValue(form.temperature);
+  topK_->setValue(form.topK);
+  topP_->setValue(form.topP);
   device_->setCurrentText(form.device);
 }
 

@@ -4,6 +4,8 @@
 // text and prompts, seeds, lengths and device of a quality evaluation
 // (gpu/evaluation.h). It only edits an EvaluateForm.
 
+#include "core/decoding.h"
+
 #include <QDialog>
 #include <QMetaType>
 #include <QString>
@@ -29,7 +31,11 @@ struct EvaluateForm {
   int windows = 8;
   int window = 128;
   int sideBySide = 3;
-  double temperature = 0.8;  // on-policy decoding; <= 0: greedy
+  // On-policy decoding (and the dense generations): the workbench's protocol
+  // by default (core/decoding.h); temperature 0 is greedy.
+  double temperature = kDefaultDecoding.temperature;
+  int topK = kDefaultDecoding.topK;
+  double topP = kDefaultDecoding.topP;
   QString device = QStringLiteral("cpu");
   QString output;  // the evaluation run; "" : a new name in the workspace
 
@@ -62,6 +68,8 @@ class EvaluateDialog : public QDialog {
   QSpinBox* window_ = nullptr;
   QSpinBox* sideBySide_ = nullptr;
   QDoubleSpinBox* temperature_ = nullptr;
+  QSpinBox* topK_ = nullptr;
+  QDoubleSpinBox* topP_ = nullptr;
   QComboBox* device_ = nullptr;
 };
 

@@ -1,5 +1,6 @@
 #include "widgets/qualitypage.h"
 
+#include "widgets/checkslabel.h"
 #include "widgets/qualitymodel.h"
 #include "widgets/sortabletable.h"
 
@@ -53,7 +54,9 @@ QualityPage::QualityPage(QWidget* parent) : QWidget(parent) {
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   status_->hide();
+  checks_ = new ChecksLabel(QStringLiteral("qualityChecks"), this);
   layout->addWidget(summary_);
+  layout->addWidget(checks_);
   layout->addWidget(status_);
 
   model_ = new QualityModel(this);
@@ -127,6 +130,7 @@ void QualityPage::setData(const QualityData& data) {
   data_ = data;
   model_->setData(data);
   summary_->setText(data.summaryLine());
+  checks_->setChecks(data.warnings, data.notes);
   if (runs_->findData(data.path) < 0) runs_->addItem(QFileInfo(data.path).fileName(), data.path);
   runs_->setCurrentIndex(runs_->findData(data.path));
   export_->setEnabled(!data.models.isEmpty());
@@ -208,6 +212,7 @@ void QualityPage::setStatus(const QString& text, bool isError) {
 void QualityPage::setBusy(bool busy) { evaluate_->setEnabled(!busy); }
 
 QString QualityPage::summaryText() const { return summary_->text(); }
+QStringList QualityPage::shownWarnings() const { return checks_->isVisibleTo(this) ? checks_->warnings() : QStringList(); }
 QString QualityPage::statusText() const { return status_->text(); }
 
 }  // namespace sdw::widgets

@@ -19,6 +19,7 @@ class QTableView;
 
 namespace sdw::widgets {
 
+class ChecksLabel;
 class QualityModel;
 
 class QualityPage : public QWidget {
@@ -39,6 +40,7 @@ class QualityPage : public QWidget {
   QTableView* table() const { return table_; }
   QString summaryText() const;
   QString statusText() const;
+  QStringList shownWarnings() const;  // the warnings line(s) under the summary
   // The side-by-side view: the prompt shown and each model's text.
   void selectPrompt(int index);
   int promptCount() const;
@@ -62,6 +64,7 @@ class QualityPage : public QWidget {
   QPushButton* export_ = nullptr;
   QLabel* summary_ = nullptr;
   QLabel* status_ = nullptr;
+  ChecksLabel* checks_ = nullptr;
   QualityModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;

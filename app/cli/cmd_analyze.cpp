@@ -60,9 +60,18 @@ std::vector<std::string> runLabels(const std::vector<gpu::EpsilonRunInfo>& runs)
 }
 
 json runJson(const gpu::EpsilonRunInfo& r) {
-  return {{"path", r.path.string()}, {"run_id", r.runId},     {"status", r.status},
-          {"source", r.source},      {"storage", r.storage},  {"model_dir", r.modelDir},
-          {"tokens", r.tokens},      {"approximate", r.approximate()}};
+  json j = {{"path", r.path.string()}, {"run_id", r.runId},     {"status", r.status},
+            {"source", r.source},      {"storage", r.storage},  {"model_dir", r.modelDir},
+            {"tokens", r.tokens},      {"approximate", r.approximate()}};
+  const RunDecoding& d = r.decoding;
+  j["decoding"] = d.decodes ? json{{"temperature", d.decoding.temperature},
+                                   {"top_k", d.decoding.topK},
+                                   {"top_p", d.decoding.topP},
+                                   {"describe", d.decoding.describe()}}
+                            : json(nullptr);
+  j["prompts"] = d.prompts.string();
+  j["noise_unavailable"] = r.hasNoise() ? json(nullptr) : json(r.noiseUnavailable);
+  return j;
 }
 
 json resultJson(const gpu::EpsilonResult& r, const std::vector<std::string>& labels) {
@@ -78,12 +87,16 @@ json resultJson(const gpu::EpsilonResult& r, const std::vector<std::string>& lab
                       {"d_in", in.dIn},
                       {"k_used", in.kUsed},
                       {"eps", in.eps},
+                      {"noise", in.noise},
+                      {"reference_noise", in.referenceNoise},
                       {"spectrum_reference", in.referenceSpectrum},
                       {"spectrum_runs", spectra}});
   }
   json modules = json::array();
   for (const auto& m : r.modules)
-    modules.push_back({{"module", m.module}, {"layer", m.layer}, {"input", m.input}, {"eps", m.eps}, {"ratio", m.ratio}});
+    modules.push_back({{"module", m.module}, {"layer", m.layer}, {"input", m.input}, {"eps", m.eps}, {"ratio", m.ratio},
+                       {"noise", m.noise},
+                       {"beyond_noise", m.beyondNoise < 0 ? json(nullptr) : json(m.beyondNoise == 1)}});
   const auto& s = r.summary;
   json summary = {{"numerator_run", s.numeratorRun}, {"denominator_run", s.denominatorRun}};
   if (s.numeratorRun >= 0) {
@@ -95,11 +108,15 @@ json resultJson(const gpu::EpsilonResult& r, const std::vector<std::string>& lab
     summary["median_ratio"] = s.medianRatio;
     summary["ratio_q1"] = s.ratioQ1;
     summary["ratio_q3"] = s.ratioQ3;
+    summary["n_noise_modules"] = s.noise.modules;
+    summary["n_beyond_noise"] = s.noise.beyond;
+    summary["n_ar_lower_beyond_noise"] = s.noise.arLowerBeyond;
   }
   return {{"analysis", "epsilon"}, {"reference", runJson(r.reference)}, {"runs", runs},
           {"run_labels", labels},  {"k", r.kRequested},                 {"rel_tol", r.relTol},
           {"device", r.device},    {"precision", r.precision},          {"approximate", r.anyApproximate()},
-          {"inputs", inputs},      {"modules", modules},                {"summary", summary}};
+          {"inputs", inputs},      {"modules", modules},                {"summary", summary},
+          {"warnings", r.warnings}, {"notes", r.notes}};
 }
 
 // "AR lower on 87.5% of modules (14/16), median ratio eps(fixed)/eps(AR) = 1.81"
@@ -113,6 +130,14 @@ std::string summaryLine(const gpu::EpsilonResult& r, const std::vector<std::stri
                      std::to_string(s.arLower) + "/" + std::to_string(s.modules) + "), median ratio eps(" +
                      numName + ")/eps(" + denName + ") = " + fmt("%.3g", s.medianRatio);
   line += " (quartiles " + fmt("%.3g", s.ratioQ1) + " - " + fmt("%.3g", s.ratioQ3) + ")";
+  // How many of those differences are larger than both runs' noise floors.
+  if (s.noise.modules > 0) {
+    line += "; " + std::to_string(s.noise.beyond) + " of " + std::to_string(s.noise.modules) +
+            " differ beyond the noise floor (" + denName + " lower on " + std::to_string(s.noise.arLowerBeyond) + ")";
+  } else {
+    const auto& why = !r.runs[num].hasNoise() ? r.runs[num].noiseUnavailable : r.runs[den].noiseUnavailable;
+    line += "; noise floor unavailable" + (why.empty() ? std::string() : ": " + why);
+  }
   return line;
 }
 
@@ -120,6 +145,11 @@ void printRun(const char* role, const gpu::EpsilonRunInfo& r) {
   std::cout << role << r.path.string() << "\n    run " << r.runId << ", source "
             << (r.source.empty() ? "?" : r.source) << ", storage " << r.storage << ", " << r.tokens << " tokens"
             << (r.status == "complete" ? "" : ", status " + r.status) << "\n";
+  if (!r.hasNoise()) std::cout << "    noise floor unavailable: " << r.noiseUnavailable << "\n";
+  const RunDecoding& d = r.decoding;
+  if (d.decodes)
+    std::cout << "    decoded " << d.decoding.describe() << " from "
+              << (d.prompts.empty() ? std::string("(prompts not recorded)") : d.prompts.filename().string()) << "\n";
 }
 
 int runEpsilon(const Args& a) {
@@ -166,24 +196,42 @@ int runEpsilon(const Args& a) {
   printRun("reference: ", r.reference);
   for (std::size_t i = 0; i < r.runs.size(); ++i) printRun(("run " + std::to_string(i) + ":     ").c_str(), r.runs[i]);
   std::cout << "k = " << r.kRequested << " (" << r.precision << " on " << r.device << ", dead directions below "
-            << fmt("%.0e", r.relTol) << " x lambda_max left out)\n\n";
+            << fmt("%.0e", r.relTol) << " x lambda_max left out)\n";
+  std::cout << "noise(X): the eps between two runs of X's process at X's budget, from X's two halves; BEYOND: the "
+               "eps differ by more than (noise + noise) / sqrt(2) (docs/epsilon.md)\n\n";
 
   std::size_t nameWidth = 6;
   for (const auto& m : r.modules) nameWidth = std::max(nameWidth, m.module.size());
   const bool withRatio = r.summary.numeratorRun >= 0;
   std::printf("%-*s %5s %5s", static_cast<int>(nameWidth), "MODULE", "LAYER", "K");
-  for (const auto& l : labels) std::printf(" %12s", ("eps(" + l + ")").c_str());
-  if (withRatio) std::printf(" %8s", "RATIO");
+  // Each eps with its noise floor: the eps two runs of that process show at its budget.
+  for (const auto& l : labels) std::printf(" %12s %12s", ("eps(" + l + ")").c_str(), ("noise(" + l + ")").c_str());
+  if (withRatio) std::printf(" %8s %6s", "RATIO", "BEYOND");
   std::printf("\n");
   for (const auto& m : r.modules) {
     const int kUsed = r.inputs[static_cast<std::size_t>(m.input)].kUsed;
     std::printf("%-*s %5d %5d", static_cast<int>(nameWidth), m.module.c_str(), m.layer, kUsed);
-    for (double e : m.eps) std::printf(" %12s", fmt("%.4g", e).c_str());
-    if (withRatio) std::printf(" %8s", fmt("%.3f", m.ratio).c_str());
+    for (std::size_t j = 0; j < m.eps.size(); ++j)
+      std::printf(" %12s %12s", fmt("%.4g", m.eps[j]).c_str(), fmt("%.3g", m.noise[j]).c_str());
+    if (withRatio)
+      std::printf(" %8s %6s", fmt("%.3f", m.ratio).c_str(), m.beyondNoise < 0 ? "-" : m.beyondNoise ? "yes" : "no");
     std::printf("\n");
   }
   std::fflush(stdout);
   std::cout << "\n" << summaryLine(r, labels) << "\n";
+  {
+    // The reference is a sample too: eps cannot be read finer than its own noise.
+    std::vector<double> refNoise;
+    for (const auto& in : r.inputs) refNoise.push_back(in.referenceNoise);
+    if (r.reference.hasNoise())
+      std::cout << "reference noise floor: median " << fmt("%.3g", epsilon::median(refNoise)) << " over inputs ("
+                << fmt("%.3g", epsilon::quantile(refNoise, 0.0)) << " - " << fmt("%.3g", epsilon::quantile(refNoise, 1.0))
+                << ")\n";
+    else
+      std::cout << "reference noise floor unavailable: " << r.reference.noiseUnavailable << "\n";
+  }
+  for (const auto& w : r.warnings) std::cout << "warning: " << w << "\n";
+  for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
   if (r.reference.approximate())
     std::cout << "note: the reference stores only top-k eigenpairs; k is limited to those\n";
   for (std::size_t i = 0; i < r.runs.size(); ++i) {
@@ -271,8 +319,10 @@ Command makeCommand() {
       "\n\nepsilon: for every projection input, the top-k eigenpairs of the reference Hessian H_D,\n"
       "eps_k(C) = ||L_k^-1/2 U_k^T H_C U_k L_k^-1/2 - I||_op for each run C (0: C matches decode\n"
       "time in those directions), per-module rows and ratio, the share of modules where AR is\n"
-      "lower and the median ratio. Errors (exit 1): a file that is not a calibration run, runs\n"
-      "of different models, a missing input.";
+      "lower and the median ratio. Next to each eps its noise floor: the eps two runs of the same\n"
+      "process show at that budget, from the run's two half statistics, and how many modules\n"
+      "differ beyond the floors, |eps(C) - eps(AR)| > (noise(C) + noise(AR)) / sqrt(2). Errors\n"
+      "(exit 1): a file that is not a calibration run, runs of different models, a missing input.";
   return c;
 }
 

@@ -2,20 +2,24 @@
 // or from the dense model's own decoding into a run file, with the disk and
 // memory estimate first, progress on stderr, Ctrl-C keeping a resumable run.
 
+#include "app/cli/cli_decoding.h"
 #include "app/cli/cli_util.h"
 #include "app/cli/command.h"
 #include "core/progress.h"
+#include "core/run_decoding.h"
 #include "gpu/calibration.h"
 #include "gpu/model_config.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 namespace sdw::cli {
 namespace {
@@ -46,9 +50,7 @@ gpu::CalibrationSettings settingsFrom(const Args& a) {
   s.batch = static_cast<int>(a.getInt("batch", 8));
   s.capture = a.get("capture", "reforward");
   s.includePrefill = a.has("include-prefill");
-  s.sampling.temperature = a.getDouble("temperature", 0.0);
-  s.sampling.topK = static_cast<int>(a.getInt("top-k", 0));
-  s.sampling.topP = a.getDouble("top-p", 1.0);
+  s.sampling = gpu::samplingOptions(decodingFrom(a));
   s.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
@@ -56,16 +58,36 @@ gpu::CalibrationSettings settingsFrom(const Args& a) {
   s.topK = static_cast<int>(a.getInt("topk", 64));
   s.chat = a.get("chat", "auto");
   s.checkpointSeconds = a.getDouble("checkpoint-seconds", 30.0);
+  s.halves = !a.has("no-halves");
   return s;
 }
 
 void printEstimate(std::FILE* f, const gpu::CalibrationEstimate& e, const gpu::CalibrationSettings& s) {
   std::fprintf(f, "estimate: %d shared inputs (sum of d_in %lld)\n", e.inputs, static_cast<long long>(e.sumDIn));
-  std::fprintf(f, "  device memory: %s accumulators (fp32 xtx + sum_sq) + %s staging + %s weights = %s (activations not counted)\n",
-               humanBytes(e.accumulatorBytes).c_str(), humanBytes(e.bufferBytes).c_str(), humanBytes(e.modelBytes).c_str(),
+  std::fprintf(f, "  device memory: %s accumulators (fp32 xtx + sum_sq%s) + %s staging + %s weights = %s (activations not counted)\n",
+               humanBytes(e.accumulatorBytes).c_str(), s.halves ? " + half a's xtx" : "",
+               humanBytes(e.bufferBytes).c_str(), humanBytes(e.modelBytes).c_str(),
                humanBytes(e.deviceBytes).c_str());
   std::fprintf(f, "  run file: %s with --store full, %s with --store topk (k = %d); this run: %s\n",
                humanBytes(e.fileBytesFull).c_str(), humanBytes(e.fileBytesTopk).c_str(), s.topK, humanBytes(e.fileBytes).c_str());
+  if (s.source != "fixed") {
+    std::ostringstream lines;
+    printDecoding(lines, gpu::decodingOf(s.sampling), s.source == "cross-model" ? s.crossModel : s.model);
+    std::fputs(lines.str().c_str(), f);
+  }
+}
+
+// What the run decoded, read back from it (a resumed run keeps its stored settings).
+nlohmann::json decodingJson(const RunDecoding& d, const std::string& note) {
+  if (!d.decodes) return {{"decodes", false}, {"describe", "none (fixed text, teacher-forced)"}};
+  nlohmann::json j = {{"decodes", true},
+                      {"temperature", d.decoding.temperature},
+                      {"top_k", d.decoding.topK},
+                      {"top_p", d.decoding.topP},
+                      {"describe", d.decoding.describe()},
+                      {"prompts", d.prompts.string()}};
+  if (!note.empty()) j["note"] = note;
+  return j;
 }
 
 nlohmann::json estimateJson(const gpu::CalibrationEstimate& e) {
@@ -135,8 +157,15 @@ int runCalibrate(const Args& a) {
   }
   std::signal(SIGINT, previous);
 
+  // The decoding as the run recorded it, and what the checkpoint would have asked for.
+  const RunDecoding decoding = calibrationRunDecoding(r.run);
+  std::string configNote;
+  if (decoding.decodes && !resume)
+    configNote = generationConfigNote(s.source == "cross-model" ? s.crossModel : s.model, decoding.decoding);
+
   if (json) {
     const nlohmann::json j = {{"run", r.run.string()},
+                              {"decoding", decodingJson(decoding, configNote)},
                               {"complete", r.complete},
                               {"source", r.source},
                               {"capture", r.capture},
@@ -157,6 +186,11 @@ int runCalibrate(const Args& a) {
   }
   std::printf("calibration run: %s\n", r.run.string().c_str());
   std::printf("source:          %s (%s)\n", r.source.c_str(), r.capture.c_str());
+  if (decoding.decodes) {
+    std::printf("decoding:        %s%s\n", decoding.decoding.describe().c_str(),
+                sameDecoding(decoding.decoding, kDefaultDecoding) ? " (the default protocol)" : "");
+    if (!configNote.empty()) std::printf("note:            %s\n", configNote.c_str());
+  }
   std::printf("tokens:          %lld of %lld counted", static_cast<long long>(r.tokensCollected),
               static_cast<long long>(r.tokenBudget));
   if (r.source == "fixed") std::printf(" from %lld windows\n", static_cast<long long>(r.windowsDone));
@@ -169,7 +203,8 @@ int runCalibrate(const Args& a) {
   return 0;
 }
 
-const Register regCalibrate{Command{
+Command makeCommand() {
+  Command c{
     "calibrate",
     "collect calibration statistics (fixed text or the model's own decoding) into a run file",
     "calibrate --model DIR --source fixed|ar|cross-model (--corpus FILE | --prompts FILE) --tokens N "
@@ -179,7 +214,11 @@ const Register regCalibrate{Command{
     "teacher-forced, every position counts. AR: the dense model continues each prompt (chat-formatted when it "
     "has a template); only decode positions count (the positions of generated tokens read back as inputs). "
     "The disk and memory estimate is printed first (--dry-run: only that). Ctrl-C stops at the end of the "
-    "current batch and keeps the run, marked incomplete; --resume --out RUN continues it.",
+    "current batch and keeps the run, marked incomplete; --resume --out RUN continues it. AR generations "
+    "follow the workbench's decoding protocol unless --temperature / --top-k / --top-p say otherwise: "
+    "sampled from the model's own distribution (temperature 1, top-k off, top-p 1), the same default as "
+    "eval and analyze drift; a checkpoint's generation_config.json is not applied (a note says when it asks "
+    "for something else).",
     {{"model", "DIR", "the model (Hugging Face folder)", ""},
      {"source", "SRC", "fixed, ar or cross-model", ""},
      {"corpus", "FILE", "fixed: .txt (\"# doc\" headers) or .jsonl with \"text\"", ""},
@@ -192,9 +231,6 @@ const Register regCalibrate{Command{
      {"batch", "N", "windows or prompts per batch (default 8)", ""},
      {"capture", "MODE", "ar: exact or reforward (default reforward)", ""},
      {"include-prefill", "", "ar ablation: the prompt positions count too", ""},
-     {"temperature", "T", "sampling temperature (default 0: greedy)", ""},
-     {"top-k", "K", "sampling top-k (0: off)", ""},
-     {"top-p", "P", "sampling top-p (1: off)", ""},
      {"seed", "S", "window draws and sampling (generation j uses S + j); default 0", ""},
      {"device", "DEV", "cpu or cuda (default cpu)", ""},
      {"dtype", "DTYPE", "float32, bfloat16 or float16 (default float32)", ""},
@@ -202,13 +238,24 @@ const Register regCalibrate{Command{
      {"topk", "K", "eigenpairs kept with --store topk (default 64)", ""},
      {"chat", "MODE", "auto (the model's chat template) or plain", ""},
      {"checkpoint-seconds", "S", "write the statistics at least this often (default 30; 0: every batch)", ""},
+     {"no-halves", "", "do not also sum two halves of the sequences apart (saves one d_in x d_in per input on the "
+                       "device and two in a full-storage file; the epsilon analysis then has no noise floor)", ""},
      {"resume", "", "continue the incomplete run --out with its stored settings (--device may change)", ""},
      {"force", "", "replace an existing run file", ""},
      {"dry-run", "", "print the estimate only", ""},
      {"json", "", "machine-readable output", ""}},
     0,
     0,
-    runCalibrate}};
+    runCalibrate};
+  // The AR decoding options sit after the AR ones, with the protocol's defaults.
+  const auto at = std::find_if(c.options.begin(), c.options.end(),
+                               [](const OptionSpec& o) { return o.name == "include-prefill"; });
+  const auto decoding = decodingOptions("the AR (or cross-model) generations");
+  c.options.insert(at + 1, decoding.begin(), decoding.end());
+  return c;
+}
+
+const Register regCalibrate{makeCommand()};
 
 }  // namespace
 }  // namespace sdw::cli

@@ -2,6 +2,8 @@
 // (gpu/evaluation.h), and the `analyze drift` mode (gpu/drift.h), whose
 // handler lives here next to `eval` and is listed in cmd_analyze.cpp's table.
 
+#include "app/cli/cli_decoding.h"
+#include "app/cli/cli_util.h"
 #include "app/cli/command.h"
 #include "gpu/drift.h"
 #include "gpu/evaluation.h"
@@ -31,32 +33,6 @@ std::string fmt(const char* f, double v) {
 }
 
 
-std::vector<std::uint64_t> parseSeeds(const std::string& text) {
-  std::vector<std::uint64_t> seeds;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      std::size_t used = 0;
-      const long long v = std::stoll(item, &used);
-      if (used != item.size() || v < 0) throw std::invalid_argument("bad");
-      seeds.push_back(static_cast<std::uint64_t>(v));
-    } catch (const std::exception&) {
-      throw UsageError("--seeds expects comma-separated non-negative integers, got '" + text + "'");
-    }
-  }
-  if (seeds.empty()) throw UsageError("--seeds is empty");
-  return seeds;
-}
-
-// A stderr progress line when stderr is a terminal.
-ProgressFn ttyProgress(bool enabled) {
-  if (!enabled) return {};
-  return [](const Progress& p) {
-    std::fprintf(stderr, "\r  %3.0f / %.0f  %-60s", p.done, p.total, p.stage.substr(0, 60).c_str());
-    return true;
-  };
-}
 
 json spreadJson(const gpu::Spread& s) {
   return {{"mean", s.mean}, {"std", s.std}, {"min", s.min}, {"max", s.max}, {"n", s.n}};
@@ -97,6 +73,9 @@ json evaluationJson(const gpu::EvaluationResult& r) {
           {"temperature", st.temperature},
           {"top_k", st.topK},
           {"top_p", st.topP},
+          {"decoding", st.decoding().describe()},
+          {"warnings", r.warnings},
+          {"notes", r.notes},
           {"seeds", st.seeds},
           {"seconds", r.seconds},
           {"models", models},
@@ -116,9 +95,7 @@ int runEval(const Args& a) {
   s.window = static_cast<int>(a.getInt("window", 256));
   s.windows = static_cast<int>(a.getInt("windows", 16));
   s.maxPrompts = static_cast<int>(a.getInt("max-prompts", 0));
-  s.temperature = a.getDouble("temperature", 0.8);
-  s.topK = static_cast<int>(a.getInt("top-k", 0));
-  s.topP = a.getDouble("top-p", 1.0);
+  s.setDecoding(decodingFrom(a));
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
   if (s.maxNewTokens < 1) throw UsageError("--max-new-tokens must be >= 1");
@@ -141,9 +118,10 @@ int runEval(const Args& a) {
   for (const auto v : s.seeds) seeds += (seeds.empty() ? "" : ",") + std::to_string(v);
   std::cout << "dense: " << s.dense.string() << "\n"
             << r.windows << " text windows of " << s.window << " tokens, " << r.prompts << " prompts, "
-            << s.maxNewTokens << " new tokens, "
-            << (s.temperature > 0 ? "temperature " + fmt("%.2g", s.temperature) : std::string("greedy"))
-            << ", seeds " << seeds << "\n\n";
+            << s.maxNewTokens << " new tokens, seeds " << seeds << "\n";
+  printDecoding(std::cout, s.decoding(), {});
+  printChecks(std::cout, r.warnings, r.notes);
+  std::cout << "\n";
   std::size_t w = 5;
   for (const auto& m : r.models) w = std::max(w, m.label.size());
   std::printf("%-*s %10s %10s %21s %17s %14s\n", static_cast<int>(w), "MODEL", "PPL(TEXT)", "PPL(DGEN)",
@@ -167,7 +145,8 @@ int runEval(const Args& a) {
   return 0;
 }
 
-const Register reg{Command{
+Command makeEvalCommand() {
+  Command c{
     "eval",
     "quality of pruned models against the dense model (perplexity, on-policy KL and agreement)",
     "eval --dense DIR --models DIR [DIR...] [--text F] [--prompts F] [--seeds 0,1,2] [--max-new-tokens 64] "
@@ -176,7 +155,11 @@ const Register reg{Command{
     "continuations of the held-out prompts (generated positions only); on-policy agreement: each\n"
     "model decodes its own trajectory, the dense model scores it (mean KL(dense || model),\n"
     "greedy agreement, first divergence step), per seed with mean and spread; greedy side-by-side\n"
-    "generations of the first prompt. The dense model is evaluated too, as the reference row.",
+    "generations of the first prompt. The dense model is evaluated too, as the reference row.\n"
+    "Trajectories and dense generations follow the workbench's decoding protocol (sampled from the\n"
+    "model's own distribution, temperature 1, top-k off, top-p 1) unless --temperature / --top-k /\n"
+    "--top-p say otherwise: the default of calibrate and analyze drift too. A warning says when a\n"
+    "pruned model's calibration (found through its pruning provenance) decoded otherwise.",
     {{"dense", "DIR", "the dense checkpoint", ""},
      {"models", "DIR", "pruned checkpoints; more may follow as arguments", ""},
      {"text", "F", "held-out corpus", SDW_SOURCE_DIR "/samples/corpus/brown-heldout.txt"},
@@ -186,9 +169,6 @@ const Register reg{Command{
      {"window", "N", "tokens per fixed-text window", "256"},
      {"windows", "N", "fixed-text windows (seeded, seed 0)", "16"},
      {"max-prompts", "N", "use the first N prompts (0: all)", "0"},
-     {"temperature", "T", "sampling temperature of the trajectories (0: greedy)", "0.8"},
-     {"top-k", "K", "top-k of the sampling (0: off)", "0"},
-     {"top-p", "P", "top-p of the sampling (1: off)", "1"},
      {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},
      {"dtype", "T", "float32, bfloat16 or float16", "float32"},
      {"out", "RUN", "write an evaluation run (*.sdw.h5)", ""},
@@ -196,7 +176,15 @@ const Register reg{Command{
      {"json", "", "machine-readable output", ""}},
     0,
     1000,
-    runEval}};
+    runEval};
+  const auto at = std::find_if(c.options.begin(), c.options.end(),
+                               [](const OptionSpec& o) { return o.name == "max-prompts"; });
+  const auto decoding = decodingOptions("the trajectories and the dense generations");
+  c.options.insert(at + 1, decoding.begin(), decoding.end());
+  return c;
+}
+
+const Register reg{makeEvalCommand()};
 
 json curvesJson(const gpu::DriftCurves& c) {
   return {{"mode", gpu::driftModeName(c.mode)}, {"ratio", c.ratio},       {"plateau", c.summary.plateau},
@@ -209,7 +197,7 @@ json curvesJson(const gpu::DriftCurves& c) {
 // ---- analyze drift (listed in cmd_analyze.cpp's mode table)
 
 std::vector<OptionSpec> analyzeDriftOptions() {
-  return {{"dense", "DIR", "the dense checkpoint", ""},
+  std::vector<OptionSpec> options{{"dense", "DIR", "the dense checkpoint", ""},
           {"pruned", "DIR", "pruned checkpoint; a second one may follow as an argument", ""},
           {"prompts", "F", "held-out prompts (.jsonl)", ""},
           {"steps", "N", "decode steps per prompt", "128"},
@@ -220,6 +208,12 @@ std::vector<OptionSpec> analyzeDriftOptions() {
           {"out", "RUN", "write a drift run (*.sdw.h5)", ""},
           {"overwrite", "", "replace RUN if it exists", ""},
           {"json", "", "machine-readable output, curves included", ""}};
+  const auto decoding = decodingOptions("the trajectories (dense and pruned alike)");
+  options.insert(options.begin() + 6, decoding.begin(), decoding.end());
+  options.insert(options.begin() + 6 + static_cast<std::ptrdiff_t>(decoding.size()),
+                 OptionSpec{"seed", "S", "sampling seed: prompt i uses S * 1000003 + i, for the dense and the pruned "
+                                         "model alike", "0"});
+  return options;
 }
 
 int runAnalyzeDrift(const Args& a) {
@@ -239,6 +233,10 @@ int runAnalyzeDrift(const Args& a) {
   else if (mode == "both") s.modes = {gpu::DriftMode::Own, gpu::DriftMode::Shared};
   else throw UsageError("--mode must be own, shared or both, got '" + mode + "'");
   s.maxPrompts = static_cast<int>(a.getInt("max-prompts", 0));
+  s.decoding = decodingFrom(a);
+  const long long seed = a.getInt("seed", 0);
+  if (seed < 0) throw UsageError("--seed must be >= 0, got " + std::to_string(seed));
+  s.seed = static_cast<std::uint64_t>(seed);
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
   const bool asJson = a.has("json");
@@ -256,14 +254,29 @@ int runAnalyzeDrift(const Args& a) {
       for (const auto& c : m.curves) curves.push_back(curvesJson(c));
       models.push_back({{"label", m.label}, {"dir", m.dir.string()}, {"curves", curves}});
     }
-    json j = {{"analysis", "drift"}, {"dense", s.dense.string()}, {"prompts", r.prompts}, {"steps", s.steps},
-              {"layers", r.layers},  {"seconds", r.seconds},      {"models", models}};
+    json j = {{"analysis", "drift"},
+              {"dense", s.dense.string()},
+              {"prompts", r.prompts},
+              {"steps", s.steps},
+              {"layers", r.layers},
+              {"temperature", s.decoding.temperature},
+              {"top_k", s.decoding.topK},
+              {"top_p", s.decoding.topP},
+              {"seed", s.seed},
+              {"decoding", s.decoding.describe()},
+              {"warnings", r.warnings},
+              {"notes", r.notes},
+              {"seconds", r.seconds},
+              {"models", models}};
     if (!written.empty()) j["out"] = written;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << "dense: " << s.dense.string() << "; " << r.prompts << " prompts, " << s.steps
-            << " decode steps, greedy\nactivation: attention input of each layer (what q/k/v_proj read); "
+  std::cout << "dense: " << s.dense.string() << "; " << r.prompts << " prompts, " << s.steps << " decode steps, seed "
+            << s.seed << "\n";
+  printDecoding(std::cout, s.decoding, {});
+  printChecks(std::cout, r.warnings, r.notes);
+  std::cout << "activation: attention input of each layer (what q/k/v_proj read); "
                "ratio = ||a_pruned - a_dense|| / ||a_dense||\n";
   for (const auto& m : r.models)
     for (const auto& c : m.curves) {

@@ -1,6 +1,7 @@
 // sdw-cli info / runs: read run files and workspaces.
 
 #include "app/cli/command.h"
+#include "core/run_decoding.h"
 #include "core/runstore.h"
 
 #include <nlohmann/json.hpp>
@@ -34,10 +35,24 @@ json summaryJson(const runstore::RunSummary& s) {
           {"checkpoint", s.checkpoint}, {"provenance", provenanceJson(s.provenance)}};
 }
 
+// The decoding a run used and the warnings it carries; nothing for a run
+// that cannot be opened for reading (inspectRun has said what it can).
+RecordedDecoding decodingOf(const std::string& path) {
+  try {
+    return recordedDecoding(runstore::RunReader::open(path));
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 int runInfo(const Args& a) {
   const runstore::RunSummary s = runstore::inspectRun(a.positional.at(0));
+  const RecordedDecoding decoding = decodingOf(a.positional.at(0));
   if (a.has("json")) {
-    std::cout << summaryJson(s).dump(2) << "\n";
+    json j = summaryJson(s);
+    if (!decoding.decoding.empty()) j["decoding"] = decoding.decoding;
+    if (!decoding.warnings.empty()) j["warnings"] = decoding.warnings;
+    std::cout << j.dump(2) << "\n";
     return 0;
   }
   const Provenance& p = s.provenance;
@@ -61,6 +76,8 @@ int runInfo(const Args& a) {
       std::cout << "  " << f.path << "  " << f.bytes << " B  sha256 " << f.sha256 << "\n";
   }
   std::cout << "settings:      " << p.settingsJson << "\n";
+  if (!decoding.decoding.empty()) std::cout << "decoding:      " << decoding.decoding << "\n";
+  for (const auto& w : decoding.warnings) std::cout << "warning:       " << w << "\n";
   return 0;
 }
 

@@ -117,6 +117,9 @@ widgets::EpsilonData epsilonDisplayData(const gpu::EpsilonResult& r, const QStri
     x.kUsed = in.kUsed;
     x.epsC = at(in.eps, num);
     x.epsAR = at(in.eps, den);
+    x.noiseC = at(in.noise, num);
+    x.noiseAR = at(in.noise, den);
+    x.noiseReference = in.referenceNoise;
     x.spectrumReference = positiveHead(in.referenceSpectrum);
     if (num >= 0 && num < static_cast<int>(in.runSpectra.size()))
       x.spectrumC = positiveHead(in.runSpectra[static_cast<std::size_t>(num)]);
@@ -134,10 +137,21 @@ widgets::EpsilonData epsilonDisplayData(const gpu::EpsilonResult& r, const QStri
     x.epsC = at(m.eps, num);
     x.epsAR = at(m.eps, den);
     x.ratio = d.hasPair ? m.ratio : widgets::kNoValue;
+    x.noiseC = at(m.noise, num);
+    x.noiseAR = at(m.noise, den);
+    x.beyondNoise = d.hasPair ? m.beyondNoise : -1;
     d.modules.push_back(std::move(x));
   }
   d.summaryModules = r.summary.modules;
   d.summaryArLower = r.summary.arLower;
+  d.noiseModules = r.summary.noise.modules;
+  d.beyondNoise = r.summary.noise.beyond;
+  d.arLowerBeyondNoise = r.summary.noise.arLowerBeyond;
+  if (num >= 0) d.cNoiseNote = qs(r.runs[static_cast<std::size_t>(num)].noiseUnavailable);
+  if (den >= 0) d.arNoiseNote = qs(r.runs[static_cast<std::size_t>(den)].noiseUnavailable);
+  d.referenceNoiseNote = qs(r.reference.noiseUnavailable);
+  for (const auto& w : r.warnings) d.warnings << qs(w);
+  for (const auto& n : r.notes) d.notes << qs(n);
   d.shareArLower = r.summary.shareArLower;
   d.medianRatio = r.summary.medianRatio;
   d.ratioQ1 = r.summary.ratioQ1;

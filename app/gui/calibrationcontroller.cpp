@@ -2,6 +2,7 @@
 #include "app/gui/workspace.h"
 
 #include "app/gui/modelcontroller.h"
+#include "core/decoding.h"
 #include "core/runstore.h"
 #include "gpu/calibration.h"
 #include "gpu/device.h"
@@ -130,6 +131,15 @@ void CalibrationController::setWorkspace(const QString& dir) { workspace_ = dir;
 
 widgets::CalibrationEstimateView CalibrationController::estimate(const widgets::CalibrationForm& form) const {
   widgets::CalibrationEstimateView v;
+  if (form.source != QLatin1String("fixed")) {
+    const Decoding d{form.temperature, form.topK, form.topP};
+    v.decoding = QString::fromStdString(d.describe()) +
+                 (sameDecoding(d, kDefaultDecoding) ? tr(" (the default protocol)")
+                                                    : tr(" (the default is %1)").arg(QString::fromStdString(
+                                                          kDefaultDecoding.describe())));
+    const QString generator = form.source == QLatin1String("cross-model") ? form.crossModel : form.model;
+    if (!generator.isEmpty()) v.decodingNote = QString::fromStdString(generationConfigNote(toPath(generator), d));
+  }
   if (form.model.isEmpty()) {
     v.error = tr("choose a model");
     return v;

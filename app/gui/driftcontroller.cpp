@@ -139,6 +139,8 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   s.maxPrompts = request.maxPrompts;
   s.modes.clear();
   for (const QString& m : request.modes) s.modes.push_back(m == QLatin1String("shared") ? gpu::DriftMode::Shared : gpu::DriftMode::Own);
+  s.decoding = Decoding{request.temperature, request.topK, request.topP};
+  s.seed = request.seed;
   s.device = request.device.toStdString();
   const QString out = newRunPath(outputDir_);
   analyzeJob_ = jobs_->startTyped<DriftOutcome>(tr("Drift analysis"), [s, out](const sdw::ProgressFn& p) {
@@ -153,10 +155,10 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   Q_EMIT jobStarted(tr("Measuring the drift of %1 against %2 (%3 decode steps)…")
                         .arg(names.join(tr(" and ")), QFileInfo(request.dense).fileName())
                         .arg(request.steps));
-  Q_EMIT info(tr("drift analysis started: dense %1, pruned %2, prompts %3, %4 steps, device %5")
+  Q_EMIT info(tr("drift analysis started: dense %1, pruned %2, prompts %3, %4 steps, decoding %5, device %6")
                   .arg(request.dense, request.pruned.join(QStringLiteral(", ")), request.prompts)
                   .arg(request.steps)
-                  .arg(request.device));
+                  .arg(QString::fromStdString(s.decoding.describe()), request.device));
   return analyzeJob_;
 }
 

@@ -1,6 +1,7 @@
 #include "app/gui/driftrun.h"
 
 #include "app/gui/workspace.h"
+#include "core/decoding.h"
 #include "core/drift.h"
 #include "core/runstore.h"
 
@@ -92,6 +93,18 @@ widgets::DriftData readDriftRun(const QString& path) {
   if (r.hasAttribute("/drift", "plateau_fraction"))
     d.plateauFraction = r.readDoubleAttribute("/drift", "plateau_fraction");
   if (r.hasAttribute("/drift", "seconds")) d.seconds = r.readDoubleAttribute("/drift", "seconds");
+  // Runs written before the decoding was recorded decoded greedily.
+  if (r.hasAttribute("/drift", "temperature")) d.temperature = r.readDoubleAttribute("/drift", "temperature");
+  if (r.hasAttribute("/drift", "top_k")) d.topK = static_cast<int>(r.readIntAttribute("/drift", "top_k"));
+  if (r.hasAttribute("/drift", "top_p")) d.topP = r.readDoubleAttribute("/drift", "top_p");
+  if (r.hasAttribute("/drift", "seed")) d.seed = r.readIntAttribute("/drift", "seed");
+  d.decoding = qs(Decoding{d.temperature, d.topK, d.topP}.describe());
+  for (const char* name : {"warnings", "notes"}) {
+    const std::string ds = std::string("/drift/") + name;
+    if (!r.exists(ds)) continue;
+    QStringList& lines = std::string(name) == "warnings" ? d.warnings : d.notes;
+    for (const auto& line : r.readStrings(ds)) lines << qs(line);
+  }
   if (d.steps < 1 || d.layers < 1) fail(path, QStringLiteral("steps and layers must be positive"));
 
   const std::vector<std::string> labels = r.readStrings("/drift/pruned_labels");

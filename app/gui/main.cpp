@@ -51,7 +51,7 @@ void usage(FILE* out) {
                "usage: sdw [--workspace DIR] [--panel NAME] [--bench-results FILE.json] [--size WxH]\n"
                "           [--screenshot FILE.png]\n\n"
                "  --workspace DIR     open this workspace folder (default: the last one, else the sample)\n"
-               "  --panel NAME        start on a panel: Model, Calibration, Analysis, Pruning, Benchmark;\n"
+               "  --panel NAME        start on a panel: Model, Calibration, Analysis, Pruning, Benchmark, Study;\n"
                "                      PANEL/TAB for an inner tab, e.g. Analysis/Drift\n"
                "  --bench-results F   show kernel benchmark results (sdw-cli bench kernels --out F) in Benchmark\n"
                "  --size WxH          window size, e.g. 1920x1080 (default for --screenshot: 1440x900)\n"

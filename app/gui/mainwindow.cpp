@@ -5,6 +5,7 @@
 #include "app/gui/calibrationcontroller.h"
 #include "app/gui/driftcontroller.h"
 #include "app/gui/pruningcontroller.h"
+#include "app/gui/studycontroller.h"
 #include "app/gui/walkthrough.h"
 #include "app/gui/modelcontroller.h"
 #include "app/gui/workspace.h"
@@ -17,6 +18,7 @@
 #include "widgets/modelpanel.h"
 #include "widgets/pruningpanel.h"
 #include "widgets/runbrowser.h"
+#include "widgets/studypage.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -78,6 +80,7 @@ MainWindow::MainWindow(Settings* settings, QWidget* parent) : QMainWindow(parent
   wireBenchmark();
   wirePruning();
   wireDrift();
+  wireStudy();
 
   deviceLabel_ = new QLabel(QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())), this);
   statusBar()->addPermanentWidget(deviceLabel_);
@@ -105,6 +108,8 @@ void MainWindow::buildPanels() {
   tabs_->addTab(pruningPanel_, tr("Pruning"));
   benchmarkPanel_ = new widgets::BenchmarkPanel(this);
   tabs_->addTab(benchmarkPanel_, tr("Benchmark"));
+  studyPage_ = new widgets::StudyPage(this);
+  tabs_->addTab(studyPage_, tr("Study"));
   setCentralWidget(tabs_);
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     if (persist_) settings_->setCurrentPanel(currentPanel());
@@ -290,6 +295,28 @@ void MainWindow::wireDrift() {
           [this](const widgets::ModelSummary& summary) { driftController_->setDenseModel(summary.dir); });
 }
 
+void MainWindow::wireStudy() {
+  studyController_ = new StudyController(&jobs_, this);
+  studyController_->attach(studyPage_);
+  connect(studyController_, &StudyController::info, this, &MainWindow::logInfo);
+  connect(studyController_, &StudyController::error, this, [this](const QString& m) {
+    logError(m);
+    statusBar()->showMessage(m, 10000);
+  });
+  connect(studyController_, &StudyController::runWritten, this, [this] {
+    if (!workspace_.isEmpty()) openWorkspace(workspace_);
+  });
+  // A new study calibrates and prunes the loaded model by default.
+  connect(modelController_, &ModelController::modelLoaded, studyController_,
+          [this](const widgets::ModelSummary& summary) { studyController_->setModel(summary.dir); });
+  // A study run selected in the browser opens in the panel.
+  connect(browser_, &widgets::RunBrowser::runSelected, this, [this](const QString& path) {
+    for (const widgets::RunRow& r : browser_->model()->rows())
+      if (r.path == path && r.kind == QLatin1String("study") && r.status == QLatin1String("complete"))
+        studyController_->open(path);
+  });
+}
+
 void MainWindow::restoreState() {
   if (const QByteArray g = settings_->windowGeometry(); !g.isEmpty()) restoreGeometry(g);
   if (const QByteArray s = settings_->windowState(); !s.isEmpty()) QMainWindow::restoreState(s);
@@ -346,6 +373,7 @@ JobId MainWindow::openWorkspace(const QString& dir) {
   analysisController_->setWorkspace(dir);
   pruningController_->setWorkspace(dir);
   driftController_->setWorkspace(dir);
+  studyController_->setWorkspace(dir);
   const JobId id = jobs_.startTyped<WorkspaceScan>(
       tr("Scan workspace"), [dir](const sdw::ProgressFn& p) { return scanWorkspace(dir, p); });
   scanJob_ = id;

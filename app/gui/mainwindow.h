@@ -1,5 +1,5 @@
 #pragma once
-// The workbench window: run browser, the five panels, jobs and log docks.
+// The workbench window: run browser, the six panels, jobs and log docks.
 // Wiring only: panels display, the job manager runs work, the run store owns
 // files.
 
@@ -20,6 +20,7 @@ class LogView;
 class ModelPanel;
 class PruningPanel;
 class RunBrowser;
+class StudyPage;
 }  // namespace sdw::widgets
 
 namespace sdw::app {
@@ -30,6 +31,7 @@ class BenchmarkController;
 class ModelController;
 class PruningController;
 class DriftController;
+class StudyController;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -64,6 +66,8 @@ class MainWindow : public QMainWindow {
   DriftController* driftController() const { return driftController_; }
   widgets::BenchmarkPanel* benchmarkPanel() const { return benchmarkPanel_; }
   BenchmarkController* benchmarkController() const { return benchmarkController_; }
+  widgets::StudyPage* studyPage() const { return studyPage_; }
+  StudyController* studyController() const { return studyController_; }
   QString workspace() const { return workspace_; }
   QString lastError() const { return lastError_; }
 
@@ -81,6 +85,7 @@ class MainWindow : public QMainWindow {
   void wireBenchmark();
   void wirePruning();
   void wireDrift();
+  void wireStudy();
   void restoreState();
   void logInfo(const QString& m);
   void logError(const QString& m);
@@ -104,6 +109,8 @@ class MainWindow : public QMainWindow {
   DriftController* driftController_ = nullptr;
   widgets::BenchmarkPanel* benchmarkPanel_ = nullptr;
   BenchmarkController* benchmarkController_ = nullptr;
+  widgets::StudyPage* studyPage_ = nullptr;
+  StudyController* studyController_ = nullptr;
   QLabel* deviceLabel_ = nullptr;
   QString workspace_;
   QString lastError_;

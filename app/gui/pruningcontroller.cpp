@@ -350,6 +350,8 @@ JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
   s.window = form.window;
   s.sideBySidePrompts = form.sideBySide;
   s.temperature = form.temperature;
+  s.topK = form.topK;
+  s.topP = form.topP;
   s.device = form.device.toStdString();
   const QString out =
       !form.output.isEmpty()

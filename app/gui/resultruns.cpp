@@ -1,6 +1,7 @@
 #include "app/gui/resultruns.h"
 
 #include "app/gui/workspace.h"
+#include "core/decoding.h"
 #include "core/runstore.h"
 
 #include <QDir>
@@ -128,6 +129,19 @@ widgets::QualityData readEvaluationRun(const QString& path) {
   d.windows = static_cast<int>(intAttr(r, g, "windows"));
   d.maxNewTokens = static_cast<int>(intAttr(r, g, "max_new_tokens"));
   d.temperature = doubleAttr(r, g, "temperature");
+  d.topK = static_cast<int>(intAttr(r, g, "top_k"));
+  d.topP = r.hasAttribute(g, "top_p") ? r.readDoubleAttribute(g, "top_p") : 1.0;
+  d.decoding = r.hasAttribute(g, "decoding") ? stringAttr(r, g, "decoding")
+                                             : qs(Decoding{d.temperature, d.topK, d.topP}.describe());
+  // Runs written before the checks were recorded have neither.
+  const auto lines = [&](const char* name) {
+    QStringList out;
+    if (r.exists(std::string(g) + "/" + name))
+      for (const auto& s : r.readStrings(std::string(g) + "/" + name)) out << qs(s);
+    return out;
+  };
+  d.warnings = lines("warnings");
+  d.notes = lines("notes");
   d.seconds = doubleAttr(r, g, "seconds");
 
   const std::string e = "/evaluation/";

@@ -424,9 +424,9 @@ void StoryDriver::startGenerate() {
   widgets::GenerateSettings g;
   g.prompt = firstCalibrationPrompt();
   g.maxNewTokens = options_.generateTokens;
-  g.temperature = options_.temperature;
-  g.topK = 0;
-  g.topP = 1.0;
+  g.temperature = options_.decoding.temperature;
+  g.topK = options_.decoding.topK;
+  g.topP = options_.decoding.topP;
   g.seed = 0;
   g.chatFormat = false;  // the prompt as AR calibration reads it
   panel->setGenerateSettings(g);
@@ -435,7 +435,7 @@ void StoryDriver::startGenerate() {
                             widgets::ModelPanel* p = window_->modelPanel();
                             endLater({!isError, p->generationStatusText(),
                                       findings::generated(p->tokenCount(), p->tokensPerSecond(),
-                                                          options_.temperature, device_),
+                                                          options_.decoding, device_),
                                       window_->modelController()->summary().device});
                           });
   if (!press(panel->findChild<QAbstractButton*>(QStringLiteral("generate")), tr("Generate"))) return;
@@ -463,9 +463,9 @@ void StoryDriver::startCalibration(int step) {
   f.maxNewTokens = options_.maxNewTokens;
   f.batch = 8;
   f.includePrefill = false;
-  f.temperature = options_.temperature;
-  f.topK = 0;
-  f.topP = 1.0;
+  f.temperature = options_.decoding.temperature;
+  f.topK = options_.decoding.topK;
+  f.topP = options_.decoding.topP;
   f.seed = 0;
   f.device = options_.device;
   f.dtype = options_.dtype;
@@ -613,7 +613,9 @@ void StoryDriver::startEvaluate() {
   for (int s = 0; s < std::max(1, options_.evalSeeds); ++s) seeds << QString::number(s);
   f.seeds = seeds.join(QLatin1Char(','));
   f.maxNewTokens = options_.evalMaxNewTokens;
-  f.temperature = options_.temperature;
+  f.temperature = options_.decoding.temperature;
+  f.topK = options_.decoding.topK;
+  f.topP = options_.decoding.topP;
   f.device = options_.device;
   f.output = freePath(QStringLiteral("eval-story.sdw.h5"));
 
@@ -644,12 +646,6 @@ void StoryDriver::startDrift() {
   DriftController* ctrl = window_->driftController();
   widgets::DriftPage* page = window_->analysisPanel()->driftPage();
   window_->selectPanel(QStringLiteral("Analysis/Drift"));
-  if (options_.temperature > 0) {
-    refuse(tr("the drift analysis decodes greedily (no sampled trajectories), but this story decodes at "
-              "temperature %1: its drift would measure another decoding. Run the story with temperature 0.")
-               .arg(options_.temperature));
-    return;
-  }
   const auto [fixed, ar] = prunedCheckpoints();
   if (fixed.isEmpty() || ar.isEmpty()) {
     refuse(tr("both pruned models are needed: run the two pruning steps first"));
@@ -667,6 +663,10 @@ void StoryDriver::startDrift() {
   r.steps = options_.driftSteps;
   r.maxPrompts = 0;
   r.modes = QStringList{QStringLiteral("own"), QStringLiteral("shared")};
+  r.temperature = options_.decoding.temperature;
+  r.topK = options_.decoding.topK;
+  r.topP = options_.decoding.topP;
+  r.seed = 0;
   r.device = options_.device;
   page->setRequest(r);
   if (!checkDevice(page->request().device, tr("Drift"))) return;

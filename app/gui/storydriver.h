@@ -12,6 +12,7 @@
 // job ran elsewhere ends Failed.
 
 #include "app/jobmanager.h"
+#include "core/decoding.h"
 
 #include <QElapsedTimer>
 #include <QList>
@@ -36,7 +37,10 @@ struct StoryOptions {
   qint64 exactTokens = 1000;                   // the AR exact-capture run's budget
   qint64 referenceTokens = 2000;               // held-out decode-time reference (AR on held-out prompts)
   int maxNewTokens = 64;                       // AR generation length
-  double temperature = 0;                      // ONE decoding for AR calibration, reference, evaluation and drift (0 = greedy); recorded in every run
+  // ONE decoding for the generate step, AR calibration, the reference,
+  // evaluation and drift: the workbench's protocol (core/decoding.h) unless
+  // set otherwise; recorded in every run.
+  Decoding decoding = kDefaultDecoding;
   int evalSeeds = 1;
   int evalMaxNewTokens = 32;
   int driftSteps = 32;

@@ -22,9 +22,7 @@ const QLocale kEn(QLocale::English);
 QString num(double v, int decimals) { return kEn.toString(v, 'f', decimals); }
 QString count(qint64 v) { return kEn.toString(v); }
 QString percent(double fraction) { return QStringLiteral("%1%").arg(100.0 * fraction, 0, 'f', 1); }
-QString decoding(double temperature) {
-  return temperature > 0 ? QStringLiteral("temperature %1").arg(temperature, 0, 'g', 3) : QStringLiteral("greedy");
-}
+QString decodingText(const Decoding& d) { return QString::fromStdString(d.describe()); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
@@ -60,11 +58,11 @@ QString modelLoaded(const widgets::ModelSummary& s, double seconds) {
       .arg(num(seconds, 2));
 }
 
-QString generated(int tokens, double tokensPerSecond, double temperature, const QString& device) {
+QString generated(int tokens, double tokensPerSecond, const Decoding& decoding, const QString& device) {
   return QStringLiteral("%1 tokens at %2 tokens/s (batch 1, %3) on %4")
       .arg(tokens)
       .arg(num(tokensPerSecond, 1))
-      .arg(decoding(temperature), device);
+      .arg(decodingText(decoding), device);
 }
 
 QString calibration(const QString& label, const QString& panelMessage) {
@@ -120,6 +118,16 @@ QString epsilon(const widgets::EpsilonData& d) {
     s += QStringLiteral("On this sample the picture is mixed (%1 of modules favour AR, but the median ratio is "
                         "%2): no clear winner. ")
              .arg(percent(d.shareArLower), num(d.medianRatio, 2));
+  // How much of that is more than two runs of the same process would show.
+  if (d.hasNoise())
+    s += QStringLiteral("%1 of %2 modules differ beyond the runs' noise floors (the eps two runs of the same "
+                        "process show at these budgets)%3. ")
+             .arg(d.beyondNoise)
+             .arg(d.noiseModules)
+             .arg(d.beyondNoise == 0 ? QStringLiteral(": at these budgets the comparison is within sampling noise")
+                                     : QStringLiteral(", AR lower on %1 of them").arg(d.arLowerBeyondNoise));
+  // A comparison that mixes decodings or leaks the reference's prompts says so.
+  for (const QString& w : d.warnings) s += QStringLiteral("Warning: %1 ").arg(w);
   const QString shareVsPaper = d.shareArLower >= 0.87 ? QStringLiteral("at or above") : QStringLiteral("below");
   const QString ratioVsPaper = d.medianRatio < 1.81   ? QStringLiteral("below")
                                : d.medianRatio <= 3.26 ? QStringLiteral("within")
@@ -157,7 +165,8 @@ QString quality(const widgets::QualityData& d, const QString& fixedDir, const QS
                   .arg(d.prompts)
                   .arg(D.seeds)
                   .arg(d.maxNewTokens)
-                  .arg(decoding(d.temperature), num(D.pplText, 2), num(D.pplDenseGen, 2));
+                  .arg(d.decoding.isEmpty() ? decodingText(Decoding{d.temperature, d.topK, d.topP}) : d.decoding,
+                       num(D.pplText, 2), num(D.pplDenseGen, 2));
   const auto row = [&](int i, const QString& name) {
     const auto& m = d.models[i];
     return QStringLiteral("%1: KL %2, agreement %3, first divergence %4, ppl %5 / %6. ")
@@ -166,6 +175,8 @@ QString quality(const widgets::QualityData& d, const QString& fixedDir, const QS
   };
   if (fixed >= 0) s += row(fixed, QStringLiteral("Fixed-text pruned"));
   if (ar >= 0) s += row(ar, QStringLiteral("AR pruned"));
+  // A comparison that mixes decodings or leaks prompts says so first.
+  for (const QString& w : d.warnings) s += QStringLiteral("Warning: %1 ").arg(w);
   if (fixed < 0 || ar < 0 || fixed == ar) return s + QStringLiteral("(one of the two pruned models is missing)");
 
   const auto& F = d.models[fixed];
@@ -201,7 +212,12 @@ QString drift(const widgets::DriftData& d, const QString& fixedDir, const QStrin
   if (d.isEmpty()) return QStringLiteral("no drift curves (0 models)");
   const int fixed = indexOf(d.models, fixedDir, 0);
   const int ar = indexOf(d.models, arDir, 1);
-  QString s = QStringLiteral("%1 prompts, %2 decode steps, %3 layers. ").arg(d.prompts).arg(d.steps).arg(d.layers);
+  QString s = QStringLiteral("%1 prompts, %2 decode steps (%3), %4 layers. ")
+                  .arg(d.prompts)
+                  .arg(d.steps)
+                  .arg(d.decoding.isEmpty() ? QStringLiteral("greedy") : d.decoding)
+                  .arg(d.layers);
+  for (const QString& w : d.warnings) s += QStringLiteral("Warning: %1 ").arg(w);
   int arLower = 0, fixedLower = 0, latest = -1;
   QStringList parts;
   for (int mode = 0; mode < d.modes.size(); ++mode) {

@@ -5,6 +5,7 @@
 // calibration helped is said only where this run's numbers show it; where
 // they show the opposite, or a mix, the sentence says so.
 
+#include "core/decoding.h"
 #include "gpu/bench.h"
 #include "widgets/driftdata.h"
 #include "widgets/epsilondata.h"
@@ -18,8 +19,8 @@ namespace sdw::app::findings {
 
 // "brown-llama (LlamaForCausalLM): 6 layers, 5,823,744 parameters, 22.2 MiB as float32 on cpu, loaded in 0.3 s"
 QString modelLoaded(const widgets::ModelSummary& summary, double seconds);
-// "32 tokens at 812.4 tokens/s (batch 1, greedy) on cpu"
-QString generated(int tokens, double tokensPerSecond, double temperature, const QString& device);
+// "32 tokens at 812.4 tokens/s (batch 1, sampled, T=1.0, top-k off, top-p 1.0) on cpu"
+QString generated(int tokens, double tokensPerSecond, const Decoding& decoding, const QString& device);
 // The Calibration panel's end message "Complete: NAME — 3,000 tokens in 4.1 s
 // (730 tokens/s), 2.3 MiB": its figures, and the rate parsed from it (0 when absent).
 QString calibration(const QString& label, const QString& panelMessage);

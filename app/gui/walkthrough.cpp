@@ -34,7 +34,7 @@ WalkthroughDialog::WalkthroughDialog(MainWindow* window, const StoryOptions& opt
   for (const StoryStepInfo& s : driver_->steps()) steps.push_back({s.title, s.explanation});
   view_->setSteps(steps);
   const StoryOptions& o = driver_->options();
-  const QString decoding = o.temperature > 0 ? tr("temperature %1").arg(o.temperature) : tr("greedy decoding");
+  const QString decoding = tr("one decoding for every step: %1").arg(QString::fromStdString(o.decoding.describe()));
   const QString where =
       o.device == QLatin1String("cuda")
           ? tr("Runs on the GPU: %1, %2 weights.").arg(QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())), o.dtype)

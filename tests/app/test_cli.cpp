@@ -1,5 +1,10 @@
-// sdw-cli end to end: help, exit codes, one-line errors on bad input, and
-// reading the sample workspace.
+// sdw-cli end to end: help, exit codes, one-line errors on bad input,
+// reading the sample workspace, and the one decoding protocol (calibrate,
+// eval, analyze drift and analyze epsilon agree by default and warn when a
+// comparison mixes decodings or prompt sets).
+
+#include "core/decoding.h"
+#include "core/runstore.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -18,15 +23,33 @@ struct Result {
   QString err;
 };
 
-Result cli(const QStringList& args) {
+Result cli(const QStringList& args, int timeoutMs = 60000) {
   QProcess p;
   p.start(QStringLiteral(SDW_BINARY_DIR "/bin/sdw-cli"), args);
-  if (!p.waitForFinished(60000)) return {};
+  if (!p.waitForFinished(timeoutMs)) return {};
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
           QString::fromUtf8(p.readAllStandardError())};
 }
 
 const QString kSampleWorkspace = QStringLiteral(SDW_SOURCE_DIR "/samples/workspace");
+const QString kModel = QStringLiteral(SDW_SOURCE_DIR "/samples/model/brown-llama");
+const QString kCalibPrompts = QStringLiteral(SDW_SOURCE_DIR "/samples/prompts/brown-calib.jsonl");
+const QString kHeldoutPrompts = QStringLiteral(SDW_SOURCE_DIR "/samples/prompts/brown-heldout.jsonl");
+
+// An AR calibration of the sample model with a tiny budget (2-core CI).
+QStringList arCalibration(const QString& prompts, const QString& out) {
+  return {QStringLiteral("calibrate"), QStringLiteral("--model"), kModel, QStringLiteral("--source"),
+          QStringLiteral("ar"), QStringLiteral("--prompts"), prompts, QStringLiteral("--tokens"), QStringLiteral("48"),
+          QStringLiteral("--max-new-tokens"), QStringLiteral("8"), QStringLiteral("--batch"), QStringLiteral("4"),
+          QStringLiteral("--out"), out, QStringLiteral("--json")};
+}
+
+QStringList warningsOf(const QString& jsonText) {
+  QStringList out;
+  for (const auto& v : QJsonDocument::fromJson(jsonText.toUtf8()).object().value(QStringLiteral("warnings")).toArray())
+    out << v.toString();
+  return out;
+}
 
 QString sampleRun() {
   const QStringList runs = QDir(kSampleWorkspace).entryList({QStringLiteral("*.sdw.h5")}, QDir::Files, QDir::Name);
@@ -143,6 +166,112 @@ class TestCli : public QObject {
       QCOMPARE(list.code, 1);
       QVERIFY(list.out.contains(QStringLiteral("invalid")));
     }
+  }
+
+  // calibrate --source ar and eval, both with their defaults, decode the same
+  // way (read back from the two run files); mixing decodings or leaking the
+  // reference's prompts draws a warning in eval, analyze drift and analyze
+  // epsilon, and agreeing runs draw none.
+  void oneDecodingProtocol() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString ar = dir.filePath(QStringLiteral("calib-ar.sdw.h5"));
+    Result r = cli(arCalibration(kCalibPrompts, ar));
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QJsonObject arDecoding =
+        QJsonDocument::fromJson(r.out.toUtf8()).object().value(QStringLiteral("decoding")).toObject();
+    QCOMPARE(arDecoding.value(QStringLiteral("describe")).toString(), QStringLiteral("sampled, T=1.0, top-k off, top-p 1.0"));
+    // The sample checkpoint's generation_config.json says do_sample false: said, not applied.
+    QVERIFY(arDecoding.value(QStringLiteral("note")).toString().contains(QStringLiteral("asks for greedy decoding")));
+
+    const QString pruned = dir.filePath(QStringLiteral("pruned-ar"));
+    r = cli({QStringLiteral("prune"), QStringLiteral("--model"), kModel, QStringLiteral("--calibration"), ar,
+             QStringLiteral("--method"), QStringLiteral("sparsegpt"), QStringLiteral("--pattern"), QStringLiteral("2:4"),
+             QStringLiteral("--out"), pruned},
+            180000);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+
+    const QStringList evalArgs = {QStringLiteral("eval"),           QStringLiteral("--dense"),  kModel,
+                                  QStringLiteral("--models"),       pruned,                     QStringLiteral("--seeds"),
+                                  QStringLiteral("0"),              QStringLiteral("--max-new-tokens"), QStringLiteral("4"),
+                                  QStringLiteral("--max-prompts"),  QStringLiteral("2"),        QStringLiteral("--windows"),
+                                  QStringLiteral("1"),              QStringLiteral("--window"), QStringLiteral("32")};
+    const QString eval = dir.filePath(QStringLiteral("eval.sdw.h5"));
+    r = cli(evalArgs + QStringList{QStringLiteral("--out"), eval, QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(warningsOf(r.out), QStringList());
+    {
+      namespace rs = sdw::runstore;
+      const auto c = rs::RunReader::open(ar.toStdString());
+      const auto e = rs::RunReader::open(eval.toStdString());
+      const double temperature = c.readDoubleAttribute("/calibration", "temperature");
+      const std::int64_t topK = c.readIntAttribute("/calibration", "sampling_top_k");
+      const double topP = c.readDoubleAttribute("/calibration", "sampling_top_p");
+      QCOMPARE(e.readDoubleAttribute("/evaluation", "temperature"), temperature);
+      QCOMPARE(e.readIntAttribute("/evaluation", "top_k"), topK);
+      QCOMPARE(e.readDoubleAttribute("/evaluation", "top_p"), topP);
+      QCOMPARE(temperature, sdw::kDefaultDecoding.temperature);
+      QCOMPARE(topK, std::int64_t{sdw::kDefaultDecoding.topK});
+      QCOMPARE(topP, sdw::kDefaultDecoding.topP);
+      QCOMPARE(c.readStringAttribute("/calibration", "decoding"), e.readStringAttribute("/evaluation", "decoding"));
+      QVERIFY(e.readStrings("/evaluation/warnings").empty());
+    }
+    r = cli(evalArgs + QStringList{QStringLiteral("--temperature"), QStringLiteral("0"), QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QStringList w = warningsOf(r.out);
+    QCOMPARE(w.size(), 1);
+    QVERIFY2(w[0].contains(QStringLiteral("decoded sampled, T=1.0, top-k off, top-p 1.0, but this evaluation decodes "
+                                          "greedy")),
+             qPrintable(w[0]));
+    r = cli(evalArgs + QStringList{QStringLiteral("--temperature"), QStringLiteral("0")});
+    QVERIFY(r.out.contains(QStringLiteral("warning: pruned-ar was calibrated on calib-ar.sdw.h5")));
+
+    const QStringList driftArgs = {QStringLiteral("analyze"), QStringLiteral("drift"),   QStringLiteral("--dense"),
+                                   kModel,                    QStringLiteral("--pruned"), pruned,
+                                   QStringLiteral("--prompts"), kHeldoutPrompts,          QStringLiteral("--steps"),
+                                   QStringLiteral("3"),       QStringLiteral("--max-prompts"), QStringLiteral("1"),
+                                   QStringLiteral("--json")};
+    r = cli(driftArgs);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(warningsOf(r.out), QStringList());
+    QCOMPARE(QJsonDocument::fromJson(r.out.toUtf8()).object().value(QStringLiteral("temperature")).toDouble(), 1.0);
+    r = cli(driftArgs + QStringList{QStringLiteral("--temperature"), QStringLiteral("0")});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    w = warningsOf(r.out);
+    QCOMPARE(w.size(), 1);
+    QVERIFY2(w[0].contains(QStringLiteral("but this drift analysis decodes greedy")), qPrintable(w[0]));
+
+    // Epsilon: a held-out reference decoded like the AR run: no warning, the
+    // prompt sets stated; a greedy reference: a warning; the AR run's own
+    // prompts as the reference: a warning that it is not held out.
+    const QString ref = dir.filePath(QStringLiteral("reference.sdw.h5"));
+    const QString refGreedy = dir.filePath(QStringLiteral("reference-greedy.sdw.h5"));
+    QCOMPARE(cli(arCalibration(kHeldoutPrompts, ref)).code, 0);
+    QCOMPARE(cli(arCalibration(kHeldoutPrompts, refGreedy) + QStringList{QStringLiteral("--temperature"), QStringLiteral("0")})
+                 .code,
+             0);
+    const auto epsilon = [&](const QString& reference) {
+      return cli({QStringLiteral("analyze"), QStringLiteral("epsilon"), QStringLiteral("--reference"), reference,
+                  QStringLiteral("--runs"), ar, QStringLiteral("--k"), QStringLiteral("4"), QStringLiteral("--json")});
+    };
+    r = epsilon(ref);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(warningsOf(r.out), QStringList());
+    const QJsonArray notes = QJsonDocument::fromJson(r.out.toUtf8()).object().value(QStringLiteral("notes")).toArray();
+    QVERIFY(!notes.isEmpty());
+    QVERIFY2(notes.last().toString().contains(QStringLiteral("reference reference.sdw.h5 decoded brown-heldout.jsonl; "
+                                                             "AR run calib-ar.sdw.h5 decoded brown-calib.jsonl")),
+             qPrintable(notes.last().toString()));
+    r = epsilon(refGreedy);
+    w = warningsOf(r.out);
+    QCOMPARE(w.size(), 1);
+    QVERIFY2(w[0].contains(QStringLiteral("The AR run calib-ar.sdw.h5 decoded sampled, T=1.0, top-k off, top-p 1.0, but "
+                                          "the decode-time reference reference-greedy.sdw.h5 decoded greedy")),
+             qPrintable(w[0]));
+    r = epsilon(ar);
+    w = warningsOf(r.out);
+    QCOMPARE(w.size(), 1);
+    QVERIFY2(w[0].contains(QStringLiteral("decoded the same prompts file (brown-calib.jsonl)")), qPrintable(w[0]));
   }
 
   void deviceReports() {

@@ -2,7 +2,9 @@
 // against two independent brute-force computations on random SPD matrices
 // (explicit Hhat in long double from a full eigen-decomposition, and the
 // generalized eigenproblem U_k^T H_C U_k v = mu L_k v), rank-deficient H_D,
-// and the module statistics.
+// the noise floor (identical halves, closed forms, the half-budget scale
+// against independent runs of a simulated process), and the module
+// statistics.
 
 #include "core/epsilon.h"
 
@@ -240,6 +242,120 @@ private Q_SLOTS:
         QCOMPARE(sdw::epsilon::ratio(1.0, 0.0), std::numeric_limits<double>::infinity());
         QVERIFY(std::isnan(sdw::epsilon::ratio(0.0, 0.0)));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sdw::epsilon::summarizeRatios(epsC, std::vector<double>{1.0}));
+    }
+
+    // ---------------------------------------------------------------- noise floor
+
+    void noiseZeroForIdenticalHalves() {
+        const MatrixXd HD = randomSpd(20, 80, 21u);
+        const MatrixXd HA = randomSpd(20, 80, 22u);
+        for (int k : {1, 8, 20}) {
+            QCOMPARE(sdw::epsilon::noiseFloorK(HD, HA, 500, HA, 500, k), 0.0);
+            QCOMPARE(sdw::epsilon::noiseFloorK(HD, HA, 700, HA, 300, k), 0.0);
+        }
+    }
+
+    // H_a = (1 + t) H_D, H_b = (1 - t) H_D: Hhat(H_a) - Hhat(H_b) = 2t I, so
+    // noise = scale * 2t, with scale = sqrt(2 n_a n_b) / (n_a + n_b).
+    void noiseClosedForm_data() {
+        QTest::addColumn<double>("t");
+        QTest::addColumn<double>("nA");
+        QTest::addColumn<double>("nB");
+        QTest::addColumn<double>("want");
+        QTest::newRow("equal halves: sqrt(2) t") << 0.1 << 500.0 << 500.0 << std::sqrt(2.0) * 0.1;
+        QTest::newRow("3:1 halves") << 0.25 << 300.0 << 100.0 << 0.5 * std::sqrt(60000.0) / 400.0;
+        QTest::newRow("t = 0") << 0.0 << 10.0 << 10.0 << 0.0;
+    }
+    void noiseClosedForm() {
+        QFETCH(double, t);
+        QFETCH(double, nA);
+        QFETCH(double, nB);
+        QFETCH(double, want);
+        const MatrixXd HD = randomSpd(16, 64, 23u, 2.0);
+        for (int k : {1, 5, 16}) {
+            const double noise = sdw::epsilon::noiseFloorK(HD, (1 + t) * HD, nA, (1 - t) * HD, nB, k);
+            QVERIFY2(std::abs(noise - want) < 1e-10,
+                     qPrintable(QStringLiteral("k=%1: %2 vs %3").arg(k).arg(noise, 0, 'g', 17).arg(want, 0, 'g', 17)));
+        }
+        QCOMPARE(sdw::epsilon::halfBudgetScale(400, 400), 1.0 / std::sqrt(2.0));
+        QCOMPARE(sdw::epsilon::halfBudgetScale(300, 100), sdw::epsilon::halfBudgetScale(100, 300));
+        QVERIFY(std::isnan(sdw::epsilon::halfBudgetScale(0, 100)));
+        QVERIFY(std::isnan(sdw::epsilon::noiseFloorK(HD, HD, 0, HD, 100, 4)));
+        QVERIFY(std::isnan(sdw::epsilon::noiseFloorK(MatrixXd::Zero(16, 16), HD, 10, HD, 10, 4)));
+    }
+
+    // The discrepancy is eps of H_D + (H_a - H_b) against H_D: the brute force of above.
+    void discrepancyMatchesBruteForce() {
+        const MatrixXd HD = randomSpd(14, 60, 31u);
+        const MatrixXd HA = randomSpd(14, 60, 32u), HB = randomSpd(14, 60, 33u);
+        for (int k : {1, 6, 14}) {
+            const auto basis = sdw::epsilon::topEigenpairs(HD, k);
+            const double got = sdw::epsilon::projectedDiscrepancy(basis, HA, HB);
+            const long double ref = bruteForceEps(HD, HD + HA - HB, k);
+            QVERIFY2(got > 0.01 && std::abs(got - double(ref)) <= 1e-9 * double(ref),
+                     qPrintable(QStringLiteral("k=%1: %2 vs %3").arg(k).arg(got, 0, 'g', 17).arg(double(ref), 0, 'g', 17)));
+        }
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 sdw::epsilon::noiseFloorK(HD, HA, 1, MatrixXd::Identity(3, 3), 1, 2));
+    }
+
+    // The scale's assumption, on a process whose runs are independent by
+    // construction (i.i.d. Gaussian positions, covariance S): the noise floor
+    // of one run, from its two halves, matches on average the discrepancy
+    // ||Hhat(C) - Hhat(C')|| of two independent runs of the same budget in
+    // the same frame, and the eps of one run against the other.
+    void noiseMatchesIndependentRuns() {
+        const int d = 16, k = 8, n = 600, trials = 24;
+        const MatrixXd S = randomSpd(d, 4000, 41u, 1.5);
+        const Eigen::LLT<MatrixXd> chol(S);
+        const MatrixXd L = chol.matrixL();
+        std::mt19937 rng(42);
+        std::normal_distribution<double> nd(0.0, 1.0);
+        const auto sample = [&](int count) {
+            const MatrixXd Z = MatrixXd::NullaryExpr(d, count, [&](Eigen::Index, Eigen::Index) { return nd(rng); });
+            return MatrixXd(L * Z);
+        };
+        const auto basis = sdw::epsilon::topEigenpairs(S, k);
+        double sumNoise = 0, sumPair = 0, sumEps = 0;
+        for (int t = 0; t < trials; ++t) {
+            const MatrixXd X1 = sample(n), X2 = sample(n);
+            const MatrixXd H1 = X1 * X1.transpose() / n, H2 = X2 * X2.transpose() / n;
+            const MatrixXd XA = X1.leftCols(n / 2), XB = X1.rightCols(n / 2);
+            const MatrixXd HA = XA * XA.transpose() / (n / 2), HB = XB * XB.transpose() / (n / 2);
+            sumNoise += sdw::epsilon::halfBudgetScale(n / 2, n / 2) * sdw::epsilon::projectedDiscrepancy(basis, HA, HB);
+            sumPair += sdw::epsilon::projectedDiscrepancy(basis, H1, H2);
+            sumEps += sdw::epsilon::epsilonK(H1, H2, k);
+        }
+        const double ratio = sumNoise / sumPair;
+        qInfo("mean noise floor %.4g, mean run-pair discrepancy %.4g (ratio %.3f), mean eps(run2 | run1) %.4g",
+              sumNoise / trials, sumPair / trials, ratio, sumEps / trials);
+        QVERIFY2(ratio > 0.9 && ratio < 1.1, qPrintable(QString::number(ratio)));
+        // Without the scale the halves would overstate it by sqrt(2).
+        QVERIFY(std::abs(ratio * std::sqrt(2.0) - 1.0) > 0.25);
+        // The eps of one run against the other (its own frame) is of the same size.
+        const double epsRatio = sumNoise / sumEps;
+        QVERIFY2(epsRatio > 0.7 && epsRatio < 1.4, qPrintable(QString::number(epsRatio)));
+    }
+
+    void beyondNoise() {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        // Beyond when |eps(C) - eps(AR)| > (noise(C) + noise(AR)) / sqrt(2).
+        QVERIFY(sdw::epsilon::differsBeyondNoise(2.0, 1.0, 0.3, 0.3));
+        QVERIFY(sdw::epsilon::differsBeyondNoise(2.0, 1.0, 0.7, 0.7));   // 0.99 < 1
+        QVERIFY(!sdw::epsilon::differsBeyondNoise(2.0, 1.0, 0.71, 0.71)); // 1.004 > 1
+        QVERIFY(sdw::epsilon::differsBeyondNoise(1.0, 2.0, 0.4, 0.5));
+        QVERIFY(!sdw::epsilon::differsBeyondNoise(2.0, 1.0, nan, 0.1));
+        //                          C:    2    3    1    4    1    nan
+        const std::vector<double> epsC = {2.0, 3.0, 1.0, 4.0, 1.0, nan};
+        const std::vector<double> epsAR = {1.0, 2.9, 2.0, 1.0, 0.5, 1.0};
+        const std::vector<double> noiseC = {0.2, 0.2, 0.2, 0.2, nan, 0.1};
+        const std::vector<double> noiseAR = {0.3, 0.3, 0.3, 0.3, 0.1, 0.1};
+        const auto s = sdw::epsilon::summarizeNoise(epsC, epsAR, noiseC, noiseAR);
+        QCOMPARE(s.modules, 4);
+        QCOMPARE(s.beyond, 3);
+        QCOMPARE(s.arLowerBeyond, 2);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 sdw::epsilon::summarizeNoise(epsC, epsAR, noiseC, std::vector<double>{1.0}));
     }
 };
 

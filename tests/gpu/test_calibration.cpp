@@ -2,8 +2,10 @@
 // accumulated statistics against a direct computation from observed
 // activations (double precision), decode-only position accounting (a 1-token
 // prompt included), exact vs re-forward capture, the prefill ablation, the
-// fixed-text budget, cancel + resume, and the sdw-cli calibrate command end
-// to end, including a killed process. Label: engine (runs in CI).
+// fixed-text budget, cancel + resume, the half statistics of the noise floor
+// (each half against a direct computation over its sequences), and the
+// sdw-cli calibrate command end to end, including a killed process. Label:
+// engine (runs in CI).
 
 #include "core/runstore.h"
 #include "gpu/calibration.h"
@@ -77,6 +79,20 @@ struct Direct {
 };
 
 double relFro(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) { return (a - b).norm() / std::max(b.norm(), 1e-30); }
+
+// One half's sum (xtx_a or xtx_b) and token count (tokens_a or tokens_b) per input.
+std::map<std::string, std::pair<Eigen::MatrixXd, std::int64_t>> readHalf(const fs::path& run, const std::string& half) {
+  const auto r = rs::RunReader::open(run);
+  std::map<std::string, std::pair<Eigen::MatrixXd, std::int64_t>> out;
+  for (const auto& name : r.listGroup("/calibration/inputs")) {
+    const std::string g = "/calibration/inputs/" + name;
+    const auto d = r.readIntAttribute(g, "d_in");
+    const auto x = r.readFloat64(g + "/xtx_" + half);
+    out[name] = {Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(x.data.data(), d, d),
+                 r.readIntAttribute(g, "tokens_" + half)};
+  }
+  return out;
+}
 
 double maxRelDiff(const StatsMap& a, const StatsMap& b) {
   double worst = 0;
@@ -259,6 +275,16 @@ class TestCalibration : public QObject {
       }
       const Eigen::VectorXd dg = Eigen::Map<const Eigen::VectorXd>(diag.data.data(), d);
       QVERIFY((dg - st.xtx.diagonal()).norm() <= 1e-6 * st.xtx.diagonal().norm());
+      // The halves over the stored eigenvectors: U (xtx_half / tokens_half) U^T, [16, 16].
+      for (const std::string half : {"a", "b"}) {
+        const auto h = readHalf(full, half).at(name);
+        const auto p = r.readFloat64(g + "/eigproj_" + half);
+        QCOMPARE(p.shape, (std::vector<hsize_t>{16, 16}));
+        const Eigen::MatrixXd P = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+            p.data.data(), 16, 16);
+        QCOMPARE(r.readIntAttribute(g, "tokens_" + half), h.second);
+        QVERIFY2(relFro(P, U * (h.first / static_cast<double>(h.second)) * U.transpose()) <= 1e-4, (name + " " + half).c_str());
+      }
     }
   }
 
@@ -419,6 +445,65 @@ class TestCalibration : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, runCalibration(s, tmpPath(dir, "bad.sdw.h5")));
   }
 
+  // The noise floor's half statistics: fixed text splits by window parity,
+  // AR by the parity of the prompt's line (so each prompt stays in one half);
+  // each half equals a direct computation over its own sequences, and the
+  // two add up to the total.
+  void halvesSplitBySequence_data() {
+    QTest::addColumn<QString>("capture");
+    QTest::newRow("exact") << "exact";
+    QTest::newRow("reforward") << "reforward";
+  }
+  void halvesSplitBySequence() {
+    QFETCH(QString, capture);
+    QTemporaryDir dir;
+    const auto prompts = writePrompts(fs::path(dir.path().toStdString()));  // 4 prompts: a, one, b, c
+    const auto out = tmpPath(dir, "ar.sdw.h5");
+    const std::int64_t budget = 100;
+    (void)runCalibration(arSettings(prompts, capture.toStdString(), budget), out);
+    const auto r = rs::RunReader::open(out);
+    QCOMPARE(r.readIntAttribute("/calibration", "halves"), std::int64_t{1});
+    QCOMPARE(r.readStringAttribute("/calibration", "half_split"), std::string("prompt"));
+    const auto gens = readGenerations(out);
+    const auto seq = r.readInt64("/calibration/generations/sequence").data;
+    QCOMPARE(seq.size(), gens.size());
+    std::vector<Generation> even, odd;
+    for (std::size_t i = 0; i < gens.size(); ++i) ((seq[i] % 4) % 2 == 0 ? even : odd).push_back(gens[i]);
+    QVERIFY(gens.size() > 4);  // more than one pass: each prompt's generations stay in its half
+    const Direct da = directFromGenerations(even), db = directFromGenerations(odd);
+    const auto a = readHalf(out, "a"), b = readHalf(out, "b");
+    const auto total = readStats(out);
+    for (const auto& [name, st] : total) {
+      QCOMPARE(a.at(name).second, da.rows.at(name));
+      QCOMPARE(b.at(name).second, db.rows.at(name));
+      QCOMPARE(a.at(name).second + b.at(name).second, budget);
+      const double ea = relFro(a.at(name).first, da.xtx.at(name)), eb = relFro(b.at(name).first, db.xtx.at(name));
+      if (ea > 1e-5 || eb > 1e-5) QFAIL(qPrintable(QString("%1: half a rel %2, half b rel %3").arg(name.c_str()).arg(ea).arg(eb)));
+      QVERIFY(relFro(a.at(name).first + b.at(name).first, st.xtx) <= 1e-6);
+      QVERIFY(relFro(a.at(name).first / a.at(name).second, b.at(name).first / b.at(name).second) > 1e-3);  // two samples
+    }
+
+    // Fixed text: windows 0, 2 in half a; 1, 3 in b (32, 32 | 32, 4 positions).
+    const auto fixed = tmpPath(dir, "fixed.sdw.h5");
+    (void)runCalibration(fixedSettings(100), fixed);
+    QCOMPARE(rs::RunReader::open(fixed).readStringAttribute("/calibration", "half_split"), std::string("window"));
+    const auto fa = readHalf(fixed, "a"), fb = readHalf(fixed, "b");
+    for (const auto& [name, st] : readStats(fixed)) {
+      QCOMPARE(fa.at(name).second, std::int64_t{64});
+      QCOMPARE(fb.at(name).second, std::int64_t{36});
+      QVERIFY(relFro(fa.at(name).first + fb.at(name).first, st.xtx) <= 1e-6);
+    }
+
+    // Without halves: none stored, and the run says so.
+    auto s = fixedSettings(100);
+    s.halves = false;
+    const auto plain = tmpPath(dir, "plain.sdw.h5");
+    (void)runCalibration(s, plain);
+    const auto rp = rs::RunReader::open(plain);
+    QCOMPARE(rp.readIntAttribute("/calibration", "halves"), std::int64_t{0});
+    QVERIFY(!rp.exists("/calibration/inputs/model.layers.0.self_attn.q_proj/xtx_a"));
+  }
+
   void cancelKeepsIncompleteAndResumeCompletes_data() {
     QTest::addColumn<QString>("source");
     QTest::newRow("fixed") << "fixed";
@@ -475,6 +560,12 @@ class TestCalibration : public QObject {
     const double rel = maxRelDiff(readStats(cut), readStats(whole));
     qInfo("resumed vs uninterrupted: max relative Frobenius difference %.3g", rel);
     QVERIFY(rel <= 1e-5);
+    // The halves carry on across the resume too.
+    const auto ha = readHalf(cut, "a"), wa = readHalf(whole, "a");
+    for (const auto& [name, h] : wa) {
+      QCOMPARE(ha.at(name).second, h.second);
+      QVERIFY(relFro(ha.at(name).first, h.first) <= 1e-5);
+    }
   }
 
   void badSettingsAreRefused() {
@@ -495,9 +586,15 @@ class TestCalibration : public QObject {
     s.tokenBudget = 1'000'000;
     const auto e = estimateCalibration(llama31_8bConfig(), s);
     QCOMPARE(e.inputs, 128);
-    // 32 x (3 x 4096^2 + 14336^2) fp32 values: about 32.7 GB.
-    QVERIFY(e.accumulatorBytes > std::uint64_t{32'000'000'000} && e.accumulatorBytes < std::uint64_t{33'000'000'000});
+    // 32 x (3 x 4096^2 + 14336^2) fp32 values: about 32.7 GB, twice that with
+    // the sums of half a kept apart (the default).
+    QVERIFY(e.accumulatorBytes > std::uint64_t{65'000'000'000} && e.accumulatorBytes < std::uint64_t{66'000'000'000});
+    QVERIFY(e.fileBytesFull > std::uint64_t{98'000'000'000} && e.fileBytesFull < std::uint64_t{99'000'000'000});
     QVERIFY(e.fileBytesTopk < e.fileBytesFull / 50);
+    s.halves = false;
+    const auto plain = estimateCalibration(llama31_8bConfig(), s);
+    QVERIFY(plain.accumulatorBytes > std::uint64_t{32'000'000'000} && plain.accumulatorBytes < std::uint64_t{33'000'000'000});
+    QVERIFY(plain.fileBytesFull < e.fileBytesFull / 2);
   }
 
   // ---------------------------------------------------------------- CLI

@@ -3,6 +3,8 @@
 // divergence, drift 0) and against a "pruned" copy made here by zeroing the
 // smaller half of every projection by magnitude; the run files and the CLI.
 
+#include "core/decoding.h"
+#include "core/run_decoding.h"
 #include "core/runstore.h"
 #include "core/safetensors.h"
 #include "core/tokenizer.h"
@@ -21,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 
 namespace fs = std::filesystem;
@@ -37,8 +40,9 @@ const fs::path kCli = fs::path(SDW_BINARY_DIR) / "bin/sdw-cli";
 float bf16ToFloat(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
 
 // The sample checkpoint with the smaller-magnitude half of every attention and
-// MLP projection set to zero (a crude 50% magnitude pruning).
-void writeMagnitudePruned(const fs::path& dst) {
+// MLP projection set to zero (a crude 50% magnitude pruning); `metadata`
+// lands in model.safetensors (the provenance pruneModel writes there).
+void writeMagnitudePruned(const fs::path& dst, const std::map<std::string, std::string>& metadata = {}) {
   fs::create_directories(dst);
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
     fs::copy_file(kModel / f, dst / f, fs::copy_options::overwrite_existing);
@@ -64,7 +68,25 @@ void writeMagnitudePruned(const fs::path& dst) {
     storage.push_back(std::move(bytes));
     out.push_back({name, v.dtype, v.shape, std::span<const std::byte>(storage.back())});
   }
-  writeSafetensors(dst / "model.safetensors", out);
+  writeSafetensors(dst / "model.safetensors", out, metadata);
+}
+
+// A pruned copy whose provenance says: calibrated by AR decoding with `d`
+// from `prompts` (what pruneModel records; read by findPrunedCalibration).
+void writePrunedFromAr(const fs::path& dst, const Decoding& d, const fs::path& prompts) {
+  RunDecoding c;
+  c.run = dst.parent_path() / "calib-ar.sdw.h5";
+  c.source = "ar";
+  c.decodes = true;
+  c.decoding = d;
+  c.prompts = prompts;
+  writeMagnitudePruned(dst, calibrationMetadata(c, dst / "pruning.sdw.h5"));
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
 }
 
 std::vector<std::vector<std::int32_t>> heldoutPromptIds(int n) {
@@ -243,9 +265,11 @@ class TestEval : public QObject {
     auto pruned = Model::load(pruned_);
     const auto prompts = heldoutPromptIds(3);
     const int steps = 10;
-    const auto curves = measureDrift(*dense, *pruned, prompts, steps, {DriftMode::Own, DriftMode::Shared}, true);
+    // The default decoding samples; prompt i with seed 0 * 1000003 + i for both models.
+    const auto curves = measureDrift(*dense, *pruned, prompts, steps, {DriftMode::Own, DriftMode::Shared}, {}, true);
     GenerationOptions g;
     g.maxNewTokens = steps;
+    g.sampling = samplingOptions(kDefaultDecoding, 0);
     const auto denseGen = dense->generateBatch(prompts, g);
     const auto prunedGen = pruned->generateBatch(prompts, g);
     const DriftCurves& own = curves[0];
@@ -260,7 +284,7 @@ class TestEval : public QObject {
       // shared: the pruned model reads exactly the dense model's sequence
       QCOMPARE(shared.trace.denseInputs[i], d);
       QCOMPARE(shared.trace.prunedInputs[i], d);
-      // own: each model reads its own greedy continuation
+      // own: each model reads its own sampled continuation
       QCOMPARE(own.trace.denseInputs[i], d);
       QCOMPARE(own.trace.prunedInputs[i], p);
       trajectoriesDiffer = trajectoriesDiffer || p != d;
@@ -272,6 +296,118 @@ class TestEval : public QObject {
       for (int t = 0; t < c.steps; ++t)
         for (int l = 1; l < c.layers; ++l) QVERIFY(c.ratio[std::size_t(t * c.layers + l)] > 0);
     for (int t = 0; t < shared.steps; ++t) QCOMPARE(shared.ratio[std::size_t(t * shared.layers)], 0.0);
+  }
+
+  // Own trajectories follow the decoding: sampled at temperature 1 they
+  // differ from greedy ones, the same seed gives the same tokens and curves,
+  // another seed other tokens; dense and pruned read their own samples.
+  void driftSampledTrajectoriesAreSeeded() {
+    auto dense = Model::load(kModel);
+    auto pruned = Model::load(pruned_);
+    const auto prompts = heldoutPromptIds(2);
+    const int steps = 8;
+    const std::vector<DriftMode> own = {DriftMode::Own};
+    const DriftDecoding greedy{Decoding{0.0, 0, 1.0}, 0};
+    const DriftDecoding sampled{Decoding{1.0, 0, 1.0}, 0};
+    const DriftDecoding otherSeed{Decoding{1.0, 0, 1.0}, 1};
+    const auto g = measureDrift(*dense, *pruned, prompts, steps, own, greedy, true);
+    const auto s0 = measureDrift(*dense, *pruned, prompts, steps, own, sampled, true);
+    const auto s0again = measureDrift(*dense, *pruned, prompts, steps, own, sampled, true);
+    const auto s1 = measureDrift(*dense, *pruned, prompts, steps, own, otherSeed, true);
+    QCOMPARE(s0[0].trace.denseInputs, s0again[0].trace.denseInputs);
+    QCOMPARE(s0[0].trace.prunedInputs, s0again[0].trace.prunedInputs);
+    for (std::size_t i = 0; i < s0[0].ratio.size(); ++i) QCOMPARE(s0[0].ratio[i], s0again[0].ratio[i]);
+    QVERIFY(s0[0].trace.denseInputs != g[0].trace.denseInputs);
+    QVERIFY(s0[0].trace.prunedInputs != g[0].trace.prunedInputs);
+    QVERIFY(s0[0].trace.denseInputs != s1[0].trace.denseInputs);
+    // Each model's own samples: the dense rows are what generateBatch gives
+    // the dense model with the same seeds.
+    GenerationOptions o;
+    o.maxNewTokens = steps;
+    o.sampling = samplingOptions(kDefaultDecoding, 0);
+    const auto denseGen = dense->generateBatch(prompts, o);
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      std::vector<std::int32_t> d = prompts[i];
+      d.insert(d.end(), denseGen[i].tokens.begin(), denseGen[i].tokens.end());
+      QCOMPARE(s0[0].trace.denseInputs[i], d);
+    }
+    // pruned = dense: the same samples, so no drift in either mode.
+    auto copy = Model::load(kModel);
+    for (const auto& c : measureDrift(*dense, *copy, prompts, steps, {DriftMode::Own, DriftMode::Shared}, sampled))
+      for (const double v : c.ratio) QCOMPARE(v, 0.0);
+  }
+
+  // A pruned model's calibration decoded greedily: evaluation and drift at
+  // the default (sampled) decoding warn, at greedy they do not; the runs
+  // record the decoding and the warnings.
+  void decodingWarnings() {
+    const fs::path dir = fs::path(tmp_.path().toStdString());
+    const fs::path greedyCal = dir / "pruned-greedy-cal";
+    writePrunedFromAr(greedyCal, Decoding{0.0, 0, 1.0}, fs::path(SDW_SOURCE_DIR) / "samples/prompts/brown-calib.jsonl");
+    const PrunedCalibration found = findPrunedCalibration(greedyCal);
+    QVERIFY(found.found);
+    QVERIFY(found.calibration.decodes);
+    QVERIFY(found.calibration.decoding.greedy());
+
+    EvaluationSettings s;
+    s.dense = kModel;
+    s.models = {greedyCal};
+    s.prompts = kPrompts;
+    s.seeds = {0};
+    s.maxNewTokens = 4;
+    s.windows = 0;
+    s.maxPrompts = 1;
+    s.sideBySidePrompts = 0;
+    const EvaluationResult sampledEval = evaluate(s);  // the default decoding
+    QCOMPARE(sampledEval.warnings.size(), std::size_t{1});
+    QVERIFY2(sampledEval.warnings[0].find("decoded greedy, but this evaluation decodes sampled, T=1.0, top-k off, "
+                                          "top-p 1.0") != std::string::npos,
+             sampledEval.warnings[0].c_str());
+    s.temperature = 0;
+    const EvaluationResult greedyEval = evaluate(s);
+    QVERIFY2(greedyEval.warnings.empty(), joined(greedyEval.warnings).c_str());
+    QVERIFY(joined(greedyEval.notes).find("pruned-greedy-cal: calib-ar.sdw.h5, AR, greedy") != std::string::npos);
+
+    // The run records the decoding and the warnings.
+    const fs::path run = dir / "eval-warned.sdw.h5";
+    writeEvaluationRun(sampledEval, run);
+    {
+      const auto rr = runstore::RunReader::open(run);
+      QCOMPARE(rr.readDoubleAttribute("/evaluation", "temperature"), 1.0);
+      QCOMPARE(rr.readIntAttribute("/evaluation", "top_k"), std::int64_t{0});
+      QCOMPARE(rr.readDoubleAttribute("/evaluation", "top_p"), 1.0);
+      QCOMPARE(rr.readStringAttribute("/evaluation", "decoding"), std::string("sampled, T=1.0, top-k off, top-p 1.0"));
+      QCOMPARE(rr.readStrings("/evaluation/warnings"), sampledEval.warnings);
+      QCOMPARE(rr.readStrings("/evaluation/calibration_decodings"), (std::vector<std::string>{"", "greedy"}));
+    }
+
+    DriftSettings d;
+    d.dense = kModel;
+    d.pruned = {greedyCal};
+    d.prompts = kPrompts;
+    d.steps = 3;
+    d.maxPrompts = 1;
+    const DriftResult sampledDrift = analyzeDrift(d);
+    QCOMPARE(sampledDrift.warnings.size(), std::size_t{1});
+    QVERIFY(sampledDrift.warnings[0].find("but this drift analysis decodes sampled") != std::string::npos);
+    const fs::path driftRun = dir / "drift-warned.sdw.h5";
+    writeDriftRun(sampledDrift, driftRun);
+    {
+      const auto rr = runstore::RunReader::open(driftRun);
+      QCOMPARE(rr.readDoubleAttribute("/drift", "temperature"), 1.0);
+      QCOMPARE(rr.readIntAttribute("/drift", "top_k"), std::int64_t{0});
+      QCOMPARE(rr.readDoubleAttribute("/drift", "top_p"), 1.0);
+      QCOMPARE(rr.readIntAttribute("/drift", "seed"), std::int64_t{0});
+      QCOMPARE(rr.readStrings("/drift/warnings"), sampledDrift.warnings);
+    }
+    d.decoding = Decoding{0.0, 0, 1.0};
+    QVERIFY(analyzeDrift(d).warnings.empty());
+
+    // Held-out prompts that the calibration decoded are called out.
+    d.prompts = fs::path(SDW_SOURCE_DIR) / "samples/prompts/brown-calib.jsonl";
+    const DriftResult leaked = analyzeDrift(d);
+    QCOMPARE(leaked.warnings.size(), std::size_t{1});
+    QVERIFY(leaked.warnings[0].find("the same prompts file this drift analysis decodes") != std::string::npos);
   }
 
   void cliAnalyzeDriftAndEval() {

@@ -4,7 +4,8 @@
 // gpu::analyzeEpsilon run directly, the per-module model under
 // QAbstractItemModelTester, the scatter's CSV (one row per module), hover
 // text, module selection -> spectra, the saved analysis run reopened side by
-// side, and clear errors.
+// side, clear errors, and the noise floors (table columns, error bars, the
+// count in the summary; "unavailable" with the reason for runs without halves).
 
 #include "app/gui/analysiscontroller.h"
 #include "app/jobmanager.h"
@@ -59,9 +60,10 @@ std::vector<ToyInput> toyModel() {
 }
 
 // x_t = (A + distortion * B) z_t with A, B fixed per input name (so runs of
-// different sources share structure) and z ~ N(0, I) seeded per run.
+// different sources share structure) and z ~ N(0, I) seeded per run. With
+// halves, the first half of the positions is half a, the rest half b.
 void writeCalibration(const fs::path& path, const std::string& source, double distortion, unsigned seed,
-                      std::int64_t tokens = 400) {
+                      std::int64_t tokens = 400, bool halves = true) {
   sdw::Provenance prov = sdw::Provenance::capture();
   prov.modelId = "toy";
   rs::RunWriter w = rs::RunWriter::create(path, prov, "calibration");
@@ -72,6 +74,7 @@ void writeCalibration(const fs::path& path, const std::string& source, double di
   w.setIntAttribute("/calibration", "tokens_collected", tokens);
   w.setStringAttribute("/calibration", "model_dir", "toy");
   w.setStringAttribute("/calibration", "storage", "full");
+  w.setIntAttribute("/calibration", "halves", halves ? 1 : 0);
   for (const ToyInput& in : toyModel()) {
     const int d = in.dIn;
     std::seed_seq structure(in.name.begin(), in.name.end());
@@ -85,6 +88,7 @@ void writeCalibration(const fs::path& path, const std::string& source, double di
       for (int j = 0; j < d; ++j) m[std::size_t(i) * d + j] += distortion * 0.3 * nd(srng);
     const auto n = static_cast<std::size_t>(d);
     std::vector<double> xtx(n * n, 0.0), x(n), z(n);
+    std::vector<double> xtxA(n * n, 0.0);
     for (std::int64_t t = 0; t < tokens; ++t) {
       for (auto& v : z) v = nd(rng);
       for (int i = 0; i < d; ++i) {
@@ -93,7 +97,10 @@ void writeCalibration(const fs::path& path, const std::string& source, double di
         x[std::size_t(i)] = s;
       }
       for (int i = 0; i < d; ++i)
-        for (int j = 0; j < d; ++j) xtx[std::size_t(i) * d + j] += x[std::size_t(i)] * x[std::size_t(j)];
+        for (int j = 0; j < d; ++j) {
+          xtx[std::size_t(i) * d + j] += x[std::size_t(i)] * x[std::size_t(j)];
+          if (t < tokens / 2) xtxA[std::size_t(i) * d + j] += x[std::size_t(i)] * x[std::size_t(j)];
+        }
     }
     std::vector<float> f(xtx.size()), sq(n);
     for (std::size_t i = 0; i < xtx.size(); ++i) f[i] = static_cast<float>(xtx[i]);
@@ -106,6 +113,17 @@ void writeCalibration(const fs::path& path, const std::string& source, double di
     w.setIntAttribute(g, "tokens", tokens);
     w.writeDataset(g + "/xtx", f, {hsize_t(d), hsize_t(d)});
     w.writeDataset(g + "/sum_sq", sq, {hsize_t(d)});
+    if (halves) {
+      std::vector<float> fa(xtx.size()), fb(xtx.size());
+      for (std::size_t i = 0; i < xtx.size(); ++i) {
+        fa[i] = static_cast<float>(xtxA[i]);
+        fb[i] = static_cast<float>(xtx[i] - xtxA[i]);
+      }
+      w.setIntAttribute(g, "tokens_a", tokens / 2);
+      w.setIntAttribute(g, "tokens_b", tokens - tokens / 2);
+      w.writeDataset(g + "/xtx_a", fa, {hsize_t(d), hsize_t(d)});
+      w.writeDataset(g + "/xtx_b", fb, {hsize_t(d), hsize_t(d)});
+    }
   }
   w.commit();
 }
@@ -234,6 +252,67 @@ class TestAnalysisPanel : public QObject {
              QStringLiteral("eps(AR)"));
   }
 
+  // Next to every eps its noise floor; the summary counts the modules whose
+  // two eps differ by more than both floors; the bars carry error bars.
+  void noiseFloorsShown() {
+    const EpsilonData& d = panel_->page()->data();
+    const auto& s = expected_.summary;
+    QVERIFY(s.noise.modules == s.modules && s.modules == 21);
+    QCOMPARE(d.noiseModules, s.noise.modules);
+    QCOMPARE(d.beyondNoise, s.noise.beyond);
+    const QString summary = panel_->page()->summaryText();
+    const QString count = QStringLiteral("; %1 of 21 beyond the noise floor (AR lower on %2)")
+                              .arg(s.noise.beyond)
+                              .arg(s.noise.arLowerBeyond);
+    QVERIFY2(summary.contains(count), qPrintable(summary + QStringLiteral("\nwanted: ") + count));
+    auto* model = panel_->page()->moduleModel();
+    using M = sdw::widgets::EpsilonModuleModel;
+    QCOMPARE(model->headerData(M::NoiseC, Qt::Horizontal).toString(), QStringLiteral("noise(C4)"));
+    QCOMPARE(model->headerData(M::NoiseAR, Qt::Horizontal).toString(), QStringLiteral("noise(AR)"));
+    int beyond = 0;
+    for (int i = 0; i < model->rowCount(); ++i) {
+      const auto& e = expected_.modules[std::size_t(i)];
+      QVERIFY(e.noise[0] > 0 && e.noise[1] > 0);
+      QCOMPARE(model->data(model->index(i, M::NoiseC), M::ValueRole).toDouble(), e.noise[0]);
+      QCOMPARE(model->data(model->index(i, M::NoiseAR), M::ValueRole).toDouble(), e.noise[1]);
+      QCOMPARE(model->data(model->index(i, M::NoiseC)).toString(), sdw::widgets::formatEps(e.noise[0]));
+      QCOMPARE(model->data(model->index(i, M::Beyond), M::ValueRole).toInt(), e.beyondNoise);
+      QCOMPARE(model->data(model->index(i, M::Beyond)).toString(), e.beyondNoise ? QStringLiteral("yes") : QStringLiteral("no"));
+      beyond += e.beyondNoise;
+    }
+    QCOMPARE(beyond, s.noise.beyond);
+    QCOMPARE(panel_->page()->bars()->errorBarSeries(), 2);
+    const QString csv = path("bars-noise.csv");
+    QCOMPARE(panel_->page()->bars()->exportTo(csv), QString());
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.first(), QStringLiteral("input,layer,type,eps_c,eps_ar,noise_c,noise_ar,noise_reference"));
+    QCOMPARE(lines.at(1).split(QLatin1Char(',')).at(5).toDouble(), expected_.inputs[0].noise[0]);
+    QCOMPARE(lines.at(1).split(QLatin1Char(',')).at(7).toDouble(), expected_.inputs[0].referenceNoise);
+
+    // Runs without half statistics still show their eps; the floor is
+    // unavailable, and the page says why.
+    const QString oldFixed = path("old-fixed.sdw.h5"), oldAr = path("old-ar.sdw.h5");
+    writeCalibration(oldFixed.toStdString(), "fixed", 1.0, 2, 400, /*halves=*/false);
+    writeCalibration(oldAr.toStdString(), "ar", 0.25, 3, 400, /*halves=*/false);
+    sdw::gpu::EpsilonSettings es;
+    es.reference = reference_.toStdString();
+    es.runs = {oldFixed.toStdString(), oldAr.toStdString()};
+    es.k = 64;
+    sdw::widgets::EpsilonPage page;
+    page.setData(sdw::app::epsilonDisplayData(sdw::gpu::analyzeEpsilon(es), QString()));
+    QVERIFY2(page.summaryText().endsWith(QStringLiteral("; noise floor unavailable")), qPrintable(page.summaryText()));
+    QVERIFY2(page.titleText().contains(QStringLiteral("No noise floor (C4 and AR: collected without half statistics)")),
+             qPrintable(page.titleText()));
+    QCOMPARE(page.moduleModel()->data(page.moduleModel()->index(0, M::NoiseAR)).toString(), QStringLiteral("–"));
+    QVERIFY(page.moduleModel()->data(page.moduleModel()->index(0, M::NoiseAR), Qt::ToolTipRole).toString()
+                .contains(QStringLiteral("collected without half statistics")));
+    QCOMPARE(page.moduleModel()->data(page.moduleModel()->index(0, M::Beyond)).toString(), QStringLiteral("–"));
+    QCOMPARE(page.bars()->errorBarSeries(), 0);
+    QCOMPARE(page.data().modules[0].epsC, expected_.modules[0].eps[0]);  // same runs, same eps
+  }
+
   void scatterCsvHasOneRowPerModule() {
     auto* scatter = panel_->page()->scatter();
     const QString csv = path("scatter.csv");
@@ -242,7 +321,7 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
     const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
     QCOMPARE(lines.size(), 1 + int(expected_.modules.size()));
-    QCOMPARE(lines.first(), QStringLiteral("module,layer,input,eps_c,eps_ar,ratio"));
+    QCOMPARE(lines.first(), QStringLiteral("module,layer,input,eps_c,eps_ar,ratio,noise_c,noise_ar,beyond_noise"));
     const QStringList row = lines.at(1).split(QLatin1Char(','));
     QCOMPARE(row.at(0), QString::fromStdString(expected_.modules[0].module));
     QCOMPARE(row.at(3).toDouble(), expected_.modules[0].eps[0]);
@@ -297,6 +376,25 @@ class TestAnalysisPanel : public QObject {
     QCOMPARE(panel_->page(AnalysisPanel::Comparison)->data().modules.size(), panel_->page()->data().modules.size());
     button(panel_.get(), "closeComparison")->click();
     QVERIFY(!panel_->isComparing());
+  }
+
+  // The engine's decoding checks travel with the analysis and show under
+  // the summary: here the runs decode alike (no warning), and the notes name
+  // each run's decoding and prompt set.
+  void decodingChecksShown() {
+    const EpsilonData d = panel_->page()->data();
+    QVERIFY(!d.isEmpty());
+    QVERIFY2(d.warnings.isEmpty(), qPrintable(d.warnings.join(QLatin1Char('\n'))));
+    QVERIFY2(d.notes.join(QLatin1Char(' ')).contains(QStringLiteral("Prompt sets: reference reference-heldout.sdw.h5")),
+             qPrintable(d.notes.join(QLatin1Char('\n'))));
+    EpsilonData warned = d;
+    warned.warnings = QStringList{QStringLiteral("The AR run calib-ar.sdw.h5 decoded greedy, but the decode-time "
+                                                 "reference reference-heldout.sdw.h5 decoded sampled, T=1.0, top-k "
+                                                 "off, top-p 1.0: ...")};
+    panel_->page()->setData(warned);
+    QCOMPARE(panel_->page()->shownWarnings(), warned.warnings);
+    panel_->page()->setData(d);
+    QCOMPARE(panel_->page()->shownWarnings(), QStringList());
   }
 
   void errorsAreClear() {

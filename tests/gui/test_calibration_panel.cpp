@@ -7,6 +7,7 @@
 #include "app/gui/calibrationcontroller.h"
 #include "app/gui/modelcontroller.h"
 #include "app/jobmanager.h"
+#include "core/decoding.h"
 #include "core/runstore.h"
 #include "gpu/calibration.h"
 #include "gpu/model_config.h"
@@ -15,6 +16,7 @@
 
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QLineEdit>
 #include <QPushButton>
@@ -108,6 +110,32 @@ class TestCalibrationPanel : public QObject {
     QCOMPARE(QFileInfo(f.output).absolutePath(), QFileInfo(dir_.path()).absoluteFilePath());
     QVERIFY(f.output.endsWith(QStringLiteral(".sdw.h5")));
     QVERIFY2(panel_->estimateText().contains(QStringLiteral("run file")), qPrintable(panel_->estimateText()));
+    // AR decodes with the workbench's one protocol, not the checkpoint's generation_config.json
+    QCOMPARE(f.temperature, sdw::kDefaultDecoding.temperature);
+    QCOMPARE(f.topK, sdw::kDefaultDecoding.topK);
+    QCOMPARE(f.topP, sdw::kDefaultDecoding.topP);
+  }
+
+  // Choosing AR shows the decoding and notes what the sample checkpoint's
+  // generation_config.json (do_sample false) would have asked for.
+  void decodingNoteForAr() {
+    auto* source = child<QComboBox>(panel_.get(), "source");
+    source->setCurrentIndex(source->findData(QStringLiteral("ar")));
+    const CalibrationEstimateView e = nextEstimate();
+    QCOMPARE(e.decoding, QStringLiteral("sampled, T=1.0, top-k off, top-p 1.0 (the default protocol)"));
+    QVERIFY2(e.decodingNote.contains(QStringLiteral("generation_config.json asks for greedy decoding")),
+             qPrintable(e.decodingNote));
+    QVERIFY2(panel_->decodingText().startsWith(QStringLiteral("Decoding: sampled, T=1.0")), qPrintable(panel_->decodingText()));
+    auto* temperature = child<QDoubleSpinBox>(panel_.get(), "temperature");
+    temperature->setValue(0);  // greedy agrees with that file: no note
+    const CalibrationEstimateView greedy = nextEstimate();
+    QVERIFY(greedy.decoding.startsWith(QStringLiteral("greedy")));
+    QVERIFY(greedy.decodingNote.isEmpty());
+    temperature->setValue(sdw::kDefaultDecoding.temperature);
+    (void)nextEstimate();
+    source->setCurrentIndex(source->findData(QStringLiteral("fixed")));
+    QVERIFY(nextEstimate().decoding.isEmpty());  // fixed text decodes nothing
+    QCOMPARE(panel_->decodingText(), QString());
   }
 
   void estimateFollowsBudget() {

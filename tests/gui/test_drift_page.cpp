@@ -13,6 +13,7 @@
 #include "app/gui/workspace.h"
 #include "app/jobmanager.h"
 #include "app/settings.h"
+#include "core/decoding.h"
 #include "core/runstore.h"
 #include "gpu/calibration.h"
 #include "gpu/pruning.h"
@@ -28,6 +29,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTabWidget>
@@ -177,6 +179,11 @@ class TestDriftPage : public QObject {
     QCOMPARE(QFileInfo(req.prompts).fileName(), QStringLiteral("brown-heldout.jsonl"));
     QCOMPARE(req.steps, 128);
     QCOMPARE(req.device, QStringLiteral("cpu"));
+    // the workbench's one decoding protocol, not a literal of this page
+    QCOMPARE(req.temperature, sdw::kDefaultDecoding.temperature);
+    QCOMPARE(req.topK, sdw::kDefaultDecoding.topK);
+    QCOMPARE(req.topP, sdw::kDefaultDecoding.topP);
+    QCOMPARE(req.seed, quint64{0});
 
     const DriftData& d = page()->data();
     QCOMPARE(d.steps, T);
@@ -188,6 +195,9 @@ class TestDriftPage : public QObject {
     QCOMPARE(d.models[0].shortLabel, QStringLiteral("fixed"));
     QCOMPARE(d.models[1].shortLabel, QStringLiteral("AR"));
     QVERIFY(page()->titleText().contains(QStringLiteral("drift-sample.sdw.h5")));
+    // The sample run predates recorded decodings: it was greedy, and says so.
+    QCOMPARE(d.decoding, QStringLiteral("greedy"));
+    QVERIFY(page()->titleText().contains(QStringLiteral("decode steps, greedy;")));
   }
 
   void plotMatchesTheFile() {
@@ -434,8 +444,11 @@ class TestDriftPage : public QObject {
     r.maxPrompts = 2;
     r.modes = {QStringLiteral("own"), QStringLiteral("shared")};
     r.device = QStringLiteral("cpu");
+    r.seed = 3;
     page()->setRequest(r);
     QCOMPARE(page()->request().pruned, r.pruned);
+    QCOMPARE(page()->request().seed, quint64{3});
+    QCOMPARE(page()->request().temperature, sdw::kDefaultDecoding.temperature);
 
     QSignalSpy written(controller_.get(), &DriftController::runWritten);
     QSignalSpy progress(controller_.get(), &DriftController::jobProgress);
@@ -461,6 +474,20 @@ class TestDriftPage : public QObject {
     QCOMPARE(d.modes, (QStringList{"own", "shared"}));
     QCOMPARE(d.models.size(), 2);
     QCOMPARE(d.models[0].label, QStringLiteral("mag24"));
+    // sampled with the default decoding and the seed asked for, recorded in the run
+    QCOMPARE(d.temperature, sdw::kDefaultDecoding.temperature);
+    QCOMPARE(d.topK, sdw::kDefaultDecoding.topK);
+    QCOMPARE(d.topP, sdw::kDefaultDecoding.topP);
+    QCOMPARE(d.seed, qint64{3});
+    QCOMPARE(d.decoding, QStringLiteral("sampled, T=1.0, top-k off, top-p 1.0"));
+    QVERIFY(page()->titleText().contains(d.decoding));
+    // mag24's calibration (fixed text, found through the provenance in its
+    // weights; the record lives elsewhere) did not decode: nothing to warn
+    // about. The dense folder has no provenance: a note says it was not checked.
+    QVERIFY(d.warnings.isEmpty());
+    const QString notes = d.notes.join(QLatin1Char(' '));
+    QVERIFY2(notes.contains(QStringLiteral("mag24: calib-small.sdw.h5, fixed text (no decoding)")), qPrintable(notes));
+    QVERIFY2(notes.contains(QStringLiteral("brown-llama: its calibration is not known")), qPrintable(notes));
     for (int m = 0; m < 2; ++m) {
       double maxPruned = 0;
       for (int t = 0; t < 6; ++t)
@@ -501,6 +528,24 @@ class TestDriftPage : public QObject {
     QVERIFY(!page()->isBusy());
     // nothing left behind but the run of the previous test
     QCOMPARE(QDir(dir_.path()).entryList({QStringLiteral("drift-*.sdw.h5*")}).size(), 1);
+  }
+
+  // The engine's warnings show under the summary, and go with the run.
+  void warningsShowUnderTheSummary() {
+    DriftData d = page()->data();
+    QVERIFY(!d.isEmpty());
+    d.warnings = QStringList{QStringLiteral("mag24 was calibrated on x.sdw.h5, decoded greedy, but this drift "
+                                            "analysis decodes sampled, T=1.0, top-k off, top-p 1.0: ...")};
+    page()->setData(d);
+    QCOMPARE(page()->shownWarnings(), d.warnings);
+    auto* label = page()->findChild<QLabel*>(QStringLiteral("driftChecks"));
+    QVERIFY(label && label->isVisibleTo(page()));
+    QVERIFY(label->text().startsWith(QStringLiteral("Warning: mag24 was calibrated")));
+    d.warnings.clear();
+    d.notes.clear();
+    page()->setData(d);
+    QCOMPARE(page()->shownWarnings(), QStringList());
+    QVERIFY(!label->isVisibleTo(page()));
   }
 
   void refusesWithoutAPrunedModel() {

@@ -69,10 +69,10 @@ class TestGui : public QObject {
     settings_ = std::make_unique<sdw::app::Settings>(settingsDir_.filePath(QStringLiteral("sdw.ini")));
   }
 
-  void hasTheFivePanels() {
+  void hasTheSixPanels() {
     MainWindow w(settings_.get());
     w.setShowErrorDialogs(false);
-    QCOMPARE(w.panelNames(), (QStringList{"Model", "Calibration", "Analysis", "Pruning", "Benchmark"}));
+    QCOMPARE(w.panelNames(), (QStringList{"Model", "Calibration", "Analysis", "Pruning", "Benchmark", "Study"}));
     QVERIFY(w.selectPanel(QStringLiteral("pruning")));
     QCOMPARE(w.currentPanel(), QStringLiteral("Pruning"));
     QVERIFY(!w.selectPanel(QStringLiteral("Nope")));
@@ -297,7 +297,7 @@ class TestGui : public QObject {
     QVERIFY(w.jobs()->waitForDone(30000));
     int checked = 0;
     for (const QString& panel : {QStringLiteral("Analysis"), QStringLiteral("Analysis/Drift"), QStringLiteral("Pruning"),
-                                 QStringLiteral("Benchmark")}) {
+                                 QStringLiteral("Benchmark"), QStringLiteral("Study")}) {
       QVERIFY(w.selectPanel(panel));
       QTest::qWait(300);  // layout, then the queued replots (and a second one where a legend re-wrapped)
       for (const auto* plot : w.findChildren<sdw::widgets::PlotView*>()) {

@@ -13,18 +13,21 @@
 #include "app/gui/resultruns.h"
 #include "app/gui/workspace.h"
 #include "app/jobmanager.h"
+#include "core/decoding.h"
 #include "core/runstore.h"
 #include "gpu/calibration.h"
 #include "gpu/device.h"
 #include "widgets/prunelayerchart.h"
 #include "widgets/prunemodulemodel.h"
 #include "widgets/pruningpanel.h"
+#include "widgets/qualitydialog.h"
 #include "widgets/qualitymodel.h"
 #include "widgets/qualitypage.h"
 
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileInfo>
 #include <QPushButton>
@@ -303,6 +306,20 @@ class TestPruningPanel : public QObject {
     QVERIFY2(QFileInfo::exists(e.text) && e.text.endsWith(QStringLiteral("brown-heldout.txt")), qPrintable(e.text));
     QVERIFY2(QFileInfo::exists(e.prompts), qPrintable(e.prompts));
     QCOMPARE(e.seedList(), (QList<quint64>{0, 1, 2}));
+    // ... and decode with the workbench's one protocol, which the dialog shows and returns
+    QCOMPARE(e.temperature, sdw::kDefaultDecoding.temperature);
+    QCOMPARE(e.topK, sdw::kDefaultDecoding.topK);
+    QCOMPARE(e.topP, sdw::kDefaultDecoding.topP);
+    sdw::widgets::EvaluateDialog dialog(e, {}, false);
+    QCOMPARE(dialog.findChild<QDoubleSpinBox*>(QStringLiteral("evalTemperature"))->value(), e.temperature);
+    sdw::widgets::EvaluateForm greedy = e;
+    greedy.temperature = 0;
+    greedy.topK = 40;
+    greedy.topP = 0.9;
+    dialog.setForm(greedy);
+    QCOMPARE(dialog.form().temperature, 0.0);
+    QCOMPARE(dialog.form().topK, 40);
+    QCOMPARE(dialog.form().topP, 0.9);
   }
 
   void pruneLive() {
@@ -428,6 +445,24 @@ class TestPruningPanel : public QObject {
     QCOMPARE(panel_->qualityPage()->promptCount(), 1);
     QCOMPARE(panel_->qualityPage()->shownTexts().size(), 2);
     QVERIFY(d.models[0].agreement.mean == 1.0);  // the dense model agrees with itself
+    // The run records the decoding (the default) and what the pruned model
+    // was calibrated on: fixed text, so no decoding to disagree with.
+    QCOMPARE(d.temperature, sdw::kDefaultDecoding.temperature);
+    QCOMPARE(d.decoding, QString::fromStdString(sdw::kDefaultDecoding.describe()));
+    QVERIFY(d.warnings.isEmpty());
+    QVERIFY2(d.notes.join(QLatin1Char(' ')).contains(QStringLiteral("sparsegpt24-calib-tiny: calib-tiny.sdw.h5, fixed text")),
+             qPrintable(d.notes.join(QLatin1Char('\n'))));
+    QVERIFY(panel_->qualityPage()->summaryText().contains(d.decoding));
+
+    // Warnings the run carries show under the summary.
+    const sdw::widgets::QualityData shown = d;  // d is the page's own data: keep a copy
+    sdw::widgets::QualityData warned = shown;
+    warned.warnings = QStringList{QStringLiteral("x was calibrated on y.sdw.h5, decoded greedy, but this evaluation "
+                                                 "decodes sampled, T=1.0, top-k off, top-p 1.0: ...")};
+    panel_->qualityPage()->setData(warned);
+    QCOMPARE(panel_->qualityPage()->shownWarnings(), warned.warnings);
+    panel_->qualityPage()->setData(shown);
+    QCOMPARE(panel_->qualityPage()->shownWarnings(), QStringList());
   }
 
   void badFilesShowErrors() {

@@ -12,6 +12,7 @@
 #include "app/gui/storydriver.h"
 #include "app/gui/walkthrough.h"
 #include "app/settings.h"
+#include "core/decoding.h"
 #include "core/runstore.h"
 #include "gpu/device.h"
 #include "widgets/analysispanel.h"
@@ -235,7 +236,9 @@ class TestWalkthrough : public QObject {
     QCOMPARE(window_->modelPanel()->summary().device, QStringLiteral("cpu"));
     QVERIFY(window_->modelPanel()->tokenCount() > 0);
     QVERIFY(result("generate").finding.startsWith(QStringLiteral("%1 tokens at ").arg(window_->modelPanel()->tokenCount())));
-    QVERIFY(result("generate").finding.contains(QStringLiteral("greedy")));
+    const QString decoding = QString::fromStdString(sdw::kDefaultDecoding.describe());  // the story's one decoding
+    QCOMPARE(decoding, QStringLiteral("sampled, T=1.0, top-k off, top-p 1.0"));
+    QVERIFY(result("generate").finding.contains(decoding));
     QVERIFY(result("calibrate-fixed").finding.contains(QStringLiteral("1,500 tokens")));
     QVERIFY(result("calibrate-ar-exact").finding.contains(QStringLiteral("500 tokens")));
     QVERIFY(result("calibrate-ar").finding.contains(QStringLiteral("1,500 tokens")));
@@ -252,6 +255,12 @@ class TestWalkthrough : public QObject {
                                      .arg(eps.summaryArLower)),
              qPrintable(epsFinding));
     QVERIFY(epsFinding.contains(QStringLiteral("The paper reports")));
+    // the walkthrough's runs carry half statistics: every module has its noise floors
+    QCOMPARE(eps.noiseModules, 42);
+    QVERIFY2(epsFinding.contains(QStringLiteral("%1 of 42 modules differ beyond the runs' noise floors")
+                                     .arg(eps.beyondNoise)),
+             qPrintable(epsFinding));
+    QVERIFY(window_->analysisPanel()->page()->summaryText().contains(QStringLiteral("beyond the noise floor")));
     QVERIFY(epsFinding.contains(eps.shareArLower >= 0.87 ? QStringLiteral("the share is at or above the paper's")
                                                          : QStringLiteral("the share is below the paper's")));
     // a verdict only where the numbers carry it
@@ -267,19 +276,30 @@ class TestWalkthrough : public QObject {
 
     const sdw::widgets::QualityData& q = window_->pruningPanel()->qualityPage()->data();
     QCOMPARE(q.models.size(), 3);
-    QCOMPARE(q.temperature, 0.0);  // the story's one decoding, recorded in the run
+    QCOMPARE(q.temperature, sdw::kDefaultDecoding.temperature);  // the story's one decoding, recorded in the run
+    QCOMPARE(q.topK, sdw::kDefaultDecoding.topK);
+    QCOMPARE(q.topP, sdw::kDefaultDecoding.topP);
+    QCOMPARE(q.decoding, decoding);
+    // Calibration and evaluation decode alike and the prompts are held out: no warning.
+    QVERIFY2(q.warnings.isEmpty(), qPrintable(q.warnings.join(QLatin1Char('\n'))));
+    QCOMPARE(window_->pruningPanel()->qualityPage()->shownWarnings(), QStringList());
+    QVERIFY2(eps.warnings.isEmpty(), qPrintable(eps.warnings.join(QLatin1Char('\n'))));
+    QVERIFY(eps.notes.join(QLatin1Char(' ')).contains(QStringLiteral("decoded brown-heldout.jsonl")));
     QCOMPARE(q.maxNewTokens, 16);
     QCOMPARE(q.models[0].agreement.mean, 1.0);
     QCOMPARE(QFileInfo(q.path).fileName(), QStringLiteral("eval-story.sdw.h5"));
     QVERIFY(result("evaluate").finding.contains(QStringLiteral("KL %1").arg(q.models[1].kl.mean, 0, 'f', 4)));
-    QVERIFY(result("evaluate").finding.contains(QStringLiteral("greedy")));
+    QVERIFY(result("evaluate").finding.contains(decoding));
+    QVERIFY(!result("evaluate").finding.contains(QStringLiteral("Warning")));
 
     const sdw::widgets::DriftData& d = window_->analysisPanel()->driftPage()->data();
     QCOMPARE(d.models.size(), 2);
     QCOMPARE(d.steps, 16);
     QCOMPARE(d.modes, (QStringList{QStringLiteral("own"), QStringLiteral("shared")}));
     QCOMPARE(QFileInfo(d.path).absolutePath(), QDir::cleanPath(dir));
-    QVERIFY(result("drift").finding.contains(QStringLiteral("16 decode steps")));
+    QVERIFY(result("drift").finding.contains(QStringLiteral("16 decode steps (%1)").arg(decoding)));
+    QCOMPARE(d.temperature, sdw::kDefaultDecoding.temperature);  // drift samples at the story's decoding
+    QVERIFY2(d.warnings.isEmpty(), qPrintable(d.warnings.join(QLatin1Char('\n'))));
     QVERIFY(result("drift").finding.contains(QStringLiteral("about 12 decode steps")));
 
     const auto& bench = window_->benchmarkPanel()->resultsModel()->rows();
@@ -317,7 +337,9 @@ class TestWalkthrough : public QObject {
       QCOMPARE(r.readStringAttribute("/calibration", "source"), std::string(run.source));
       if (run.capture) QCOMPARE(r.readStringAttribute("/calibration", "capture"), std::string(run.capture));
       QCOMPARE(r.readStringAttribute("/calibration", "device"), std::string("cpu"));
-      QCOMPARE(r.readDoubleAttribute("/calibration", "temperature"), 0.0);
+      QCOMPARE(r.readDoubleAttribute("/calibration", "temperature"), sdw::kDefaultDecoding.temperature);
+      QCOMPARE(r.readIntAttribute("/calibration", "sampling_top_k"), std::int64_t{sdw::kDefaultDecoding.topK});
+      QCOMPARE(r.readDoubleAttribute("/calibration", "sampling_top_p"), sdw::kDefaultDecoding.topP);
     }
     const auto reference = rs::RunReader::open(d0.filePath(QStringLiteral("reference-heldout.sdw.h5")).toStdString());
     QCOMPARE(reference.readStringAttribute("/calibration", "storage"), std::string("topk"));
