@@ -218,7 +218,7 @@ QString drift(const widgets::DriftData& d, const QString& fixedDir, const QStrin
                   .arg(d.decoding.isEmpty() ? QStringLiteral("greedy") : d.decoding)
                   .arg(d.layers);
   for (const QString& w : d.warnings) s += QStringLiteral("Warning: %1 ").arg(w);
-  int arLower = 0, fixedLower = 0, latest = -1;
+  int arLower = 0, fixedLower = 0, same = 0, latest = -1;
   QStringList parts;
   for (int mode = 0; mode < d.modes.size(); ++mode) {
     QStringList perModel;
@@ -235,8 +235,12 @@ QString drift(const widgets::DriftData& d, const QString& fixedDir, const QStrin
     const widgets::DriftCurveSet* cf = fixed >= 0 ? d.curves(fixed, mode) : nullptr;
     const widgets::DriftCurveSet* ca = ar >= 0 ? d.curves(ar, mode) : nullptr;
     if (cf && ca && std::isfinite(cf->medianPlateau) && std::isfinite(ca->medianPlateau)) {
-      if (ca->medianPlateau < cf->medianPlateau) ++arLower;
-      else if (cf->medianPlateau < ca->medianPlateau) ++fixedLower;
+      // Within 2% of each other the plateaus are the same for a reader.
+      const double rel = std::abs(ca->medianPlateau - cf->medianPlateau) /
+                         std::max(std::abs(cf->medianPlateau), 1e-12);
+      if (rel < 0.02) ++same;
+      else if (ca->medianPlateau < cf->medianPlateau) ++arLower;
+      else ++fixedLower;
     }
     QString title = widgets::driftModeTitle(d.modes[mode]);
     if (!title.isEmpty()) title[0] = title[0].toUpper();
@@ -244,12 +248,17 @@ QString drift(const widgets::DriftData& d, const QString& fixedDir, const QStrin
   }
   s += parts.join(QStringLiteral(". ")) + QStringLiteral(". ");
   const int modes = static_cast<int>(d.modes.size());
-  if (arLower == modes && modes > 0)
+  if (same == modes && modes > 0)
+    s += QStringLiteral("Both pruned models drift alike (plateaus within 2%) in every mode measured. ");
+  else if (arLower == modes && modes > 0)
     s += QStringLiteral("The AR-pruned model drifts less in every mode measured. ");
   else if (fixedLower == modes && modes > 0)
     s += QStringLiteral("The fixed-text pruned model drifts less in every mode measured: no AR advantage here. ");
   else
-    s += QStringLiteral("Neither model drifts less in every mode (AR lower in %1 of %2). ").arg(arLower).arg(modes);
+    s += QStringLiteral("Neither model drifts less in every mode (AR lower in %1 of %2, alike within 2% in %3). ")
+             .arg(arLower)
+             .arg(modes)
+             .arg(same);
   if (latest >= 0)
     s += QStringLiteral("Every layer reaches 90% of its plateau by step %1; the paper reports plateaus within about "
                         "12 decode steps%2.")
