@@ -130,21 +130,24 @@ struct Runner {
     ++step;
   }
 
-  fs::path calibration(const std::string& source, const StudyDecoding& dec, std::uint64_t seed) {
-    const fs::path out = work / (calibName(source, dec.name, seed) + ".sdw.h5");
+  // One calibration step: reused when complete, continued when a stopped
+  // study left it incomplete, else run.
+  fs::path calibrate(const fs::path& out, const std::string& what, const CalibrationSettings& c) {
     if (completeRun(out)) {
       reused();
       return out;
     }
-    tick("calibrate " + calibName(source, dec.name, seed));
+    tick(what);
+    if (fs::exists(out)) resumeCalibration(out, {}, {}, s.device);
+    else runCalibration(c, out);
+    finished();
+    return out;
+  }
+
+  // What every calibration of the study shares: model, budgets, device, decoding.
+  CalibrationSettings base(const StudyDecoding& dec, std::uint64_t seed) const {
     CalibrationSettings c;
-    c.source = source;
     c.model = s.model;
-    c.corpus = s.corpus;
-    c.prompts = s.prompts;
-    c.crossModel = s.crossModel;
-    c.tokenBudget = s.tokens;
-    c.window = s.window;
     c.maxNewTokens = s.maxNewTokens;
     c.batch = s.batch;
     c.sampling.temperature = dec.temperature;
@@ -153,36 +156,28 @@ struct Runner {
     c.seed = seed;
     c.device = s.device;
     c.dtype = s.dtype;
-    if (fs::exists(out)) resumeCalibration(out, {}, {}, s.device);  // an incomplete one: continue it
-    else runCalibration(c, out);
-    finished();
-    return out;
+    return c;
+  }
+
+  fs::path calibration(const std::string& source, const StudyDecoding& dec, std::uint64_t seed) {
+    CalibrationSettings c = base(dec, seed);
+    c.source = source;
+    c.corpus = s.corpus;
+    c.prompts = s.prompts;
+    c.crossModel = s.crossModel;
+    c.tokenBudget = s.tokens;
+    c.window = s.window;
+    const std::string name = calibName(source, dec.name, seed);
+    return calibrate(work / (name + ".sdw.h5"), "calibrate " + name, c);
   }
 
   fs::path reference(const StudyDecoding& dec, std::uint64_t seed) {
-    const fs::path out = work / ("reference-" + dec.name + "-s" + std::to_string(seed) + ".sdw.h5");
-    if (completeRun(out)) {
-      reused();
-      return out;
-    }
-    tick("reference " + dec.name + " seed " + std::to_string(seed));
-    CalibrationSettings c;
+    CalibrationSettings c = base(dec, seed + 1000);  // a reference never shares its draws with a calibration run
     c.source = "ar";
-    c.model = s.model;
     c.prompts = s.heldoutPrompts;
     c.tokenBudget = s.referenceTokens;
-    c.maxNewTokens = s.maxNewTokens;
-    c.batch = s.batch;
-    c.sampling.temperature = dec.temperature;
-    c.sampling.topK = dec.topK;
-    c.sampling.topP = dec.topP;
-    c.seed = seed + 1000;  // a reference never shares its draws with a calibration run
-    c.device = s.device;
-    c.dtype = s.dtype;
-    if (fs::exists(out)) resumeCalibration(out, {}, {}, s.device);
-    else runCalibration(c, out);
-    finished();
-    return out;
+    const std::string name = "reference-" + dec.name + "-s" + std::to_string(seed);
+    return calibrate(work / (name + ".sdw.h5"), name, c);
   }
 
   void epsilon(const StudyDecoding& dec, std::uint64_t seed, const fs::path& ref,
