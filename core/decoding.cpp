@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -116,6 +117,17 @@ std::string generationConfigNote(const std::filesystem::path& modelDir, const De
                               : " as asked";
   return g.file.string() + " asks for " + asks + "; this run decodes " + used.describe() + why +
          " (the checkpoint's file is never applied; docs/calibration.md, \"Decoding\")";
+}
+
+std::vector<std::int32_t> mergeStopIds(std::vector<std::int32_t> tokenizerStops,
+                                       std::span<const std::int32_t> configEos,
+                                       std::span<const std::int32_t> generationEos) {
+  std::vector<std::int32_t> s = std::move(tokenizerStops);
+  s.insert(s.end(), configEos.begin(), configEos.end());
+  s.insert(s.end(), generationEos.begin(), generationEos.end());
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  return s;
 }
 
 }  // namespace sdw

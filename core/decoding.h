@@ -16,9 +16,12 @@
 //   d.describe();                 // "sampled, T=1.0, top-k off, top-p 1.0"
 //   sdw::Decoding{0, 0, 1}.describe();  // "greedy"
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace sdw {
 
@@ -73,5 +76,11 @@ GenerationConfigDecoding readGenerationConfig(const std::filesystem::path& model
 // top-p 1.0, the workbench's default protocol ...". "" when it agrees or
 // there is no such file.
 std::string generationConfigNote(const std::filesystem::path& modelDir, const Decoding& used);
+
+// The ids that end a generation: the tokenizer's own stop ids and the eos ids
+// of config.json and generation_config.json, sorted and without repeats.
+std::vector<std::int32_t> mergeStopIds(std::vector<std::int32_t> tokenizerStops,
+                                       std::span<const std::int32_t> configEos,
+                                       std::span<const std::int32_t> generationEos);
 
 }  // namespace sdw

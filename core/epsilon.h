@@ -11,6 +11,8 @@
 // eps = 0 iff H_C acts like H_D on span(U_k). It also measures scale:
 // H_C = c H_D gives eps = |c - 1|.
 
+#include "core/stats.h"
+
 #include <Eigen/Dense>
 
 #include <cstddef>
@@ -102,7 +104,7 @@ double ratio(double epsC, double epsAR);
 // (numpy's default). NaN values are ignored, +inf sorts last. NaN when no
 // value is left.
 double quantile(std::span<const double> values, double q);
-inline double median(std::span<const double> values) { return quantile(values, 0.5); }
+using stats::median;  // core/stats.h: NaN values left out, NaN when none is left
 
 struct RatioSummary {
     int modules = 0;        // pairs with both eps finite

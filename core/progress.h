@@ -17,13 +17,17 @@ namespace sdw {
 
 struct Progress {
   Progress() = default;
-  Progress(double done_, double total_, std::string unit_ = {}, std::string stage_ = {})
-      : done(done_), total(total_), unit(std::move(unit_)), stage(std::move(stage_)) {}
+  Progress(double done_, double total_, std::string unit_ = {}, std::string stage_ = {}, std::string phase_ = {})
+      : done(done_), total(total_), unit(std::move(unit_)), stage(std::move(stage_)), phase(std::move(phase_)) {}
 
   double done = 0;     // units completed so far
   double total = 0;    // 0 when unknown
   std::string unit;    // "tokens", "layers", "bytes", ...
   std::string stage;   // short human text: "prefill", "layer 3/32", ...
+  // The same for code: a fixed name per kind of work that callers may act
+  // on ("prune", "recapture"); "" where the producer names none. Never
+  // parse `stage`.
+  std::string phase;
   // Where inside the current pass the work is, for views that draw one cell
   // per part (e.g. decoder layers): parts done so far of `parts`, with
   // `partLabel` naming what the pass does ("capture", "eigendecomposition").

@@ -1,8 +1,10 @@
 #include "core/stats.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace sdw::stats {
 
@@ -39,6 +41,17 @@ MeanCi meanCi95(std::span<const double> values) {
   r.sd = std::sqrt(ss / (r.n - 1));
   r.halfWidth = tQuantile975(r.n - 1) * r.sd / std::sqrt(static_cast<double>(r.n));
   return r;
+}
+
+double median(std::span<const double> values, double ifEmpty) {
+  std::vector<double> v;
+  v.reserve(values.size());
+  for (double x : values)
+    if (!std::isnan(x)) v.push_back(x);
+  if (v.empty()) return ifEmpty;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace sdw::stats

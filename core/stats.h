@@ -1,7 +1,9 @@
 #pragma once
-// Summary statistics of a few repeated measurements (seeds): the mean with a
-// 95% confidence interval from Student's t distribution.
+// Summary statistics of a few repeated measurements (seeds, timings): the
+// mean with a 95% confidence interval from Student's t distribution, and the
+// median.
 
+#include <limits>
 #include <span>
 
 namespace sdw::stats {
@@ -19,5 +21,9 @@ double tQuantile975(int dof);
 
 // NaN values are left out. n = 0 gives mean NaN.
 MeanCi meanCi95(std::span<const double> values);
+
+// The middle value, the mean of the two middle ones for an even count. NaN
+// values are left out, +inf sorts last. `ifEmpty` when no value is left.
+double median(std::span<const double> values, double ifEmpty = std::numeric_limits<double>::quiet_NaN());
 
 }  // namespace sdw::stats

@@ -7,6 +7,7 @@
 #include "gpu/bench.h"
 
 #include "core/sparse_format.h"
+#include "core/stats.h"
 #include "gpu/device.h"
 #include "gpu/spmv.h"
 #include "gpu/spmv_cpu.h"
@@ -96,12 +97,6 @@ std::vector<BenchShape> parseShapes(const std::string& spec) {
 // ---- summary ----------------------------------------------------------------------
 
 namespace {
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 std::string key(const BenchRow& r) {
   return r.model + "|" + r.module + "|" + std::to_string(r.rows) + "x" + std::to_string(r.cols) + "|" +
          std::to_string(r.batch);
@@ -139,12 +134,12 @@ void summarise(BenchResult& r, const std::string& /*dtype*/) {
       if (auto it = denseChained.find(key(*row)); it != denseChained.end()) denseC.push_back(it->second / row->usChained);
       if (csIt != cusparselt.end()) cslC.push_back(csIt->second / row->usChained);
     }
-    s.medianVsLibrary = median(lib);
-    s.medianVsDense = median(dense);
-    s.medianVsCusparselt = median(csl);
-    s.medianVsLibraryChained = median(libC);
-    s.medianVsDenseChained = median(denseC);
-    s.medianVsCusparseltChained = median(cslC);
+    s.medianVsLibrary = stats::median(lib, 0.0);
+    s.medianVsDense = stats::median(dense, 0.0);
+    s.medianVsCusparselt = stats::median(csl, 0.0);
+    s.medianVsLibraryChained = stats::median(libC, 0.0);
+    s.medianVsDenseChained = stats::median(denseC, 0.0);
+    s.medianVsCusparseltChained = stats::median(cslC, 0.0);
     lo = std::min(lo, s.medianVsDense);
     hi = std::max(hi, s.medianVsDense);
     if (s.medianVsDenseChained > 0) loC = std::min(loC, s.medianVsDenseChained), hiC = std::max(hiC, s.medianVsDenseChained);
@@ -220,7 +215,7 @@ double timeCpu(int repeats, Fn fn) {
     fn();
     t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
   }
-  return median(t);
+  return stats::median(t, 0.0);
 }
 
 double cpuReadBandwidth(int threads) {
@@ -322,7 +317,7 @@ double timeGraph(int copies, int repeats, Fn fn) {
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  return median(t);
+  return stats::median(t, 0.0);
 }
 
 struct DenseSet {

@@ -4,6 +4,8 @@
 #include "gpu/calibration_internal.h"
 #include "gpu/device.h"
 
+#include "core/timing.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -14,10 +16,6 @@
 namespace sdw::gpu {
 
 namespace {
-
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 struct Measured {
   CaptureBenchResult result;

@@ -4,6 +4,8 @@
 #include "gpu/model.h"
 #include "gpu/model_internal.h"
 
+#include "core/stats.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -77,13 +79,6 @@ class StepTimer {
   std::chrono::steady_clock::time_point t0_;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -117,7 +112,7 @@ std::pair<double, double> measureBandwidth(const c10::Device& device, std::uint6
     if (i >= 3) copyMs.push_back(ms);
   }
   const double b = static_cast<double>(n * elem);
-  return {b / (median(readMs) * 1e6), 2.0 * b / (median(copyMs) * 1e6)};
+  return {b / (stats::median(readMs, 0.0) * 1e6), 2.0 * b / (stats::median(copyMs, 0.0) * 1e6)};
 }
 
 }  // namespace
@@ -204,7 +199,7 @@ DecodeBenchResult runDecodeBench(const DecodeBenchOptions& o, const ProgressFn& 
   }
   model.reset();  // free the weights before the bandwidth probe allocates
 
-  r.medianMs = median(r.stepMs);
+  r.medianMs = stats::median(r.stepMs, 0.0);
   r.p10Ms = percentile(r.stepMs, 0.1);
   r.p90Ms = percentile(r.stepMs, 0.9);
   double sum = 0;

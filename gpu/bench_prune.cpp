@@ -3,6 +3,8 @@
 #include "gpu/model_internal.h"
 #include "gpu/prune_ops.h"
 
+#include "core/stats.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #ifdef SDW_TORCH_CUDA
@@ -25,13 +27,6 @@ void sync(const c10::Device& d) {
 #else
   (void)d;
 #endif
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -99,12 +94,12 @@ PruneBenchResult runPruneBench(const PruneBenchOptions& o, const ProgressFn& pro
     r.layerSeconds.push_back(layerSec);
     r.totalSeconds += layerSec;
   }
-  r.medianLayerSeconds = median(r.layerSeconds);
+  r.medianLayerSeconds = stats::median(r.layerSeconds, 0.0);
   r.minLayerSeconds = *std::min_element(r.layerSeconds.begin(), r.layerSeconds.end());
   r.maxLayerSeconds = *std::max_element(r.layerSeconds.begin(), r.layerSeconds.end());
   r.meanRelOutputError = r.modules ? relSum / r.modules : 0;
   for (const auto& m : mods)
-    r.perKind.push_back({m.kind, m.outFeatures, m.inFeatures, median(kindSeconds[m.kind])});
+    r.perKind.push_back({m.kind, m.outFeatures, m.inFeatures, stats::median(kindSeconds[m.kind], 0.0)});
   return r;
 }
 

@@ -7,7 +7,10 @@
 #include "gpu/device.h"
 
 #include "core/chat_format.h"
+#include "core/decoding.h"
+#include "core/format.h"
 #include "core/runstore.h"
+#include "core/timing.h"
 #include "core/tokenizer.h"
 
 #include <ATen/ATen.h>
@@ -159,33 +162,11 @@ CalibrationEstimate estimateCalibration(const ModelConfig& config, const Calibra
 
 namespace {
 
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::string human(std::uint64_t bytes) {
-  char buf[64];
-  const auto b = static_cast<double>(bytes);
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", b / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  return buf;
-}
-
 constexpr const char* kCal = "/calibration";
 constexpr const char* kGen = "/calibration/generations";
 constexpr const char* kWin = "/calibration/windows";
 
 std::string inputGroup(const std::string& name) { return std::string(kCal) + "/inputs/" + name; }
-
-std::vector<std::int32_t> stopIdsFor(const Tokenizer& tok, const ModelConfig& c) {
-  std::vector<std::int32_t> s = tok.stopIds();
-  for (const auto id : c.eosTokenIds) s.push_back(id);
-  for (const auto id : c.generation.eosTokenIds) s.push_back(id);
-  std::sort(s.begin(), s.end());
-  s.erase(std::unique(s.begin(), s.end()), s.end());
-  return s;
-}
 
 Tokenizer loadTokenizer(const fs::path& dir) {
   if (!fs::exists(dir / "tokenizer.json"))
@@ -239,7 +220,8 @@ class Run {
                                       std::to_string(model_->config().maxPositionEmbeddings));
         prompts_.push_back({p, std::move(ids)});
       }
-      stopIds_ = stopIdsFor(*tok_, (generator_ ? *generator_ : *model_).config());
+      const ModelConfig& c = (generator_ ? *generator_ : *model_).config();
+      stopIds_ = mergeStopIds(tok_->stopIds(), c.eosTokenIds, c.generation.eosTokenIds);
     }
     acc_ = std::make_unique<StatsAccumulator>(model_->config(), model_->impl().device, -1, s_.halves);
     acc_->setLayerDone([this](int layer) { reportLayer(layer + 1, "capture", /*always=*/false); });
@@ -253,8 +235,8 @@ class Run {
     const auto space = fs::space(dir, ec);
     const std::uint64_t need = est.fileBytes + rs::kDefaultMinFreeSpace;
     if (!ec && space.available < need)
-      throw std::runtime_error("not enough disk space for " + out.string() + ": the run needs about " + human(need) +
-                               ", " + human(space.available) + " free on " + dir.string());
+      throw std::runtime_error("not enough disk space for " + out.string() + ": the run needs about " + humanBytes(need) +
+                               ", " + humanBytes(space.available) + " free on " + dir.string());
     Provenance p = engineProvenance(s_.model.string(), calibrationSettingsToJson(s_), s_.device);
     p.addModelFiles(s_.model);
     writer_ = std::make_unique<rs::RunWriter>(rs::RunWriter::create(out, p, "calibration"));

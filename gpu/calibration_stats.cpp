@@ -5,6 +5,8 @@
 #include "gpu/calibration_internal.h"
 #include "gpu/colstats_ops.h"
 
+#include "core/timing.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -15,10 +17,6 @@
 namespace sdw::gpu {
 
 namespace {
-
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Removes a tensor observer when the scope ends, also on exceptions.
 class ObserverGuard {

@@ -4,6 +4,8 @@
 
 #include "gpu/model_internal.h"
 
+#include "core/timing.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -12,14 +14,6 @@
 #include <stdexcept>
 
 namespace sdw::gpu {
-
-namespace {
-
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 GenerationResult Model::generate(std::span<const std::int32_t> promptIds, const GenerationOptions& options,
                                  const std::function<bool(std::int32_t)>& onToken) {

@@ -13,7 +13,8 @@
 #     LibTorch .zip archive from pytorch.org, unpacked into .libtorch/), else
 #     the LibTorch of a pip-installed CUDA PyTorch (`python3 -c "import torch"`);
 #   - nvcc: on PATH, else /usr/local/cuda/bin/nvcc (the CUDA Toolkit).
-# Without either it says which is missing and builds for the CPU (build/).
+# Without either it says which is missing and builds for the CPU: `run` into
+# build/ (preset dev), `test` into build-ci/ (preset ci: warnings are errors).
 set -euo pipefail
 
 mode=${1:-}

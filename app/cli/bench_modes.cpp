@@ -13,27 +13,7 @@ std::vector<BenchMode>& benchModes() {
   return modes;
 }
 
-int runBench(const Args& a) {
-  const auto& modes = benchModes();
-  std::string names;
-  for (const auto& m : modes) names += (names.empty() ? "" : ", ") + m.name;
-  if (a.positional.empty()) throw UsageError("missing MODE (one of: " + names + ")");
-  const auto it = std::find_if(modes.begin(), modes.end(), [&](const BenchMode& m) { return m.name == a.positional[0]; });
-  if (it == modes.end()) throw UsageError("unknown bench mode '" + a.positional[0] + "' (one of: " + names + ")");
-  Args own;
-  own.positional.assign(a.positional.begin() + 1, a.positional.end());
-  if (static_cast<int>(own.positional.size()) > it->maxPositional)
-    throw UsageError("unexpected argument '" + own.positional[static_cast<std::size_t>(it->maxPositional)] +
-                     "'; usage: sdw-cli " + it->usage);
-  for (const auto& [name, value] : a.values) {
-    const bool mine = std::any_of(it->options.begin(), it->options.end(), [&](const OptionSpec& o) { return o.name == name; });
-    if (!mine) throw UsageError("--" + name + " is not an option of 'bench " + it->name + "'; usage: sdw-cli " + it->usage);
-    own.values[name] = value;
-  }
-  for (const auto& o : it->options)
-    if (!o.defaultValue.empty() && !own.has(o.name)) own.values[o.name] = o.defaultValue;
-  return it->run(own);
-}
+int runBench(const Args& a) { return runMode(benchModes(), a, "bench", "bench mode"); }
 
 }  // namespace
 

@@ -7,25 +7,14 @@
 //                                         "bench decode [--context N] ...", {...options...}, 0, runDecode}};
 //
 // The `bench` command is created by the first mode that registers; it
-// accepts the union of the modes' options, then checks that those given
-// belong to the chosen mode and applies that mode's defaults.
+// accepts the union of the modes' options and dispatches with runMode()
+// (command_modes.h).
 
-#include "app/cli/command.h"
-
-#include <functional>
-#include <string>
-#include <vector>
+#include "app/cli/command_modes.h"
 
 namespace sdw::cli {
 
-struct BenchMode {
-  std::string name;                    // first positional argument of `bench`
-  std::string summary;                 // one line
-  std::string usage;                   // "bench decode [--context N] [--json]"
-  std::vector<OptionSpec> options;
-  int maxPositional = 0;               // positional arguments after the mode name
-  std::function<int(const Args&)> run; // sees its own options and positionals only
-};
+using BenchMode = CommandMode;
 
 struct RegisterBenchMode {
   explicit RegisterBenchMode(BenchMode mode);

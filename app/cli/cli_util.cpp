@@ -44,15 +44,6 @@ bool emitJson(const Args& a, const std::string& text) {
   return true;
 }
 
-std::string humanBytes(std::uint64_t bytes) {
-  char buf[64];
-  const auto b = static_cast<double>(bytes);
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", b / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  return buf;
-}
-
 std::string humanDuration(double seconds) {
   char buf[64];
   if (!std::isfinite(seconds) || seconds < 0) return "-";

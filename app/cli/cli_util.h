@@ -19,8 +19,6 @@ gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name);
 // returns true then (the caller skips its table). Throws on a write error.
 bool emitJson(const Args& a, const std::string& text);
 
-// "1.23 GB", "4.5 MB", "12.0 kB" (decimal units).
-std::string humanBytes(std::uint64_t bytes);
 // "42 s", "3 min 5 s", "2 h 10 min".
 std::string humanDuration(double seconds);
 

@@ -6,7 +6,7 @@
 // analyze epsilon: the calibration discrepancy eps_k of calibration runs
 // against a decode-time reference run (DESIGN §1, gpu/epsilon_analysis.h).
 
-#include "app/cli/command.h"
+#include "app/cli/command_modes.h"
 #include "gpu/epsilon_analysis.h"
 
 #include <nlohmann/json.hpp>
@@ -28,15 +28,6 @@ int runAnalyzeDrift(const Args& a);
 namespace {
 
 using nlohmann::json;
-
-struct AnalyzeMode {
-  std::string name;                     // first positional argument of `analyze`
-  std::string summary;                  // one line
-  std::string usage;                    // "analyze epsilon --reference RUN ..."
-  std::vector<OptionSpec> options;
-  int maxPositional = 0;                // positional arguments after the mode name
-  std::function<int(const Args&)> run;  // sees its own options and positionals only
-};
 
 // ------------------------------------------------------------------ epsilon
 
@@ -245,8 +236,8 @@ int runEpsilon(const Args& a) {
 
 // ------------------------------------------------------------- dispatcher
 
-const std::vector<AnalyzeMode>& modes() {
-  static const std::vector<AnalyzeMode> kModes = {
+const std::vector<CommandMode>& modes() {
+  static const std::vector<CommandMode> kModes = {
       {"epsilon",
        "calibration discrepancy eps_k of calibration runs against a decode-time reference",
        "analyze epsilon --reference RUN --runs RUN [RUN...] [--k K] [--device cpu|cuda] [--out FILE] [--json]",
@@ -273,35 +264,10 @@ const std::vector<AnalyzeMode>& modes() {
   return kModes;
 }
 
-std::string modeNames() {
-  std::string names;
-  for (const auto& m : modes()) names += (names.empty() ? "" : ", ") + m.name;
-  return names;
-}
-
-int runAnalyze(const Args& a) {
-  if (a.positional.empty()) throw UsageError("missing MODE (one of: " + modeNames() + ")");
-  const auto& all = modes();
-  const auto it = std::find_if(all.begin(), all.end(), [&](const AnalyzeMode& m) { return m.name == a.positional[0]; });
-  if (it == all.end()) throw UsageError("unknown analysis '" + a.positional[0] + "' (one of: " + modeNames() + ")");
-  Args own;
-  own.positional.assign(a.positional.begin() + 1, a.positional.end());
-  if (static_cast<int>(own.positional.size()) > it->maxPositional)
-    throw UsageError("unexpected argument '" + own.positional[static_cast<std::size_t>(it->maxPositional)] +
-                     "'; usage: sdw-cli " + it->usage);
-  for (const auto& [name, value] : a.values) {
-    const bool mine =
-        std::any_of(it->options.begin(), it->options.end(), [&](const OptionSpec& o) { return o.name == name; });
-    if (!mine) throw UsageError("--" + name + " is not an option of 'analyze " + it->name + "'; usage: sdw-cli " + it->usage);
-    own.values[name] = value;
-  }
-  for (const auto& o : it->options)
-    if (!o.defaultValue.empty() && !own.has(o.name)) own.values[o.name] = o.defaultValue;
-  return it->run(own);
-}
+int runAnalyze(const Args& a) { return runMode(modes(), a, "analyze", "analysis"); }
 
 Command makeCommand() {
-  Command c{"analyze", "analyses of run files (modes: " + modeNames() + ")", "analyze MODE [OPTIONS]",
+  Command c{"analyze", "analyses of run files (modes: " + modeNames(modes()) + ")", "analyze MODE [OPTIONS]",
             "Runs an analysis over run files; MODE picks it. Options belong to one mode each.\n\nmodes:", {},
             0, 1 + 1000, runAnalyze};  // a missing MODE is reported by runAnalyze, naming the modes
   std::set<std::string> seen;

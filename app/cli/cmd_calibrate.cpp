@@ -5,6 +5,7 @@
 #include "app/cli/cli_decoding.h"
 #include "app/cli/cli_util.h"
 #include "app/cli/command.h"
+#include "core/format.h"
 #include "core/progress.h"
 #include "core/run_decoding.h"
 #include "gpu/calibration.h"

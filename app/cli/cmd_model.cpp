@@ -3,7 +3,10 @@
 
 #include "app/cli/command.h"
 #include "core/chat_format.h"
+#include "core/decoding.h"
+#include "core/format.h"
 #include "core/safetensors.h"
+#include "core/timing.h"
 #include "core/tokenizer.h"
 #include "gpu/model.h"
 #include "gpu/model_config.h"
@@ -20,16 +23,6 @@ namespace sdw::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-
-std::vector<std::int32_t> mergedStops(const Tokenizer& tok, const gpu::ModelConfig& c) {
-  std::vector<std::int32_t> s = tok.stopIds();
-  for (const auto id : c.eosTokenIds) s.push_back(id);
-  for (const auto id : c.generation.eosTokenIds) s.push_back(id);
-  std::sort(s.begin(), s.end());
-  s.erase(std::unique(s.begin(), s.end()), s.end());
-  return s;
-}
 
 // ---------------------------------------------------------------- generate
 int runGenerate(const Args& a) {
@@ -58,11 +51,12 @@ int runGenerate(const Args& a) {
   lo.device = a.get("device", "cpu");
   lo.dtype = gpu::canonicalDtype(a.get("dtype", "float32"));
   const auto model = gpu::Model::load(dir, lo);
-  const double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double loadSeconds = secondsSince(t0);
 
   const ChatFamily family = chat == "plain" ? ChatFamily::Plain : detectChatFamily(tok, dir);
   const std::vector<std::int32_t> ids = encodePrompt(tok, family, prompt);
-  go.stopIds = mergedStops(tok, model->config());
+  const gpu::ModelConfig& config = model->config();
+  go.stopIds = mergeStopIds(tok.stopIds(), config.eosTokenIds, config.generation.eosTokenIds);
 
   StreamDecoder stream(tok, /*skipSpecialTokens=*/true);
   const auto r = model->generate(ids, go, [&](std::int32_t id) {
@@ -111,14 +105,6 @@ int runGenerate(const Args& a) {
 }
 
 // ---------------------------------------------------------------- model-info
-std::string human(double bytes) {
-  char buf[64];
-  if (bytes >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
-  else if (bytes >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1f kB", bytes / 1e3);
-  return buf;
-}
-
 int runModelInfo(const Args& a) {
   const fs::path dir = a.positional.at(0);
   const gpu::ModelConfig c = gpu::loadModelConfig(dir);
@@ -190,17 +176,18 @@ int runModelInfo(const Args& a) {
   std::printf("context:        %lld, RoPE theta %g%s\n", static_cast<long long>(c.maxPositionEmbeddings), c.ropeTheta,
               c.ropeScaling.type.empty() ? "" : (", " + c.ropeScaling.type + " scaling").c_str());
   std::printf("parameters:     %.3f M\n", params / 1e6);
-  std::printf("bytes:          float32 %s, bfloat16 %s, float16 %s\n", human(params * 4).c_str(),
-              human(params * 2).c_str(), human(params * 2).c_str());
+  const std::string bytes4 = humanBytes(static_cast<std::uint64_t>(params * 4));
+  const std::string bytes2 = humanBytes(static_cast<std::uint64_t>(params * 2));
+  std::printf("bytes:          float32 %s, bfloat16 %s, float16 %s\n", bytes4.c_str(), bytes2.c_str(), bytes2.c_str());
   if (ckptError.empty())
     std::printf("checkpoint:     %zu file(s), %s of tensors (declared dtype %s)\n", files.size(),
-                human(static_cast<double>(onDisk)).c_str(), c.torchDtype.empty() ? "?" : c.torchDtype.c_str());
+                humanBytes(onDisk).c_str(), c.torchDtype.empty() ? "?" : c.torchDtype.c_str());
   else
     std::printf("checkpoint:     unreadable: %s\n", ckptError.c_str());
   std::printf("\nmodules (%zu linear projections, %s):\n", mods.size(), dtype.c_str());
   for (const auto& m : mods)
     std::printf("  %-44s [%6lld, %6lld]  %s\n", m.name.c_str(), static_cast<long long>(m.outFeatures),
-                static_cast<long long>(m.inFeatures), human(static_cast<double>(m.bytes)).c_str());
+                static_cast<long long>(m.inFeatures), humanBytes(static_cast<std::uint64_t>(m.bytes)).c_str());
   return 0;
 }
 
