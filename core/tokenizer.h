@@ -1,14 +1,20 @@
 #pragma once
-// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json (the
-// Llama-3 and Qwen2/3 families, GPT-2 style files), plus a streaming
+// BPE tokenizer read from a Hugging Face tokenizer.json, plus a streaming
 // detokenizer. Encoding and decoding match the `tokenizers` library.
 //
-// Supported: model "BPE" (vocab, merges as "a b" or ["a","b"],
-// ignore_merges), added tokens (special or not; lstrip/rstrip), normalizer
-// null / NFC / Sequence of those, pre-tokenizer Split(Regex, Isolated) and
-// ByteLevel (use_regex, add_prefix_space) alone or in a Sequence, decoder
-// ByteLevel, post-processor TemplateProcessing / ByteLevel / Sequence. Other
-// components are rejected with a TokenizerError saying which.
+// Two kinds:
+//  - byte-level BPE (the Llama-3 and Qwen2/3 families, GPT-2 style files):
+//    pre-tokenizer Split(Regex, Isolated) and ByteLevel (use_regex,
+//    add_prefix_space) alone or in a Sequence, decoder ByteLevel;
+//  - SentencePiece-style BPE (Llama-2, Mistral, imported llama2.c models):
+//    normalizer Prepend("▁") + Replace(" " -> "▁") or a Metaspace
+//    pre-tokenizer (prepend_scheme always/first/never, split), model
+//    byte_fallback / fuse_unk, decoder Replace + ByteFallback + Fuse +
+//    Strip(leading spaces) or Metaspace.
+// Both: model "BPE" (vocab, merges as "a b" or ["a","b"], ignore_merges),
+// added tokens (special or not; lstrip/rstrip), normalizer NFC / Prepend /
+// Replace(String) / Sequence, post-processor TemplateProcessing / ByteLevel /
+// Sequence. Other components are rejected with a TokenizerError saying which.
 
 #include <cstdint>
 #include <filesystem>
@@ -54,6 +60,10 @@ public:
 
     // The bytes a token stands for (before UTF-8 repair); empty if unknown.
     const std::string& tokenBytes(std::int32_t id) const;
+    // How many leading spaces decoding drops (1 for SentencePiece-style
+    // decoders, which remove the space the encoder put in front).
+    std::size_t leadingSpacesDropped() const;
+    bool isByteLevel() const;
     // Text of tokenizer_config.json's chat_template ("" if none or not read).
     const std::string& chatTemplate() const;
     const std::string& sourceName() const;
@@ -84,6 +94,7 @@ public:
 private:
     const Tokenizer* tokenizer_;
     bool skipSpecial_;
+    std::size_t stripLeft_;
     std::string pending_;
 };
 

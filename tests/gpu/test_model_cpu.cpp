@@ -357,6 +357,28 @@ class TestModelCpu : public QObject {
     }
   }
 
+  // A real pretrained checkpoint imported from llama2.c (float32): greedy
+  // continuations and last prompt logits from transformers on the same folder.
+  void importedLlama2cGolden() {
+    const fs::path dir = fs::path(SDW_SOURCE_DIR) / "samples/model/stories260K";
+    const fs::path file = kRef / "stories260K/golden.json";
+    if (!fs::exists(file)) QSKIP("tests/data/reference/stories260K/golden.json not made yet (tools/reference/llama2c_goldens.py)");
+    const auto g = readJson(file);
+    const auto m = Model::load(dir);
+    GenerationOptions o;
+    o.maxNewTokens = g["max_new_tokens"].get<int>();
+    o.stopIds = g["stop_ids"].get<std::vector<std::int32_t>>();
+    for (const auto& c : g["cases"]) {
+      const auto prompt = ids(c["prompt_ids"]);
+      QCOMPARE(m->generate(prompt, o).tokens, ids(c["greedy_ids"]));
+      const auto out = m->logits(prompt);
+      const auto V = static_cast<std::size_t>(m->config().vocabSize);
+      const double d = maxAbsDiff(std::span(out).subspan((prompt.size() - 1) * V, V),
+                                  c["last_prompt_logits_fp32_cpu"].get<std::vector<float>>());
+      QVERIFY2(d <= 1e-4, qPrintable(QStringLiteral("%1: max abs diff %2").arg(QString::fromStdString(c["id"])).arg(d)));
+    }
+  }
+
   // The KV-cache decode path against one teacher-forced pass over the same tokens.
   void kvCacheMatchesTeacherForcing_data() {
     QTest::addColumn<QString>("model");
