@@ -3,6 +3,7 @@
 #include <QMetaObject>
 #include <QPointer>
 #include <QRunnable>
+#include <QTimer>
 
 #include <chrono>
 #include <exception>
@@ -11,12 +12,25 @@
 namespace sdw::app {
 
 struct JobManager::State {
+  using Clock = std::chrono::steady_clock;
   JobId id = 0;
   QString name;
   std::atomic<bool> stop{false};
   // Only the worker thread touches the meter and lastEmit.
   sdw::ProgressMeter meter;
-  std::chrono::steady_clock::time_point lastEmit{};
+  Clock::time_point lastEmit{};
+  // The rest only on the manager's thread.
+  Hooks hooks;
+  bool guarded = false;       // started with a context
+  QPointer<QObject> context;
+  std::weak_ptr<JobId> slot;  // the slot's id, which may have moved on to a newer job
+  bool replaced = false;
+  bool ended = false;
+  QMetaObject::Connection contextGone;
+  Clock::time_point lastDelivery{};
+
+  // Whether the job's callbacks still want to hear of it.
+  bool heard() const { return !replaced && (!guarded || context); }
 };
 
 namespace {
@@ -57,58 +71,113 @@ JobManager::~JobManager() {
   pool_.waitForDone();
 }
 
-JobId JobManager::start(const QString& name, Work work) {
+JobId JobManager::launch(const QString& name, Work work, Hooks hooks) {
   auto state = std::make_shared<State>();
   state->id = nextId_.fetch_add(1);
   state->name = name;
-  jobs_[state->id] = state;
   const JobId id = state->id;
+  if (hooks.context) {
+    state->guarded = true;
+    state->context = hooks.context;
+    state->contextGone = connect(hooks.context, &QObject::destroyed, this, [this, id] { cancel(id); });
+  }
+  if (hooks.slot) {
+    if (const auto old = jobs_.find(hooks.slot->id()); old != jobs_.end()) {
+      old->second->replaced = true;
+      old->second->stop.store(true);
+    }
+    *hooks.slot->id_ = id;
+    state->slot = hooks.slot->id_;
+  }
+
+  // Runs on pool threads. Everything is posted to the manager's thread, so
+  // bookkeeping stays single-threaded and order is preserved.
+  QPointer<JobManager> self(this);
+  const auto post = [this, self](std::function<void()> fn) {
+    if (self) QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection);
+  };
+  if (hooks.channel) {
+    hooks.channel->wake = [this, post, weak = std::weak_ptr<State>(state)] {
+      post([this, weak] {
+        if (const auto s = weak.lock()) scheduleDelivery(s);
+      });
+    };
+  }
+  state->hooks = std::move(hooks);
+  jobs_[id] = state;
   Q_EMIT started(id, name);
 
-  QPointer<JobManager> self(this);
-  pool_.start([this, self, state, work = std::move(work)]() {
-    // Runs on a pool thread. Signals are posted to the manager's thread so
-    // that bookkeeping stays single-threaded and order is preserved.
-    auto post = [this, self](auto fn) {
-      if (self) QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection);
-    };
+  pool_.start([this, post, state, work = std::move(work)]() {
     const sdw::ProgressFn progress = [&](const sdw::Progress& p) {
       if (state->stop.load(std::memory_order_relaxed)) return false;
-      const auto now = std::chrono::steady_clock::now();
+      const auto now = State::Clock::now();
       const sdw::ProgressStatus s = state->meter.update(p, now);
       if (now - state->lastEmit >= std::chrono::milliseconds(progressIntervalMs_.load())) {
         state->lastEmit = now;
-        post([this, u = toUpdate(state->name, state->id, s)] { Q_EMIT progressed(u); });
+        post([this, state, u = toUpdate(state->name, state->id, s)] {
+          if (state->ended) return;
+          Q_EMIT progressed(u);
+          if (state->heard() && state->hooks.progress) state->hooks.progress(u);
+        });
       }
       return !state->stop.load(std::memory_order_relaxed);
     };
+    const auto fail = [this, post, state](const QString& msg) {
+      post([this, state, msg] {
+        end(state, [&] { Q_EMIT failed(state->id, msg); }, [&](const Hooks& h) {
+          if (h.failed) h.failed(msg);
+        });
+      });
+    };
     try {
       QVariant result = work(progress);
-      post([this, id = state->id, result = std::move(result)] {
-        retire(id);
-        Q_EMIT finished(id, result);
+      post([this, state, result = std::move(result)] {
+        end(state, [&] { Q_EMIT finished(state->id, result); }, [&](const Hooks& h) {
+          if (h.finished) h.finished(result);
+        });
       });
     } catch (const sdw::Cancelled&) {
-      post([this, id = state->id] {
-        retire(id);
-        Q_EMIT cancelled(id);
+      post([this, state] {
+        end(state, [&] { Q_EMIT cancelled(state->id); }, [](const Hooks& h) {
+          if (h.cancelled) h.cancelled();
+        });
       });
     } catch (const std::exception& e) {
-      post([this, id = state->id, msg = QString::fromUtf8(e.what())] {
-        retire(id);
-        Q_EMIT failed(id, msg);
-      });
+      fail(QString::fromUtf8(e.what()));
     } catch (...) {
-      post([this, id = state->id] {
-        retire(id);
-        Q_EMIT failed(id, QStringLiteral("unknown error"));
-      });
+      fail(QStringLiteral("unknown error"));
     }
   });
   return id;
 }
 
-void JobManager::retire(JobId id) { jobs_.erase(id); }
+void JobManager::scheduleDelivery(const std::shared_ptr<State>& s) {
+  if (s->ended) return;
+  using namespace std::chrono;
+  const auto since = duration_cast<milliseconds>(State::Clock::now() - s->lastDelivery).count();
+  const auto wait = s->hooks.dataIntervalMs - since;
+  if (wait <= 0) deliver(s);
+  else QTimer::singleShot(static_cast<int>(wait), this, [this, s] { deliver(s); });
+}
+
+void JobManager::deliver(const std::shared_ptr<State>& s) {
+  if (s->ended || !s->hooks.deliver) return;
+  s->lastDelivery = State::Clock::now();
+  s->hooks.deliver(s->heard());
+}
+
+void JobManager::end(const std::shared_ptr<State>& s, const std::function<void()>& signal,
+                     const std::function<void(const Hooks&)>& callback) {
+  deliver(s);  // what the job sent before it ended comes first
+  s->ended = true;
+  jobs_.erase(s->id);
+  disconnect(s->contextGone);
+  if (const auto slot = s->slot.lock(); slot && *slot == s->id) *slot = 0;
+  signal();
+  const bool heard = s->heard();
+  const Hooks hooks = std::exchange(s->hooks, {});
+  if (heard) callback(hooks);
+}
 
 void JobManager::cancel(JobId id) {
   const auto it = jobs_.find(id);

@@ -165,7 +165,7 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
 
   for (int layer = 0; layer < config.numLayers; ++layer) {
     const std::string layerText = "layer " + std::to_string(layer + 1) + "/" + std::to_string(config.numLayers);
-    reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules", layerText});
+    reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules", layerText, "prune"});
     // Statistics for this layer's inputs: the run's, or re-captured through the pruned layers.
     std::map<std::string, SolverInput> stats;
     if (sequential && layer > 0) {
@@ -184,7 +184,8 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
       replayCollect(*recaptureModel, replay, replayBatch, acc, [&](std::size_t b, std::size_t n) {
         reportOrThrow(progress, Progress{static_cast<double>(b), static_cast<double>(n), "batches",
                                          "recapture " + layerText + ": batch " + std::to_string(b) + "/" +
-                                             std::to_string(n)});
+                                             std::to_string(n),
+                                         "recapture"});
       });
       for (const auto& in : acc.inputs()) {
         SolverInput si;
@@ -244,7 +245,7 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
       result.modules.push_back(row);
       if (onModule) onModule(row);
       ++done;
-      reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules", layerText});
+      reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules", layerText, "prune"});
     }
   }
 

@@ -106,7 +106,7 @@ struct PruneResult {
   double recaptureSeconds = 0;          // sequential: time spent re-capturing statistics
 };
 
-// Progress stages: "prune" (done = modules solved), "recapture" (the
+// Progress phases: "prune" (done = modules solved), "recapture" (the
 // calibration engine's own progress for layer i). Returning false throws
 // sdw::Cancelled after the current module; nothing is left under `out`'s
 // final names. `onModule` sees each finished row.

@@ -22,12 +22,13 @@ namespace {
 namespace rs = sdw::runstore;
 namespace fs = std::filesystem;
 
+}  // namespace
+
 struct AnalysisOutcome {
   widgets::EpsilonData data;
   QString written;  // a new analysis run, "" when opened or not saved
 };
 
-}  // namespace
 }  // namespace sdw::app
 
 Q_DECLARE_METATYPE(sdw::app::AnalysisOutcome)
@@ -209,16 +210,6 @@ AnalysisInputs findAnalysisInputs(const QString& dir) {
 AnalysisController::AnalysisController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
   qRegisterMetaType<sdw::widgets::EpsilonData>("sdw::widgets::EpsilonData");
   qRegisterMetaType<QVector<sdw::widgets::RunChoice>>("QVector<sdw::widgets::RunChoice>");
-  connect(jobs, &JobManager::finished, this, &AnalysisController::onFinished);
-  connect(jobs, &JobManager::failed, this, &AnalysisController::onFailed);
-  connect(jobs, &JobManager::cancelled, this, &AnalysisController::onCancelled);
-  connect(jobs, &JobManager::progressed, this, &AnalysisController::onProgress);
-}
-
-AnalysisController::~AnalysisController() {
-  if (!jobs_) return;
-  for (JobId id : {scanJob_, analyzeJob_, openJob_})
-    if (id) jobs_->cancel(id);
 }
 
 void AnalysisController::attach(widgets::AnalysisPanel* panel) {
@@ -247,28 +238,41 @@ JobId AnalysisController::setWorkspace(const QString& dir) {
   if (!jobs_) return 0;
   workspace_ = dir;
   outputDir_ = dir;
-  if (scanJob_) jobs_->cancel(scanJob_);
-  scanJob_ = jobs_->startTyped<AnalysisInputs>(tr("Find calibration runs"), [dir](const sdw::ProgressFn&) {
-    AnalysisInputs in = findAnalysisInputs(dir);
-    if (in.analysis.isEmpty()) {
-      const QString sample = QDir(sampleWorkspaceDir()).filePath(QStringLiteral("epsilon-sample.sdw.h5"));
-      if (QFileInfo::exists(sample)) in.analysis = sample;
-    }
-    return in;
+  return jobs_->start(Job<AnalysisInputs>{
+      .name = tr("Find calibration runs"),
+      .slot = &scan_,
+      .context = this,
+      .work =
+          [dir](const sdw::ProgressFn&) {
+            AnalysisInputs in = findAnalysisInputs(dir);
+            if (in.analysis.isEmpty()) {
+              const QString sample = QDir(sampleWorkspaceDir()).filePath(QStringLiteral("epsilon-sample.sdw.h5"));
+              if (QFileInfo::exists(sample)) in.analysis = sample;
+            }
+            return in;
+          },
+      .finished =
+          [this](const AnalysisInputs& in) {
+            if (in.dir != workspace_) return;
+            const bool defaults = in.dir != defaultsDir_;
+            defaultsDir_ = in.dir;
+            Q_EMIT inputsFound(in.runs, in.reference, in.fixedText, in.ar, defaults);
+            if (!shown_ && !in.analysis.isEmpty() && !isBusy()) open(in.analysis);
+          },
+      .failed = [this](const QString& m) { Q_EMIT error(tr("cannot list calibration runs: %1").arg(m)); },
   });
-  return scanJob_;
 }
 
 JobId AnalysisController::analyze(const QString& reference, const QString& fixedText, const QString& ar, int k,
                                   const QString& device) {
   if (!jobs_) return 0;
   QString refusal;
-  if (analyzeJob_) refusal = tr("an analysis is already running");
+  if (analyze_.busy()) refusal = tr("an analysis is already running");
   else if (reference.trimmed().isEmpty()) refusal = tr("choose a reference run");
   else if (fixedText.trimmed().isEmpty() && ar.trimmed().isEmpty()) refusal = tr("choose at least one calibration run");
   if (!refusal.isEmpty()) {
     Q_EMIT error(tr("cannot analyze: %1").arg(refusal));
-    if (!analyzeJob_) Q_EMIT analysisEnded(tr("Cannot analyze: %1").arg(refusal), true);
+    if (!analyze_.busy()) Q_EMIT analysisEnded(tr("Cannot analyze: %1").arg(refusal), true);
     return 0;
   }
   gpu::EpsilonSettings s;
@@ -282,12 +286,25 @@ JobId AnalysisController::analyze(const QString& reference, const QString& fixed
     out = QDir(outputDir_).filePath(QStringLiteral("epsilon-k%1-%2.sdw.h5")
                                         .arg(k)
                                         .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
-  analyzeJob_ = jobs_->startTyped<AnalysisOutcome>(tr("Epsilon analysis"), [s, out](const sdw::ProgressFn& p) {
-    const gpu::EpsilonResult r = gpu::analyzeEpsilon(s, p);
-    AnalysisOutcome o;
-    if (!out.isEmpty()) o.written = fromPath(gpu::writeEpsilonAnalysis(r, toPath(out)));
-    o.data = epsilonDisplayData(r, o.written);
-    return o;
+  const JobId id = jobs_->start(Job<AnalysisOutcome>{
+      .name = tr("Epsilon analysis"),
+      .slot = &analyze_,
+      .context = this,
+      .work =
+          [s, out](const sdw::ProgressFn& p) {
+            const gpu::EpsilonResult r = gpu::analyzeEpsilon(s, p);
+            AnalysisOutcome o;
+            if (!out.isEmpty()) o.written = fromPath(gpu::writeEpsilonAnalysis(r, toPath(out)));
+            o.data = epsilonDisplayData(r, o.written);
+            return o;
+          },
+      .progress =
+          [this](const JobUpdate& u) {
+            Q_EMIT analysisProgress(u.fraction, tr("%1 / %2 inputs").arg(u.done).arg(u.total));
+          },
+      .finished = [this](const AnalysisOutcome& o) { showOutcome(o, true, widgets::AnalysisPanel::Main); },
+      .failed = [this](const QString& m) { failed(m, true); },
+      .cancelled = [this] { cancelled(true); },
   });
   QStringList names;
   for (const QString& p : {fixedText.trimmed(), ar.trimmed()})
@@ -296,88 +313,58 @@ JobId AnalysisController::analyze(const QString& reference, const QString& fixed
                              .arg(names.join(QStringLiteral(", ")), QFileInfo(reference).fileName())
                              .arg(k));
   Q_EMIT info(tr("epsilon analysis started: reference %1, k = %2").arg(reference).arg(k));
-  return analyzeJob_;
+  return id;
 }
 
 JobId AnalysisController::open(const QString& path, int slot) {
   if (!jobs_) return 0;
-  if (openJob_) jobs_->cancel(openJob_);  // superseded
-  openSlot_ = slot;
-  openJob_ = jobs_->startTyped<AnalysisOutcome>(tr("Open %1").arg(QFileInfo(path).fileName()),
-                                                [path](const sdw::ProgressFn&) {
-                                                  AnalysisOutcome o;
-                                                  o.data = epsilonDisplayData(gpu::readEpsilonAnalysis(toPath(path)),
-                                                                              path);
-                                                  return o;
-                                                });
-  if (!analyzeJob_) Q_EMIT analysisStarted(tr("Opening %1…").arg(QFileInfo(path).fileName()));
-  return openJob_;
+  const JobId id = jobs_->start(Job<AnalysisOutcome>{
+      .name = tr("Open %1").arg(QFileInfo(path).fileName()),
+      .slot = &open_,
+      .context = this,
+      .work =
+          [path](const sdw::ProgressFn&) {
+            AnalysisOutcome o;
+            o.data = epsilonDisplayData(gpu::readEpsilonAnalysis(toPath(path)), path);
+            return o;
+          },
+      .finished = [this, slot](const AnalysisOutcome& o) { showOutcome(o, false, slot); },
+      .failed = [this](const QString& m) { failed(m, false); },
+      .cancelled = [this] { cancelled(false); },
+  });
+  if (!analyze_.busy()) Q_EMIT analysisStarted(tr("Opening %1…").arg(QFileInfo(path).fileName()));
+  return id;
 }
 
 void AnalysisController::cancel() {
   if (!jobs_) return;
-  if (analyzeJob_) jobs_->cancel(analyzeJob_);
-  if (openJob_) jobs_->cancel(openJob_);
+  jobs_->cancel(analyze_.id());
+  jobs_->cancel(open_.id());
 }
 
-void AnalysisController::onProgress(const JobUpdate& u) {
-  if (u.id == 0 || u.id != analyzeJob_) return;
-  Q_EMIT analysisProgress(u.fraction, tr("%1 / %2 inputs").arg(u.done).arg(u.total));
+void AnalysisController::showOutcome(const AnalysisOutcome& o, bool analyzed, int slot) {
+  if (slot == widgets::AnalysisPanel::Main) shown_ = true;
+  Q_EMIT analysisReady(o.data, slot);
+  const QString what = o.data.hasPair ? o.data.summaryLine() : tr("%1 inputs").arg(o.data.inputs.size());
+  QString msg;
+  if (analyzed)
+    msg = o.written.isEmpty() ? tr("Analysis done: %1").arg(what)
+                              : tr("Analysis saved to %1: %2").arg(QFileInfo(o.written).fileName(), what);
+  else
+    msg = tr("Opened %1: %2").arg(QFileInfo(o.data.path).fileName(), what);
+  if (!isBusy()) Q_EMIT analysisEnded(msg, false);
+  Q_EMIT info(msg);
+  if (!o.written.isEmpty()) Q_EMIT runWritten(o.written);
 }
 
-void AnalysisController::onFinished(JobId id, const QVariant& result) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-    const auto in = result.value<AnalysisInputs>();
-    if (in.dir != workspace_) return;
-    const bool defaults = in.dir != defaultsDir_;
-    defaultsDir_ = in.dir;
-    Q_EMIT inputsFound(in.runs, in.reference, in.fixedText, in.ar, defaults);
-    if (!shown_ && !in.analysis.isEmpty() && !openJob_ && !analyzeJob_) open(in.analysis);
-  } else if (id == analyzeJob_ || id == openJob_) {
-    const bool analyzed = id == analyzeJob_;
-    const int slot = analyzed ? 0 : openSlot_;
-    (analyzed ? analyzeJob_ : openJob_) = 0;
-    const auto o = result.value<AnalysisOutcome>();
-    if (slot == 0) shown_ = true;
-    Q_EMIT analysisReady(o.data, slot);
-    const QString what = o.data.hasPair ? o.data.summaryLine() : tr("%1 inputs").arg(o.data.inputs.size());
-    QString msg;
-    if (analyzed)
-      msg = o.written.isEmpty() ? tr("Analysis done: %1").arg(what)
-                                : tr("Analysis saved to %1: %2").arg(QFileInfo(o.written).fileName(), what);
-    else
-      msg = tr("Opened %1: %2").arg(QFileInfo(o.data.path).fileName(), what);
-    if (!analyzeJob_ && !openJob_) Q_EMIT analysisEnded(msg, false);
-    Q_EMIT info(msg);
-    if (!o.written.isEmpty()) Q_EMIT runWritten(o.written);
-  }
+void AnalysisController::failed(const QString& message, bool analyzed) {
+  const QString m = analyzed ? tr("Analysis failed: %1").arg(message) : tr("Cannot open the analysis: %1").arg(message);
+  if (!isBusy()) Q_EMIT analysisEnded(m, true);
+  Q_EMIT error(m);
 }
 
-void AnalysisController::onFailed(JobId id, const QString& message) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-    Q_EMIT error(tr("cannot list calibration runs: %1").arg(message));
-  } else if (id == analyzeJob_ || id == openJob_) {
-    const bool analyzed = id == analyzeJob_;
-    (analyzed ? analyzeJob_ : openJob_) = 0;
-    const QString m = analyzed ? tr("Analysis failed: %1").arg(message) : tr("Cannot open the analysis: %1").arg(message);
-    if (!analyzeJob_ && !openJob_) Q_EMIT analysisEnded(m, true);
-    Q_EMIT error(m);
-  }
-}
-
-void AnalysisController::onCancelled(JobId id) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-  } else if (id == analyzeJob_ || id == openJob_) {
-    const bool analyzed = id == analyzeJob_;
-    (analyzed ? analyzeJob_ : openJob_) = 0;
-    if (!analyzeJob_ && !openJob_) Q_EMIT analysisEnded(analyzed ? tr("Analysis cancelled.") : tr("Opening cancelled."), false);
-  }
+void AnalysisController::cancelled(bool analyzed) {
+  if (!isBusy()) Q_EMIT analysisEnded(analyzed ? tr("Analysis cancelled.") : tr("Opening cancelled."), false);
 }
 
 }  // namespace sdw::app

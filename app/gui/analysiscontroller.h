@@ -4,7 +4,7 @@
 // job ("Epsilon analysis", progress in inputs, cancellable) and saves the
 // result as an analysis run in the workspace, and opens existing analysis
 // runs. Results reach the panel as widgets::EpsilonData, built off the GUI
-// thread. Superseded jobs' results are dropped.
+// thread. An open replaces the one still running (its result is dropped).
 
 #include "app/jobmanager.h"
 #include "widgets/analysispanel.h"
@@ -38,11 +38,12 @@ widgets::EpsilonData epsilonDisplayData(const gpu::EpsilonResult& result, const 
 // newest epsilon analysis run) to show.
 AnalysisInputs findAnalysisInputs(const QString& dir);
 
+struct AnalysisOutcome;  // an analysis run (new or opened) as the panel shows it
+
 class AnalysisController : public QObject {
   Q_OBJECT
  public:
   explicit AnalysisController(JobManager* jobs, QObject* parent = nullptr);
-  ~AnalysisController() override;
 
   void attach(widgets::AnalysisPanel* panel);
 
@@ -57,10 +58,10 @@ class AnalysisController : public QObject {
   JobId open(const QString& path, int slot = widgets::AnalysisPanel::Main);
   void cancel();
 
-  JobId analyzeJob() const { return analyzeJob_; }
-  JobId openJob() const { return openJob_; }
-  JobId scanJob() const { return scanJob_; }
-  bool isBusy() const { return analyzeJob_ != 0 || openJob_ != 0; }
+  JobId analyzeJob() const { return analyze_.id(); }
+  JobId openJob() const { return open_.id(); }
+  JobId scanJob() const { return scan_.id(); }
+  bool isBusy() const { return analyze_.busy() || open_.busy(); }
 
  Q_SIGNALS:
   // `defaults`: the workspace is new, so the pickers take the suggested runs;
@@ -77,19 +78,18 @@ class AnalysisController : public QObject {
   void error(const QString& message);
 
  private:
-  void onFinished(JobId id, const QVariant& result);
-  void onFailed(JobId id, const QString& message);
-  void onCancelled(JobId id);
-  void onProgress(const JobUpdate& u);
+  // The end of an analysis (`analyzed`) or of opening one (shown on page `slot`).
+  void showOutcome(const AnalysisOutcome& o, bool analyzed, int slot);
+  void failed(const QString& message, bool analyzed);
+  void cancelled(bool analyzed);
 
   QPointer<JobManager> jobs_;
   QString workspace_;
   QString outputDir_;
   QString defaultsDir_;  // the workspace whose defaults the pickers got
-  JobId scanJob_ = 0;
-  JobId analyzeJob_ = 0;
-  JobId openJob_ = 0;
-  int openSlot_ = 0;
+  JobSlot scan_;
+  JobSlot analyze_;
+  JobSlot open_;
   bool shown_ = false;  // something is on the main page
 };
 

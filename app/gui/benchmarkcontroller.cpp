@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,12 +22,6 @@
 Q_DECLARE_METATYPE(sdw::gpu::BenchResult)
 
 namespace sdw::app {
-
-// Written by the runner's per-row callback on the job thread, drained on the GUI thread.
-struct BenchStream {
-  std::mutex mutex;
-  std::vector<gpu::BenchRow> pending;
-};
 
 // A results file as read by the open job.
 struct LoadedBench {
@@ -273,16 +266,6 @@ QVector<widgets::BenchMeasurement> pointsFor(const QVector<gpu::BenchRow>& rows,
 BenchmarkController::BenchmarkController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
   qRegisterMetaType<sdw::gpu::BenchResult>();
   qRegisterMetaType<sdw::app::LoadedBench>();
-  drainTimer_.setInterval(40);
-  connect(&drainTimer_, &QTimer::timeout, this, &BenchmarkController::drain);
-  connect(jobs, &JobManager::finished, this, &BenchmarkController::onFinished);
-  connect(jobs, &JobManager::failed, this, &BenchmarkController::onFailed);
-  connect(jobs, &JobManager::cancelled, this, &BenchmarkController::onCancelled);
-  connect(jobs, &JobManager::progressed, this, &BenchmarkController::onProgress);
-}
-
-BenchmarkController::~BenchmarkController() {
-  if (jobs_ && runJob_) jobs_->cancel(runJob_);  // the job owns its stream; it only needs to stop
 }
 
 void BenchmarkController::attach(widgets::BenchmarkPanel* panel) {
@@ -317,7 +300,7 @@ void BenchmarkController::attach(widgets::BenchmarkPanel* panel) {
 
 JobId BenchmarkController::start(const widgets::BenchRequest& request) {
   if (!jobs_) return 0;
-  if (runJob_) {
+  if (run_.busy()) {
     Q_EMIT error(tr("a benchmark is already running"));
     return 0;
   }
@@ -349,13 +332,56 @@ JobId BenchmarkController::start(const widgets::BenchRequest& request) {
   const bool gpu = !s.forceCpu && gpu::deviceInfo().cudaAvailable;
   meta_.backend = gpu ? "cuda" : "cpu";
   meta_.device = gpu ? gpu::deviceInfo().name : "CPU";
-  stream_ = std::make_shared<BenchStream>();
-  auto stream = stream_;
-  runJob_ = jobs_->startTyped<gpu::BenchResult>(tr("Benchmark kernels"), [s, stream](const sdw::ProgressFn& p) {
-    return gpu::runKernelBench(s, p, [stream](const gpu::BenchRow& row) {
-      std::lock_guard<std::mutex> lock(stream->mutex);
-      stream->pending.push_back(row);
-    });
+  const JobId id = jobs_->start(Job<gpu::BenchResult, gpu::BenchRow>{
+      .name = tr("Benchmark kernels"),
+      .slot = &run_,
+      .context = this,
+      .work =
+          [s](const sdw::ProgressFn& p, const JobChannel<gpu::BenchRow>& rows) {
+            return gpu::runKernelBench(s, p, [&rows](const gpu::BenchRow& row) { rows.send(row); });
+          },
+      .progress =
+          [this](const JobUpdate& u) {
+            const QString text =
+                u.total > 0 ? tr("%1 (%2/%3 kernels)").arg(u.stage).arg(u.done).arg(u.total) : u.stage;
+            Q_EMIT progressed(u.fraction, text);
+          },
+      .data =
+          [this](const std::vector<gpu::BenchRow>& rows) {
+            addRows(rows);
+            publishDerived();
+          },
+      .dataIntervalMs = drainMs_,
+      .finished =
+          [this](const gpu::BenchResult& r) {
+            meta_ = r;
+            meta_.rows.clear();
+            // Normally every row came through the channel; keep any that did not.
+            if (r.rows.size() > static_cast<std::size_t>(rows_.size()))
+              addRows(std::vector<gpu::BenchRow>(r.rows.begin() + rows_.size(), r.rows.end()));
+            publishDerived();
+            const QString msg = tr("Done: %1 measurements on %2; read bandwidth %3 GB/s.")
+                                    .arg(rows_.size())
+                                    .arg(QString::fromStdString(r.device))
+                                    .arg(r.hbmReadGBs, 0, 'f', 0);
+            // Progress reports are throttled: the last one may be well short of the end.
+            Q_EMIT progressed(1.0, msg);
+            Q_EMIT runEnded(msg, false);
+            Q_EMIT info(tr("benchmark: %1").arg(msg));
+            for (const auto& n : r.notes) Q_EMIT info(tr("benchmark note: %1").arg(QString::fromStdString(n)));
+          },
+      .failed =
+          [this](const QString& message) {
+            const QString m = tr("Benchmark failed: %1").arg(message);
+            Q_EMIT runEnded(m, true);
+            Q_EMIT error(m);
+          },
+      .cancelled =
+          [this] {
+            const QString m = tr("Cancelled after %1 measurements.").arg(rows_.size());
+            Q_EMIT runEnded(m, false);
+            Q_EMIT info(tr("benchmark: %1").arg(m));
+          },
   });
   const QString title = tr("Benchmarking %1 shape(s) × %2 batch size(s) on %3…")
                             .arg(s.shapes.size())
@@ -363,24 +389,46 @@ JobId BenchmarkController::start(const widgets::BenchRequest& request) {
                             .arg(gpu ? tr("the GPU") : tr("the CPU kernels"));
   Q_EMIT runStarted(title);
   Q_EMIT info(title);
-  drainTimer_.start();
-  return runJob_;
+  return id;
 }
 
 void BenchmarkController::cancel() {
-  if (jobs_ && runJob_) jobs_->cancel(runJob_);
+  if (jobs_) jobs_->cancel(run_.id());
 }
 
 JobId BenchmarkController::openResults(const QString& path) {
   if (!jobs_) return 0;
-  if (runJob_) {
+  if (run_.busy()) {
     Q_EMIT error(tr("a benchmark is running: cancel it before opening results"));
     return 0;
   }
-  openPath_ = path;
-  openJob_ = jobs_->startTyped<LoadedBench>(tr("Open %1").arg(QFileInfo(path).fileName()),
-                                            [path](const sdw::ProgressFn&) { return readResults(path); });
-  return openJob_;
+  return jobs_->start(Job<LoadedBench>{
+      .name = tr("Open %1").arg(QFileInfo(path).fileName()),
+      .slot = &open_,
+      .context = this,
+      .work = [path](const sdw::ProgressFn&) { return readResults(path); },
+      .finished =
+          [this, path](const LoadedBench& loaded) {
+            settings_ = loaded.settings;
+            meta_ = loaded.result;
+            meta_.rows.clear();
+            rows_ = QVector<gpu::BenchRow>(loaded.result.rows.begin(), loaded.result.rows.end());
+            const QString title = tr("%1: %2 rows from %3 (%4)")
+                                      .arg(QFileInfo(path).fileName())
+                                      .arg(rows_.size())
+                                      .arg(QString::fromStdString(meta_.device.empty() ? meta_.backend : meta_.device),
+                                           loaded.command.isEmpty() ? tr("no command recorded") : loaded.command);
+            Q_EMIT resultLoaded(title, rows_, pointsFor(rows_, 0));
+            publishDerived();
+            Q_EMIT info(tr("opened benchmark results %1 (%2 rows)").arg(path).arg(rows_.size()));
+          },
+      .failed =
+          [this](const QString& message) {
+            const QString m = tr("Cannot open benchmark results: %1").arg(message);
+            Q_EMIT runEnded(m, true);
+            Q_EMIT error(m);
+          },
+  });
 }
 
 QString BenchmarkController::exportTable(const QString& path) const {
@@ -405,105 +453,17 @@ QString BenchmarkController::exportTable(const QString& path) const {
   return {};
 }
 
-void BenchmarkController::drain() {
-  if (!stream_) return;
-  std::vector<gpu::BenchRow> batch;
-  {
-    std::lock_guard<std::mutex> lock(stream_->mutex);
-    batch.swap(stream_->pending);
-  }
-  if (batch.empty()) return;
+void BenchmarkController::addRows(const std::vector<gpu::BenchRow>& batch) {
   const QVector<gpu::BenchRow> rows(batch.begin(), batch.end());
   const QVector<widgets::BenchMeasurement> points = pointsFor(rows, static_cast<int>(rows_.size()));
   rows_ += rows;
   Q_EMIT measured(rows, points);
-  publishDerived();
 }
 
 void BenchmarkController::publishDerived() {
   Q_EMIT speedupsChanged(bench::speedups(rows_), bench::baselineName(rows_));
   Q_EMIT barsChanged(bench::speedupBars(rows_));
   Q_EMIT summaryChanged(bench::summaryLine(rows_, meta_));
-}
-
-void BenchmarkController::onProgress(const JobUpdate& u) {
-  if (u.id == 0 || u.id != runJob_) return;
-  const QString text = u.total > 0 ? tr("%1 (%2/%3 kernels)").arg(u.stage).arg(u.done).arg(u.total) : u.stage;
-  Q_EMIT progressed(u.fraction, text);
-}
-
-void BenchmarkController::onFinished(JobId id, const QVariant& result) {
-  if (id == 0) return;
-  if (id == runJob_) {
-    runJob_ = 0;
-    drain();
-    drainTimer_.stop();
-    stream_.reset();
-    const auto r = result.value<gpu::BenchResult>();
-    meta_ = r;
-    meta_.rows.clear();
-    // Normally every row came through the stream; keep any that did not.
-    if (r.rows.size() > static_cast<std::size_t>(rows_.size())) {
-      const QVector<gpu::BenchRow> rest(r.rows.begin() + rows_.size(), r.rows.end());
-      const auto points = pointsFor(rest, static_cast<int>(rows_.size()));
-      rows_ += rest;
-      Q_EMIT measured(rest, points);
-    }
-    publishDerived();
-    const QString msg = tr("Done: %1 measurements on %2; read bandwidth %3 GB/s.")
-                            .arg(rows_.size())
-                            .arg(QString::fromStdString(r.device))
-                            .arg(r.hbmReadGBs, 0, 'f', 0);
-    // Progress reports are throttled: the last one may be well short of the end.
-    Q_EMIT progressed(1.0, msg);
-    Q_EMIT runEnded(msg, false);
-    Q_EMIT info(tr("benchmark: %1").arg(msg));
-    for (const auto& n : r.notes) Q_EMIT info(tr("benchmark note: %1").arg(QString::fromStdString(n)));
-  } else if (id == openJob_) {
-    openJob_ = 0;
-    const auto loaded = result.value<LoadedBench>();
-    settings_ = loaded.settings;
-    meta_ = loaded.result;
-    meta_.rows.clear();
-    rows_ = QVector<gpu::BenchRow>(loaded.result.rows.begin(), loaded.result.rows.end());
-    const QString title = tr("%1: %2 rows from %3 (%4)")
-                              .arg(QFileInfo(openPath_).fileName())
-                              .arg(rows_.size())
-                              .arg(QString::fromStdString(meta_.device.empty() ? meta_.backend : meta_.device),
-                                   loaded.command.isEmpty() ? tr("no command recorded") : loaded.command);
-    Q_EMIT resultLoaded(title, rows_, pointsFor(rows_, 0));
-    publishDerived();
-    Q_EMIT info(tr("opened benchmark results %1 (%2 rows)").arg(openPath_).arg(rows_.size()));
-  }
-}
-
-void BenchmarkController::onFailed(JobId id, const QString& message) {
-  if (id == 0) return;
-  if (id == runJob_) {
-    runJob_ = 0;
-    drain();
-    drainTimer_.stop();
-    stream_.reset();
-    const QString m = tr("Benchmark failed: %1").arg(message);
-    Q_EMIT runEnded(m, true);
-    Q_EMIT error(m);
-  } else if (id == openJob_) {
-    openJob_ = 0;
-    const QString m = tr("Cannot open benchmark results: %1").arg(message);
-    Q_EMIT runEnded(m, true);
-    Q_EMIT error(m);
-  }
-}
-
-void BenchmarkController::onCancelled(JobId id) {
-  if (id == 0 || id != runJob_) return;
-  runJob_ = 0;
-  drain();
-  drainTimer_.stop();
-  stream_.reset();
-  const QString m = tr("Cancelled after %1 measurements.").arg(rows_.size());
-  Q_EMIT runEnded(m, false);
-  Q_EMIT info(tr("benchmark: %1").arg(m));
 }
 
 }  // namespace sdw::app

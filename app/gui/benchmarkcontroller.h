@@ -6,9 +6,8 @@
 // from them: per-row speedups over dense, per-shape speedup bars and the
 // batch-1 summary medians.
 //
-// Threading: the runner's per-row callback only appends to a mutex-guarded
-// queue owned by that job; a GUI-thread timer drains it. One run at a time;
-// rows of a superseded job are dropped.
+// Threading: the runner's per-row callback sends each row on the job's
+// channel, which hands them over at most every 40 ms. One run at a time.
 
 #include "app/jobmanager.h"
 #include "gpu/bench.h"
@@ -16,14 +15,11 @@
 
 #include <QObject>
 #include <QPointer>
-#include <QTimer>
 #include <QVector>
 
-#include <memory>
+#include <vector>
 
 namespace sdw::app {
-
-struct BenchStream;  // rows on their way from a job to the GUI thread
 
 // Plain computations over measured rows; free functions so tests can check them.
 namespace bench {
@@ -45,7 +41,6 @@ class BenchmarkController : public QObject {
   Q_OBJECT
  public:
   explicit BenchmarkController(JobManager* jobs, QObject* parent = nullptr);
-  ~BenchmarkController() override;
 
   // Tells the panel about the device and the shape catalog, connects it both ways.
   void attach(widgets::BenchmarkPanel* panel);
@@ -59,12 +54,12 @@ class BenchmarkController : public QObject {
   // .csv: the table; .json: the format Open results reads. Error text, or empty.
   QString exportTable(const QString& path) const;
 
-  bool isRunning() const { return runJob_ != 0; }
-  JobId runJob() const { return runJob_; }
+  bool isRunning() const { return run_.busy(); }
+  JobId runJob() const { return run_.id(); }
   const QVector<gpu::BenchRow>& rows() const { return rows_; }
   const gpu::BenchResult& result() const { return meta_; }
-  // How often streamed rows are handed to the panel (default 40 ms).
-  void setDrainInterval(int msecs) { drainTimer_.setInterval(msecs); }
+  // How often streamed rows are handed to the panel (default 40 ms), from the next run on.
+  void setDrainInterval(int msecs) { drainMs_ = msecs; }
 
  Q_SIGNALS:
   void runStarted(const QString& title);
@@ -80,19 +75,13 @@ class BenchmarkController : public QObject {
   void error(const QString& message);
 
  private:
-  void onFinished(JobId id, const QVariant& result);
-  void onFailed(JobId id, const QString& message);
-  void onCancelled(JobId id);
-  void onProgress(const JobUpdate& u);
-  void drain();
+  void addRows(const std::vector<gpu::BenchRow>& rows);
   void publishDerived();
 
   QPointer<JobManager> jobs_;
-  JobId runJob_ = 0;
-  JobId openJob_ = 0;
-  QString openPath_;
-  std::shared_ptr<BenchStream> stream_;
-  QTimer drainTimer_;
+  JobSlot run_;
+  JobSlot open_;
+  int drainMs_ = 40;
   gpu::BenchSettings settings_;   // of the run or file shown
   gpu::BenchResult meta_;         // device, bandwidth, notes of the run or file shown
   QVector<gpu::BenchRow> rows_;   // everything shown, in run order

@@ -19,10 +19,6 @@
 
 namespace sdw::app {
 
-namespace {
-
-namespace fs = std::filesystem;
-
 struct CalibrationOutcome {
   QString path;
   bool complete = false;
@@ -33,7 +29,6 @@ struct CalibrationOutcome {
   quint64 fileBytes = 0;
 };
 
-}  // namespace
 }  // namespace sdw::app
 
 Q_DECLARE_METATYPE(sdw::app::CalibrationOutcome)
@@ -41,6 +36,8 @@ Q_DECLARE_METATYPE(sdw::app::CalibrationOutcome)
 namespace sdw::app {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 QString tokens(double t) { return QLocale(QLocale::English).toString(static_cast<qint64>(t)); }
 
@@ -94,14 +91,6 @@ QString samplePromptsFile() { return samplesFile(QStringLiteral("prompts/brown-c
 CalibrationController::CalibrationController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
   qRegisterMetaType<sdw::widgets::CalibrationForm>("sdw::widgets::CalibrationForm");
   qRegisterMetaType<sdw::widgets::CalibrationEstimateView>("sdw::widgets::CalibrationEstimateView");
-  connect(jobs, &JobManager::finished, this, &CalibrationController::onFinished);
-  connect(jobs, &JobManager::failed, this, &CalibrationController::onFailed);
-  connect(jobs, &JobManager::cancelled, this, &CalibrationController::onCancelled);
-  connect(jobs, &JobManager::progressed, this, &CalibrationController::onProgress);
-}
-
-CalibrationController::~CalibrationController() {
-  if (jobs_ && job_) jobs_->cancel(job_);
 }
 
 void CalibrationController::attach(widgets::CalibrationPanel* panel) {
@@ -179,7 +168,7 @@ widgets::CalibrationEstimateView CalibrationController::estimate(const widgets::
 
 JobId CalibrationController::start(const widgets::CalibrationForm& form) {
   if (!jobs_) return 0;
-  if (job_) {
+  if (run_.busy()) {
     Q_EMIT error(tr("a calibration is already running"));
     return 0;
   }
@@ -198,19 +187,19 @@ JobId CalibrationController::start(const widgets::CalibrationForm& form) {
   lastTotal_ = static_cast<double>(f.tokenBudget);
   clock_.start();
   lastChartMs_ = -1000;
-  job_ = jobs_->startTyped<CalibrationOutcome>(tr("Calibration (%1)").arg(f.source), [s, out](const sdw::ProgressFn& p) {
+  const JobId id = startRun(tr("Calibration (%1)").arg(f.source), [s, out](const sdw::ProgressFn& p) {
     return outcomeOf(gpu::runCalibration(s, out, p));
   });
   Q_EMIT runStarted(tr("Calibrating %1 from %2 into %3…")
                         .arg(QFileInfo(f.model).fileName(), f.source, QFileInfo(f.output).fileName()),
                     f.tokenBudget);
   Q_EMIT info(tr("calibration started: %1, %2 tokens, %3").arg(f.source, tokens(double(f.tokenBudget)), f.output));
-  return job_;
+  return id;
 }
 
 JobId CalibrationController::resume(const QString& path) {
   if (!jobs_) return 0;
-  if (job_) {
+  if (run_.busy()) {
     Q_EMIT error(tr("a calibration is already running"));
     return 0;
   }
@@ -221,20 +210,61 @@ JobId CalibrationController::resume(const QString& path) {
   clock_.start();
   lastChartMs_ = -1000;
   const fs::path p = toPath(path);
-  job_ = jobs_->startTyped<CalibrationOutcome>(tr("Resume calibration"), [p](const sdw::ProgressFn& progress) {
+  const JobId id = startRun(tr("Resume calibration"), [p](const sdw::ProgressFn& progress) {
     return outcomeOf(gpu::resumeCalibration(p, progress));
   });
   Q_EMIT runStarted(tr("Resuming %1…").arg(QFileInfo(path).fileName()), 0);
   Q_EMIT info(tr("calibration resumed: %1").arg(path));
-  return job_;
+  return id;
 }
 
 void CalibrationController::cancel() {
-  if (jobs_ && job_) jobs_->cancel(job_);
+  if (jobs_) jobs_->cancel(run_.id());
 }
 
-void CalibrationController::onProgress(const JobUpdate& u) {
-  if (u.id == 0 || u.id != job_) return;
+JobId CalibrationController::startRun(const QString& name,
+                                       std::function<CalibrationOutcome(const sdw::ProgressFn&)> work) {
+  return jobs_->start(Job<CalibrationOutcome>{
+      .name = name,
+      .slot = &run_,
+      .context = this,
+      .work = std::move(work),
+      .progress = [this](const JobUpdate& u) { showProgress(u); },
+      .finished =
+          [this](const CalibrationOutcome& o) {
+            const QString msg = tr("Complete: %1 — %2 tokens in %3 s (%4 tokens/s), %5 MiB")
+                                    .arg(QFileInfo(o.path).fileName(), tokens(double(o.collected)))
+                                    .arg(o.seconds, 0, 'f', 1)
+                                    .arg(o.tokensPerSecond, 0, 'f', 0)
+                                    .arg(double(o.fileBytes) / (1024.0 * 1024.0), 0, 'f', 1);
+            Q_EMIT runEnded(msg, o.complete ? widgets::CalibrationPanel::Outcome::Complete
+                                            : widgets::CalibrationPanel::Outcome::Incomplete);
+            Q_EMIT info(tr("calibration finished: %1").arg(o.path));
+            Q_EMIT runWritten(o.path);
+          },
+      .failed =
+          [this](const QString& message) {
+            const QString m = tr("Calibration failed: %1").arg(message);
+            Q_EMIT runEnded(m, widgets::CalibrationPanel::Outcome::Failed);
+            Q_EMIT error(m);
+            keptIncomplete();
+          },
+      .cancelled =
+          [this] {
+            const bool exists = !existedBefore_ && QFileInfo::exists(path_);
+            const QString msg =
+                exists ? tr("Cancelled: %1 is kept as an incomplete run (%2 of %3 tokens). Resume continues it.")
+                             .arg(QFileInfo(path_).fileName(), tokens(lastDone_), tokens(lastTotal_))
+                       : tr("Cancelled before anything was written.");
+            Q_EMIT runEnded(msg, exists ? widgets::CalibrationPanel::Outcome::Incomplete
+                                        : widgets::CalibrationPanel::Outcome::Failed);
+            Q_EMIT info(msg);
+            if (exists) keptIncomplete();
+          },
+  });
+}
+
+void CalibrationController::showProgress(const JobUpdate& u) {
   lastDone_ = u.done;
   if (u.total > 0) lastTotal_ = u.total;
   const qint64 now = clock_.elapsed();
@@ -247,22 +277,7 @@ void CalibrationController::onProgress(const JobUpdate& u) {
   if (u.parts > 0) Q_EMIT layerProgress(u.part, u.parts, u.partLabel);
 }
 
-void CalibrationController::onFinished(JobId id, const QVariant& result) {
-  if (id == 0 || id != job_) return;
-  job_ = 0;
-  const auto o = result.value<CalibrationOutcome>();
-  const QString msg = tr("Complete: %1 — %2 tokens in %3 s (%4 tokens/s), %5 MiB")
-                          .arg(QFileInfo(o.path).fileName(), tokens(double(o.collected)))
-                          .arg(o.seconds, 0, 'f', 1)
-                          .arg(o.tokensPerSecond, 0, 'f', 0)
-                          .arg(double(o.fileBytes) / (1024.0 * 1024.0), 0, 'f', 1);
-  Q_EMIT runEnded(msg, o.complete ? widgets::CalibrationPanel::Outcome::Complete
-                                  : widgets::CalibrationPanel::Outcome::Incomplete);
-  Q_EMIT info(tr("calibration finished: %1").arg(o.path));
-  Q_EMIT runWritten(o.path);
-}
-
-void CalibrationController::keptIncomplete(const QString& reason) {
+void CalibrationController::keptIncomplete() {
   // The engine keeps a stopped run under its final name; a failure before the
   // first write leaves nothing (or only a .partial).
   if (existedBefore_) return;  // e.g. refused because the name was taken
@@ -271,30 +286,6 @@ void CalibrationController::keptIncomplete(const QString& reason) {
   if (kept.isEmpty()) return;
   Q_EMIT resumable(kept);
   Q_EMIT runWritten(kept);
-  Q_UNUSED(reason);
-}
-
-void CalibrationController::onFailed(JobId id, const QString& message) {
-  if (id == 0 || id != job_) return;
-  job_ = 0;
-  const QString m = tr("Calibration failed: %1").arg(message);
-  Q_EMIT runEnded(m, widgets::CalibrationPanel::Outcome::Failed);
-  Q_EMIT error(m);
-  keptIncomplete(message);
-}
-
-void CalibrationController::onCancelled(JobId id) {
-  if (id == 0 || id != job_) return;
-  job_ = 0;
-  const bool exists = !existedBefore_ && QFileInfo::exists(path_);
-  const QString msg =
-      exists ? tr("Cancelled: %1 is kept as an incomplete run (%2 of %3 tokens). Resume continues it.")
-                   .arg(QFileInfo(path_).fileName(), tokens(lastDone_), tokens(lastTotal_))
-             : tr("Cancelled before anything was written.");
-  Q_EMIT runEnded(msg, exists ? widgets::CalibrationPanel::Outcome::Incomplete
-                              : widgets::CalibrationPanel::Outcome::Failed);
-  Q_EMIT info(msg);
-  if (exists) keptIncomplete(QString());
 }
 
 }  // namespace sdw::app

@@ -15,17 +15,20 @@
 #include <QPointer>
 #include <QString>
 
+#include <functional>
+
 namespace sdw::app {
 
 // The corpus and prompt files shipped with the sample model.
 QString sampleCorpusFile();
 QString samplePromptsFile();
 
+struct CalibrationOutcome;  // a finished calibration as the panel reports it
+
 class CalibrationController : public QObject {
   Q_OBJECT
  public:
   explicit CalibrationController(JobManager* jobs, QObject* parent = nullptr);
-  ~CalibrationController() override;
 
   // Connects a panel both ways, gives it the sample defaults and CUDA state.
   void attach(widgets::CalibrationPanel* panel);
@@ -41,8 +44,8 @@ class CalibrationController : public QObject {
   JobId resume(const QString& path);
   void cancel();
 
-  bool isRunning() const { return job_ != 0; }
-  JobId job() const { return job_; }
+  bool isRunning() const { return run_.busy(); }
+  JobId job() const { return run_.id(); }
   QString runPath() const { return path_; }
 
  Q_SIGNALS:
@@ -61,15 +64,14 @@ class CalibrationController : public QObject {
   void error(const QString& message);
 
  private:
-  void onFinished(JobId id, const QVariant& result);
-  void onFailed(JobId id, const QString& message);
-  void onCancelled(JobId id);
-  void onProgress(const JobUpdate& u);
-  void keptIncomplete(const QString& reason);
+  // Runs `work` as the panel's calibration job (start and resume alike).
+  JobId startRun(const QString& name, std::function<CalibrationOutcome(const sdw::ProgressFn&)> work);
+  void showProgress(const JobUpdate& u);
+  void keptIncomplete();
 
   QPointer<JobManager> jobs_;
   QString workspace_;
-  JobId job_ = 0;
+  JobSlot run_;
   QString path_;          // the run being written
   bool existedBefore_ = false;  // a file of that name was there already (not ours to offer)
   double lastDone_ = 0;

@@ -55,16 +55,6 @@ DriftController::DriftController(JobManager* jobs, QObject* parent) : QObject(pa
   qRegisterMetaType<sdw::widgets::DriftData>("sdw::widgets::DriftData");
   qRegisterMetaType<sdw::widgets::DriftRequest>("sdw::widgets::DriftRequest");
   qRegisterMetaType<QVector<sdw::widgets::DriftRunChoice>>("QVector<sdw::widgets::DriftRunChoice>");
-  connect(jobs, &JobManager::finished, this, &DriftController::onFinished);
-  connect(jobs, &JobManager::failed, this, &DriftController::onFailed);
-  connect(jobs, &JobManager::cancelled, this, &DriftController::onCancelled);
-  connect(jobs, &JobManager::progressed, this, &DriftController::onProgress);
-}
-
-DriftController::~DriftController() {
-  if (!jobs_) return;
-  for (JobId id : {scanJob_, openJob_, analyzeJob_})
-    if (id) jobs_->cancel(id);
 }
 
 void DriftController::attach(widgets::AnalysisPanel* panel) {
@@ -101,25 +91,53 @@ JobId DriftController::setWorkspace(const QString& dir) {
   workspace_ = dir;
   outputDir_ = dir;
   if (page_) page_->setWorkspace(dir);
-  if (scanJob_) jobs_->cancel(scanJob_);
-  scanJob_ = jobs_->startTyped<DriftInputs>(tr("Find drift runs"),
-                                            [dir](const sdw::ProgressFn&) { return findDriftInputs(dir); });
-  return scanJob_;
+  return jobs_->start(Job<DriftInputs>{
+      .name = tr("Find drift runs"),
+      .slot = &scan_,
+      .context = this,
+      .work = [dir](const sdw::ProgressFn&) { return findDriftInputs(dir); },
+      .finished =
+          [this](const DriftInputs& in) {
+            if (in.dir != workspace_) return;
+            const bool defaults = in.dir != defaultsDir_;
+            defaultsDir_ = in.dir;
+            Q_EMIT runsFound(in.runs, in.prunedDirs, defaults);
+            if (shown_ || isBusy()) return;
+            QString first = in.runs.isEmpty() ? QString() : in.runs.front().path;
+            if (first.isEmpty()) {
+              const QString sample = QDir(sampleWorkspaceDir()).filePath(QStringLiteral("drift-sample.sdw.h5"));
+              if (QFileInfo::exists(sample)) first = sample;
+            }
+            if (!first.isEmpty()) open(first);
+          },
+      .failed = [this](const QString& m) { Q_EMIT error(tr("cannot list drift runs: %1").arg(m)); },
+  });
 }
 
 JobId DriftController::open(const QString& path) {
   if (!jobs_) return 0;
-  if (openJob_) jobs_->cancel(openJob_);  // superseded
-  openJob_ = jobs_->startTyped<widgets::DriftData>(tr("Open %1").arg(QFileInfo(path).fileName()),
-                                                   [path](const sdw::ProgressFn&) { return readDriftRun(path); });
-  if (!analyzeJob_) Q_EMIT jobStarted(tr("Opening %1…").arg(QFileInfo(path).fileName()));
-  return openJob_;
+  const JobId id = jobs_->start(Job<widgets::DriftData>{
+      .name = tr("Open %1").arg(QFileInfo(path).fileName()),
+      .slot = &open_,
+      .context = this,
+      .work = [path](const sdw::ProgressFn&) { return readDriftRun(path); },
+      .finished =
+          [this](const widgets::DriftData& d) {
+            shown_ = true;
+            Q_EMIT driftReady(d);
+            ended(tr("Opened %1").arg(QFileInfo(d.path).fileName()), false);
+          },
+      .failed = [this](const QString& m) { ended(tr("Cannot open the drift run: %1").arg(m), true); },
+      .cancelled = [this] { ended(tr("Opening cancelled."), false); },
+  });
+  if (!analyze_.busy()) Q_EMIT jobStarted(tr("Opening %1…").arg(QFileInfo(path).fileName()));
+  return id;
 }
 
 JobId DriftController::analyze(const widgets::DriftRequest& request) {
   if (!jobs_) return 0;
   QString refusal;
-  if (analyzeJob_) refusal = tr("a drift analysis is already running");
+  if (analyze_.busy()) refusal = tr("a drift analysis is already running");
   else if (request.dense.isEmpty()) refusal = tr("choose the dense model");
   else if (request.pruned.isEmpty()) refusal = tr("choose at least one pruned checkpoint");
   else if (request.pruned.size() > 2) refusal = tr("choose at most two pruned checkpoints");
@@ -128,7 +146,7 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   else if (outputDir_.isEmpty()) refusal = tr("open a workspace first (the run is written there)");
   if (!refusal.isEmpty()) {
     Q_EMIT error(tr("cannot run the drift analysis: %1").arg(refusal));
-    if (!analyzeJob_) Q_EMIT jobEnded(tr("Cannot run the drift analysis: %1").arg(refusal), false);
+    if (!analyze_.busy()) Q_EMIT jobEnded(tr("Cannot run the drift analysis: %1").arg(refusal), false);
     return 0;
   }
   gpu::DriftSettings s;
@@ -143,12 +161,35 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   s.seed = request.seed;
   s.device = request.device.toStdString();
   const QString out = newRunPath(outputDir_);
-  analyzeJob_ = jobs_->startTyped<DriftOutcome>(tr("Drift analysis"), [s, out](const sdw::ProgressFn& p) {
-    const gpu::DriftResult r = gpu::analyzeDrift(s, p);
-    DriftOutcome o;
-    o.written = fromPath(gpu::writeDriftRun(r, toPath(out)));
-    o.data = readDriftRun(o.written);  // what is shown is what was written
-    return o;
+  const JobId id = jobs_->start(Job<DriftOutcome>{
+      .name = tr("Drift analysis"),
+      .slot = &analyze_,
+      .context = this,
+      .work =
+          [s, out](const sdw::ProgressFn& p) {
+            const gpu::DriftResult r = gpu::analyzeDrift(s, p);
+            DriftOutcome o;
+            o.written = fromPath(gpu::writeDriftRun(r, toPath(out)));
+            o.data = readDriftRun(o.written);  // what is shown is what was written
+            return o;
+          },
+      .progress =
+          [this](const JobUpdate& u) {
+            Q_EMIT jobProgress(u.fraction, tr("%1 / %2 prompts").arg(u.done).arg(u.total));
+          },
+      .finished =
+          [this](const DriftOutcome& o) {
+            shown_ = true;
+            Q_EMIT driftReady(o.data);
+            ended(tr("Drift run saved to %1 (%2 prompts, %3 s)")
+                      .arg(QFileInfo(o.written).fileName())
+                      .arg(o.data.prompts)
+                      .arg(o.data.seconds, 0, 'f', 1),
+                  false);
+            Q_EMIT runWritten(o.written);
+          },
+      .failed = [this](const QString& m) { ended(tr("Drift analysis failed: %1").arg(m), true); },
+      .cancelled = [this] { ended(tr("Drift analysis cancelled."), false); },
   });
   QStringList names;
   for (const QString& p : request.pruned) names << QFileInfo(p).fileName();
@@ -159,89 +200,19 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
                   .arg(request.dense, request.pruned.join(QStringLiteral(", ")), request.prompts)
                   .arg(request.steps)
                   .arg(QString::fromStdString(s.decoding.describe()), request.device));
-  return analyzeJob_;
+  return id;
 }
 
 void DriftController::cancel() {
   if (!jobs_) return;
-  if (analyzeJob_) jobs_->cancel(analyzeJob_);
-  if (openJob_) jobs_->cancel(openJob_);
+  jobs_->cancel(analyze_.id());
+  jobs_->cancel(open_.id());
 }
 
-void DriftController::onProgress(const JobUpdate& u) {
-  if (u.id == 0 || u.id != analyzeJob_) return;
-  Q_EMIT jobProgress(u.fraction, tr("%1 / %2 prompts").arg(u.done).arg(u.total));
-}
-
-void DriftController::endIfIdle(const QString& message, bool isError) {
-  if (!analyzeJob_ && !openJob_) Q_EMIT jobEnded(message, isError);
-}
-
-void DriftController::onFinished(JobId id, const QVariant& result) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-    const auto in = result.value<DriftInputs>();
-    if (in.dir != workspace_) return;
-    const bool defaults = in.dir != defaultsDir_;
-    defaultsDir_ = in.dir;
-    Q_EMIT runsFound(in.runs, in.prunedDirs, defaults);
-    if (shown_ || openJob_ || analyzeJob_) return;
-    QString first = in.runs.isEmpty() ? QString() : in.runs.front().path;
-    if (first.isEmpty()) {
-      const QString sample = QDir(sampleWorkspaceDir()).filePath(QStringLiteral("drift-sample.sdw.h5"));
-      if (QFileInfo::exists(sample)) first = sample;
-    }
-    if (!first.isEmpty()) open(first);
-  } else if (id == openJob_) {
-    openJob_ = 0;
-    const auto d = result.value<widgets::DriftData>();
-    shown_ = true;
-    Q_EMIT driftReady(d);
-    const QString msg = tr("Opened %1").arg(QFileInfo(d.path).fileName());
-    endIfIdle(msg, false);
-    Q_EMIT info(msg);
-  } else if (id == analyzeJob_) {
-    analyzeJob_ = 0;
-    const auto o = result.value<DriftOutcome>();
-    shown_ = true;
-    Q_EMIT driftReady(o.data);
-    const QString msg = tr("Drift run saved to %1 (%2 prompts, %3 s)")
-                            .arg(QFileInfo(o.written).fileName())
-                            .arg(o.data.prompts)
-                            .arg(o.data.seconds, 0, 'f', 1);
-    endIfIdle(msg, false);
-    Q_EMIT info(msg);
-    Q_EMIT runWritten(o.written);
-  }
-}
-
-void DriftController::onFailed(JobId id, const QString& message) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-    Q_EMIT error(tr("cannot list drift runs: %1").arg(message));
-  } else if (id == openJob_ || id == analyzeJob_) {
-    const bool analyzed = id == analyzeJob_;
-    (analyzed ? analyzeJob_ : openJob_) = 0;
-    const QString m = analyzed ? tr("Drift analysis failed: %1").arg(message)
-                               : tr("Cannot open the drift run: %1").arg(message);
-    endIfIdle(m, true);
-    Q_EMIT error(m);
-  }
-}
-
-void DriftController::onCancelled(JobId id) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-  } else if (id == openJob_ || id == analyzeJob_) {
-    const bool analyzed = id == analyzeJob_;
-    (analyzed ? analyzeJob_ : openJob_) = 0;
-    const QString m = analyzed ? tr("Drift analysis cancelled.") : tr("Opening cancelled.");
-    endIfIdle(m, false);
-    Q_EMIT info(m);
-  }
+void DriftController::ended(const QString& message, bool isError) {
+  if (!isBusy()) Q_EMIT jobEnded(message, isError);
+  if (isError) Q_EMIT error(message);
+  else Q_EMIT info(message);
 }
 
 }  // namespace sdw::app

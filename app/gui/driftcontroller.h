@@ -5,7 +5,8 @@
 // sample workspace's drift-sample.sdw.h5), and runs gpu::analyzeDrift as a
 // cancellable job ("Drift analysis", progress in prompts) that writes
 // drift-<timestamp>.sdw.h5 into the workspace and shows it. Results reach
-// the page as widgets::DriftData. Superseded jobs' results are dropped.
+// the page as widgets::DriftData. An open replaces the one still running
+// (its result is dropped).
 
 #include "app/gui/driftrun.h"
 #include "app/jobmanager.h"
@@ -26,7 +27,6 @@ class DriftController : public QObject {
   Q_OBJECT
  public:
   explicit DriftController(JobManager* jobs, QObject* parent = nullptr);
-  ~DriftController() override;
 
   void attach(widgets::AnalysisPanel* panel);
   // Scans `dir`: the run picker fills, the pruned checkpoints under
@@ -41,10 +41,10 @@ class DriftController : public QObject {
   JobId analyze(const widgets::DriftRequest& request);
   void cancel();
 
-  JobId scanJob() const { return scanJob_; }
-  JobId openJob() const { return openJob_; }
-  JobId analyzeJob() const { return analyzeJob_; }
-  bool isBusy() const { return openJob_ != 0 || analyzeJob_ != 0; }
+  JobId scanJob() const { return scan_.id(); }
+  JobId openJob() const { return open_.id(); }
+  JobId analyzeJob() const { return analyze_.id(); }
+  bool isBusy() const { return open_.busy() || analyze_.busy(); }
 
   // samples/model/brown-llama and samples/prompts/brown-heldout.jsonl.
   static QString sampleDenseModel();
@@ -62,20 +62,17 @@ class DriftController : public QObject {
   void error(const QString& message);
 
  private:
-  void onFinished(JobId id, const QVariant& result);
-  void onFailed(JobId id, const QString& message);
-  void onCancelled(JobId id);
-  void onProgress(const JobUpdate& u);
-  void endIfIdle(const QString& message, bool isError);
+  // A job ended: the page hears once neither job runs, the log at once.
+  void ended(const QString& message, bool isError);
 
   QPointer<JobManager> jobs_;
   QPointer<widgets::DriftPage> page_;
   QString workspace_;
   QString outputDir_;
   QString defaultsDir_;
-  JobId scanJob_ = 0;
-  JobId openJob_ = 0;
-  JobId analyzeJob_ = 0;
+  JobSlot scan_;
+  JobSlot open_;
+  JobSlot analyze_;
   bool shown_ = false;  // a run is on the page
 };
 

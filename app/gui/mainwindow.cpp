@@ -28,7 +28,6 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QPointer>
 #include <QStatusBar>
 #include <QTabWidget>
 
@@ -74,13 +73,7 @@ MainWindow::MainWindow(Settings* settings, QWidget* parent) : QMainWindow(parent
   buildDocks();
   buildMenus();
   wireJobs();
-  wireModel();
-  wireCalibration();
-  wireAnalysis();
-  wireBenchmark();
-  wirePruning();
-  wireDrift();
-  wireStudy();
+  buildControllers();
 
   deviceLabel_ = new QLabel(QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())), this);
   statusBar()->addPermanentWidget(deviceLabel_);
@@ -142,9 +135,7 @@ void MainWindow::buildDocks() {
   resizeDocks({jobsDock, logDock}, {130, 130}, Qt::Vertical);
 
   connect(browser_, &widgets::RunBrowser::openWorkspaceRequested, this, &MainWindow::chooseWorkspace);
-  connect(browser_, &widgets::RunBrowser::refreshRequested, this, [this] {
-    if (!workspace_.isEmpty()) openWorkspace(workspace_);
-  });
+  connect(browser_, &widgets::RunBrowser::refreshRequested, this, &MainWindow::rescanWorkspace);
 }
 
 void MainWindow::buildMenus() {
@@ -196,125 +187,57 @@ void MainWindow::wireJobs() {
   connect(jobsView_, &widgets::JobsView::cancelRequested, this, [this](quint64 id) { jobs_.cancel(id); });
 }
 
-void MainWindow::wireModel() {
-  modelController_ = new ModelController(&jobs_, this);
-  modelController_->attach(modelPanel_);
-  connect(modelController_, &ModelController::info, this, &MainWindow::logInfo);
-  connect(modelController_, &ModelController::error, this, [this](const QString& m) {
-    logError(m);
-    statusBar()->showMessage(m, 10000);
-  });
+template <typename Controller, typename Panel>
+Controller* MainWindow::addController(Controller* controller, Panel* panel) {
+  controller->attach(panel);
+  connect(controller, &Controller::info, this, &MainWindow::logInfo);
+  connect(controller, &Controller::error, this, &MainWindow::reportError);
+  if constexpr (requires { &Controller::runWritten; })
+    connect(controller, &Controller::runWritten, this, &MainWindow::rescanWorkspace);
+  return controller;
+}
+
+void MainWindow::buildControllers() {
+  modelController_ = addController(new ModelController(&jobs_, this), modelPanel_);
   // The sample model is what every panel starts from. CPU/float32: it is tiny,
   // and the GPU stays free for the user's own choice.
   modelController_->load(sampleModelDir(), QStringLiteral("cpu"), QStringLiteral("float32"));
+  calibrationController_ = addController(new CalibrationController(&jobs_, this), calibrationPanel_);
+  analysisController_ = addController(new AnalysisController(&jobs_, this), analysisPanel_);
+  benchmarkController_ = addController(new BenchmarkController(&jobs_, this), benchmarkPanel_);
+  pruningController_ = addController(new PruningController(&jobs_, this), pruningPanel_);
+  driftController_ = addController(new DriftController(&jobs_, this), analysisPanel_);
+  studyController_ = addController(new StudyController(&jobs_, this), studyPage_);
+  connect(modelController_, &ModelController::modelLoaded, this,
+          [this](const widgets::ModelSummary& s) { modelLoaded(s.dir); });
+  connect(browser_, &widgets::RunBrowser::runSelected, this, &MainWindow::runSelected);
 }
 
-void MainWindow::wireBenchmark() {
-  benchmarkController_ = new BenchmarkController(&jobs_, this);
-  benchmarkController_->attach(benchmarkPanel_);
-  connect(benchmarkController_, &BenchmarkController::info, this, &MainWindow::logInfo);
-  connect(benchmarkController_, &BenchmarkController::error, this, [this](const QString& m) {
-    logError(m);
-    statusBar()->showMessage(m, 10000);
-  });
+void MainWindow::modelLoaded(const QString& dir) {
+  // The model loaded in the Model panel is the one to calibrate, prune,
+  // measure the drift of and study by default.
+  calibrationPanel_->setModelDir(dir);
+  pruningPanel_->setModelDir(dir);
+  driftController_->setDenseModel(dir);
+  studyController_->setModel(dir);
 }
 
-void MainWindow::wireCalibration() {
-  calibrationController_ = new CalibrationController(&jobs_, this);
-  calibrationController_->attach(calibrationPanel_);
-  connect(calibrationController_, &CalibrationController::info, this, &MainWindow::logInfo);
-  connect(calibrationController_, &CalibrationController::error, this, [this](const QString& m) {
-    logError(m);
-    statusBar()->showMessage(m, 10000);
-  });
-  // A run written (complete, or kept incomplete) shows up in the browser.
-  connect(calibrationController_, &CalibrationController::runWritten, this, [this] {
-    if (!workspace_.isEmpty()) openWorkspace(workspace_);
-  });
-  // The model loaded in the Model panel is the one to calibrate by default.
-  connect(modelController_, &ModelController::modelLoaded, calibrationPanel_,
-          [this](const widgets::ModelSummary& s) { calibrationPanel_->setModelDir(s.dir); });
-  // An incomplete calibration selected in the browser is what Resume continues.
-  connect(browser_, &widgets::RunBrowser::runSelected, this, [this](const QString& path) {
-    for (const widgets::RunRow& r : browser_->model()->rows())
-      if (r.path == path && r.kind == QLatin1String("calibration") && r.status == QLatin1String("incomplete"))
-        calibrationPanel_->setResumePath(path);
-  });
+void MainWindow::runSelected(const QString& path) {
+  for (const widgets::RunRow& r : browser_->model()->rows()) {
+    if (r.path != path) continue;
+    // An incomplete calibration is what Resume continues.
+    if (r.kind == QLatin1String("calibration") && r.status == QLatin1String("incomplete"))
+      calibrationPanel_->setResumePath(path);
+    // A pruning record, evaluation or study opens in its panel.
+    if (r.status != QLatin1String("complete")) continue;
+    if (r.kind == QLatin1String("pruning")) pruningController_->openRecord(path);
+    if (r.kind == QLatin1String("evaluation")) pruningController_->openEvaluation(path);
+    if (r.kind == QLatin1String("study")) studyController_->open(path);
+  }
 }
 
-void MainWindow::wireAnalysis() {
-  analysisController_ = new AnalysisController(&jobs_, this);
-  analysisController_->attach(analysisPanel_);
-  connect(analysisController_, &AnalysisController::info, this, &MainWindow::logInfo);
-  connect(analysisController_, &AnalysisController::error, this, [this](const QString& m) {
-    logError(m);
-    statusBar()->showMessage(m, 10000);
-  });
-  connect(analysisController_, &AnalysisController::runWritten, this, [this] {
-    if (!workspace_.isEmpty()) openWorkspace(workspace_);
-  });
-}
-
-void MainWindow::wirePruning() {
-  pruningController_ = new PruningController(&jobs_, this);
-  pruningController_->attach(pruningPanel_);
-  connect(pruningController_, &PruningController::info, this, &MainWindow::logInfo);
-  connect(pruningController_, &PruningController::error, this, [this](const QString& m) {
-    logError(m);
-    statusBar()->showMessage(m, 10000);
-  });
-  connect(pruningController_, &PruningController::runWritten, this, [this] {
-    if (!workspace_.isEmpty()) openWorkspace(workspace_);
-  });
-  // The model loaded in the Model panel is the one to prune by default.
-  connect(modelController_, &ModelController::modelLoaded, pruningPanel_,
-          [this](const widgets::ModelSummary& s) { pruningPanel_->setModelDir(s.dir); });
-  // A pruning record or evaluation run selected in the browser opens in the panel.
-  connect(browser_, &widgets::RunBrowser::runSelected, this, [this](const QString& path) {
-    for (const widgets::RunRow& r : browser_->model()->rows()) {
-      if (r.path != path || r.status != QLatin1String("complete")) continue;
-      if (r.kind == QLatin1String("pruning")) pruningController_->openRecord(path);
-      if (r.kind == QLatin1String("evaluation")) pruningController_->openEvaluation(path);
-    }
-  });
-}
-
-void MainWindow::wireDrift() {
-  driftController_ = new DriftController(&jobs_, this);
-  driftController_->attach(analysisPanel_);
-  connect(driftController_, &DriftController::info, this, &MainWindow::logInfo);
-  connect(driftController_, &DriftController::error, this, [this](const QString& m) {
-    logError(m);
-    statusBar()->showMessage(m, 10000);
-  });
-  connect(driftController_, &DriftController::runWritten, this, [this] {
-    if (!workspace_.isEmpty()) openWorkspace(workspace_);
-  });
-  // A new drift analysis measures the loaded model by default.
-  connect(modelController_, &ModelController::modelLoaded, driftController_,
-          [this](const widgets::ModelSummary& summary) { driftController_->setDenseModel(summary.dir); });
-}
-
-void MainWindow::wireStudy() {
-  studyController_ = new StudyController(&jobs_, this);
-  studyController_->attach(studyPage_);
-  connect(studyController_, &StudyController::info, this, &MainWindow::logInfo);
-  connect(studyController_, &StudyController::error, this, [this](const QString& m) {
-    logError(m);
-    statusBar()->showMessage(m, 10000);
-  });
-  connect(studyController_, &StudyController::runWritten, this, [this] {
-    if (!workspace_.isEmpty()) openWorkspace(workspace_);
-  });
-  // A new study calibrates and prunes the loaded model by default.
-  connect(modelController_, &ModelController::modelLoaded, studyController_,
-          [this](const widgets::ModelSummary& summary) { studyController_->setModel(summary.dir); });
-  // A study run selected in the browser opens in the panel.
-  connect(browser_, &widgets::RunBrowser::runSelected, this, [this](const QString& path) {
-    for (const widgets::RunRow& r : browser_->model()->rows())
-      if (r.path == path && r.kind == QLatin1String("study") && r.status == QLatin1String("complete"))
-        studyController_->open(path);
-  });
+void MainWindow::rescanWorkspace() {
+  if (!workspace_.isEmpty()) openWorkspace(workspace_);
 }
 
 void MainWindow::restoreState() {
@@ -374,56 +297,51 @@ JobId MainWindow::openWorkspace(const QString& dir) {
   pruningController_->setWorkspace(dir);
   driftController_->setWorkspace(dir);
   studyController_->setWorkspace(dir);
-  const JobId id = jobs_.startTyped<WorkspaceScan>(
-      tr("Scan workspace"), [dir](const sdw::ProgressFn& p) { return scanWorkspace(dir, p); });
-  scanJob_ = id;
-  QPointer<MainWindow> self(this);
-  auto conn = std::make_shared<QMetaObject::Connection>();
-  *conn = connect(&jobs_, &JobManager::finished, this, [this, id, conn](JobId done, const QVariant& v) {
-    if (done != id) return;
-    disconnect(*conn);
-    if (id != scanJob_) return;  // superseded by a newer scan
-    const auto scan = v.value<WorkspaceScan>();
-    int bad = 0;
-    for (const auto& r : scan.rows)
-      if (!r.error.isEmpty()) {
-        ++bad;
-        logError(tr("%1: %2").arg(r.fileName, r.error));
-      }
-    browser_->setRuns(scan.rows);
-    logInfo(tr("workspace %1: %2 run file(s)%3")
-                .arg(scan.dir)
-                .arg(scan.rows.size())
-                .arg(bad ? tr(", %1 unreadable").arg(bad) : QString()));
+  return jobs_.start(Job<WorkspaceScan>{
+      .name = tr("Scan workspace"),
+      .slot = &scan_,
+      .context = this,
+      .work = [dir](const sdw::ProgressFn& p) { return scanWorkspace(dir, p); },
+      .finished =
+          [this](const WorkspaceScan& scan) {
+            int bad = 0;
+            for (const auto& r : scan.rows)
+              if (!r.error.isEmpty()) {
+                ++bad;
+                logError(tr("%1: %2").arg(r.fileName, r.error));
+              }
+            browser_->setRuns(scan.rows);
+            logInfo(tr("workspace %1: %2 run file(s)%3")
+                        .arg(scan.dir)
+                        .arg(scan.rows.size())
+                        .arg(bad ? tr(", %1 unreadable").arg(bad) : QString()));
+          },
   });
-  return id;
 }
 
 JobId MainWindow::openRunFile(const QString& path) {
-  const JobId id = jobs_.startTyped<widgets::RunRow>(
-      tr("Open %1").arg(QFileInfo(path).fileName()), [path](const sdw::ProgressFn&) { return inspectRunRow(path); });
-  auto conn = std::make_shared<QMetaObject::Connection>();
-  *conn = connect(&jobs_, &JobManager::finished, this, [this, id, conn](JobId done, const QVariant& v) {
-    if (done != id) return;
-    disconnect(*conn);
-    const auto row = v.value<widgets::RunRow>();
-    browser_->showDetails(row);
-    browser_->selectPath(row.path);
-    if (!row.error.isEmpty()) {
-      lastError_ = row.error;
-      logError(row.error);
-      statusBar()->showMessage(row.error, 10000);
-      if (errorDialogs_) {
-        auto* box = new QMessageBox(QMessageBox::Critical, tr("Cannot open run file"), row.error,
-                                    QMessageBox::Ok, this);
-        box->setAttribute(Qt::WA_DeleteOnClose);
-        box->open();
-      }
-    } else {
-      logInfo(tr("opened %1").arg(row.path));
-    }
+  return jobs_.start(Job<widgets::RunRow>{
+      .name = tr("Open %1").arg(QFileInfo(path).fileName()),
+      .context = this,
+      .work = [path](const sdw::ProgressFn&) { return inspectRunRow(path); },
+      .finished =
+          [this](const widgets::RunRow& row) {
+            browser_->showDetails(row);
+            browser_->selectPath(row.path);
+            if (row.error.isEmpty()) {
+              logInfo(tr("opened %1").arg(row.path));
+              return;
+            }
+            lastError_ = row.error;
+            reportError(row.error);
+            if (errorDialogs_) {
+              auto* box = new QMessageBox(QMessageBox::Critical, tr("Cannot open run file"), row.error,
+                                          QMessageBox::Ok, this);
+              box->setAttribute(Qt::WA_DeleteOnClose);
+              box->open();
+            }
+          },
   });
-  return id;
 }
 
 void MainWindow::chooseWorkspace() {
@@ -439,5 +357,10 @@ void MainWindow::chooseRunFile() {
 
 void MainWindow::logInfo(const QString& m) { logView_->append(widgets::LogView::Level::Info, m); }
 void MainWindow::logError(const QString& m) { logView_->append(widgets::LogView::Level::Error, m); }
+
+void MainWindow::reportError(const QString& m) {
+  logError(m);
+  statusBar()->showMessage(m, 10000);
+}
 
 }  // namespace sdw::app

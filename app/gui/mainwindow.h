@@ -79,16 +79,18 @@ class MainWindow : public QMainWindow {
   void buildPanels();
   void buildDocks();
   void wireJobs();
-  void wireModel();
-  void wireCalibration();
-  void wireAnalysis();
-  void wireBenchmark();
-  void wirePruning();
-  void wireDrift();
-  void wireStudy();
+  void buildControllers();
+  // Attaches a controller to its panel; its messages go to the log (errors
+  // to the status bar too), the run files it writes refresh the workspace.
+  template <typename Controller, typename Panel>
+  Controller* addController(Controller* controller, Panel* panel);
+  void modelLoaded(const QString& dir);
+  void runSelected(const QString& path);
+  void rescanWorkspace();
   void restoreState();
   void logInfo(const QString& m);
   void logError(const QString& m);
+  void reportError(const QString& m);
   void chooseWorkspace();
   void chooseRunFile();
 
@@ -114,7 +116,7 @@ class MainWindow : public QMainWindow {
   QLabel* deviceLabel_ = nullptr;
   QString workspace_;
   QString lastError_;
-  JobId scanJob_ = 0;  // results of a superseded scan are dropped
+  JobSlot scan_;  // a new scan replaces the one running
   bool persist_ = true;
   bool errorDialogs_ = true;
 };

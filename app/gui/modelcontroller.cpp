@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -28,11 +27,10 @@ struct LoadedModel {
   QVector<widgets::ModuleRow> modules;
 };
 
-// Written by the generation job, drained by the GUI thread's chunk timer.
-struct TextStream {
-  std::mutex mutex;
-  std::string pending;  // decoded UTF-8 not yet handed to the panel
-  int tokens = 0;
+// Decoded text as the generation job sends it, token by token.
+struct TextChunk {
+  std::string text;  // UTF-8
+  int tokens = 0;    // generated so far
   double tokensPerSecond = 0;
 };
 
@@ -169,21 +167,6 @@ QString sampleModelDir() {
 
 ModelController::ModelController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
   qRegisterMetaType<sdw::widgets::ModelSummary>("sdw::widgets::ModelSummary");
-  chunkTimer_.setInterval(30);
-  connect(&chunkTimer_, &QTimer::timeout, this, &ModelController::drainStream);
-  connect(jobs, &JobManager::finished, this, &ModelController::onFinished);
-  connect(jobs, &JobManager::failed, this, &ModelController::onFailed);
-  connect(jobs, &JobManager::cancelled, this, &ModelController::onCancelled);
-  connect(jobs, &JobManager::progressed, this, &ModelController::onProgress);
-}
-
-ModelController::~ModelController() {
-  // The jobs hold their own references to the model and stream; they only
-  // need to be told to stop.
-  if (jobs_) {
-    if (loadJob_) jobs_->cancel(loadJob_);
-    if (genJob_) jobs_->cancel(genJob_);
-  }
 }
 
 void ModelController::attach(widgets::ModelPanel* panel) {
@@ -214,29 +197,64 @@ widgets::ModelSummary ModelController::summary() const {
 
 JobId ModelController::load(const QString& dir, const QString& device, const QString& dtype) {
   if (!jobs_) return 0;
-  if (loadJob_) jobs_->cancel(loadJob_);  // superseded: its result is dropped
   const gpu::LoadOptions options{device.toStdString(), dtype.toStdString()};
-  loadDir_ = dir;
-  loadJob_ = jobs_->startTyped<std::shared_ptr<LoadedModel>>(
-      tr("Load model"), [dir, options](const sdw::ProgressFn& p) { return loadModel(dir, options, p); });
+  // A load already running is replaced: its result is dropped.
+  const JobId id = jobs_->start(Job<std::shared_ptr<LoadedModel>>{
+      .name = tr("Load model"),
+      .slot = &load_,
+      .context = this,
+      .work = [dir, options](const sdw::ProgressFn& p) { return loadModel(dir, options, p); },
+      .progress =
+          [this](const JobUpdate& u) {
+            const double mib = 1024.0 * 1024.0;
+            const QString text = u.total > 0
+                                     ? tr("%1 / %2 MiB").arg(u.done / mib, 0, 'f', 1).arg(u.total / mib, 0, 'f', 1)
+                                     : tr("%1 MiB").arg(u.done / mib, 0, 'f', 1);
+            Q_EMIT loadProgress(u.fraction, text);
+          },
+      .finished =
+          [this](const std::shared_ptr<LoadedModel>& loaded) {
+            current_ = loaded;
+            const widgets::ModelSummary& s = current_->summary;
+            Q_EMIT modelLoaded(s, current_->modules);
+            Q_EMIT info(tr("model loaded: %1 (%2 layers, %3 parameters, %4 on %5)")
+                            .arg(s.dir)
+                            .arg(s.layers)
+                            .arg(s.parameters)
+                            .arg(s.dtype, s.device));
+          },
+      .failed =
+          [this](const QString& message) {
+            const QString m = tr("Cannot load the model: %1").arg(message);
+            Q_EMIT loadEnded(current_ ? m + tr(" (still using %1)").arg(current_->summary.dir) : m, true);
+            Q_EMIT error(m);
+          },
+      .cancelled =
+          [this, dir] {
+            Q_EMIT loadEnded(current_ ? tr("Loading cancelled; still using %1.").arg(current_->summary.dir)
+                                      : tr("Loading cancelled."),
+                             false);
+            Q_EMIT info(tr("model loading cancelled: %1").arg(dir));
+          },
+  });
   Q_EMIT loadStarted(dir);
   Q_EMIT info(tr("loading model %1 (%2, %3)").arg(dir, device, dtype));
-  return loadJob_;
+  return id;
 }
 
 void ModelController::cancelLoad() {
-  if (jobs_ && loadJob_) jobs_->cancel(loadJob_);
+  if (jobs_) jobs_->cancel(load_.id());
 }
 
 JobId ModelController::generate(const widgets::GenerateSettings& settings) {
   if (!jobs_) return 0;
   QString refusal;
-  if (genJob_) refusal = tr("a generation is already running");
+  if (generate_.busy()) refusal = tr("a generation is already running");
   else if (!current_) refusal = tr("no model is loaded");
   else if (!current_->tokenizer) refusal = tr("this checkpoint has no tokenizer.json");
   if (!refusal.isEmpty()) {
     Q_EMIT error(tr("cannot generate: %1").arg(refusal));
-    if (!genJob_) Q_EMIT generationEnded(tr("Cannot generate: %1").arg(refusal), true);
+    if (!generate_.busy()) Q_EMIT generationEnded(tr("Cannot generate: %1").arg(refusal), true);
     return 0;
   }
 
@@ -254,141 +272,77 @@ JobId ModelController::generate(const widgets::GenerateSettings& settings) {
   const ChatFamily family = settings.chatFormat ? loaded->family : ChatFamily::Plain;
   const std::string prompt = settings.prompt.toStdString();
 
-  stream_ = std::make_shared<TextStream>();
-  auto stream = stream_;
-  genJob_ = jobs_->startTyped<GenerationOutcome>(
-      tr("Generate"), [loaded, stream, options, family, prompt](const sdw::ProgressFn& progress) {
-        using Clock = std::chrono::steady_clock;
-        const Tokenizer& tok = *loaded->tokenizer;
-        const std::vector<std::int32_t> ids = encodePrompt(tok, family, prompt);
-        if (ids.empty()) throw std::runtime_error("the prompt is empty and the tokenizer has no bos token");
-        const double max = options.maxNewTokens;
-        reportOrThrow(progress, {0, max, "tokens", "prefill"});
-        StreamDecoder decoder(tok, /*skipSpecialTokens=*/true);
-        Clock::time_point first;
-        int n = 0;
-        bool stopped = false;
-        const gpu::GenerationResult r = loaded->model->generate(ids, options, [&](std::int32_t id) {
-          const auto now = Clock::now();
-          if (++n == 1) first = now;
-          const double secs = std::chrono::duration<double>(now - first).count();
-          const std::string text = decoder.push(id);
-          {
-            std::lock_guard lock(stream->mutex);
-            stream->pending += text;
-            stream->tokens = n;
-            // decode rate: the first token's time is prefill
-            stream->tokensPerSecond = (n >= 2 && secs > 0) ? (n - 1) / secs : 0.0;
-          }
-          if (!progress({double(n), max, "tokens", "decode"})) {
-            stopped = true;
-            return false;
-          }
-          return true;
-        });
-        {
-          std::lock_guard lock(stream->mutex);
-          stream->pending += decoder.flush();
-          if (r.decodeSeconds > 0 && r.tokens.size() >= 2)
-            stream->tokensPerSecond = double(r.tokens.size() - 1) / r.decodeSeconds;
-        }
-        if (stopped) throw sdw::Cancelled();
-        GenerationOutcome o;
-        o.tokens = static_cast<int>(r.tokens.size());
-        o.promptTokens = r.promptTokens;
-        o.reason = stopReasonText(r.stopReason);
-        o.prefillSeconds = r.prefillSeconds;
-        o.decodeSeconds = r.decodeSeconds;
-        return o;
-      });
-  chunkTimer_.start();
+  const JobId job = jobs_->start(Job<GenerationOutcome, TextChunk>{
+      .name = tr("Generate"),
+      .slot = &generate_,
+      .context = this,
+      .work =
+          [loaded, options, family, prompt](const sdw::ProgressFn& progress, const JobChannel<TextChunk>& text) {
+            using Clock = std::chrono::steady_clock;
+            const Tokenizer& tok = *loaded->tokenizer;
+            const std::vector<std::int32_t> ids = encodePrompt(tok, family, prompt);
+            if (ids.empty()) throw std::runtime_error("the prompt is empty and the tokenizer has no bos token");
+            const double max = options.maxNewTokens;
+            reportOrThrow(progress, {0, max, "tokens", "prefill"});
+            StreamDecoder decoder(tok, /*skipSpecialTokens=*/true);
+            Clock::time_point first;
+            int n = 0;
+            double rate = 0;
+            bool stopped = false;
+            const gpu::GenerationResult r = loaded->model->generate(ids, options, [&](std::int32_t id) {
+              const auto now = Clock::now();
+              if (++n == 1) first = now;
+              const double secs = std::chrono::duration<double>(now - first).count();
+              // decode rate: the first token's time is prefill
+              rate = (n >= 2 && secs > 0) ? (n - 1) / secs : 0.0;
+              text.send({decoder.push(id), n, rate});
+              if (!progress({double(n), max, "tokens", "decode"})) {
+                stopped = true;
+                return false;
+              }
+              return true;
+            });
+            if (r.decodeSeconds > 0 && r.tokens.size() >= 2) rate = double(r.tokens.size() - 1) / r.decodeSeconds;
+            text.send({decoder.flush(), n, rate});
+            if (stopped) throw sdw::Cancelled();
+            GenerationOutcome o;
+            o.tokens = static_cast<int>(r.tokens.size());
+            o.promptTokens = r.promptTokens;
+            o.reason = stopReasonText(r.stopReason);
+            o.prefillSeconds = r.prefillSeconds;
+            o.decodeSeconds = r.decodeSeconds;
+            return o;
+          },
+      .data =
+          [this](const std::vector<TextChunk>& chunks) {
+            std::string text;
+            for (const TextChunk& c : chunks) text += c.text;
+            Q_EMIT textStreamed(QString::fromUtf8(text), chunks.back().tokens, chunks.back().tokensPerSecond);
+          },
+      .dataIntervalMs = chunkMs_,
+      .finished =
+          [this](const GenerationOutcome& o) {
+            Q_EMIT generationEnded(tr("%1 · prompt %2 tokens, prefill %3 ms")
+                                       .arg(o.reason)
+                                       .arg(o.promptTokens)
+                                       .arg(o.prefillSeconds * 1000.0, 0, 'f', 0),
+                                   false);
+            Q_EMIT info(tr("generated %1 tokens: %2").arg(o.tokens).arg(o.reason));
+          },
+      .failed =
+          [this](const QString& message) {
+            const QString m = tr("Generation failed: %1").arg(message);
+            Q_EMIT generationEnded(m, true);
+            Q_EMIT error(m);
+          },
+      .cancelled = [this] { Q_EMIT generationEnded(tr("stopped"), false); },
+  });
   Q_EMIT generationStarted(settings.prompt);
-  return genJob_;
+  return job;
 }
 
 void ModelController::stop() {
-  if (jobs_ && genJob_) jobs_->cancel(genJob_);
-}
-
-void ModelController::drainStream() {
-  if (!stream_) return;
-  std::string text;
-  int tokens = 0;
-  double rate = 0;
-  {
-    std::lock_guard lock(stream_->mutex);
-    text.swap(stream_->pending);
-    tokens = stream_->tokens;
-    rate = stream_->tokensPerSecond;
-  }
-  Q_EMIT textStreamed(QString::fromUtf8(text), tokens, rate);
-}
-
-void ModelController::onProgress(const JobUpdate& u) {
-  if (u.id != loadJob_ || loadJob_ == 0) return;
-  const double mib = 1024.0 * 1024.0;
-  const QString text = u.total > 0 ? tr("%1 / %2 MiB").arg(u.done / mib, 0, 'f', 1).arg(u.total / mib, 0, 'f', 1)
-                                   : tr("%1 MiB").arg(u.done / mib, 0, 'f', 1);
-  Q_EMIT loadProgress(u.fraction, text);
-}
-
-void ModelController::onFinished(JobId id, const QVariant& result) {
-  if (id == 0) return;
-  if (id == loadJob_) {
-    loadJob_ = 0;
-    current_ = result.value<std::shared_ptr<LoadedModel>>();
-    const widgets::ModelSummary& s = current_->summary;
-    Q_EMIT modelLoaded(s, current_->modules);
-    Q_EMIT info(tr("model loaded: %1 (%2 layers, %3 parameters, %4 on %5)")
-                    .arg(s.dir)
-                    .arg(s.layers)
-                    .arg(s.parameters)
-                    .arg(s.dtype, s.device));
-  } else if (id == genJob_) {
-    genJob_ = 0;
-    chunkTimer_.stop();
-    drainStream();
-    const auto o = result.value<GenerationOutcome>();
-    Q_EMIT generationEnded(tr("%1 · prompt %2 tokens, prefill %3 ms")
-                               .arg(o.reason)
-                               .arg(o.promptTokens)
-                               .arg(o.prefillSeconds * 1000.0, 0, 'f', 0),
-                           false);
-    Q_EMIT info(tr("generated %1 tokens: %2").arg(o.tokens).arg(o.reason));
-  }
-}
-
-void ModelController::onFailed(JobId id, const QString& message) {
-  if (id == 0) return;
-  if (id == loadJob_) {
-    loadJob_ = 0;
-    const QString m = tr("Cannot load the model: %1").arg(message);
-    Q_EMIT loadEnded(current_ ? m + tr(" (still using %1)").arg(current_->summary.dir) : m, true);
-    Q_EMIT error(m);
-  } else if (id == genJob_) {
-    genJob_ = 0;
-    chunkTimer_.stop();
-    drainStream();
-    const QString m = tr("Generation failed: %1").arg(message);
-    Q_EMIT generationEnded(m, true);
-    Q_EMIT error(m);
-  }
-}
-
-void ModelController::onCancelled(JobId id) {
-  if (id == 0) return;
-  if (id == loadJob_) {
-    loadJob_ = 0;
-    Q_EMIT loadEnded(current_ ? tr("Loading cancelled; still using %1.").arg(current_->summary.dir)
-                              : tr("Loading cancelled."),
-                     false);
-    Q_EMIT info(tr("model loading cancelled: %1").arg(loadDir_));
-  } else if (id == genJob_) {
-    genJob_ = 0;
-    chunkTimer_.stop();
-    drainStream();
-    Q_EMIT generationEnded(tr("stopped"), false);
-  }
+  if (jobs_) jobs_->cancel(generate_.id());
 }
 
 }  // namespace sdw::app

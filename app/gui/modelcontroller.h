@@ -2,7 +2,8 @@
 // Owns the loaded model and its tokenizer for the Model panel: loads a
 // checkpoint as a job ("Load model", progress in bytes, cancellable: the
 // previous model stays) and generates as a job ("Generate", progress in
-// tokens) whose decoded text reaches the panel in coalesced chunks.
+// tokens) whose decoded text reaches the panel in coalesced chunks (the
+// job's channel, at most every 30 ms).
 //
 // Threading: the model and tokenizer are only touched inside jobs. A
 // generation keeps its own reference to the model it started with, so a load
@@ -14,14 +15,12 @@
 
 #include <QObject>
 #include <QPointer>
-#include <QTimer>
 
 #include <memory>
 
 namespace sdw::app {
 
 struct LoadedModel;   // model + tokenizer + their display summary
-struct TextStream;    // decoded text on its way from a job to the panel
 
 // The embedded sample model: $SDW_SAMPLES_DIR/model/brown-llama, else
 // samples/ next to the build tree or install, else the source tree's.
@@ -31,7 +30,6 @@ class ModelController : public QObject {
   Q_OBJECT
  public:
   explicit ModelController(JobManager* jobs, QObject* parent = nullptr);
-  ~ModelController() override;
 
   // Connects a panel both ways and tells it about CUDA and the sample folder.
   void attach(widgets::ModelPanel* panel);
@@ -49,12 +47,13 @@ class ModelController : public QObject {
   bool hasModel() const { return current_ != nullptr; }
   QString modelDir() const;
   widgets::ModelSummary summary() const;
-  bool isLoading() const { return loadJob_ != 0; }
-  bool isGenerating() const { return genJob_ != 0; }
-  JobId loadJob() const { return loadJob_; }
-  JobId generateJob() const { return genJob_; }
-  // How often streamed text is handed to the panel (default 30 ms).
-  void setChunkInterval(int msecs) { chunkTimer_.setInterval(msecs); }
+  bool isLoading() const { return load_.busy(); }
+  bool isGenerating() const { return generate_.busy(); }
+  JobId loadJob() const { return load_.id(); }
+  JobId generateJob() const { return generate_.id(); }
+  // How often streamed text is handed to the panel (default 30 ms), from the
+  // next generation on.
+  void setChunkInterval(int msecs) { chunkMs_ = msecs; }
 
  Q_SIGNALS:
   void loadStarted(const QString& dir);
@@ -69,19 +68,11 @@ class ModelController : public QObject {
   void error(const QString& message);
 
  private:
-  void onFinished(JobId id, const QVariant& result);
-  void onFailed(JobId id, const QString& message);
-  void onCancelled(JobId id);
-  void onProgress(const JobUpdate& u);
-  void drainStream();
-
   QPointer<JobManager> jobs_;
   std::shared_ptr<LoadedModel> current_;
-  JobId loadJob_ = 0;
-  QString loadDir_;
-  JobId genJob_ = 0;
-  std::shared_ptr<TextStream> stream_;
-  QTimer chunkTimer_;
+  JobSlot load_;
+  JobSlot generate_;
+  int chunkMs_ = 30;
 };
 
 }  // namespace sdw::app

@@ -11,12 +11,12 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QMetaObject>
 
 #include <algorithm>
 #include <filesystem>
-#include <mutex>
 #include <stdexcept>
+#include <variant>
+#include <vector>
 
 namespace sdw::app {
 
@@ -41,24 +41,28 @@ Q_DECLARE_METATYPE(sdw::app::EvaluateOutcome)
 
 namespace sdw::app {
 
-// Rows and layer changes travel from the worker through here: the pointer
-// is read and cleared under the mutex, so a worker never posts to a
-// controller that is being destroyed. A posted call whose receiver is gone
-// by delivery time is dropped by Qt.
-struct PruningController::Sink {
-  std::mutex mutex;
-  QPointer<PruningController> target;
-
-  template <typename F>
-  void post(F f) {
-    std::lock_guard lock(mutex);
-    if (PruningController* c = target.data())
-      QMetaObject::invokeMethod(c, [c, f = std::move(f)] { f(c); }, Qt::QueuedConnection);
-  }
-};
-
 namespace {
 
+// What the pruning job reports while it runs, in order: a calibration run
+// begins, the layer being worked on changes, a module is done, a run's
+// record is complete.
+struct RunBegins {
+  QString what;
+  QVector<int> modulesPerLayer;
+};
+struct LayerNow {
+  int layer = -1;
+  QString stage;
+};
+struct RunDone {
+  QString record;
+};
+using PruneEvent = std::variant<RunBegins, LayerNow, widgets::PruneModuleData, RunDone>;
+
+template <typename... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
 
 QString samplesFile(const QString& rel) {
   // The sample model sits in <samples>/model/brown-llama.
@@ -98,29 +102,13 @@ std::vector<int> moduleLayers(const QString& model) {
 QString sampleHeldoutTextFile() { return samplesFile(QStringLiteral("corpus/brown-heldout.txt")); }
 QString sampleHeldoutPromptsFile() { return samplesFile(QStringLiteral("prompts/brown-heldout.jsonl")); }
 
-PruningController::PruningController(JobManager* jobs, QObject* parent)
-    : QObject(parent), jobs_(jobs), sink_(std::make_shared<Sink>()) {
-  sink_->target = this;
+PruningController::PruningController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
   qRegisterMetaType<sdw::widgets::PruneForm>("sdw::widgets::PruneForm");
   qRegisterMetaType<sdw::widgets::EvaluateForm>("sdw::widgets::EvaluateForm");
   qRegisterMetaType<sdw::widgets::PruneModuleData>("sdw::widgets::PruneModuleData");
   qRegisterMetaType<sdw::widgets::PruningRecordData>("sdw::widgets::PruningRecordData");
   qRegisterMetaType<sdw::widgets::QualityData>("sdw::widgets::QualityData");
   qRegisterMetaType<sdw::app::PruningInputs>("sdw::app::PruningInputs");
-  connect(jobs, &JobManager::finished, this, &PruningController::onFinished);
-  connect(jobs, &JobManager::failed, this, &PruningController::onFailed);
-  connect(jobs, &JobManager::cancelled, this, &PruningController::onCancelled);
-  connect(jobs, &JobManager::progressed, this, &PruningController::onProgress);
-}
-
-PruningController::~PruningController() {
-  {
-    std::lock_guard lock(sink_->mutex);
-    sink_->target = nullptr;
-  }
-  if (!jobs_) return;
-  for (JobId id : {scanJob_, pruneJob_, evaluateJob_, openRecordJob_, openEvaluationJob_})
-    if (id) jobs_->cancel(id);
 }
 
 void PruningController::attach(widgets::PruningPanel* panel) {
@@ -158,18 +146,34 @@ void PruningController::attach(widgets::PruningPanel* panel) {
 JobId PruningController::setWorkspace(const QString& dir) {
   if (!jobs_) return 0;
   workspace_ = dir;
-  if (scanJob_) jobs_->cancel(scanJob_);
-  scanJob_ = jobs_->startTyped<PruningInputs>(tr("Find pruning inputs"), [dir](const sdw::ProgressFn&) {
-    PruningInputs in = findPruningInputs(dir);
-    // Something to look at from the start, even in an empty workspace.
-    const QDir samples(sampleWorkspaceDir());
-    if (in.record.isEmpty() && QFileInfo::exists(samples.filePath(QStringLiteral("pruning-sgpt24-fixed.sdw.h5"))))
-      in.record = samples.filePath(QStringLiteral("pruning-sgpt24-fixed.sdw.h5"));
-    if (in.evaluation.isEmpty() && QFileInfo::exists(samples.filePath(QStringLiteral("eval-sample.sdw.h5"))))
-      in.evaluation = samples.filePath(QStringLiteral("eval-sample.sdw.h5"));
-    return in;
+  return jobs_->start(Job<PruningInputs>{
+      .name = tr("Find pruning inputs"),
+      .slot = &scan_,
+      .context = this,
+      .work =
+          [dir](const sdw::ProgressFn&) {
+            PruningInputs in = findPruningInputs(dir);
+            // Something to look at from the start, even in an empty workspace.
+            const QDir samples(sampleWorkspaceDir());
+            if (in.record.isEmpty() &&
+                QFileInfo::exists(samples.filePath(QStringLiteral("pruning-sgpt24-fixed.sdw.h5"))))
+              in.record = samples.filePath(QStringLiteral("pruning-sgpt24-fixed.sdw.h5"));
+            if (in.evaluation.isEmpty() && QFileInfo::exists(samples.filePath(QStringLiteral("eval-sample.sdw.h5"))))
+              in.evaluation = samples.filePath(QStringLiteral("eval-sample.sdw.h5"));
+            return in;
+          },
+      .finished =
+          [this](const PruningInputs& in) {
+            if (in.dir != workspace_) return;
+            const bool defaults = in.dir != defaultsDir_;
+            defaultsDir_ = in.dir;
+            Q_EMIT inputsFound(in, defaults);
+            if (!recordShown_ && !in.record.isEmpty() && !openRecord_.busy() && !prune_.busy()) openRecord(in.record);
+            if (!qualityShown_ && !in.evaluation.isEmpty() && !openEvaluation_.busy() && !evaluate_.busy())
+              openEvaluation(in.evaluation);
+          },
+      .failed = [this](const QString& m) { Q_EMIT error(tr("cannot list the workspace's runs: %1").arg(m)); },
   });
-  return scanJob_;
 }
 
 PruningController::Target PruningController::targetFor(const widgets::PruneForm& form, const QString& calibrationRun,
@@ -243,83 +247,113 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
     steps.push_back(std::move(s));
   }
 
-  const quint64 generation = ++generation_;
   written_.clear();
   currentRun_.clear();
   const QString model = form.model;
-  auto sink = sink_;
-  pruneJob_ = jobs_->startTyped<PruneOutcome>(
-      tr("Pruning (%1 %2)").arg(form.method, form.pattern), [steps, model, sink, generation](const sdw::ProgressFn& p) {
-        const std::vector<int> layerOf = moduleLayers(model);
-        const int perRun = static_cast<int>(layerOf.size());
-        const int layers = layerOf.empty() ? 0 : *std::max_element(layerOf.begin(), layerOf.end()) + 1;
-        QVector<int> modulesPerLayer(layers, 0);
-        for (int l : layerOf) ++modulesPerLayer[l];
-        const int runs = static_cast<int>(steps.size());
-        PruneOutcome outcome;
-        for (int i = 0; i < runs; ++i) {
-          const Step& step = steps[static_cast<std::size_t>(i)];
-          const QString what = runs > 1 ? QStringLiteral("run %1/%2: %3").arg(i + 1).arg(runs).arg(step.name) : step.name;
-          sink->post([generation, what, modulesPerLayer](PruningController* c) {
-            c->onRunStarted(generation, what, modulesPerLayer);
-          });
-          int done = 0;          // modules of this run finished
-          int shownLayer = -2;   // what the chart was last told
-          QString shownStage;
-          const auto progress = [&](const sdw::Progress& q) {
-            const bool recapture = q.stage.rfind("recapture", 0) == 0;
-            const int layer = perRun > 0 ? layerOf[static_cast<std::size_t>(std::min(done, perRun - 1))] : -1;
-            QString stage = recapture ? QStringLiteral("re-capturing") : QStringLiteral("solving");
-            if (done >= perRun) stage = QStringLiteral("writing");
-            if (layer != shownLayer || stage != shownStage) {
-              shownLayer = layer;
-              shownStage = stage;
-              sink->post([generation, layer, stage](PruningController* c) {
-                if (generation == c->generation_) Q_EMIT c->layerState(layer, stage);
-              });
+  const JobId id = jobs_->start(Job<PruneOutcome, PruneEvent>{
+      .name = tr("Pruning (%1 %2)").arg(form.method, form.pattern),
+      .slot = &prune_,
+      .context = this,
+      .work =
+          [steps, model](const sdw::ProgressFn& p, const JobChannel<PruneEvent>& channel) {
+            const std::vector<int> layerOf = moduleLayers(model);
+            const int perRun = static_cast<int>(layerOf.size());
+            const int layers = layerOf.empty() ? 0 : *std::max_element(layerOf.begin(), layerOf.end()) + 1;
+            QVector<int> modulesPerLayer(layers, 0);
+            for (int l : layerOf) ++modulesPerLayer[l];
+            const int runs = static_cast<int>(steps.size());
+            PruneOutcome outcome;
+            for (int i = 0; i < runs; ++i) {
+              const Step& step = steps[static_cast<std::size_t>(i)];
+              const QString what =
+                  runs > 1 ? QStringLiteral("run %1/%2: %3").arg(i + 1).arg(runs).arg(step.name) : step.name;
+              channel.send(RunBegins{what, modulesPerLayer});
+              int done = 0;          // modules of this run finished
+              int shownLayer = -2;   // what the chart was last told
+              QString shownStage;
+              const auto progress = [&](const sdw::Progress& q) {
+                const bool recapture = q.phase == "recapture";
+                const int layer = perRun > 0 ? layerOf[static_cast<std::size_t>(std::min(done, perRun - 1))] : -1;
+                QString stage = recapture ? QStringLiteral("re-capturing") : QStringLiteral("solving");
+                if (done >= perRun) stage = QStringLiteral("writing");
+                if (layer != shownLayer || stage != shownStage) {
+                  shownLayer = layer;
+                  shownStage = stage;
+                  channel.send(LayerNow{layer, stage});
+                }
+                sdw::Progress out;
+                out.done = static_cast<double>(i * perRun + done);
+                out.total = static_cast<double>(runs * perRun);
+                out.unit = "modules";
+                QString text = QStringLiteral("%1 · layer %2/%3 · %4").arg(what).arg(layer + 1).arg(layers).arg(stage);
+                if (recapture && q.total > 0) text += QStringLiteral(" %1%").arg(100.0 * q.done / q.total, 0, 'f', 0);
+                out.stage = text.toStdString();
+                return !p || p(out);
+              };
+              const auto onModule = [&](const gpu::ModulePruneRow& row) {
+                ++done;
+                channel.send(rowData(row));
+              };
+              const gpu::PruneResult r = gpu::pruneModel(step.settings, progress, onModule);
+              const QString record = fromPath(r.record);
+              outcome.records << record;
+              channel.send(RunDone{record});
             }
-            sdw::Progress out;
-            out.done = static_cast<double>(i * perRun + done);
-            out.total = static_cast<double>(runs * perRun);
-            out.unit = "modules";
-            QString text = QStringLiteral("%1 · layer %2/%3 · %4").arg(what).arg(layer + 1).arg(layers).arg(stage);
-            if (recapture && q.total > 0) text += QStringLiteral(" %1%").arg(100.0 * q.done / q.total, 0, 'f', 0);
-            out.stage = text.toStdString();
-            return !p || p(out);
-          };
-          const auto onModule = [&](const gpu::ModulePruneRow& row) {
-            ++done;
-            sink->post([generation, d = rowData(row)](PruningController* c) {
-              if (generation == c->generation_) Q_EMIT c->moduleFinished(d);
-            });
-          };
-          const gpu::PruneResult r = gpu::pruneModel(step.settings, progress, onModule);
-          const QString record = fromPath(r.record);
-          outcome.records << record;
-          sink->post([generation, record](PruningController* c) { c->onRunDone(generation, record); });
-        }
-        if (!outcome.records.isEmpty()) outcome.last = readPruningRecord(outcome.records.back());
-        return outcome;
-      });
+            if (!outcome.records.isEmpty()) outcome.last = readPruningRecord(outcome.records.back());
+            return outcome;
+          },
+      .progress = [this](const JobUpdate& u) { showProgress(u); },
+      .data =
+          [this](const std::vector<PruneEvent>& events) {
+            for (const PruneEvent& e : events)
+              std::visit(Overloaded{[this](const RunBegins& r) {
+                                      currentRun_ = r.what;
+                                      Q_EMIT pruneRunStarted(tr("Pruning %1…").arg(r.what), r.modulesPerLayer);
+                                    },
+                                    [this](const LayerNow& l) { Q_EMIT layerState(l.layer, l.stage); },
+                                    [this](const widgets::PruneModuleData& d) { Q_EMIT moduleFinished(d); },
+                                    [this](const RunDone& d) {
+                                      written_ << d.record;
+                                      Q_EMIT runWritten(d.record);
+                                    }},
+                         e);
+          },
+      .finished =
+          [this](const PruneOutcome& o) {
+            recordShown_ = true;
+            if (!o.records.isEmpty()) Q_EMIT recordReady(o.last);
+            const QString msg = tr("Complete: %n model(s) pruned — %1", nullptr, static_cast<int>(o.records.size()))
+                                    .arg(o.last.summaryLine());
+            Q_EMIT jobEnded(msg, widgets::PruningPanel::Outcome::Complete);
+            Q_EMIT info(tr("pruning complete: %1").arg(o.records.join(QStringLiteral(", "))));
+            if (!workspace_.isEmpty()) setWorkspace(workspace_);  // the pickers list the new records
+          },
+      .failed =
+          [this](const QString& message) {
+            QString m = tr("Pruning %1 failed: %2").arg(currentRun_, message);
+            if (!written_.isEmpty())
+              m += tr(" (%n earlier model(s) complete and kept)", nullptr, static_cast<int>(written_.size()));
+            Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Failed);
+            Q_EMIT error(m);
+          },
+      .cancelled =
+          [this] {
+            QString m = tr("Cancelled: nothing of %1 was written.")
+                            .arg(currentRun_.isEmpty() ? tr("the pruning") : currentRun_);
+            if (!written_.isEmpty())
+              m += tr(" %n earlier model(s) complete and kept.", nullptr, static_cast<int>(written_.size()));
+            Q_EMIT layerState(-1, QString());
+            Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Cancelled);
+            Q_EMIT info(m);
+          },
+  });
   QStringList names;
   for (const Step& s : steps) names << s.name;
   Q_EMIT jobStarted(tr("Pruning %1 with %2 %3 (%4)…")
                         .arg(names.join(QStringLiteral(", ")), form.method, form.pattern, form.order));
   Q_EMIT info(tr("pruning started: %1 %2 %3 of %4 from %5")
                   .arg(form.method, form.pattern, form.order, form.model, names.join(QStringLiteral(", "))));
-  return pruneJob_;
-}
-
-void PruningController::onRunStarted(quint64 generation, const QString& what, const QVector<int>& modulesPerLayer) {
-  if (generation != generation_) return;
-  currentRun_ = what;
-  Q_EMIT pruneRunStarted(tr("Pruning %1…").arg(what), modulesPerLayer);
-}
-
-void PruningController::onRunDone(quint64 generation, const QString& record) {
-  if (generation != generation_) return;
-  written_ << record;
-  Q_EMIT runWritten(record);
+  return id;
 }
 
 JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
@@ -359,142 +393,97 @@ JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
           : QDir(workspace_).filePath(
                 QStringLiteral("eval-%1.sdw.h5")
                     .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
-  evaluateJob_ = jobs_->startTyped<EvaluateOutcome>(tr("Evaluation"), [s, out](const sdw::ProgressFn& p) {
-    const gpu::EvaluationResult r = gpu::evaluate(s, p);
-    EvaluateOutcome o;
-    o.data = readEvaluationRun(fromPath(gpu::writeEvaluationRun(r, toPath(out))));
-    return o;
+  const JobId id = jobs_->start(Job<EvaluateOutcome>{
+      .name = tr("Evaluation"),
+      .slot = &evaluate_,
+      .context = this,
+      .work =
+          [s, out](const sdw::ProgressFn& p) {
+            const gpu::EvaluationResult r = gpu::evaluate(s, p);
+            EvaluateOutcome o;
+            o.data = readEvaluationRun(fromPath(gpu::writeEvaluationRun(r, toPath(out))));
+            return o;
+          },
+      .progress = [this](const JobUpdate& u) { showProgress(u); },
+      .finished =
+          [this](const EvaluateOutcome& o) {
+            qualityShown_ = true;
+            Q_EMIT qualityReady(o.data);
+            const QString msg = tr("Evaluation saved to %1").arg(QFileInfo(o.data.path).fileName());
+            Q_EMIT jobEnded(msg, widgets::PruningPanel::Outcome::Complete);
+            Q_EMIT info(msg);
+            Q_EMIT runWritten(o.data.path);
+            if (!workspace_.isEmpty()) setWorkspace(workspace_);
+          },
+      .failed =
+          [this](const QString& message) {
+            const QString m = tr("Evaluation failed: %1").arg(message);
+            Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Failed);
+            Q_EMIT error(m);
+          },
+      .cancelled =
+          [this] {
+            Q_EMIT jobEnded(tr("Evaluation cancelled; no run written."), widgets::PruningPanel::Outcome::Cancelled);
+          },
   });
   Q_EMIT jobStarted(tr("Evaluating %n pruned model(s) against %1…", nullptr, static_cast<int>(form.models.size()))
                         .arg(QFileInfo(form.dense).fileName()));
   Q_EMIT info(tr("evaluation started: %1 vs %2 -> %3").arg(form.dense, form.models.join(QStringLiteral(", ")), out));
-  return evaluateJob_;
+  return id;
 }
 
 JobId PruningController::openRecord(const QString& path) {
   if (!jobs_) return 0;
-  if (openRecordJob_) jobs_->cancel(openRecordJob_);  // superseded
-  openRecordJob_ = jobs_->startTyped<widgets::PruningRecordData>(
-      tr("Open %1").arg(QFileInfo(path).fileName()), [path](const sdw::ProgressFn&) { return readPruningRecord(path); });
-  return openRecordJob_;
+  return jobs_->start(Job<widgets::PruningRecordData>{
+      .name = tr("Open %1").arg(QFileInfo(path).fileName()),
+      .slot = &openRecord_,
+      .context = this,
+      .work = [path](const sdw::ProgressFn&) { return readPruningRecord(path); },
+      .finished =
+          [this](const widgets::PruningRecordData& d) {
+            recordShown_ = true;
+            Q_EMIT recordReady(d);
+            Q_EMIT info(tr("opened %1: %2").arg(QFileInfo(d.path).fileName(), d.summaryLine()));
+          },
+      .failed =
+          [this](const QString& message) {
+            const QString m = tr("Cannot open the pruning record: %1").arg(message);
+            Q_EMIT recordFailed(m);
+            Q_EMIT error(m);
+          },
+  });
 }
 
 JobId PruningController::openEvaluation(const QString& path) {
   if (!jobs_) return 0;
-  if (openEvaluationJob_) jobs_->cancel(openEvaluationJob_);
-  openEvaluationJob_ = jobs_->startTyped<widgets::QualityData>(
-      tr("Open %1").arg(QFileInfo(path).fileName()), [path](const sdw::ProgressFn&) { return readEvaluationRun(path); });
-  return openEvaluationJob_;
+  return jobs_->start(Job<widgets::QualityData>{
+      .name = tr("Open %1").arg(QFileInfo(path).fileName()),
+      .slot = &openEvaluation_,
+      .context = this,
+      .work = [path](const sdw::ProgressFn&) { return readEvaluationRun(path); },
+      .finished =
+          [this](const widgets::QualityData& d) {
+            qualityShown_ = true;
+            Q_EMIT qualityReady(d);
+            Q_EMIT info(tr("opened %1").arg(d.summaryLine()));
+          },
+      .failed =
+          [this](const QString& message) {
+            const QString m = tr("Cannot open the evaluation run: %1").arg(message);
+            Q_EMIT qualityFailed(m);
+            Q_EMIT error(m);
+          },
+  });
 }
 
 void PruningController::cancel() {
   if (!jobs_) return;
-  if (pruneJob_) jobs_->cancel(pruneJob_);
-  if (evaluateJob_) jobs_->cancel(evaluateJob_);
+  jobs_->cancel(prune_.id());
+  jobs_->cancel(evaluate_.id());
 }
 
-void PruningController::onProgress(const JobUpdate& u) {
-  if (u.id == 0 || (u.id != pruneJob_ && u.id != evaluateJob_)) return;
+void PruningController::showProgress(const JobUpdate& u) {
   Q_EMIT jobProgress(u.fraction, u.stage, u.elapsedSeconds, u.etaSeconds);
-}
-
-void PruningController::onFinished(JobId id, const QVariant& result) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-    const auto in = result.value<PruningInputs>();
-    if (in.dir != workspace_) return;
-    const bool defaults = in.dir != defaultsDir_;
-    defaultsDir_ = in.dir;
-    Q_EMIT inputsFound(in, defaults);
-    if (!recordShown_ && !in.record.isEmpty() && !openRecordJob_ && !pruneJob_) openRecord(in.record);
-    if (!qualityShown_ && !in.evaluation.isEmpty() && !openEvaluationJob_ && !evaluateJob_)
-      openEvaluation(in.evaluation);
-  } else if (id == pruneJob_) {
-    pruneJob_ = 0;
-    const auto o = result.value<PruneOutcome>();
-    recordShown_ = true;
-    if (!o.records.isEmpty()) Q_EMIT recordReady(o.last);
-    const QString msg = tr("Complete: %n model(s) pruned — %1", nullptr, static_cast<int>(o.records.size()))
-                            .arg(o.last.summaryLine());
-    Q_EMIT jobEnded(msg, widgets::PruningPanel::Outcome::Complete);
-    Q_EMIT info(tr("pruning complete: %1").arg(o.records.join(QStringLiteral(", "))));
-    if (!workspace_.isEmpty()) setWorkspace(workspace_);  // the pickers list the new records
-  } else if (id == evaluateJob_) {
-    evaluateJob_ = 0;
-    const auto o = result.value<EvaluateOutcome>();
-    qualityShown_ = true;
-    Q_EMIT qualityReady(o.data);
-    const QString msg = tr("Evaluation saved to %1").arg(QFileInfo(o.data.path).fileName());
-    Q_EMIT jobEnded(msg, widgets::PruningPanel::Outcome::Complete);
-    Q_EMIT info(msg);
-    Q_EMIT runWritten(o.data.path);
-    if (!workspace_.isEmpty()) setWorkspace(workspace_);
-  } else if (id == openRecordJob_) {
-    openRecordJob_ = 0;
-    recordShown_ = true;
-    const auto d = result.value<widgets::PruningRecordData>();
-    Q_EMIT recordReady(d);
-    Q_EMIT info(tr("opened %1: %2").arg(QFileInfo(d.path).fileName(), d.summaryLine()));
-  } else if (id == openEvaluationJob_) {
-    openEvaluationJob_ = 0;
-    qualityShown_ = true;
-    const auto d = result.value<widgets::QualityData>();
-    Q_EMIT qualityReady(d);
-    Q_EMIT info(tr("opened %1").arg(d.summaryLine()));
-  }
-}
-
-void PruningController::onFailed(JobId id, const QString& message) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-    Q_EMIT error(tr("cannot list the workspace's runs: %1").arg(message));
-  } else if (id == pruneJob_) {
-    pruneJob_ = 0;
-    QString m = tr("Pruning %1 failed: %2").arg(currentRun_, message);
-    if (!written_.isEmpty()) m += tr(" (%n earlier model(s) complete and kept)", nullptr, static_cast<int>(written_.size()));
-    Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Failed);
-    Q_EMIT error(m);
-  } else if (id == evaluateJob_) {
-    evaluateJob_ = 0;
-    const QString m = tr("Evaluation failed: %1").arg(message);
-    Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Failed);
-    Q_EMIT error(m);
-  } else if (id == openRecordJob_) {
-    openRecordJob_ = 0;
-    const QString m = tr("Cannot open the pruning record: %1").arg(message);
-    Q_EMIT recordFailed(m);
-    Q_EMIT error(m);
-  } else if (id == openEvaluationJob_) {
-    openEvaluationJob_ = 0;
-    const QString m = tr("Cannot open the evaluation run: %1").arg(message);
-    Q_EMIT qualityFailed(m);
-    Q_EMIT error(m);
-  }
-}
-
-void PruningController::onCancelled(JobId id) {
-  if (id == 0) return;
-  if (id == scanJob_) {
-    scanJob_ = 0;
-  } else if (id == pruneJob_) {
-    pruneJob_ = 0;
-    ++generation_;  // rows still queued belong to the stopped pruning
-    QString m = tr("Cancelled: nothing of %1 was written.").arg(currentRun_.isEmpty() ? tr("the pruning") : currentRun_);
-    if (!written_.isEmpty())
-      m += tr(" %n earlier model(s) complete and kept.", nullptr, static_cast<int>(written_.size()));
-    Q_EMIT layerState(-1, QString());
-    Q_EMIT jobEnded(m, widgets::PruningPanel::Outcome::Cancelled);
-    Q_EMIT info(m);
-  } else if (id == evaluateJob_) {
-    evaluateJob_ = 0;
-    Q_EMIT jobEnded(tr("Evaluation cancelled; no run written."), widgets::PruningPanel::Outcome::Cancelled);
-  } else if (id == openRecordJob_) {
-    openRecordJob_ = 0;
-  } else if (id == openEvaluationJob_) {
-    openEvaluationJob_ = 0;
-  }
 }
 
 }  // namespace sdw::app

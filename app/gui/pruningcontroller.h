@@ -6,9 +6,9 @@
 //    and an evaluation (the sample workspace's when the folder has none).
 //  - prune runs gpu::pruneModel for each checked calibration run in turn as
 //    one job ("Pruning", progress in modules of all runs, cancellable after
-//    any module). Finished module rows and the layer being worked on are
-//    posted from the worker to the GUI thread as they happen, so the table
-//    and the per-layer chart fill live.
+//    any module). Finished module rows and the layer being worked on travel
+//    on the job's channel as they happen, so the table and the per-layer
+//    chart fill live.
 //  - evaluate runs gpu::evaluate, writes the evaluation run into the
 //    workspace (eval-<time>.sdw.h5) and shows it.
 //  - openRecord / openEvaluation read run files off the GUI thread.
@@ -31,8 +31,6 @@
 #include <QString>
 #include <QStringList>
 
-#include <memory>
-
 namespace sdw::app {
 
 // The held-out files shipped with the sample model (evaluation defaults).
@@ -43,7 +41,6 @@ class PruningController : public QObject {
   Q_OBJECT
  public:
   explicit PruningController(JobManager* jobs, QObject* parent = nullptr);
-  ~PruningController() override;
 
   // Connects a panel both ways; gives it the sample defaults and CUDA state.
   void attach(widgets::PruningPanel* panel);
@@ -68,12 +65,12 @@ class PruningController : public QObject {
   Target targetFor(const widgets::PruneForm& form, const QString& calibrationRun,
                    const QStringList& taken = {}) const;
 
-  bool isBusy() const { return pruneJob_ != 0 || evaluateJob_ != 0; }
-  JobId pruneJob() const { return pruneJob_; }
-  JobId evaluateJob() const { return evaluateJob_; }
-  JobId scanJob() const { return scanJob_; }
-  JobId openRecordJob() const { return openRecordJob_; }
-  JobId openEvaluationJob() const { return openEvaluationJob_; }
+  bool isBusy() const { return prune_.busy() || evaluate_.busy(); }
+  JobId pruneJob() const { return prune_.id(); }
+  JobId evaluateJob() const { return evaluate_.id(); }
+  JobId scanJob() const { return scan_.id(); }
+  JobId openRecordJob() const { return openRecord_.id(); }
+  JobId openEvaluationJob() const { return openEvaluation_.id(); }
 
  Q_SIGNALS:
   // `defaults`: the workspace is new, so the pickers take the suggestions.
@@ -95,25 +92,17 @@ class PruningController : public QObject {
   void error(const QString& message);
 
  private:
-  struct Sink;
-  void onFinished(JobId id, const QVariant& result);
-  void onFailed(JobId id, const QString& message);
-  void onCancelled(JobId id);
-  void onProgress(const JobUpdate& u);
-  void onRunStarted(quint64 generation, const QString& what, const QVector<int>& modulesPerLayer);
-  void onRunDone(quint64 generation, const QString& record);
+  void showProgress(const JobUpdate& u);
   void refuse(const QString& why);
 
   QPointer<JobManager> jobs_;
-  std::shared_ptr<Sink> sink_;  // the worker's way back to this object
   QString workspace_;
   QString defaultsDir_;  // the workspace whose defaults the panel got
-  JobId scanJob_ = 0;
-  JobId pruneJob_ = 0;
-  JobId evaluateJob_ = 0;
-  JobId openRecordJob_ = 0;
-  JobId openEvaluationJob_ = 0;
-  quint64 generation_ = 0;    // of the pruning job whose rows are wanted
+  JobSlot scan_;
+  JobSlot prune_;
+  JobSlot evaluate_;
+  JobSlot openRecord_;
+  JobSlot openEvaluation_;
   QStringList written_;       // records of the running pruning already complete
   QString currentRun_;        // the calibration run being pruned
   bool recordShown_ = false;

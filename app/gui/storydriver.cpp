@@ -159,8 +159,8 @@ StoryDriver::StoryDriver(MainWindow* window, StoryOptions options, QObject* pare
                            .filePath(QStringLiteral("walkthrough-%1")
                                          .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
   options_.workDir = QDir::cleanPath(QFileInfo(options_.workDir).absoluteFilePath());
-  // Connected after the controllers (the window made them first), so by the
-  // time this runs the controller has already reported the job's end.
+  // The manager signals a job's end before the job's own callbacks run (the
+  // controller reports it there); endLater decides once both have run.
   connect(window_->jobs(), &JobManager::cancelled, this, [this](JobId id) {
     if (id != 0 && id == job_) jobCancelled_ = true;
   });

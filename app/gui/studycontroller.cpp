@@ -361,16 +361,6 @@ gpu::StudySettings StudyController::toSettings(const widgets::StudyRequest& q) {
 StudyController::StudyController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
   qRegisterMetaType<sdw::widgets::StudyData>("sdw::widgets::StudyData");
   qRegisterMetaType<sdw::widgets::StudyRequest>("sdw::widgets::StudyRequest");
-  connect(jobs, &JobManager::finished, this, &StudyController::onFinished);
-  connect(jobs, &JobManager::failed, this, &StudyController::onFailed);
-  connect(jobs, &JobManager::cancelled, this, &StudyController::onCancelled);
-  connect(jobs, &JobManager::progressed, this, &StudyController::onProgress);
-}
-
-StudyController::~StudyController() {
-  if (!jobs_) return;
-  for (JobId id : {openJob_, runJob_})
-    if (id) jobs_->cancel(id);
 }
 
 void StudyController::attach(widgets::StudyPage* page) {
@@ -402,24 +392,38 @@ void StudyController::setWorkspace(const QString& dir) {
 }
 
 void StudyController::setModel(const QString& dir) {
-  if (page_ && !dir.isEmpty() && !runJob_) page_->setModelDir(dir);
+  if (page_ && !dir.isEmpty() && !run_.busy()) page_->setModelDir(dir);
 }
 
 JobId StudyController::open(const QString& path) {
   if (!jobs_) return 0;
-  if (openJob_) jobs_->cancel(openJob_);  // superseded
-  openJob_ = jobs_->startTyped<widgets::StudyData>(
-      tr("Open %1").arg(QFileInfo(path).fileName()),
-      [path](const sdw::ProgressFn&) { return toStudyData(gpu::readStudy(toPath(path)), path); });
-  if (!runJob_) Q_EMIT jobStarted(tr("Opening %1…").arg(QFileInfo(path).fileName()));
-  return openJob_;
+  const JobId id = jobs_->start(Job<widgets::StudyData>{
+      .name = tr("Open %1").arg(QFileInfo(path).fileName()),
+      .slot = &open_,
+      .context = this,
+      .work = [path](const sdw::ProgressFn&) { return toStudyData(gpu::readStudy(toPath(path)), path); },
+      .finished =
+          [this](const widgets::StudyData& d) {
+            shown_ = true;
+            Q_EMIT studyReady(d);
+            ended(tr("Opened %1 (%2 cells, %3)")
+                      .arg(QFileInfo(d.path).fileName())
+                      .arg(d.cells.size())
+                      .arg(seedsText(d.seeds)),
+                  false);
+          },
+      .failed = [this](const QString& m) { ended(tr("Cannot open the study: %1").arg(m), true); },
+      .cancelled = [this] { ended(tr("Opening cancelled."), false); },
+  });
+  if (!run_.busy()) Q_EMIT jobStarted(tr("Opening %1…").arg(QFileInfo(path).fileName()));
+  return id;
 }
 
 JobId StudyController::run(const widgets::StudyRequest& request) {
   if (!jobs_) return 0;
   QString refusal;
   gpu::StudySettings s;
-  if (runJob_) refusal = tr("a study is already running");
+  if (run_.busy()) refusal = tr("a study is already running");
   else if (request.out.isEmpty()) refusal = tr("choose the output file");
   else if (!request.out.endsWith(QLatin1String(".sdw.h5"))) refusal = tr("the output file must end in .sdw.h5");
   if (refusal.isEmpty()) {
@@ -431,21 +435,60 @@ JobId StudyController::run(const widgets::StudyRequest& request) {
   }
   if (!refusal.isEmpty()) {
     Q_EMIT error(tr("cannot run the study: %1").arg(refusal));
-    if (!runJob_) Q_EMIT jobEnded(tr("Cannot run the study: %1").arg(refusal), true);
+    if (!run_.busy()) Q_EMIT jobEnded(tr("Cannot run the study: %1").arg(refusal), true);
     return 0;
   }
   const QString out = request.out;
   runOut_ = out;
   const int steps = gpu::studySteps(s);
-  runJob_ = jobs_->startTyped<StudyOutcome>(tr("Study"), [s, out](const sdw::ProgressFn& p) {
-    const gpu::StudyResult r = gpu::runStudy(s, toPath(out), p);
-    StudyOutcome o;
-    o.written = fromPath(gpu::writeStudy(r, toPath(out), true));
-    // What is shown is what was written; only the steps reused (this call's,
-    // not the study's) are not in the file.
-    o.data = toStudyData(gpu::readStudy(toPath(o.written)), o.written);
-    o.data.stepsReused = r.stepsReused;
-    return o;
+  const JobId id = jobs_->start(Job<StudyOutcome>{
+      .name = tr("Study"),
+      .slot = &run_,
+      .context = this,
+      .work =
+          [s, out](const sdw::ProgressFn& p) {
+            const gpu::StudyResult r = gpu::runStudy(s, toPath(out), p);
+            StudyOutcome o;
+            o.written = fromPath(gpu::writeStudy(r, toPath(out), true));
+            // What is shown is what was written; only the steps reused (this
+            // call's, not the study's) are not in the file.
+            o.data = toStudyData(gpu::readStudy(toPath(o.written)), o.written);
+            o.data.stepsReused = r.stepsReused;
+            return o;
+          },
+      .progress =
+          [this](const JobUpdate& u) {
+            if (u.total <= 0) return;
+            const int total = static_cast<int>(u.total);
+            const int done = static_cast<int>(u.done);
+            const QString text = done >= total ? tr("%1 steps done: writing the study").arg(total)
+                                               : tr("step %1 of %2: %3").arg(done + 1).arg(total).arg(u.stage);
+            Q_EMIT jobProgress(u.fraction, text);
+          },
+      .finished =
+          [this](const StudyOutcome& o) {
+            shown_ = true;
+            Q_EMIT studyReady(o.data);
+            ended(tr("Study saved to %1 (%2 cells in %3 s; %4 steps reused from %5)")
+                      .arg(QFileInfo(o.written).fileName())
+                      .arg(o.data.cells.size())
+                      .arg(o.data.seconds, 0, 'f', 1)
+                      .arg(o.data.stepsReused)
+                      .arg(o.data.workDir),
+                  false);
+            Q_EMIT runWritten(o.written);
+          },
+      .failed =
+          [this](const QString& m) {
+            ended(tr("Study failed: %1 (finished steps stay in %2.work)").arg(m, runOut_), true);
+          },
+      .cancelled =
+          [this] {
+            ended(tr("Study cancelled: the finished steps stay in %1.work; Start with the same output resumes "
+                     "from them.")
+                      .arg(runOut_),
+                  false);
+          },
   });
   Q_EMIT jobStarted(
       tr("Running the study: %1 steps; intermediate runs in %2").arg(steps).arg(out + QStringLiteral(".work")));
@@ -454,79 +497,22 @@ JobId StudyController::run(const widgets::StudyRequest& request) {
                   .arg(request.model)
                   .arg(steps)
                   .arg(out, request.device));
-  return runJob_;
+  return id;
 }
 
 void StudyController::cancel() {
   if (!jobs_) return;
-  if (runJob_) {
-    jobs_->cancel(runJob_);
+  if (run_.busy()) {
+    jobs_->cancel(run_.id());
     Q_EMIT status(tr("Cancelling: the study stops after the step under way…"), false);
   }
-  if (openJob_) jobs_->cancel(openJob_);
+  jobs_->cancel(open_.id());
 }
 
-void StudyController::onProgress(const JobUpdate& u) {
-  if (u.id == 0 || u.id != runJob_ || u.total <= 0) return;
-  const int total = static_cast<int>(u.total);
-  const int done = static_cast<int>(u.done);
-  const QString text = done >= total ? tr("%1 steps done: writing the study").arg(total)
-                                     : tr("step %1 of %2: %3").arg(done + 1).arg(total).arg(u.stage);
-  Q_EMIT jobProgress(u.fraction, text);
-}
-
-void StudyController::endIfIdle(const QString& message, bool isError) {
-  if (!runJob_ && !openJob_) Q_EMIT jobEnded(message, isError);
-}
-
-void StudyController::onFinished(JobId id, const QVariant& result) {
-  if (id == 0) return;
-  if (id == openJob_) {
-    openJob_ = 0;
-    const auto d = result.value<widgets::StudyData>();
-    shown_ = true;
-    Q_EMIT studyReady(d);
-    const QString msg =
-        tr("Opened %1 (%2 cells, %3)").arg(QFileInfo(d.path).fileName()).arg(d.cells.size()).arg(seedsText(d.seeds));
-    endIfIdle(msg, false);
-    Q_EMIT info(msg);
-  } else if (id == runJob_) {
-    runJob_ = 0;
-    const auto o = result.value<StudyOutcome>();
-    shown_ = true;
-    Q_EMIT studyReady(o.data);
-    const QString msg = tr("Study saved to %1 (%2 cells in %3 s; %4 steps reused from %5)")
-                            .arg(QFileInfo(o.written).fileName())
-                            .arg(o.data.cells.size())
-                            .arg(o.data.seconds, 0, 'f', 1)
-                            .arg(o.data.stepsReused)
-                            .arg(o.data.workDir);
-    endIfIdle(msg, false);
-    Q_EMIT info(msg);
-    Q_EMIT runWritten(o.written);
-  }
-}
-
-void StudyController::onFailed(JobId id, const QString& message) {
-  if (id == 0 || (id != openJob_ && id != runJob_)) return;
-  const bool ran = id == runJob_;
-  (ran ? runJob_ : openJob_) = 0;
-  const QString m = ran ? tr("Study failed: %1 (finished steps stay in %2.work)").arg(message, runOut_)
-                        : tr("Cannot open the study: %1").arg(message);
-  endIfIdle(m, true);
-  Q_EMIT error(m);
-}
-
-void StudyController::onCancelled(JobId id) {
-  if (id == 0 || (id != openJob_ && id != runJob_)) return;
-  const bool ran = id == runJob_;
-  (ran ? runJob_ : openJob_) = 0;
-  const QString m = ran ? tr("Study cancelled: the finished steps stay in %1.work; Start with the same output "
-                             "resumes from them.")
-                              .arg(runOut_)
-                        : tr("Opening cancelled.");
-  endIfIdle(m, false);
-  Q_EMIT info(m);
+void StudyController::ended(const QString& message, bool isError) {
+  if (!isBusy()) Q_EMIT jobEnded(message, isError);
+  if (isError) Q_EMIT error(message);
+  else Q_EMIT info(message);
 }
 
 }  // namespace sdw::app

@@ -6,7 +6,8 @@
 // after the step under way and keeps the work folder (<out>.work), so a
 // second Start with the same output resumes. Results reach the page as
 // widgets::StudyData, converted here together with the chart values and the
-// summary in words. Superseded jobs' results are dropped.
+// summary in words. An open replaces the one still running (its result is
+// dropped).
 
 #include "app/jobmanager.h"
 #include "widgets/studydata.h"
@@ -30,7 +31,6 @@ class StudyController : public QObject {
   Q_OBJECT
  public:
   explicit StudyController(JobManager* jobs, QObject* parent = nullptr);
-  ~StudyController() override;
 
   void attach(widgets::StudyPage* page);
   // The default output (<dir>/study.sdw.h5) follows the workspace until the
@@ -43,9 +43,9 @@ class StudyController : public QObject {
   JobId run(const widgets::StudyRequest& request);
   void cancel();
 
-  JobId openJob() const { return openJob_; }
-  JobId runJob() const { return runJob_; }
-  bool isBusy() const { return openJob_ != 0 || runJob_ != 0; }
+  JobId openJob() const { return open_.id(); }
+  JobId runJob() const { return run_.id(); }
+  bool isBusy() const { return open_.busy() || run_.busy(); }
 
   // samples/workspace/study-sample.sdw.h5 (it may not exist).
   static QString sampleStudy();
@@ -71,19 +71,16 @@ class StudyController : public QObject {
   void error(const QString& message);
 
  private:
-  void onFinished(JobId id, const QVariant& result);
-  void onFailed(JobId id, const QString& message);
-  void onCancelled(JobId id);
-  void onProgress(const JobUpdate& u);
-  void endIfIdle(const QString& message, bool isError);
+  // A job ended: the page hears once neither job runs, the log at once.
+  void ended(const QString& message, bool isError);
 
   QPointer<JobManager> jobs_;
   QPointer<widgets::StudyPage> page_;
   QString workspace_;
   QString defaultOut_;  // the output the workspace suggested; replaced only while the field still shows it
   QString runOut_;
-  JobId openJob_ = 0;
-  JobId runJob_ = 0;
+  JobSlot open_;
+  JobSlot run_;
   bool shown_ = false;
 };
 

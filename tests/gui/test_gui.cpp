@@ -28,6 +28,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <functional>
 #include <stdexcept>
 
 #include <thread>
@@ -40,6 +41,12 @@ const QString kSampleWorkspace = QStringLiteral(SDW_SOURCE_DIR "/samples/workspa
 QString firstSampleRun() {
   const QStringList runs = QDir(kSampleWorkspace).entryList({QStringLiteral("*.sdw.h5")}, QDir::Files, QDir::Name);
   return runs.isEmpty() ? QString() : QDir(kSampleWorkspace).filePath(runs.first());
+}
+
+// A job that only the Jobs dock follows.
+sdw::app::JobId startPlain(sdw::app::JobManager& jobs, const QString& name,
+                           std::function<QVariant(const sdw::ProgressFn&)> work) {
+  return jobs.start(sdw::app::Job<QVariant>{.name = name, .work = std::move(work)});
 }
 
 // Runs `sdw ARGS` with its own settings folder; exit code, stdout and stderr.
@@ -132,7 +139,7 @@ class TestGui : public QObject {
     w.setPersistState(false);
     w.jobs()->setProgressInterval(10);
     QSignalSpy cancelled(w.jobs(), &sdw::app::JobManager::cancelled);
-    const auto id = w.jobs()->start(QStringLiteral("Long job"), [](const sdw::ProgressFn& p) -> QVariant {
+    const auto id = startPlain(*w.jobs(), QStringLiteral("Long job"), [](const sdw::ProgressFn& p) -> QVariant {
       for (int i = 0;; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         sdw::reportOrThrow(p, {double(i), 1e6, "tokens", "decode"});
@@ -209,8 +216,8 @@ class TestGui : public QObject {
     w.setShowErrorDialogs(false);
     w.jobsView()->setFinishedLinger(100);
     QSignalSpy failed(w.jobs(), &sdw::app::JobManager::failed);
-    const auto good = w.jobs()->start(QStringLiteral("Quick"), [](const sdw::ProgressFn&) { return QVariant(1); });
-    const auto bad = w.jobs()->start(QStringLiteral("Doomed"), [](const sdw::ProgressFn&) -> QVariant {
+    const auto good = startPlain(*w.jobs(), QStringLiteral("Quick"), [](const sdw::ProgressFn&) { return QVariant(1); });
+    const auto bad = startPlain(*w.jobs(), QStringLiteral("Doomed"), [](const sdw::ProgressFn&) -> QVariant {
       throw std::runtime_error("disk full");
     });
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 5000);
