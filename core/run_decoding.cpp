@@ -1,4 +1,5 @@
 #include "core/run_decoding.h"
+#include "core/paths.h"
 
 #include "core/runstore.h"
 #include "core/safetensors.h"
@@ -26,7 +27,7 @@ bool decodesFrom(const std::string& source) { return source == "ar" || source ==
 std::optional<RunDecoding> fromRecord(const rs::RunFile& r) {
   if (!r.hasAttribute(kPruning, "calibration_decodes")) return std::nullopt;
   RunDecoding d;
-  d.run = stringOr(r, kPruning, "calibration_run");
+  d.run = resolveRecordedPath(stringOr(r, kPruning, "calibration_run"), r.path());
   d.source = stringOr(r, kPruning, "calibration_source");
   d.decodes = r.readIntAttribute(kPruning, "calibration_decodes") != 0;
   if (r.hasAttribute(kPruning, "calibration_temperature"))
@@ -66,8 +67,8 @@ RunDecoding calibrationRunDecoding(const fs::path& run) {
 }
 
 std::map<std::string, std::string> calibrationMetadata(const RunDecoding& c, const fs::path& pruningRecord) {
-  return {{kMetaPruningRecord, pruningRecord.string()},
-          {kMetaCalibrationRun, c.run.string()},
+  return {{kMetaPruningRecord, recordedPath(pruningRecord)},
+          {kMetaCalibrationRun, recordedPath(c.run)},
           {kMetaCalibrationSource, c.source},
           {kMetaCalibrationDecoding, c.decodes ? decodingToJson(c.decoding) : std::string()},
           {kMetaCalibrationPrompts, c.prompts.string()},
@@ -90,7 +91,7 @@ PrunedCalibration findPrunedCalibration(const fs::path& dir) {
           return i == meta.end() ? std::string() : i->second;
         };
         RunDecoding& c = out.calibration;
-        c.run = get(kMetaCalibrationRun);
+        c.run = resolveRecordedPath(get(kMetaCalibrationRun), weights);
         c.source = it->second;
         const std::string dec = get(kMetaCalibrationDecoding);
         c.decodes = !dec.empty();
@@ -118,7 +119,7 @@ PrunedCalibration findPrunedCalibration(const fs::path& dir) {
       return out;
     }
     // An older record: the calibration run it names, if it is still there.
-    const fs::path run = stringOr(r, kPruning, "calibration_run");
+    const fs::path run = resolveRecordedPath(stringOr(r, kPruning, "calibration_run"), record);
     if (!run.empty() && fs::is_regular_file(run, ec)) {
       out.calibration = calibrationRunDecoding(run);
       out.found = true;

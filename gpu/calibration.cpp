@@ -3,6 +3,7 @@
 // the capture modes live in calibration_stats.cpp.
 
 #include "gpu/calibration_internal.h"
+#include "core/paths.h"
 #include "gpu/calibration_sources.h"
 #include "gpu/device.h"
 
@@ -32,10 +33,10 @@ namespace rs = sdw::runstore;
 
 std::string calibrationSettingsToJson(const CalibrationSettings& s) {
   const nlohmann::json j = {{"source", s.source},
-                            {"model", s.model.string()},
-                            {"corpus", s.corpus.string()},
-                            {"prompts", s.prompts.string()},
-                            {"cross_model", s.crossModel.string()},
+                            {"model", recordedPath(s.model)},
+                            {"corpus", recordedPath(s.corpus)},
+                            {"prompts", recordedPath(s.prompts)},
+                            {"cross_model", recordedPath(s.crossModel)},
                             {"token_budget", s.tokenBudget},
                             {"window", s.window},
                             {"max_new_tokens", s.maxNewTokens},
@@ -181,8 +182,9 @@ class Run {
       : s_(std::move(s)), progress_(progress), hooks_(hooks) {
     s_.sampling.seed = s_.seed;
     s_.dtype = canonicalDtype(s_.dtype);
-    // Recorded absolute, so that a resume or a sequential-order re-capture
-    // from another working directory finds the same files.
+    // Absolute while the run lives, so that a sequential-order re-capture
+    // finds the same files; recorded relative to the repository where they
+    // lie inside it (core/paths.h).
     for (fs::path* p : {&s_.model, &s_.corpus, &s_.prompts, &s_.crossModel})
       if (!p->empty()) *p = fs::absolute(*p).lexically_normal();
   }
@@ -439,10 +441,10 @@ class Run {
     w.setIntAttribute(kCal, "window", s_.window);
     w.setIntAttribute(kCal, "max_new_tokens", s_.maxNewTokens);
     w.setIntAttribute(kCal, "batch", s_.batch);
-    w.setStringAttribute(kCal, "model_dir", s_.model.string());
-    w.setStringAttribute(kCal, "cross_model_dir", s_.crossModel.string());
-    w.setStringAttribute(kCal, "corpus", s_.corpus.string());
-    w.setStringAttribute(kCal, "prompts", s_.prompts.string());
+    w.setStringAttribute(kCal, "model_dir", recordedPath(s_.model));
+    w.setStringAttribute(kCal, "cross_model_dir", recordedPath(s_.crossModel));
+    w.setStringAttribute(kCal, "corpus", recordedPath(s_.corpus));
+    w.setStringAttribute(kCal, "prompts", recordedPath(s_.prompts));
     w.setStringAttribute(kCal, "chat_format", s_.source == "fixed" ? "none" : chatFamilyName(family_));
     w.setStringAttribute(kCal, "dtype", s_.dtype);
     w.setStringAttribute(kCal, "device", s_.device);
@@ -726,6 +728,9 @@ CalibrationResult resumeCalibration(const fs::path& given, const ProgressFn& pro
     if (summary.complete()) throw std::invalid_argument(path.string() + " is complete: nothing to resume");
     s = calibrationSettingsFromJson(summary.provenance.settingsJson);
   }
+  // Recorded relative to the working directory of the first run: find them from here.
+  for (fs::path* p : {&s.model, &s.corpus, &s.prompts, &s.crossModel})
+    *p = resolveRecordedPath(p->string(), path);
   if (!device.empty()) s.device = device;
   Run run(s, progress, hooks);
   run.prepare();

@@ -1,4 +1,5 @@
 #include "gpu/device.h"
+#include "core/paths.h"
 
 #include <torch/types.h>
 #include <torch/version.h>
@@ -116,7 +117,7 @@ std::string describeDevice(const DeviceInfo& info) {
 
 Provenance engineProvenance(const std::string& modelId, const std::string& settingsJson, const std::string& device) {
   Provenance p = Provenance::capture();
-  p.modelId = modelId;
+  p.modelId = recordedPath(modelId);
   p.settingsJson = settingsJson;
   p.gpu = device.rfind("cuda", 0) == 0 ? describeDevice(deviceInfo()) : "none";
   return p;

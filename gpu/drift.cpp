@@ -2,6 +2,7 @@
 // step and layer, in own- and shared-trajectory modes, and the drift run file.
 
 #include "gpu/drift.h"
+#include "core/paths.h"
 
 #include "core/chat_format.h"
 #include "core/runstore.h"
@@ -199,20 +200,20 @@ std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem:
   nlohmann::json modes = nlohmann::json::array();
   for (const auto m : s.modes) modes.push_back(driftModeName(m));
   nlohmann::json pruned = nlohmann::json::array();
-  for (const auto& p : s.pruned) pruned.push_back(p.string());
-  const nlohmann::json settings = {{"dense", s.dense.string()}, {"pruned", pruned},       {"prompts", s.prompts.string()},
+  for (const auto& p : s.pruned) pruned.push_back(recordedPath(p));
+  const nlohmann::json settings = {{"dense", recordedPath(s.dense)}, {"pruned", pruned},       {"prompts", recordedPath(s.prompts)},
                                    {"steps", s.steps},          {"modes", modes},         {"max_prompts", s.maxPrompts},
                                    {"temperature", s.decoding.temperature}, {"top_k", s.decoding.topK},
                                    {"top_p", s.decoding.topP},  {"seed", s.seed},
                                    {"device", s.device},        {"dtype", s.dtype}};
-  Provenance prov = engineProvenance(s.dense.string(), settings.dump(), s.device);
+  Provenance prov = engineProvenance(recordedPath(s.dense), settings.dump(), s.device);
   prov.addModelFiles(s.dense);
 
   rs::RunWriter w = rs::RunWriter::create(out, prov, "drift", rs::CreateOptions{overwrite});
   const std::string g = "/drift";
   w.createGroup(g);
-  w.setStringAttribute(g, "dense_dir", s.dense.string());
-  w.setStringAttribute(g, "prompts_file", s.prompts.string());
+  w.setStringAttribute(g, "dense_dir", recordedPath(s.dense));
+  w.setStringAttribute(g, "prompts_file", recordedPath(s.prompts));
   w.setIntAttribute(g, "prompts", r.prompts);
   w.setIntAttribute(g, "steps", s.steps);
   w.setIntAttribute(g, "layers", r.layers);
@@ -229,7 +230,7 @@ std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem:
   w.writeStrings(g + "/notes", r.notes);
   std::vector<std::string> dirs, labels;
   for (const auto& m : r.models) {
-    dirs.push_back(m.dir.string());
+    dirs.push_back(recordedPath(m.dir));
     labels.push_back(m.label);
   }
   w.writeStrings(g + "/pruned_dirs", dirs);

@@ -1,6 +1,7 @@
 #include "gpu/epsilon_analysis.h"
 
 #include "core/decoding_checks.h"
+#include "core/paths.h"
 #include "core/runstore.h"
 #include "gpu/device.h"
 
@@ -486,9 +487,9 @@ std::filesystem::path writeEpsilonAnalysis(const EpsilonResult& r, const std::fi
             fail("writeEpsilonAnalysis: input '" + in.name + "' has " + std::to_string(in.noise.size()) +
                  " noise floors for " + std::to_string(r.runs.size()) + " runs");
     nlohmann::json runsJson = nlohmann::json::array();
-    for (const auto& run : r.runs) runsJson.push_back(run.path.string());
+    for (const auto& run : r.runs) runsJson.push_back(recordedPath(run.path));
     const nlohmann::json settings = {{"analysis", "epsilon"},
-                                     {"reference", r.reference.path.string()},
+                                     {"reference", recordedPath(r.reference.path)},
                                      {"runs", runsJson},
                                      {"k", r.kRequested},
                                      {"rel_tol", r.relTol},
@@ -503,7 +504,7 @@ std::filesystem::path writeEpsilonAnalysis(const EpsilonResult& r, const std::fi
     w.setDoubleAttribute(g, "rel_tol", r.relTol);
     w.setStringAttribute(g, "device", r.device);
     w.setStringAttribute(g, "precision", r.precision);
-    w.setStringAttribute(g, "reference", r.reference.path.string());
+    w.setStringAttribute(g, "reference", recordedPath(r.reference.path));
     w.setStringAttribute(g, "reference_run_id", r.reference.runId);
     w.setStringAttribute(g, "reference_source", r.reference.source);
     w.setStringAttribute(g, "reference_storage", r.reference.storage);
@@ -541,7 +542,7 @@ std::filesystem::path writeEpsilonAnalysis(const EpsilonResult& r, const std::fi
     std::vector<std::string> paths, ids, sources, storage, status, modelDirs;
     std::vector<std::int64_t> tokens;
     for (const auto& run : r.runs) {
-        paths.push_back(run.path.string());
+        paths.push_back(recordedPath(run.path));
         ids.push_back(run.runId);
         sources.push_back(run.source);
         storage.push_back(run.storage);

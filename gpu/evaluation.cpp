@@ -4,6 +4,7 @@
 // log-softmax math runs on the host in double.
 
 #include "gpu/evaluation.h"
+#include "core/paths.h"
 
 #include "core/chat_format.h"
 #include "core/runstore.h"
@@ -297,9 +298,9 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
 std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::filesystem::path& out,
                                          bool overwrite) {
   const auto& s = r.settings;
-  nlohmann::json settings = {{"dense", s.dense.string()},
-                             {"text", s.text.string()},
-                             {"prompts", s.prompts.string()},
+  nlohmann::json settings = {{"dense", recordedPath(s.dense)},
+                             {"text", recordedPath(s.text)},
+                             {"prompts", recordedPath(s.prompts)},
                              {"seeds", s.seeds},
                              {"max_new_tokens", s.maxNewTokens},
                              {"window", s.window},
@@ -313,18 +314,18 @@ std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::f
                              {"device", s.device},
                              {"dtype", s.dtype}};
   nlohmann::json models = nlohmann::json::array();
-  for (const auto& m : s.models) models.push_back(m.string());
+  for (const auto& m : s.models) models.push_back(recordedPath(m));
   settings["models"] = models;
 
-  Provenance prov = engineProvenance(s.dense.string(), settings.dump(), s.device);
+  Provenance prov = engineProvenance(recordedPath(s.dense), settings.dump(), s.device);
   prov.addModelFiles(s.dense);
 
   rs::RunWriter w = rs::RunWriter::create(out, prov, "evaluation", rs::CreateOptions{overwrite});
   const std::string g = "/evaluation";
   w.createGroup(g);
-  w.setStringAttribute(g, "dense_dir", s.dense.string());
-  w.setStringAttribute(g, "text_file", s.text.string());
-  w.setStringAttribute(g, "prompts_file", s.prompts.string());
+  w.setStringAttribute(g, "dense_dir", recordedPath(s.dense));
+  w.setStringAttribute(g, "text_file", recordedPath(s.text));
+  w.setStringAttribute(g, "prompts_file", recordedPath(s.prompts));
   w.setIntAttribute(g, "prompts", r.prompts);
   w.setIntAttribute(g, "windows", r.windows);
   w.setIntAttribute(g, "window", s.window);
@@ -340,7 +341,7 @@ std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::f
     std::vector<std::string> runs{""}, decodings{""};
     for (std::size_t i = 1; i < r.models.size(); ++i) {
       const PrunedCalibration c = i - 1 < r.calibrations.size() ? r.calibrations[i - 1] : PrunedCalibration{};
-      runs.push_back(c.found ? c.calibration.run.string() : std::string());
+      runs.push_back(c.found ? recordedPath(c.calibration.run) : std::string());
       decodings.push_back(!c.found                ? std::string()
                           : c.calibration.decodes ? c.calibration.decoding.describe()
                                                   : std::string("none (") + c.calibration.source + ")");
@@ -359,7 +360,7 @@ std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::f
   std::vector<std::int32_t> noDiv, first, length;
   for (const auto seed : s.seeds) seeds.push_back(static_cast<std::int64_t>(seed));
   for (const auto& m : r.models) {
-    dirs.push_back(m.dir.string());
+    dirs.push_back(recordedPath(m.dir));
     labels.push_back(m.label);
     pplT.push_back(m.pplText);
     nllT.push_back(m.nllText);

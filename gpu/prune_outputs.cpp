@@ -2,6 +2,7 @@
 // the packed bitmask file for the kernels and the run file of kind "pruning".
 
 #include "core/provenance.h"
+#include "core/paths.h"
 #include "core/runstore.h"
 #include "core/safetensors.h"
 #include "core/sparse_file.h"
@@ -134,8 +135,8 @@ void writePruningRecord(const PruneSettings& s, const PruningPattern& pattern, c
   w.setDoubleAttribute(g, "percdamp", s.percdamp);
   w.setIntAttribute(g, "blocksize", s.blocksize);
   w.setStringAttribute(g, "device", s.device);
-  w.setStringAttribute(g, "model_dir", s.model.string());
-  w.setStringAttribute(g, "calibration_run", fs::absolute(s.calibration).string());
+  w.setStringAttribute(g, "model_dir", recordedPath(s.model));
+  w.setStringAttribute(g, "calibration_run", recordedPath(s.calibration));
   w.setStringAttribute(g, "calibration_run_id", info.calibrationRunId);
   w.setStringAttribute(g, "calibration_source", info.calibrationSource);
   w.setIntAttribute(g, "calibration_tokens", info.calibrationTokens);
@@ -147,9 +148,9 @@ void writePruningRecord(const PruneSettings& s, const PruningPattern& pattern, c
                        info.calibration.decodes ? info.calibration.decoding.describe() : std::string("none"));
   w.setStringAttribute(g, "calibration_prompts", info.calibration.prompts.string());
   w.setStringAttribute(g, "calibration_corpus", info.calibration.corpus.string());
-  w.setStringAttribute(g, "out_dir", fs::absolute(s.out).string());
-  w.setStringAttribute(g, "checkpoint", fs::absolute(result.checkpoint).string());
-  w.setStringAttribute(g, "sparse_file", result.sparseFile.empty() ? "" : fs::absolute(result.sparseFile).string());
+  w.setStringAttribute(g, "out_dir", recordedPath(s.out));
+  w.setStringAttribute(g, "checkpoint", recordedPath(result.checkpoint));
+  w.setStringAttribute(g, "sparse_file", recordedPath(result.sparseFile));
   w.setDoubleAttribute(g, "total_seconds", result.seconds);
   w.setDoubleAttribute(g, "recapture_seconds", result.recaptureSeconds);
   w.setIntAttribute(g, "module_count", static_cast<std::int64_t>(result.modules.size()));

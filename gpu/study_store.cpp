@@ -5,6 +5,7 @@
 // array). Layout: docs/run-format.md.
 
 #include "gpu/study.h"
+#include "core/paths.h"
 
 #include "core/runstore.h"
 #include "gpu/device.h"
@@ -52,12 +53,12 @@ nlohmann::json settingsJson(const StudySettings& s) {
   nlohmann::json decodings = nlohmann::json::array();
   for (const auto& d : s.decodings)
     decodings.push_back({{"name", d.name}, {"temperature", d.temperature}, {"top_k", d.topK}, {"top_p", d.topP}});
-  return {{"model", s.model.string()},
-          {"cross_model", s.crossModel.string()},
-          {"corpus", s.corpus.string()},
-          {"prompts", s.prompts.string()},
-          {"heldout_prompts", s.heldoutPrompts.string()},
-          {"heldout_text", s.heldoutText.string()},
+  return {{"model", recordedPath(s.model)},
+          {"cross_model", recordedPath(s.crossModel)},
+          {"corpus", recordedPath(s.corpus)},
+          {"prompts", recordedPath(s.prompts)},
+          {"heldout_prompts", recordedPath(s.heldoutPrompts)},
+          {"heldout_text", recordedPath(s.heldoutText)},
           {"sources", s.sources},
           {"decodings", decodings},
           {"solvers", s.solvers},
@@ -113,7 +114,7 @@ fs::path writeStudy(const StudyResult& r, const fs::path& out, bool overwrite) {
   const std::string g = kGroup;
   w.createGroup(g);
   w.setStringAttribute(g, "settings", settings);
-  w.setStringAttribute(g, "work_dir", r.workDir.string());
+  w.setStringAttribute(g, "work_dir", recordedPath(r.workDir));
   w.setDoubleAttribute(g, "seconds", r.seconds);
 
   const std::string sg = g + "/seeds";

@@ -2,6 +2,7 @@
 
 #include "app/gui/workspace.h"
 #include "core/decoding.h"
+#include "core/paths.h"
 #include "core/runstore.h"
 
 #include <QDir>
@@ -66,9 +67,13 @@ widgets::PruningRecordData readPruningRecord(const QString& path) {
   d.calibrationRun = stringAttr(r, g, "calibration_run");
   d.calibrationSource = stringAttr(r, g, "calibration_source");
   d.calibrationTokens = intAttr(r, g, "calibration_tokens");
-  d.outDir = stringAttr(r, g, "out_dir");
-  d.checkpoint = stringAttr(r, g, "checkpoint");
-  d.sparseFile = stringAttr(r, g, "sparse_file");
+  // Recorded relative to the repository where they lie inside it (core/paths.h).
+  const auto resolved = [&](const char* name) {
+    return QString::fromStdString(resolveRecordedPath(stringAttr(r, g, name).toStdString(), toPath(path)).string());
+  };
+  d.outDir = resolved("out_dir");
+  d.checkpoint = resolved("checkpoint");
+  d.sparseFile = resolved("sparse_file");
   d.checkpointExists = !d.checkpoint.isEmpty() && QFileInfo::exists(d.checkpoint);
   d.totalSeconds = doubleAttr(r, g, "total_seconds");
   d.recaptureSeconds = doubleAttr(r, g, "recapture_seconds");
@@ -217,8 +222,9 @@ PruningInputs findPruningInputs(const QString& dir) {
         c.path = path;
         c.label = recordLabel(stringAttr(r, "/pruning", "method"), stringAttr(r, "/pruning", "pattern"),
                               stringAttr(r, "/pruning", "order"), stringAttr(r, "/pruning", "calibration_source"));
-        c.outDir = stringAttr(r, "/pruning", "out_dir");
-        c.checkpointExists = QFileInfo::exists(stringAttr(r, "/pruning", "checkpoint"));
+        c.outDir = QString::fromStdString(
+            resolveRecordedPath(stringAttr(r, "/pruning", "out_dir").toStdString(), e.path).string());
+        c.checkpointExists = fs::exists(resolveRecordedPath(stringAttr(r, "/pruning", "checkpoint").toStdString(), e.path));
         out.records.push_back(c);
         if (name == QLatin1String("pruning-sgpt24-fixed.sdw.h5")) out.record = path;
         if (newestRecord.isEmpty() || created > newestRecordTime) {

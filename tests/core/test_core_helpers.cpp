@@ -4,12 +4,15 @@
 
 #include "core/decoding.h"
 #include "core/format.h"
+#include "core/paths.h"
 #include "core/stats.h"
 #include "core/timing.h"
 
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -61,6 +64,33 @@ class TestCoreHelpers : public QObject {
     QCOMPARE(sdw::mergeStopIds({9, 1}, config, generation), (std::vector<std::int32_t>{1, 2, 7, 9}));
     QCOMPARE(sdw::mergeStopIds({}, {}, {}), std::vector<std::int32_t>{});
     QCOMPARE(sdw::mergeStopIds({5, 5}, {}, {}), std::vector<std::int32_t>{5});
+  }
+
+  // Run files record paths inside the working directory relative to it, and
+  // find them again from the working directory or from above the run file.
+  void recordedPaths() {
+    namespace fs = std::filesystem;
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const fs::path root = fs::path(tmp.path().toStdString());
+    fs::create_directories(root / "repo/samples/model/m");
+    fs::create_directories(root / "repo/samples/workspace");
+    fs::create_directories(root / "elsewhere");
+    std::ofstream(root / "repo/samples/model/m/config.json") << "{}";
+    const fs::path saved = fs::current_path();
+    fs::current_path(root / "repo");
+    QCOMPARE(sdw::recordedPath(root / "repo/samples/model/m"), std::string("samples/model/m"));
+    QCOMPARE(sdw::recordedPath("samples/./model/m"), std::string("samples/model/m"));
+    QCOMPARE(sdw::recordedPath(root / "elsewhere"), (root / "elsewhere").lexically_normal().string());
+    QCOMPARE(sdw::recordedPath(""), std::string());
+    QCOMPARE(sdw::resolveRecordedPath("samples/model/m"), fs::path("samples/model/m"));
+    // From another working directory: found above the run file.
+    fs::current_path(root / "elsewhere");
+    const fs::path run = root / "repo/samples/workspace/x.sdw.h5";
+    QCOMPARE(sdw::resolveRecordedPath("samples/model/m", run), (root / "repo/samples/model/m").lexically_normal());
+    QCOMPARE(sdw::resolveRecordedPath("samples/model/none", run), fs::path("samples/model/none"));
+    QCOMPARE(sdw::resolveRecordedPath("/abs/path", run), fs::path("/abs/path"));
+    fs::current_path(saved);
   }
 };
 
