@@ -5,6 +5,8 @@
 // Plain types: the CLI prints them, the GUI plots them.
 
 #include "core/progress.h"
+#include "gpu/bench_summary.h"
+#include "gpu/kernel_id.h"
 
 #include <cstdint>
 #include <functional>
@@ -32,7 +34,7 @@ struct BenchSettings {
   std::vector<int> batches{1};
   std::string dtype = "bf16";
   int repeats = 7;
-  bool library = true;     // cuBLAS through LibTorch
+  bool library = true;     // cuBLAS through LibTorch (KernelId::Cublas)
   bool ownDense = true;    // our dense GEMV
   bool cusparselt = true;  // 2:4 through LibTorch, where the build has it
   bool layer = true;       // whole-layer sequences for model shapes
@@ -48,7 +50,8 @@ struct BenchRow {
   std::int64_t rows = 0, cols = 0;
   std::string pattern;  // "-" for dense kernels
   int batch = 1;
-  std::string kernel;   // "sparse", "dense", "cublas", "cusparselt", "sparse-cpu", "dense-cpu"
+  KernelId id = KernelId::Sparse;  // which kernel; compare this, not `kernel`
+  std::string kernel;   // kernelName(id): the JSON / CLI name ("sparse", "cublas", ...), set with id
   double us = 0;        // median time per call
   // Our kernels on sm_90: median time per call when each launch is a programmatic
   // dependent launch of the previous one (its start and first weight loads overlap
@@ -57,7 +60,7 @@ struct BenchRow {
   double bytes = 0;     // bytes the kernel must read (weights)
   double gbs = 0;
   double fractionHbm = 0;
-  double speedupVsLibrary = 0;  // cuBLAS time / this time (0: no baseline)
+  double speedupVsCublas = 0;   // cuBLAS time / this time (0: no baseline); JSON speedup_vs_cublas
   double speedupVsDense = 0;    // our dense time / this time
   std::string config;           // launch configuration used
 };
@@ -65,10 +68,10 @@ struct BenchRow {
 struct BenchSummary {
   std::string pattern;
   int count = 0;
-  double medianVsLibrary = 0, medianVsDense = 0, medianVsCusparselt = 0;
+  double medianVsCublas = 0, medianVsDense = 0, medianVsCusparselt = 0;
   // The same medians with our kernels' chained times (BenchRow::usChained; cuBLAS and
   // cuSPARSELt as LibTorch launches them); 0 where not measured.
-  double medianVsLibraryChained = 0, medianVsDenseChained = 0, medianVsCusparseltChained = 0;
+  double medianVsCublasChained = 0, medianVsDenseChained = 0, medianVsCusparseltChained = 0;
 };
 
 struct BenchResult {
@@ -90,8 +93,11 @@ struct BenchResult {
 BenchResult runKernelBench(const BenchSettings& s, const ProgressFn& progress,
                            const std::function<void(const BenchRow&)>& onRow = {});
 
+// A row of `id` for one problem, with kernel's name set from the name table.
+BenchRow makeBenchRow(const BenchShape& shape, const std::string& pattern, int batch, KernelId id);
+
 // Fills `summary` and `patternSpreadPercent` from `rows` (used by the runner and
-// by readers of saved results).
+// by readers of saved results; gpu/bench_summary.cpp).
 void summarise(BenchResult& r, const std::string& dtype);
 
 std::string toJson(const BenchResult& r, const std::string& commandLine, const BenchSettings& s);

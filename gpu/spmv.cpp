@@ -16,6 +16,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "gpu/kernels/gemv.cuh"
+#include "gpu/kernels/launch_space.h"
 #include "gpu/kernels/spmv.cuh"
 #endif
 
@@ -140,6 +141,17 @@ const TuningEntry* TuningTable::find(std::int64_t rows, std::int64_t cols, int b
   return best && bestDist < 0.7 ? best : nullptr;  // within about 2x per dimension
 }
 
+TuningEntry TuningTable::entry(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
+                               int smCount) const {
+  for (const auto& e : entries_)
+    if (e.rows == rows && e.cols == cols && e.batch == batch && e.dtype == dtype) return e;
+  TuningEntry e;
+  e.rows = rows, e.cols = cols, e.batch = batch, e.dtype = dtype;
+  e.sparse = sparse(rows, cols, batch, dtype, smCount);
+  e.dense = dense(rows, cols, batch, dtype, smCount);
+  return e;
+}
+
 SpmvLaunch TuningTable::sparse(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
                                int smCount, bool chained) const {
   const TuningEntry* e = find(rows, cols, batch, dtype);
@@ -213,7 +225,7 @@ void bitmaskSpmvInto(const DeviceBitmask& w, const at::Tensor& x, at::Tensor& y,
   const c10::cuda::CUDAGuard guard(x.device());
   const auto xi = interleaveBatch(x);
   const int batch = static_cast<int>(x.size(0));
-  const kernels::SpmvConfig kc{cfg.warps, cfg.unroll, cfg.splitK, cfg.cluster, cfg.pdl};
+  const kernels::SpmvConfig kc = kernels::toConfig(cfg, cfg.pdl);
   const auto wsN = kernels::spmvWorkspaceFloats(w.rows, w.cols, batch, kc);
   auto ws = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, x.options().dtype(at::kFloat));
   auto counters = at::zeros({kernels::spmvTiles(w.rows)}, x.options().dtype(at::kInt));
@@ -238,7 +250,7 @@ void denseGemvInto(const at::Tensor& w, const at::Tensor& x, at::Tensor& y, cons
   TORCH_CHECK(x.scalar_type() == w.scalar_type(), "x must have w's dtype");
   const c10::cuda::CUDAGuard guard(x.device());
   const int batch = static_cast<int>(x.size(0));
-  const kernels::GemvConfig kc{cfg.warps, cfg.rowsPerWarp, cfg.unroll, cfg.splitK, cfg.pdl};
+  const kernels::GemvConfig kc = kernels::toConfig(cfg, cfg.pdl);
   const auto wsN = kernels::gemvWorkspaceFloats(w.size(0), batch, kc);
   auto ws = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, x.options().dtype(at::kFloat));
   auto counters = at::zeros({kernels::gemvCounters(w.size(0), kc)}, x.options().dtype(at::kInt));

@@ -15,7 +15,8 @@ struct SpmvLaunch {
   int unroll = 2;    // mask words in flight per warp (1, 2, 4; 3 at batch 1; at batch 1 also
                      // 10 S + U = 41, 61, 81, 42, 34: S-stage bulk-copy pipeline, sm_90)
   int splitK = 1;    // blocks per tile along the input dimension
-  int cluster = -1;  // batch 1, splitK > 1: reduce in a thread-block cluster (sm_90+);
+  int cluster = -1;  // batch 1, splitK > 1: reduce in a thread-block cluster (sm_90+). A request,
+                     // here, in the tuning JSON ("cluster") and in the probe alike:
                      // -1 auto (up to 8 blocks), 0 never (workspace + ticket), 1 up to 16
   bool pdl = false;  // programmatic dependent launch (sm_90): start and first weight loads overlap the
                      // previous kernel of the stream (a launch option, not kept in the tuning table)
@@ -56,6 +57,9 @@ class TuningTable {
                     bool chained = false) const;
   GemvLaunch dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount,
                    bool chained = false) const;
+  // The entry of exactly (rows, cols, batch, dtype), or a new one holding the configurations
+  // a lookup gives now (for tuning to overwrite part of it and put back).
+  TuningEntry entry(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount) const;
   const std::vector<TuningEntry>& entries() const { return entries_; }
   std::string device;
   double hbmReadGBs = 0;

@@ -193,14 +193,23 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132, true).unroll, 34);
   }
 
+  // One name per kernel, both ways; unknown names have no id.
+  void kernelNamesRoundTrip() {
+    for (auto id : {gpu::KernelId::Sparse, gpu::KernelId::Dense, gpu::KernelId::Cublas, gpu::KernelId::Cusparselt,
+                    gpu::KernelId::SparseCpu, gpu::KernelId::DenseCpu})
+      QCOMPARE(gpu::kernelFromName(gpu::kernelName(id)), std::optional<gpu::KernelId>(id));
+    QCOMPARE(gpu::kernelName(gpu::KernelId::Cublas), std::string_view("cublas"));  // the name in saved results
+    QVERIFY(!gpu::kernelFromName("library"));
+    QVERIFY(gpu::kernelInfo(gpu::KernelId::DenseCpu).baseline == gpu::Baseline::OwnDense);
+  }
+
   // The benchmark summary: plain and chained medians, through toJson / fromJson.
   void benchSummaryHasChainedMedians() {
     gpu::BenchResult r;
     r.backend = "cuda";
     auto row = [](const char* module, const char* pattern, const char* kernel, double us, double chained) {
-      gpu::BenchRow b;
-      b.model = "llama3-8b", b.module = module, b.rows = 4096, b.cols = 4096, b.pattern = pattern, b.batch = 1;
-      b.kernel = kernel, b.us = us, b.usChained = chained;
+      gpu::BenchRow b = gpu::makeBenchRow({"llama3-8b", module, 4096, 4096}, pattern, 1, *gpu::kernelFromName(kernel));
+      b.us = us, b.usChained = chained;
       return b;
     };
     // q: cuBLAS 12, dense 10 (chained 9), cuSPARSELt 21, sparse 8 (chained 6)
@@ -212,17 +221,20 @@ class TestSpmvCpu : public QObject {
     const auto back = gpu::fromJson(gpu::toJson(r, "test", gpu::BenchSettings{}));
     QCOMPARE(back.rows.size(), std::size_t(8));
     QCOMPARE(back.rows[3].usChained, 6.0);
+    QCOMPARE(back.rows[0].id, gpu::KernelId::Cublas);
+    QCOMPARE(back.rows[3].id, gpu::KernelId::Sparse);
+    QCOMPARE(back.rows[3].kernel, std::string("sparse"));
     QCOMPARE(back.summary.size(), std::size_t(1));
     const auto& s = back.summary[0];
     QCOMPARE(s.count, 2);
     QCOMPARE(s.medianVsCusparselt, (21.0 / 8 + 16.0 / 5) / 2);
-    QCOMPARE(s.medianVsLibraryChained, (12.0 / 6 + 8.0 / 4) / 2);
+    QCOMPARE(s.medianVsCublasChained, (12.0 / 6 + 8.0 / 4) / 2);
     QCOMPARE(s.medianVsDenseChained, (9.0 / 6 + 5.0 / 4) / 2);
     QCOMPARE(s.medianVsCusparseltChained, (21.0 / 6 + 16.0 / 4) / 2);
     // Without chained times the chained medians stay 0.
     for (auto& b : r.rows) b.usChained = 0;
     const auto plain = gpu::fromJson(gpu::toJson(r, "test", gpu::BenchSettings{}));
-    QCOMPARE(plain.summary[0].medianVsLibraryChained, 0.0);
+    QCOMPARE(plain.summary[0].medianVsCublasChained, 0.0);
     QCOMPARE(plain.summary[0].medianVsDenseChained, 0.0);
   }
 };

@@ -11,6 +11,7 @@
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/gemv.cuh"
 #include "gpu/kernels/hbm.cuh"
+#include "gpu/kernels/launch_space.h"
 #include "gpu/kernels/spmv.cuh"
 
 #include <cuda_runtime.h>
@@ -382,13 +383,7 @@ int main(int argc, char** argv) {
       GemvConfig bd, bdp;
       SpmvConfig bsp;
       SpmvConfig bs;
-      for (int w : {4, 8})
-        for (int r : {1, 2, 4})
-          for (int u : {1, 2, 4})
-            for (int k : {1, 2, 4, 8}) {
-              if (b > 1 && u == 4) continue;
-              if (w * r > 32) continue;
-              GemvConfig c{w, r, u, k};
+      for (const GemvConfig c : gemvTuningSpace(b)) {  // the table sdw-cli bench kernels --tune sweeps too
               const double t = timeGraph(copies, launches, 5, [&](int i) {
                 return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
               });
@@ -401,22 +396,16 @@ int main(int argc, char** argv) {
                 });
                 if (tp < bestDP) bestDP = tp, bdp = cp;
               }
-            }
+      }
       // bestS: over the configurations the engine and the harness reproduce from (warps, unroll,
-      // split_k) with the cluster choice left at auto (the path taken is recorded as "cluster": 0/1);
+      // split_k) with the cluster request agreeing with auto (recorded as "cluster": 0/1, the request
+      // the engine and the harness launch with; docs/kernels.md, "Launch configurations");
       // bestOld: over the v6 set (no cluster, unroll 1/2/4); bestAny: over everything swept.
       double bestOld = 1e30, bestAny = 1e30, bestReg = 1e30;  // bestReg: batch 1, v7 set (register path)
       SpmvConfig bo, ba, br;
-      for (int w : {4, 8, 16})
-        for (int u : {1, 2, 3, 4, 41, 61, 81, 42, 34})  // 10 S + U: bulk-copy pipeline, batch 1, sm_90
-          for (int k : {1, 2, 3, 4, 6, 8, 16})
-            for (int cl : {0, 1}) {
-              if (w > 8 && b > 1) continue;  // 16 warps per block: batch-1 kernel only
-              if (b > 1 && (u >= 3 || k == 3 || k == 16 || cl)) continue;
-              if (u > 10 && (k == 16 || (u == 34 && w == 16))) continue;
-              if (cl && k == 1) continue;
-              SpmvConfig c{w, u, k, cl};
-              if (cl && !spmvUsesCluster(s.cols, b, c)) continue;
+      // The shared tuning space (gpu/kernels/launch_space.h), with the requests that disagree with auto.
+      for (const SpmvConfig c : spmvTuningSpace(s.cols, b, true)) {
+              const int w = c.warps, u = c.unroll, k = c.splitK, cl = c.cluster;
               // A cluster shape the device cannot co-schedule fails at launch: skip it.
               if (launchBitmaskSpmv(sv[0], sm[0], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt,
                                     gStream) != cudaSuccess ||
