@@ -3,6 +3,7 @@
 // eval, analyze drift and analyze epsilon agree by default and warn when a
 // comparison mixes decodings or prompt sets).
 
+#include "app/cli/command.h"
 #include "core/decoding.h"
 #include "core/runstore.h"
 
@@ -12,10 +13,15 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QRandomGenerator>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
+
 namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 struct Result {
   int code = -1;
@@ -61,21 +67,47 @@ QString sampleRun() {
 class TestCli : public QObject {
   Q_OBJECT
  private Q_SLOTS:
-  void helpListsSubcommands() {
+  // Every command in the registry (app/cli/command.h): `sdw-cli --help` lists
+  // it with its summary, and no other command.
+  void helpListsEveryCommand() {
+    const auto& commands = sdw::cli::registry();
+    QVERIFY(!commands.empty());
     const Result r = cli({QStringLiteral("--help")});
     QCOMPARE(r.code, 0);
-    for (const char* c : {"info", "runs", "device"}) QVERIFY2(r.out.contains(QLatin1String("  ") + c), c);
+    for (const auto& c : commands) {
+      const QRegularExpression line(QStringLiteral("^  %1 +%2$").arg(QRegularExpression::escape(qs(c.name)),
+                                                                      QRegularExpression::escape(qs(c.summary))),
+                                    QRegularExpression::MultilineOption);
+      QVERIFY2(line.match(r.out).hasMatch(), c.name.c_str());
+    }
+    const qsizetype from = r.out.indexOf(QStringLiteral("commands:\n"));
+    QVERIFY(from >= 0);
+    const QStringList listed = r.out.mid(from).section(QStringLiteral("\n\n"), 0, 0).split(QLatin1Char('\n')).mid(1);
+    QCOMPARE(listed.size(), static_cast<qsizetype>(commands.size()));
   }
 
-  void eachSubcommandHasHelp_data() {
+  // `sdw-cli CMD --help` for every registered command: exit 0, the usage
+  // line first, then every option with its value name and help.
+  void eachCommandHelpShowsItsOptions_data() {
     QTest::addColumn<QString>("cmd");
-    for (const char* c : {"info", "runs", "device"}) QTest::newRow(c) << QString::fromLatin1(c);
+    for (const auto& c : sdw::cli::registry()) QTest::newRow(c.name.c_str()) << qs(c.name);
   }
-  void eachSubcommandHasHelp() {
+  void eachCommandHelpShowsItsOptions() {
     QFETCH(QString, cmd);
+    const auto& commands = sdw::cli::registry();
+    const auto c = std::find_if(commands.begin(), commands.end(), [&](const auto& k) { return qs(k.name) == cmd; });
+    QVERIFY(c != commands.end());
     const Result r = cli({cmd, QStringLiteral("--help")});
     QCOMPARE(r.code, 0);
-    QVERIFY(r.out.startsWith(QStringLiteral("usage: sdw-cli ") + cmd));
+    QVERIFY2(r.out.startsWith(QStringLiteral("usage: sdw-cli ") + qs(c->usage) + QLatin1Char('\n')), qPrintable(r.out));
+    for (const auto& o : c->options) {
+      const QString left =
+          QStringLiteral("--") + qs(o.name) + (o.valueName.empty() ? QString() : QLatin1Char(' ') + qs(o.valueName));
+      const QRegularExpression line(QStringLiteral("^  %1\\s+%2").arg(QRegularExpression::escape(left),
+                                                                     QRegularExpression::escape(qs(o.help))),
+                                    QRegularExpression::MultilineOption);
+      QVERIFY2(line.match(r.out).hasMatch(), qPrintable(cmd + QStringLiteral(": ") + left));
+    }
   }
 
   void badCommandLines_data() {
