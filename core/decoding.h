@@ -38,6 +38,8 @@ struct Decoding {
 // The protocol every decoding job starts from (see the header comment).
 inline constexpr Decoding kDefaultDecoding{1.0, 0, 1.0};
 inline Decoding defaultDecoding() { return kDefaultDecoding; }
+// Greedy: the argmax at every step (top-k and top-p unused).
+inline constexpr Decoding kGreedyDecoding{0.0, 0, 1.0};
 
 // Whether two settings choose tokens the same way: greedy equals greedy
 // whatever its top-k / top-p say (they are not used), a top-k of 0 and a

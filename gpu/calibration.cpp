@@ -58,14 +58,14 @@ std::string calibrationSettingsToJson(const CalibrationSettings& s) {
   return j.dump();
 }
 
-CalibrationSettings calibrationSettingsFromJson(const std::string& text) {
+CalibrationSettings calibrationSettingsFromJson(const std::string& text, const fs::path& runFile) {
   const auto j = nlohmann::json::parse(text);
   CalibrationSettings s;
   s.source = j.at("source").get<std::string>();
-  s.model = j.at("model").get<std::string>();
-  s.corpus = j.value("corpus", std::string());
-  s.prompts = j.value("prompts", std::string());
-  s.crossModel = j.value("cross_model", std::string());
+  s.model = resolveRecordedPath(j.at("model").get<std::string>(), runFile);
+  s.corpus = resolveRecordedPath(j.value("corpus", std::string()), runFile);
+  s.prompts = resolveRecordedPath(j.value("prompts", std::string()), runFile);
+  s.crossModel = resolveRecordedPath(j.value("cross_model", std::string()), runFile);
   s.tokenBudget = j.at("token_budget").get<std::int64_t>();
   s.window = j.value("window", 256);
   s.maxNewTokens = j.value("max_new_tokens", 128);
@@ -726,11 +726,8 @@ CalibrationResult resumeCalibration(const fs::path& given, const ProgressFn& pro
     if (summary.kind != "calibration")
       throw std::invalid_argument(path.string() + " is a '" + summary.kind + "' run, not a calibration");
     if (summary.complete()) throw std::invalid_argument(path.string() + " is complete: nothing to resume");
-    s = calibrationSettingsFromJson(summary.provenance.settingsJson);
+    s = calibrationSettingsFromJson(summary.provenance.settingsJson, path);
   }
-  // Recorded relative to the working directory of the first run: find them from here.
-  for (fs::path* p : {&s.model, &s.corpus, &s.prompts, &s.crossModel})
-    *p = resolveRecordedPath(p->string(), path);
   if (!device.empty()) s.device = device;
   Run run(s, progress, hooks);
   run.prepare();

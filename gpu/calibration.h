@@ -116,7 +116,9 @@ CalibrationResult resumeCalibration(const std::filesystem::path& run, const Prog
                                     const CalibrationHooks& hooks = {}, const std::string& device = {});
 
 // The settings stored in a run's provenance (settings_json).
-CalibrationSettings calibrationSettingsFromJson(const std::string& json);
+// Paths in the JSON are as run files record them (core/paths.h); with the
+// run file they came from they are found again from any working directory.
+CalibrationSettings calibrationSettingsFromJson(const std::string& json, const std::filesystem::path& runFile = {});
 std::string calibrationSettingsToJson(const CalibrationSettings& settings);
 
 // Throws std::invalid_argument naming the first bad field.

@@ -152,7 +152,7 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
   int replayBatch = 1;
   if (sequential) {
     const auto tr = Clock::now();
-    CalibrationSettings cs = calibrationSettingsFromJson(calib.provenance().settingsJson);
+    CalibrationSettings cs = calibrationSettingsFromJson(calib.provenance().settingsJson, s.calibration);
     cs.model = s.model;
     LoadOptions lo;
     lo.device = s.device;

@@ -236,8 +236,9 @@ class TestWalkthrough : public QObject {
     QCOMPARE(window_->modelPanel()->summary().device, QStringLiteral("cpu"));
     QVERIFY(window_->modelPanel()->tokenCount() > 0);
     QVERIFY(result("generate").finding.startsWith(QStringLiteral("%1 tokens at ").arg(window_->modelPanel()->tokenCount())));
-    const QString decoding = QString::fromStdString(sdw::kDefaultDecoding.describe());  // the story's one decoding
-    QCOMPARE(decoding, QStringLiteral("sampled, T=1.0, top-k off, top-p 1.0"));
+    const sdw::Decoding storyDecoding = sdw::app::StoryOptions{}.decoding;  // the story's one decoding
+    const QString decoding = QString::fromStdString(storyDecoding.describe());
+    QCOMPARE(decoding, QStringLiteral("greedy"));
     QVERIFY(result("generate").finding.contains(decoding));
     QVERIFY(result("calibrate-fixed").finding.contains(QStringLiteral("1,500 tokens")));
     QVERIFY(result("calibrate-ar-exact").finding.contains(QStringLiteral("500 tokens")));
@@ -276,9 +277,9 @@ class TestWalkthrough : public QObject {
 
     const sdw::widgets::QualityData& q = window_->pruningPanel()->qualityPage()->data();
     QCOMPARE(q.models.size(), 3);
-    QCOMPARE(q.temperature, sdw::kDefaultDecoding.temperature);  // the story's one decoding, recorded in the run
-    QCOMPARE(q.topK, sdw::kDefaultDecoding.topK);
-    QCOMPARE(q.topP, sdw::kDefaultDecoding.topP);
+    QCOMPARE(q.temperature, storyDecoding.temperature);  // the story's one decoding, recorded in the run
+    QCOMPARE(q.topK, storyDecoding.topK);
+    QCOMPARE(q.topP, storyDecoding.topP);
     QCOMPARE(q.decoding, decoding);
     // Calibration and evaluation decode alike and the prompts are held out: no warning.
     QVERIFY2(q.warnings.isEmpty(), qPrintable(q.warnings.join(QLatin1Char('\n'))));
@@ -298,7 +299,7 @@ class TestWalkthrough : public QObject {
     QCOMPARE(d.modes, (QStringList{QStringLiteral("own"), QStringLiteral("shared")}));
     QCOMPARE(QFileInfo(d.path).absolutePath(), QDir::cleanPath(dir));
     QVERIFY(result("drift").finding.contains(QStringLiteral("16 decode steps (%1)").arg(decoding)));
-    QCOMPARE(d.temperature, sdw::kDefaultDecoding.temperature);  // drift samples at the story's decoding
+    QCOMPARE(d.temperature, storyDecoding.temperature);  // drift decodes as the story does
     QVERIFY2(d.warnings.isEmpty(), qPrintable(d.warnings.join(QLatin1Char('\n'))));
     QVERIFY(result("drift").finding.contains(QStringLiteral("about 12 decode steps")));
 
@@ -337,9 +338,9 @@ class TestWalkthrough : public QObject {
       QCOMPARE(r.readStringAttribute("/calibration", "source"), std::string(run.source));
       if (run.capture) QCOMPARE(r.readStringAttribute("/calibration", "capture"), std::string(run.capture));
       QCOMPARE(r.readStringAttribute("/calibration", "device"), std::string("cpu"));
-      QCOMPARE(r.readDoubleAttribute("/calibration", "temperature"), sdw::kDefaultDecoding.temperature);
-      QCOMPARE(r.readIntAttribute("/calibration", "sampling_top_k"), std::int64_t{sdw::kDefaultDecoding.topK});
-      QCOMPARE(r.readDoubleAttribute("/calibration", "sampling_top_p"), sdw::kDefaultDecoding.topP);
+      QCOMPARE(r.readDoubleAttribute("/calibration", "temperature"), storyDecoding.temperature);
+      QCOMPARE(r.readIntAttribute("/calibration", "sampling_top_k"), std::int64_t{storyDecoding.topK});
+      QCOMPARE(r.readDoubleAttribute("/calibration", "sampling_top_p"), storyDecoding.topP);
     }
     const auto reference = rs::RunReader::open(d0.filePath(QStringLiteral("reference-heldout.sdw.h5")).toStdString());
     QCOMPARE(reference.readStringAttribute("/calibration", "storage"), std::string("topk"));
