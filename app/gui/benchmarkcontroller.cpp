@@ -1,6 +1,9 @@
 #include "app/gui/benchmarkcontroller.h"
 
+#include "core/stats.h"
+#include "gpu/bench_summary.h"
 #include "gpu/device.h"
+#include "gpu/kernel_id.h"
 #include "gpu/spmv.h"
 #include "widgets/benchresultsmodel.h"
 
@@ -39,18 +42,14 @@ namespace sdw::app {
 namespace bench {
 
 namespace {
+// Speed-ups and kernel identities come from gpu/ (gpu/bench_summary.h,
+// gpu/kernel_id.h); this file only arranges them for the views.
 std::string key(const gpu::BenchRow& r) {
   return r.model + "|" + r.module + "|" + std::to_string(r.rows) + "x" + std::to_string(r.cols) + "|" +
          std::to_string(r.batch);
 }
-bool isSparse(const gpu::BenchRow& r) { return r.kernel == "sparse" || r.kernel == "sparse-cpu"; }
-bool isOwnDense(const gpu::BenchRow& r) { return r.kernel == "dense" || r.kernel == "dense-cpu"; }
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+bool isSparse(const gpu::BenchRow& r) { return gpu::kernelInfo(r.id).sparse; }
+double median(const std::vector<double>& v) { return stats::median(v, 0.0); }
 int barBatch(const QVector<gpu::BenchRow>& rows) {
   int b = 0;
   for (const auto& r : rows)
@@ -63,45 +62,43 @@ int patternRank(const std::string& p) {
     if (p == kPatternOrder[i]) return i;
   return 4;
 }
+gpu::BaselineTimes baselines(const QVector<gpu::BenchRow>& rows) {
+  gpu::BaselineTimes t;
+  for (const auto& r : rows) t.add(r);
+  return t;
+}
+bool hasKernel(const QVector<gpu::BenchRow>& rows, gpu::KernelId id) {
+  return std::any_of(rows.begin(), rows.end(), [id](const gpu::BenchRow& r) { return r.id == id; });
+}
+// The baseline the views compare against: cuBLAS where measured, else our dense GEMV.
+gpu::Baseline mainBaseline(const QVector<gpu::BenchRow>& rows) {
+  return hasKernel(rows, gpu::KernelId::Cublas) ? gpu::Baseline::Cublas : gpu::Baseline::OwnDense;
+}
 }  // namespace
 
 QString seriesName(const gpu::BenchRow& r) {
+  const auto& k = gpu::kernelInfo(r.id);
+  const QString label = QString::fromUtf8(k.label.data(), static_cast<qsizetype>(k.label.size()));
   const QString p = QString::fromStdString(r.pattern);
-  if (r.kernel == "sparse") return QStringLiteral("sparse %1").arg(p);
-  if (r.kernel == "sparse-cpu") return QStringLiteral("sparse %1 (CPU)").arg(p);
-  if (r.kernel == "dense") return QStringLiteral("dense GEMV (ours)");
-  if (r.kernel == "dense-cpu") return QStringLiteral("dense GEMV (CPU)");
-  if (r.kernel == "cublas") return QStringLiteral("cuBLAS");
-  if (r.kernel == "cusparselt") return QStringLiteral("cuSPARSELt %1").arg(p);
-  return QString::fromStdString(r.kernel);
+  if (r.id == gpu::KernelId::Sparse || r.id == gpu::KernelId::Cusparselt) return label + QLatin1Char(' ') + p;
+  if (r.id == gpu::KernelId::SparseCpu) return QStringLiteral("sparse %1 (CPU)").arg(p);
+  return label;
 }
 
 QString baselineName(const QVector<gpu::BenchRow>& rows) {
-  auto has = [&](const char* k) {
-    return std::any_of(rows.begin(), rows.end(), [k](const gpu::BenchRow& r) { return r.kernel == k; });
-  };
-  if (has("cublas")) return QStringLiteral("cuBLAS");
-  if (has("dense")) return QStringLiteral("our dense GEMV");
-  if (has("dense-cpu")) return QStringLiteral("dense GEMV (CPU)");
+  if (hasKernel(rows, gpu::KernelId::Cublas)) return QStringLiteral("cuBLAS");
+  if (hasKernel(rows, gpu::KernelId::Dense)) return QStringLiteral("our dense GEMV");
+  if (hasKernel(rows, gpu::KernelId::DenseCpu)) return QStringLiteral("dense GEMV (CPU)");
   return QStringLiteral("dense");
 }
 
 QVector<double> speedups(const QVector<gpu::BenchRow>& rows) {
-  std::map<std::string, double> library, dense;
-  for (const auto& r : rows) {
-    if (r.us <= 0) continue;
-    if (r.kernel == "cublas") library[key(r)] = r.us;
-    if (isOwnDense(r)) dense[key(r)] = r.us;
-  }
+  const gpu::BaselineTimes base = baselines(rows);
   QVector<double> out;
   out.reserve(rows.size());
   for (const auto& r : rows) {
-    double s = 0;
-    if (r.us > 0) {
-      if (auto it = library.find(key(r)); it != library.end()) s = it->second / r.us;
-      else if (auto jt = dense.find(key(r)); jt != dense.end()) s = jt->second / r.us;
-    }
-    out.push_back(s);
+    const double overCublas = base.speedup(r, gpu::Baseline::Cublas);
+    out.push_back(overCublas > 0 ? overCublas : base.speedup(r, gpu::Baseline::OwnDense));
   }
   return out;
 }
@@ -110,7 +107,7 @@ widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows) {
   widgets::SpeedupBars bars;
   bars.baseline = baselineName(rows);
   bars.batch = barBatch(rows);
-  const bool overLibrary = bars.baseline == QLatin1String("cuBLAS");
+  const bool overLibrary = mainBaseline(rows) == gpu::Baseline::Cublas;
   const QVector<double> sp = speedups(rows);
   // shapes in run order, whole-layer sequences after the projections
   QStringList projections, layers;
@@ -123,8 +120,8 @@ widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows) {
     if (!list.contains(shape)) list << shape;
     int rank = -1;
     if (isSparse(r)) rank = patternRank(r.pattern);
-    else if (overLibrary && r.kernel == "dense") rank = 10;
-    else if (r.kernel == "cusparselt") rank = 11;
+    else if (overLibrary && r.id == gpu::KernelId::Dense) rank = 10;
+    else if (r.id == gpu::KernelId::Cusparselt) rank = 11;
     if (rank < 0) continue;
     const QString name = seriesName(r);
     if (std::none_of(series.begin(), series.end(), [&](const auto& s) { return s.second == name; }))
@@ -148,34 +145,27 @@ QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& 
   if (rows.isEmpty()) return {};
   const int batch = barBatch(rows);
   const QString baseline = baselineName(rows);
-  const bool overLibrary = baseline == QLatin1String("cuBLAS");
-  const QVector<double> sp = speedups(rows);
-  std::map<std::string, double> dense, cusparselt, library, denseChained;
-  for (const auto& r : rows) {
-    if (r.kernel == "dense") dense[key(r)] = r.us;
-    if (r.kernel == "dense" && r.usChained > 0) denseChained[key(r)] = r.usChained;
-    if (r.kernel == "cusparselt") cusparselt[key(r)] = r.us;
-    if (r.kernel == "cublas") library[key(r)] = r.us;
-  }
+  const gpu::Baseline main = mainBaseline(rows);
+  const bool overLibrary = main == gpu::Baseline::Cublas;
+  const gpu::BaselineTimes base = baselines(rows);
   struct Acc {
     std::vector<double> base, ownDense, csl, hbm, chained;  // chained: over the baseline, chained times
   };
   std::map<int, std::pair<std::string, Acc>> byPattern;
   std::vector<std::string> shapes;
-  for (int i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
+  const auto push = [](std::vector<double>& v, double x) {
+    if (x > 0) v.push_back(x);
+  };
+  for (const auto& r : rows) {
     if (r.batch != batch || r.module == "layer" || !isSparse(r)) continue;
     auto& [name, acc] = byPattern[patternRank(r.pattern)];
     name = r.pattern;
-    if (sp[i] > 0) acc.base.push_back(sp[i]);
-    if (overLibrary)
-      if (auto it = dense.find(key(r)); it != dense.end()) acc.ownDense.push_back(it->second / r.us);
-    if (auto it = cusparselt.find(key(r)); it != cusparselt.end()) acc.csl.push_back(it->second / r.us);
+    const double overMain = base.speedup(r, main);
+    push(acc.base, overMain > 0 ? overMain : base.speedup(r, gpu::Baseline::OwnDense));
+    if (overLibrary) push(acc.ownDense, base.speedup(r, gpu::Baseline::OwnDense));
+    push(acc.csl, base.speedup(r, gpu::Baseline::Cusparselt));
     if (r.fractionHbm > 0) acc.hbm.push_back(100.0 * r.fractionHbm);
-    if (r.usChained > 0) {  // cuBLAS as LibTorch launches it, or our dense GEMV chained too
-      const auto& base = overLibrary ? library : denseChained;
-      if (auto it = base.find(key(r)); it != base.end()) acc.chained.push_back(it->second / r.usChained);
-    }
+    push(acc.chained, base.speedup(r, main, /*chained=*/true));
     if (std::find(shapes.begin(), shapes.end(), key(r)) == shapes.end()) shapes.push_back(key(r));
   }
   if (byPattern.empty()) return QObject::tr("No sparse kernel measured yet at batch %1.").arg(batch);

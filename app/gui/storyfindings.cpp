@@ -1,5 +1,9 @@
 #include "app/gui/storyfindings.h"
 
+#include "core/stats.h"
+#include "gpu/bench_summary.h"
+#include "gpu/kernel_id.h"
+
 #include <QDir>
 #include <QFileInfo>
 #include <QLocale>
@@ -24,12 +28,7 @@ QString count(qint64 v) { return kEn.toString(v); }
 QString percent(double fraction) { return QStringLiteral("%1%").arg(100.0 * fraction, 0, 'f', 1); }
 QString decodingText(const Decoding& d) { return QString::fromStdString(d.describe()); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median(const std::vector<double>& v) { return stats::median(v); }  // NaN when empty
 
 bool sameDir(const QString& a, const QString& b) {
   if (a.isEmpty() || b.isEmpty()) return false;
@@ -272,30 +271,29 @@ QString bench(const QVector<gpu::BenchRow>& rows, const QString& backend) {
   if (rows.isEmpty()) return QStringLiteral("no measurements (0 rows)");
   int batch = rows.front().batch;
   for (const auto& r : rows) batch = std::min(batch, r.batch);
-  // Per shape at that batch: the sparse 2:4, our dense and the library time.
-  using Key = std::tuple<std::int64_t, std::int64_t>;
-  std::map<Key, double> sparse, dense, library, cusparselt;
+  // Per shape at that batch: the sparse 2:4 time and its speed-ups over the
+  // baselines measured for the same shape (gpu/bench_summary.h).
+  gpu::BaselineTimes base;
+  for (const auto& r : rows) base.add(r);
+  std::vector<double> sparseUs, denseUs, libraryUs, overDense, overLibrary, overCusparselt;
+  const auto push = [](std::vector<double>& v, double x) {
+    if (x > 0) v.push_back(x);
+  };
   for (const auto& r : rows) {
     if (r.batch != batch || r.module == "layer") continue;
-    const Key k{r.rows, r.cols};
-    if ((r.kernel == "sparse" || r.kernel == "sparse-cpu") && r.pattern == "2:4") sparse[k] = r.us;
-    if (r.kernel == "dense" || r.kernel == "dense-cpu") dense[k] = r.us;
-    if (r.kernel == "cublas") library[k] = r.us;
-    if (r.kernel == "cusparselt") cusparselt[k] = r.us;
+    const auto& k = gpu::kernelInfo(r.id);
+    if (k.baseline == gpu::Baseline::OwnDense) denseUs.push_back(r.us);
+    if (k.baseline == gpu::Baseline::Cublas) libraryUs.push_back(r.us);
+    if (!k.sparse || r.pattern != "2:4") continue;
+    sparseUs.push_back(r.us);
+    push(overDense, base.speedup(r, gpu::Baseline::OwnDense));
+    push(overLibrary, base.speedup(r, gpu::Baseline::Cublas));
+    push(overCusparselt, base.speedup(r, gpu::Baseline::Cusparselt));
   }
-  std::vector<double> sparseUs, denseUs, libraryUs, overDense, overLibrary, overCusparselt;
-  for (const auto& [k, us] : sparse) {
-    sparseUs.push_back(us);
-    if (auto it = cusparselt.find(k); it != cusparselt.end()) overCusparselt.push_back(it->second / us);
-    if (auto it = dense.find(k); it != dense.end()) overDense.push_back(it->second / us);
-    if (auto it = library.find(k); it != library.end()) overLibrary.push_back(it->second / us);
-  }
-  for (const auto& [k, us] : dense) denseUs.push_back(us);
-  for (const auto& [k, us] : library) libraryUs.push_back(us);
   const bool gpu = backend == QLatin1String("cuda");
   QString s = QStringLiteral("Batch %1, %2 shape(s) on %3: sparse 2:4 median %4 us per call")
                   .arg(batch)
-                  .arg(sparse.size())
+                  .arg(sparseUs.size())
                   .arg(gpu ? QStringLiteral("the GPU") : QStringLiteral("the CPU kernels"))
                   .arg(num(median(sparseUs), 1));
   if (!overDense.empty())
