@@ -97,11 +97,7 @@ std::string formatChat(ChatFamily family, std::string_view user, std::string_vie
 std::vector<std::int32_t> encodePrompt(const Tokenizer& tokenizer, ChatFamily family, std::string_view user,
                                        std::string_view system) {
     if (family != ChatFamily::Plain) return tokenizer.encode(formatChat(family, user, system), false);
-    std::vector<std::int32_t> ids;
-    if (const auto bos = tokenizer.bosId()) ids.push_back(*bos);
-    const auto body = tokenizer.encode(user, false);
-    ids.insert(ids.end(), body.begin(), body.end());
-    return ids;
+    return tokenizer.encode(user, true);
 }
 
 }  // namespace sdw

@@ -25,12 +25,13 @@ ChatFamily detectChatFamily(const Tokenizer& tokenizer, const std::filesystem::p
 
 // The prompt text for one user turn, ending where the assistant's reply
 // starts. Plain returns `user` unchanged and ignores `system` (no bos:
-// encodePrompt adds it).
+// encodePrompt's post-processor step adds it).
 std::string formatChat(ChatFamily family, std::string_view user, std::string_view system = {});
 
-// Token ids of the prompt: for Plain, bos (when the tokenizer has one)
-// followed by encode(user); otherwise encode(formatChat(...)), whose
-// special tokens are matched as added tokens.
+// Token ids of the prompt: for Plain, encode(user, addSpecialTokens=true),
+// i.e. what the tokenizer's post-processor adds (bos for Llama-2/3, Gemma;
+// nothing for Qwen), as transformers' tokenizer(user) does; otherwise
+// encode(formatChat(...)), whose special tokens are matched as added tokens.
 std::vector<std::int32_t> encodePrompt(const Tokenizer& tokenizer, ChatFamily family, std::string_view user,
                                        std::string_view system = {});
 

@@ -12,6 +12,117 @@ namespace sdw {
 
 using namespace tokenizer_detail;
 
+namespace {
+
+// The first / last code point of UTF-8 text (an invalid byte decodes outside Unicode).
+char32_t firstCodePoint(std::string_view s) {
+    const auto d = unicode::decodeUtf8(s.substr(0, std::min<std::size_t>(4, s.size())));
+    return d.codePoints.empty() ? 0 : d.codePoints.front();
+}
+std::size_t lastCodePointStart(std::string_view s) {
+    std::size_t i = s.size() - 1;
+    for (int k = 0; k < 3 && i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; ++k) --i;
+    return i;
+}
+char32_t lastCodePoint(std::string_view s) { return firstCodePoint(s.substr(lastCodePointStart(s))); }
+
+bool isSpace(char32_t cp) { return unicode::hasProperty(cp, unicode::Property::WhiteSpace); }
+// Rust regex's \w, near enough: letters, marks, decimal digits, connector "_" and the joiners.
+bool isWordChar(char32_t cp) {
+    using unicode::Property;
+    return cp == U'_' || cp == 0x200C || cp == 0x200D || unicode::hasProperty(cp, Property::Letter) ||
+           unicode::hasProperty(cp, Property::Mark) || unicode::hasProperty(cp, Property::DecimalNumber);
+}
+
+// Length of the white space at the start of s.
+std::size_t leadingSpace(std::string_view s) {
+    std::size_t n = 0;
+    while (n < s.size()) {
+        const auto d = unicode::decodeUtf8(s.substr(n, std::min<std::size_t>(4, s.size() - n)));
+        if (d.codePoints.empty() || !isSpace(d.codePoints.front())) break;
+        n += d.offsets[1];
+    }
+    return n;
+}
+// Where the white space at the end of s begins.
+std::size_t trailingSpaceStart(std::string_view s) {
+    std::size_t n = s.size();
+    while (n > 0) {
+        const std::size_t b = lastCodePointStart(s.substr(0, n));
+        if (!isSpace(firstCodePoint(s.substr(b, n - b)))) break;
+        n = b;
+    }
+    return n;
+}
+
+struct Span {
+    std::size_t b, e;
+    bool match;
+};
+
+// Matches plus the gaps between them, covering [0, size).
+std::vector<Span> cover(const std::vector<std::pair<std::size_t, std::size_t>>& matches, std::size_t size,
+                        bool invert) {
+    std::vector<Span> spans;
+    std::size_t prev = 0;
+    for (const auto& [b, e] : matches) {
+        if (b == e) continue;  // an empty match splits nothing
+        if (prev < b) spans.push_back({prev, b, invert});
+        spans.push_back({b, e, !invert});
+        prev = e;
+    }
+    if (prev < size) spans.push_back({prev, size, invert});
+    return spans;
+}
+
+// The reference's NormalizedString::split: which spans become pieces.
+std::vector<std::pair<std::size_t, std::size_t>> splitSpans(const std::vector<Span>& spans,
+                                                            Tokenizer::Impl::Behavior behavior) {
+    using B = Tokenizer::Impl::Behavior;
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    bool prev = false;
+    switch (behavior) {
+    case B::Isolated:
+        for (const auto& s : spans) out.emplace_back(s.b, s.e);
+        break;
+    case B::Removed:
+        for (const auto& s : spans)
+            if (!s.match) out.emplace_back(s.b, s.e);
+        break;
+    case B::Contiguous:
+        for (const auto& s : spans) {
+            if (!out.empty() && s.match == prev) out.back().second = s.e;
+            else out.emplace_back(s.b, s.e);
+            prev = s.match;
+        }
+        break;
+    case B::MergedWithPrevious:
+        for (const auto& s : spans) {
+            if (!out.empty() && s.match && !prev) out.back().second = s.e;
+            else out.emplace_back(s.b, s.e);
+            prev = s.match;
+        }
+        break;
+    case B::MergedWithNext:
+        for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+            if (!out.empty() && it->match && !prev) out.back().first = it->b;
+            else out.emplace_back(it->b, it->e);
+            prev = it->match;
+        }
+        std::reverse(out.begin(), out.end());
+        break;
+    }
+    return out;
+}
+
+void appendPieces(const std::string& text, bool atStart, const std::vector<std::pair<std::size_t, std::size_t>>& parts,
+                  std::vector<Tokenizer::Impl::Piece>& out) {
+    for (const auto& [b, e] : parts)
+        if (e > b) out.push_back({text.substr(b, e - b), atStart && b == 0});
+}
+
+}  // namespace
+
 std::string Tokenizer::Impl::normalize(std::string_view text) const {
     std::string s(text);
     for (const auto& step : normalizers) {
@@ -25,57 +136,99 @@ std::string Tokenizer::Impl::normalize(std::string_view text) const {
         case NormalizerStep::Kind::Replace:
             s = replaceAll(s, step.text, step.replacement);
             break;
+        case NormalizerStep::Kind::Strip:
+            if (step.right) s.erase(trailingSpaceStart(s));
+            if (step.left) s.erase(0, leadingSpace(s));
+            break;
         }
     }
     return s;
 }
 
-std::vector<std::string> Tokenizer::Impl::preTokenize(std::string_view text, bool atStart) const {
-    if (metaspace) {
-        const std::string& rep = metaspace->replacement;
-        std::string s;
-        for (char c : text) {
-            if (c == ' ') s += rep;
-            else s.push_back(c);
-        }
-        const bool prepend = metaspace->prepend == Metaspace::Prepend::Always ||
-                             (metaspace->prepend == Metaspace::Prepend::First && atStart);
-        if (prepend && s.compare(0, rep.size(), rep) != 0) s.insert(0, rep);
-        if (!metaspace->split) return {s};
-        // Split before every replacement character, keeping it with what follows.
-        std::vector<std::string> pieces;
-        std::size_t start = 0;
-        for (std::size_t hit = s.find(rep, 1); hit != std::string::npos; hit = s.find(rep, hit + rep.size())) {
-            pieces.push_back(s.substr(start, hit - start));
-            start = hit;
-        }
-        pieces.push_back(s.substr(start));
-        return pieces;
-    }
-    std::vector<std::string> pieces{std::string(text)};
-    auto applyRegex = [&](const RegexLite& re, bool remove) {
-        std::vector<std::string> next;
+std::vector<Tokenizer::Impl::Piece> Tokenizer::Impl::preTokenize(std::string_view text, bool atStart) const {
+    std::vector<Piece> pieces;
+    if (!text.empty()) pieces.push_back({std::string(text), atStart});
+    for (const auto& step : preSteps) {
+        std::vector<Piece> next;
         next.reserve(pieces.size() * 2);
-        for (const auto& piece : pieces) {
-            if (remove) {
-                std::size_t last = 0;
-                for (const auto& [b, e] : re.findAll(piece)) {
-                    if (b > last) next.push_back(piece.substr(last, b - last));
-                    last = e;
+        for (auto& p : pieces) {
+            switch (step.kind) {
+            case PreStep::Kind::Split:
+                appendPieces(p.text, p.atStart, splitSpans(cover(step.regex->findAll(p.text), p.text.size(), step.invert), step.behavior), next);
+                break;
+            case PreStep::Kind::ByteLevel: {
+                if (step.addPrefixSpace && p.text[0] != ' ') p.text.insert(p.text.begin(), ' ');
+                if (!step.regex) {
+                    next.push_back(std::move(p));
+                    break;
                 }
-                if (last < piece.size()) next.push_back(piece.substr(last));
-            } else {
-                for (auto sv : re.splitIsolated(piece)) next.emplace_back(sv);
+                std::vector<std::pair<std::size_t, std::size_t>> parts;
+                for (auto sv : step.regex->splitIsolated(p.text))
+                    parts.emplace_back(static_cast<std::size_t>(sv.data() - p.text.data()),
+                                       static_cast<std::size_t>(sv.data() - p.text.data()) + sv.size());
+                appendPieces(p.text, p.atStart, parts, next);
+                break;
+            }
+            case PreStep::Kind::Metaspace: {
+                const std::string& rep = step.meta.replacement;
+                std::string s = replaceAll(p.text, " ", rep);
+                const bool prepend = step.meta.prepend == Metaspace::Prepend::Always ||
+                                     (step.meta.prepend == Metaspace::Prepend::First && p.atStart);
+                if (prepend && s.compare(0, rep.size(), rep) != 0) s.insert(0, rep);
+                if (!step.meta.split) {
+                    next.push_back({std::move(s), p.atStart});
+                    break;
+                }
+                // Split before every replacement character, keeping it with what follows.
+                std::vector<std::pair<std::size_t, std::size_t>> hits;
+                for (std::size_t h = s.find(rep); h != std::string::npos; h = s.find(rep, h + rep.size()))
+                    hits.emplace_back(h, h + rep.size());
+                appendPieces(s, p.atStart, splitSpans(cover(hits, s.size(), false), Behavior::MergedWithNext), next);
+                break;
+            }
             }
         }
         pieces = std::move(next);
-    };
-    for (const auto& s : splits) applyRegex(s.regex, s.removeMatches);
-    if (addPrefixSpace)
-        for (auto& p : pieces)
-            if (p.empty() || p[0] != ' ') p.insert(p.begin(), ' ');
-    if (byteLevelRegex) applyRegex(*byteLevelRegex, false);
+    }
     return pieces;
+}
+
+std::vector<Tokenizer::Impl::Segment> Tokenizer::Impl::splitAdded(const Matcher& m, std::string_view text) const {
+    std::vector<Segment> out;
+    std::size_t segStart = 0, i = 0;
+    while (i < text.size()) {
+        // The longest added token starting at i.
+        std::int32_t node = 0, best = -1;
+        std::size_t bestEnd = 0;
+        for (std::size_t j = i; j < text.size(); ++j) {
+            const auto& ch = m.trie[static_cast<std::size_t>(node)].children;
+            const auto it = ch.find(static_cast<unsigned char>(text[j]));
+            if (it == ch.end()) break;
+            node = it->second;
+            if (m.trie[static_cast<std::size_t>(node)].token >= 0) {
+                best = m.trie[static_cast<std::size_t>(node)].token;
+                bestEnd = j + 1;
+            }
+        }
+        if (best < 0) {
+            ++i;
+            continue;
+        }
+        const auto& tok = added[static_cast<std::size_t>(best)];
+        std::size_t start = i, stop = bestEnd;
+        i = bestEnd;  // the search goes on after this match even when it is dropped
+        if (tok.singleWord && ((start > 0 && isWordChar(lastCodePoint(text.substr(0, start)))) ||
+                               (stop < text.size() && isWordChar(firstCodePoint(text.substr(stop))))))
+            continue;
+        if (tok.lstrip) start = std::max(trailingSpaceStart(text.substr(0, start)), segStart);
+        if (tok.rstrip) stop += leadingSpace(text.substr(stop));
+        if (segStart < start) out.push_back({segStart, start, -1});
+        out.push_back({start, stop, tok.id});
+        segStart = stop;
+        i = std::max(i, stop);
+    }
+    if (segStart < text.size()) out.push_back({segStart, text.size(), -1});
+    return out;
 }
 
 void Tokenizer::Impl::initialSymbols(std::string_view piece, std::vector<std::int32_t>& ids) const {
@@ -193,7 +346,19 @@ void Tokenizer::Impl::bpe(std::string_view piece, std::vector<std::int32_t>& out
 
 void Tokenizer::Impl::encodeText(std::string_view text, bool atStart, std::vector<std::int32_t>& out) const {
     if (text.empty()) return;
-    for (const auto& piece : preTokenize(normalize(text), atStart)) bpe(piece, out);
+    const std::string n = normalize(text);
+    if (normalizedMatcher.empty()) {
+        for (const auto& piece : preTokenize(n, atStart)) bpe(piece.text, out);
+        return;
+    }
+    for (const auto& seg : splitAdded(normalizedMatcher, n)) {
+        if (seg.id >= 0) {
+            out.push_back(seg.id);
+            continue;
+        }
+        const auto part = std::string_view(n).substr(seg.begin, seg.end - seg.begin);
+        for (const auto& piece : preTokenize(part, atStart && seg.begin == 0)) bpe(piece.text, out);
+    }
 }
 
 // ---- Tokenizer ---------------------------------------------------------------
@@ -236,9 +401,7 @@ std::string readFile(const std::filesystem::path& path) {
 }  // namespace
 
 Tokenizer Tokenizer::fromJson(std::string_view jsonText, std::string sourceName) {
-    auto impl = parseTokenizer(jsonText, std::move(sourceName));
-    impl->guessBosEos();
-    return Tokenizer(std::move(impl));
+    return Tokenizer(parseTokenizer(jsonText, std::move(sourceName)));
 }
 
 Tokenizer Tokenizer::fromFile(const std::filesystem::path& tokenizerJson) {
@@ -246,7 +409,6 @@ Tokenizer Tokenizer::fromFile(const std::filesystem::path& tokenizerJson) {
     if (!std::filesystem::is_regular_file(tokenizerJson, ec))
         throw TokenizerError(tokenizerJson.string() + ": no such file");
     auto impl = parseTokenizer(readFile(tokenizerJson), tokenizerJson.string());
-    impl->guessBosEos();
     const auto configPath = tokenizerJson.parent_path() / "tokenizer_config.json";
     if (std::filesystem::is_regular_file(configPath, ec)) {
         try {
@@ -264,50 +426,47 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool addSpeci
     out.reserve(text.size() / 3 + 4);
     if (addSpecialTokens) out.insert(out.end(), m.prefixIds.begin(), m.prefixIds.end());
 
-    // Split out added tokens: leftmost match, longest at that position.
-    std::size_t segStart = 0, i = 0;
-    while (i < text.size()) {
-        std::int32_t node = 0, best = -1;
-        std::size_t bestEnd = 0;
-        for (std::size_t j = i; j < text.size(); ++j) {
-            const auto& ch = m.trie[static_cast<std::size_t>(node)].children;
-            const auto it = ch.find(static_cast<unsigned char>(text[j]));
-            if (it == ch.end()) break;
-            node = it->second;
-            if (m.trie[static_cast<std::size_t>(node)].token >= 0) {
-                best = m.trie[static_cast<std::size_t>(node)].token;
-                bestEnd = j + 1;
-            }
-        }
-        if (best < 0) {
-            ++i;
-            continue;
-        }
-        const auto& tok = m.added[static_cast<std::size_t>(best)];
-        std::size_t segEnd = i;
-        if (tok.lstrip)
-            while (segEnd > segStart && isAsciiSpace(text[segEnd - 1])) --segEnd;
-        if (tok.rstrip)
-            while (bestEnd < text.size() && isAsciiSpace(text[bestEnd])) ++bestEnd;
-        m.encodeText(text.substr(segStart, segEnd - segStart), segStart == 0, out);
-        out.push_back(tok.id);
-        segStart = i = bestEnd;
+    // Added tokens matched on raw text come out first: leftmost match, longest at that position.
+    for (const auto& seg : m.splitAdded(m.rawMatcher, text)) {
+        if (seg.id >= 0) out.push_back(seg.id);
+        else m.encodeText(text.substr(seg.begin, seg.end - seg.begin), seg.begin == 0, out);
     }
-    m.encodeText(text.substr(segStart), segStart == 0, out);
 
     if (addSpecialTokens) out.insert(out.end(), m.suffixIds.begin(), m.suffixIds.end());
     return out;
 }
 
 std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skipSpecialTokens) const {
-    std::string bytes;
+    const Impl& m = *impl_;
+    std::string bytes, run;
+    // ByteFallback: a run of "<0xXX>" tokens is its bytes if they are valid
+    // UTF-8, else one U+FFFD per byte (the reference's rule).
+    auto endRun = [&] {
+        if (unicode::utf8Lossy(run) == run) {
+            bytes += run;
+        } else {
+            for (std::size_t k = 0; k < run.size(); ++k) bytes += "\xEF\xBF\xBD";
+        }
+        run.clear();
+    };
     for (std::int32_t id : ids) {
         if (skipSpecialTokens && isSpecial(id)) continue;
+        if (id >= 0 && static_cast<std::size_t>(id) < m.isByteToken.size() && m.isByteToken[static_cast<std::size_t>(id)]) {
+            run += tokenBytes(id);
+            continue;
+        }
+        if (!run.empty()) endRun();
         bytes += tokenBytes(id);
     }
-    std::size_t strip = 0;
-    while (strip < impl_->stripLeadingSpaces && strip < bytes.size() && bytes[strip] == ' ') ++strip;
-    return unicode::utf8Lossy(std::string_view(bytes).substr(strip));
+    if (!run.empty()) endRun();
+    // Strip: up to stripStart copies of the content at the front, stripStop at the back.
+    const std::string& c = m.stripContent;
+    std::size_t begin = 0, end = bytes.size();
+    for (std::size_t k = 0; k < m.stripStart && end - begin >= c.size() && bytes.compare(begin, c.size(), c) == 0; ++k)
+        begin += c.size();
+    for (std::size_t k = 0; k < m.stripStop && end - begin >= c.size() && bytes.compare(end - c.size(), c.size(), c) == 0; ++k)
+        end -= c.size();
+    return unicode::utf8Lossy(std::string_view(bytes).substr(begin, end - begin));
 }
 
 const std::string& Tokenizer::tokenBytes(std::int32_t id) const {
@@ -338,11 +497,14 @@ std::vector<std::int32_t> Tokenizer::stopIds() const {
         if (id && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
     };
     add(impl_->eos);
-    for (std::string_view name : {"<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|endoftext|>"}) add(impl_->find(name));
+    // Turn and text ends of the chat families, when they are special tokens
+    // (an ordinary vocabulary entry with such a spelling is text).
+    for (std::string_view name : {"<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|endoftext|>", "<end_of_turn>"})
+        if (const auto id = impl_->find(name); id && isSpecial(*id)) add(id);
     return ids;
 }
 
-std::size_t Tokenizer::leadingSpacesDropped() const { return impl_->stripLeadingSpaces; }
+std::size_t Tokenizer::leadingSpacesDropped() const { return impl_->stripContent == " " ? impl_->stripStart : 0; }
 bool Tokenizer::isByteLevel() const { return impl_->byteLevel; }
 
 const std::string& Tokenizer::chatTemplate() const { return impl_->chatTemplate; }

@@ -4,17 +4,20 @@
 //
 // Two kinds:
 //  - byte-level BPE (the Llama-3 and Qwen2/3 families, GPT-2 style files):
-//    pre-tokenizer Split(Regex, Isolated) and ByteLevel (use_regex,
-//    add_prefix_space) alone or in a Sequence, decoder ByteLevel;
-//  - SentencePiece-style BPE (Llama-2, Mistral, imported llama2.c models):
-//    normalizer Prepend("▁") + Replace(" " -> "▁") or a Metaspace
-//    pre-tokenizer (prepend_scheme always/first/never, split), model
-//    byte_fallback / fuse_unk, decoder Replace + ByteFallback + Fuse +
-//    Strip(leading spaces) or Metaspace.
+//    pre-tokenizer Split(Regex) and ByteLevel (use_regex, add_prefix_space)
+//    alone or in a Sequence, decoder ByteLevel;
+//  - SentencePiece-style BPE (Llama-2, Mistral, Gemma 3, imported llama2.c
+//    models): normalizer Prepend("▁") + Replace(" " -> "▁") (Gemma: Replace
+//    alone) or a Metaspace pre-tokenizer (prepend_scheme always/first/never,
+//    split), model byte_fallback / fuse_unk, decoder Replace + ByteFallback +
+//    Fuse [+ Strip] or Metaspace.
 // Both: model "BPE" (vocab, merges as "a b" or ["a","b"], ignore_merges),
-// added tokens (special or not; lstrip/rstrip), normalizer NFC / Prepend /
-// Replace(String) / Sequence, post-processor TemplateProcessing / ByteLevel /
-// Sequence. Other components are rejected with a TokenizerError saying which.
+// added tokens (special or not; lstrip, rstrip, single_word, normalized),
+// normalizer NFC / Prepend / Replace(String) / Strip / Sequence, pre-tokenizer
+// Split (Regex or String, every behaviour, invert), post-processor
+// TemplateProcessing / BertProcessing / RobertaProcessing / ByteLevel /
+// Sequence. Other components (NFKC, Lowercase, WordPiece, ...) are rejected
+// with a TokenizerError naming them.
 
 #include <cstdint>
 #include <filesystem>
@@ -36,17 +39,21 @@ public:
 class Tokenizer {
 public:
     // Reads tokenizer.json, and tokenizer_config.json next to it when present
-    // (bos_token / eos_token). Throws TokenizerError naming the file.
+    // (bos_token / eos_token; for transformers' Llama and Gemma classes also
+    // add_bos_token / add_eos_token, which replace the template as there).
+    // Without the config there is no bos or eos: never guessed from spellings.
+    // fromJson reads no config. Throws TokenizerError naming the file.
     static Tokenizer fromFile(const std::filesystem::path& tokenizerJson);
     static Tokenizer fromJson(std::string_view json, std::string sourceName = "tokenizer.json");
 
     // Added tokens are split out first (exact match, leftmost, longest first);
     // the rest is normalized, pre-tokenized and BPE-merged piece by piece.
-    // addSpecialTokens adds what the post-processor's template adds (Llama-3:
-    // <|begin_of_text|> in front); without a template it does nothing.
+    // addSpecialTokens adds what the post-processor's template adds (Llama-2,
+    // Gemma: bos in front); without a template it does nothing.
     std::vector<std::int32_t> encode(std::string_view text, bool addSpecialTokens = false) const;
     // Exact inverse of encode for byte-level BPE; invalid UTF-8 in the joined
-    // bytes becomes U+FFFD (as Rust's from_utf8_lossy), only at the end.
+    // bytes becomes U+FFFD (as Rust's from_utf8_lossy), only at the end; an
+    // invalid run of "<0xXX>" tokens, one U+FFFD per byte (ByteFallback).
     std::string decode(std::span<const std::int32_t> ids, bool skipSpecialTokens = false) const;
 
     std::string tokenText(std::int32_t id) const;  // raw vocab string ("Ġthe"); empty if unknown
@@ -55,7 +62,8 @@ public:
     bool isSpecial(std::int32_t id) const;
     std::optional<std::int32_t> bosId() const;
     std::optional<std::int32_t> eosId() const;
-    // eos plus <|eot_id|>, <|im_end|>, <|end_of_text|>, <|endoftext|> when present.
+    // eos plus <|eot_id|>, <|im_end|>, <|end_of_text|>, <|endoftext|>,
+    // <end_of_turn> where they are special tokens.
     std::vector<std::int32_t> stopIds() const;
 
     // The bytes a token stands for (before UTF-8 repair); empty if unknown.
@@ -84,7 +92,8 @@ private:
 // Incremental detokenizer for streaming: feed ids one at a time, get the
 // newly completed UTF-8 text. Incomplete multi-byte sequences are held back
 // until a later token completes them; the concatenation of all push() and
-// flush() results equals decode() of all the ids.
+// flush() results equals decode() of all the ids (for valid UTF-8, and
+// without a Strip decoder's trailing cut, which no real file uses).
 class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tokenizer, bool skipSpecialTokens = false);

@@ -12,7 +12,8 @@
 //    merges start from Unicode characters, and a character missing from the
 //    vocabulary falls back to its UTF-8 bytes as "<0xXX>" tokens
 //    (byte_fallback); the decoder turns "▁" back into spaces, "<0xXX>" into
-//    bytes and drops the one space that the encoder put in front.
+//    bytes and drops the one space that the encoder put in front (Llama-2;
+//    Gemma puts none there and drops none).
 
 #include "core/regex_lite.h"
 #include "core/tokenizer.h"
@@ -92,48 +93,73 @@ struct Tokenizer::Impl {
     std::unordered_map<std::uint64_t, Merge> merges;
     bool ignoreMerges = false;
 
-    // Added tokens, matched on raw text through a byte trie.
+    // Added tokens. Those with normalized=false are matched on the raw text,
+    // those with normalized=true on each normalized segment (their content
+    // normalized too), both leftmost-longest, as the reference does.
     struct AddedToken {
         std::int32_t id;
         bool lstrip = false;
         bool rstrip = false;
+        bool singleWord = false;  // only where no word character touches either end
     };
     struct TrieNode {
         std::map<unsigned char, std::int32_t> children;
         std::int32_t token = -1;  // index into added
     };
+    struct Matcher {
+        std::vector<TrieNode> trie{TrieNode{}};
+        bool empty() const { return trie.size() == 1; }
+    };
+    struct Segment {
+        std::size_t begin, end;
+        std::int32_t id;  // -1: text to encode
+    };
     std::vector<AddedToken> added;
-    std::vector<TrieNode> trie{TrieNode{}};
+    Matcher rawMatcher, normalizedMatcher;
+    std::vector<std::pair<std::string, std::int32_t>> normalizedPending;  // (content, index) until the normalizer is known
+    void addToMatcher(Matcher& m, std::string_view content, std::int32_t index);
+    // Splits text into added tokens and the text between them (empty pieces dropped).
+    std::vector<Segment> splitAdded(const Matcher& m, std::string_view text) const;
 
     // Normalizers in file order.
     struct NormalizerStep {
-        enum class Kind { Nfc, Prepend, Replace } kind;
+        enum class Kind { Nfc, Prepend, Replace, Strip } kind;
         std::string text;         // Prepend: what; Replace: the pattern
         std::string replacement;  // Replace: by what
+        bool left = false, right = false;  // Strip: which ends lose their white space
     };
     std::vector<NormalizerStep> normalizers;
 
-    struct SplitStage {
-        RegexLite regex;
-        bool removeMatches = false;  // behaviour "Removed" rather than "Isolated"
-    };
-    std::vector<SplitStage> splits;           // before the ByteLevel step
-    bool addPrefixSpace = false;              // ByteLevel add_prefix_space
-    std::optional<RegexLite> byteLevelRegex;  // ByteLevel use_regex
-
+    // Pre-tokenizer steps in file order; each splits every piece further.
     struct Metaspace {
         std::string replacement = "\xE2\x96\x81";  // U+2581
         enum class Prepend { Always, First, Never } prepend = Prepend::Always;
         bool split = true;
     };
-    std::optional<Metaspace> metaspace;  // the Metaspace pre-tokenizer
+    enum class Behavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+    struct PreStep {
+        enum class Kind { Split, ByteLevel, Metaspace } kind = Kind::Split;
+        std::optional<RegexLite> regex;  // Split; ByteLevel when use_regex
+        Behavior behavior = Behavior::Isolated;
+        bool invert = false;
+        bool addPrefixSpace = false;  // ByteLevel
+        Metaspace meta;               // Metaspace
+    };
+    std::vector<PreStep> preSteps;
+    struct Piece {
+        std::string text;
+        bool atStart;  // begins at offset 0 of the input (Metaspace prepend_scheme "first")
+    };
 
     // Decoder (SentencePiece-style): text replacements, "<0xXX>" to bytes,
-    // and how many leading spaces of the decoded text are dropped.
+    // and what Strip removes from the ends of the fused text.
     bool decoderByteLevel = false;
     bool decoderByteFallback = false;
+    bool decoderFused = false;  // a Fuse step was seen
     std::vector<std::pair<std::string, std::string>> decoderReplace;
-    std::size_t stripLeadingSpaces = 0;
+    std::string stripContent = " ";
+    std::size_t stripStart = 0, stripStop = 0;
+    std::vector<std::uint8_t> isByteToken;  // "<0xXX>" under a ByteFallback decoder
 
     std::vector<std::int32_t> prefixIds, suffixIds;  // post-processor template
     std::optional<std::int32_t> bos, eos;
@@ -161,12 +187,13 @@ struct Tokenizer::Impl {
     void finishDecoder();  // the bytes of every token, once the decoder is known
     void loadPostProcessor(const json& p);
     void loadConfig(const json& cfg);
-    void guessBosEos();
 
     std::string normalize(std::string_view text) const;
-    std::vector<std::string> preTokenize(std::string_view text, bool atStart) const;
+    std::vector<Piece> preTokenize(std::string_view text, bool atStart) const;
     void initialSymbols(std::string_view piece, std::vector<std::int32_t>& ids) const;
     void bpe(std::string_view piece, std::vector<std::int32_t>& out) const;
+    // One stretch of raw text between added tokens: normalized, split on the
+    // normalized added tokens, pre-tokenized and merged.
     void encodeText(std::string_view text, bool atStart, std::vector<std::int32_t>& out) const;
 };
 

@@ -4,6 +4,7 @@
 #include "core/unicode.h"
 
 #include <cstdio>
+#include <set>
 
 namespace sdw::tokenizer_detail {
 
@@ -108,6 +109,13 @@ void Tokenizer::Impl::load(const json& root) {
     loadModel(root["model"]);
     if (root.contains("added_tokens") && !root["added_tokens"].is_null()) loadAddedTokens(root["added_tokens"]);
     loadNormalizer(root.value("normalizer", json()));
+    // Added tokens with normalized=true are matched in normalized text, so
+    // their own content is normalized the same way (as the reference does).
+    for (const auto& [content, index] : normalizedPending) {
+        const std::string n = normalize(content);
+        if (!n.empty()) addToMatcher(normalizedMatcher, n, index);
+    }
+    normalizedPending.clear();
     bool byteLevelSeen = false;
     const json pre = root.value("pre_tokenizer", json());
     if (!pre.is_null()) loadPreTokenizer(pre, byteLevelSeen);
@@ -121,12 +129,12 @@ void Tokenizer::Impl::load(const json& root) {
     if (!byteLevel && decoderReplace.empty())
         fail("neither byte-level (ByteLevel pre-tokenizer and decoder) nor SentencePiece-style "
              "(a Metaspace or Replace decoder): not supported");
-    if (!byteLevel && !splits.empty()) fail("a Split pre-tokenizer without ByteLevel is not supported");
     finishDecoder();
     loadPostProcessor(root.value("post_processor", json()));
 }
 
 void Tokenizer::Impl::finishDecoder() {
+    isByteToken.assign(idToText.size(), 0);
     for (std::size_t id = 0; id < idToText.size(); ++id) {
         const std::string& text = idToText[id];
         if (byteLevel) {
@@ -136,6 +144,7 @@ void Tokenizer::Impl::finishDecoder() {
         }
         if (const int b = decoderByteFallback ? byteFallbackByte(text) : -1; b >= 0) {
             idToBytes[id] = std::string(1, static_cast<char>(b));
+            isByteToken[id] = 1;
             continue;
         }
         std::string out = text;
@@ -207,6 +216,24 @@ void Tokenizer::Impl::loadModel(const json& model) {
     }
 }
 
+void Tokenizer::Impl::addToMatcher(Matcher& m, std::string_view content, std::int32_t index) {
+    std::int32_t node = 0;
+    for (char c : content) {
+        const auto uc = static_cast<unsigned char>(c);
+        auto& children = m.trie[static_cast<std::size_t>(node)].children;
+        const auto it = children.find(uc);
+        if (it != children.end()) {
+            node = it->second;
+        } else {
+            const auto next = static_cast<std::int32_t>(m.trie.size());
+            children.emplace(uc, next);
+            m.trie.push_back({});
+            node = next;
+        }
+    }
+    m.trie[static_cast<std::size_t>(node)].token = index;
+}
+
 void Tokenizer::Impl::loadAddedTokens(const json& list) {
     if (!list.is_array()) fail("added_tokens is not a list");
     for (const auto& t : list) {
@@ -215,23 +242,15 @@ void Tokenizer::Impl::loadAddedTokens(const json& list) {
         const std::string content = t["content"].get<std::string>();
         if (content.empty()) fail("an added token has empty content");
         const auto id = t["id"].get<std::int32_t>();
-        setToken(id, content, t.value("special", false));
-        added.push_back({id, t.value("lstrip", false), t.value("rstrip", false)});
-        std::int32_t node = 0;
-        for (char c : content) {
-            const auto uc = static_cast<unsigned char>(c);
-            auto& children = trie[static_cast<std::size_t>(node)].children;
-            const auto it = children.find(uc);
-            if (it != children.end()) {
-                node = it->second;
-            } else {
-                const auto next = static_cast<std::int32_t>(trie.size());
-                children.emplace(uc, next);
-                trie.push_back({});
-                node = next;
-            }
-        }
-        trie[static_cast<std::size_t>(node)].token = static_cast<std::int32_t>(added.size()) - 1;
+        const bool isSpecial = t.value("special", false);
+        setToken(id, content, isSpecial);
+        added.push_back({id, t.value("lstrip", false), t.value("rstrip", false), t.value("single_word", false)});
+        const auto index = static_cast<std::int32_t>(added.size()) - 1;
+        // The reference's default: special tokens match raw text, others normalized text.
+        if (t.value("normalized", !isSpecial))
+            normalizedPending.emplace_back(content, index);
+        else
+            addToMatcher(rawMatcher, content, index);
     }
 }
 
@@ -249,10 +268,15 @@ void Tokenizer::Impl::loadNormalizer(const json& n) {
         const std::string from = pat["String"].get<std::string>();
         if (from.empty()) fail("Replace normalizer with an empty pattern");
         normalizers.push_back({NormalizerStep::Kind::Replace, from, n.value("content", "")});
+    } else if (type == "Strip") {
+        NormalizerStep step{NormalizerStep::Kind::Strip, {}, {}};
+        step.left = n.value("strip_left", true);
+        step.right = n.value("strip_right", true);
+        normalizers.push_back(step);
     } else if (type == "Sequence") {
         for (const auto& sub : n.value("normalizers", json::array())) loadNormalizer(sub);
     } else {
-        fail("unsupported normalizer \"" + type + "\" (supported: NFC, Prepend, Replace, Sequence)");
+        fail("unsupported normalizer \"" + type + "\" (supported: NFC, Prepend, Replace, Strip, Sequence)");
     }
 }
 
@@ -263,6 +287,7 @@ void Tokenizer::Impl::loadPreTokenizer(const json& p, bool& byteLevelSeen) {
         return;
     }
     if (byteLevelSeen) fail("pre_tokenizer step \"" + type + "\" after ByteLevel is not supported");
+    PreStep step;
     if (type == "Split") {
         const json pat = p.value("pattern", json());
         std::string regex;
@@ -272,21 +297,28 @@ void Tokenizer::Impl::loadPreTokenizer(const json& p, bool& byteLevelSeen) {
             regex = escapeRegex(pat["String"].get<std::string>());
         else
             fail("Split pre-tokenizer without a Regex or String pattern");
-        if (p.value("invert", false)) fail("Split pre-tokenizer with invert=true is not supported");
+        step.invert = p.value("invert", false);
         const std::string behavior = p.value("behavior", "Isolated");
-        if (behavior != "Isolated" && behavior != "Removed")
-            fail("Split behavior \"" + behavior + "\" is not supported (supported: Isolated, Removed)");
+        if (behavior == "Isolated") step.behavior = Behavior::Isolated;
+        else if (behavior == "Removed") step.behavior = Behavior::Removed;
+        else if (behavior == "MergedWithPrevious") step.behavior = Behavior::MergedWithPrevious;
+        else if (behavior == "MergedWithNext") step.behavior = Behavior::MergedWithNext;
+        else if (behavior == "Contiguous") step.behavior = Behavior::Contiguous;
+        else fail("Split behavior \"" + behavior + "\" is not one of Isolated, Removed, MergedWithPrevious, "
+                  "MergedWithNext, Contiguous");
         try {
-            splits.push_back({RegexLite(regex), behavior == "Removed"});
+            step.regex.emplace(regex);
         } catch (const RegexError& e) {
             fail(std::string("pre_tokenizer Split pattern: ") + e.what());
         }
     } else if (type == "ByteLevel") {
         byteLevelSeen = true;
-        addPrefixSpace = p.value("add_prefix_space", false);
-        if (p.value("use_regex", true)) byteLevelRegex.emplace(kGpt2Pattern);
+        step.kind = PreStep::Kind::ByteLevel;
+        step.addPrefixSpace = p.value("add_prefix_space", false);
+        if (p.value("use_regex", true)) step.regex.emplace(kGpt2Pattern);
     } else if (type == "Metaspace") {
-        Metaspace m;
+        step.kind = PreStep::Kind::Metaspace;
+        Metaspace& m = step.meta;
         m.replacement = p.value("replacement", m.replacement);
         if (m.replacement.empty()) fail("Metaspace pre-tokenizer with an empty replacement");
         m.split = p.value("split", true);
@@ -296,10 +328,10 @@ void Tokenizer::Impl::loadPreTokenizer(const json& p, bool& byteLevelSeen) {
         else if (scheme == "first") m.prepend = Metaspace::Prepend::First;
         else if (scheme == "never") m.prepend = Metaspace::Prepend::Never;
         else fail("Metaspace prepend_scheme \"" + scheme + "\" is not one of always, first, never");
-        metaspace = m;
     } else {
         fail("unsupported pre_tokenizer \"" + type + "\" (supported: Split, ByteLevel, Metaspace, Sequence)");
     }
+    preSteps.push_back(std::move(step));
 }
 
 void Tokenizer::Impl::loadDecoder(const json& d) {
@@ -317,18 +349,24 @@ void Tokenizer::Impl::loadDecoder(const json& d) {
     } else if (type == "ByteFallback") {
         decoderByteFallback = true;
     } else if (type == "Fuse") {
-        // Joins the pieces; decoding here always joins them.
+        decoderFused = true;  // decoding here always joins the pieces
     } else if (type == "Strip") {
-        if (d.value("content", " ") != " " || d.value("stop", 0) != 0)
-            fail("Strip decoder: only leading spaces (content \" \", stop 0) are supported");
-        stripLeadingSpaces = d.value("start", std::size_t{0});
+        // Strip acts on each piece; after Fuse there is one piece, the whole text.
+        if (!decoderFused) fail("Strip decoder before Fuse (a strip of every token) is not supported");
+        stripContent = d.value("content", std::string(" "));
+        if (unicode::decodeUtf8(stripContent).codePoints.size() != 1)
+            fail("Strip decoder content must be one character");
+        stripStart = d.value("start", std::size_t{0});
+        stripStop = d.value("stop", std::size_t{0});
     } else if (type == "Metaspace") {
         decoderReplace.emplace_back(d.value("replacement", std::string("\xE2\x96\x81")), " ");
         std::string scheme = d.value("prepend_scheme", "");
         if (scheme.empty()) scheme = d.value("add_prefix_space", true) ? "always" : "never";
-        stripLeadingSpaces = scheme == "never" ? 0 : 1;
+        stripContent = " ";
+        stripStart = scheme == "never" ? 0 : 1;
     } else {
-        fail("unsupported decoder \"" + type + "\" (supported: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip)");
+        fail("unsupported decoder \"" + type + "\" (supported: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, "
+             "Sequence)");
     }
 }
 
@@ -375,24 +413,40 @@ void Tokenizer::Impl::loadPostProcessor(const json& p) {
 }
 
 void Tokenizer::Impl::loadConfig(const json& cfg) {
-    auto tokenOf = [&](const char* key, std::optional<std::int32_t>& dst) {
-        if (!cfg.contains(key)) return false;
+    // bos/eos only from the config, never from a token's spelling: a
+    // Qwen-like vocabulary holds "<s>" as ordinary text.
+    auto tokenOf = [&](const char* key) -> std::optional<std::int32_t> {
+        if (!cfg.contains(key)) return std::nullopt;
         const json& v = cfg[key];
         std::string text;
         if (v.is_string())
             text = v.get<std::string>();
         else if (v.is_object() && v.contains("content") && v["content"].is_string())
             text = v["content"].get<std::string>();
-        dst = text.empty() ? std::nullopt : find(text);
-        return true;
+        if (text.empty()) return std::nullopt;
+        return find(text);
     };
-    const bool haveBos = tokenOf("bos_token", bos);
-    const bool haveEos = tokenOf("eos_token", eos);
-    if (!haveBos || !haveEos) {
-        const auto saveBos = bos, saveEos = eos;
-        guessBosEos();
-        if (haveBos) bos = saveBos;
-        if (haveEos) eos = saveEos;
+    bos = tokenOf("bos_token");
+    eos = tokenOf("eos_token");
+    // transformers' Llama and Gemma tokenizer classes rebuild the template
+    // from add_bos_token (default true) and add_eos_token (default false);
+    // the other classes keep the file's post-processor.
+    const std::string cls = cfg.value("tokenizer_class", "");
+    static const std::set<std::string> kRebuilds = {"LlamaTokenizer",      "LlamaTokenizerFast",
+                                                    "CodeLlamaTokenizer",  "CodeLlamaTokenizerFast",
+                                                    "GemmaTokenizer",      "GemmaTokenizerFast"};
+    if (kRebuilds.count(cls)) {
+        auto flag = [&](const char* key, bool dflt) {
+            const json v = cfg.value(key, json());
+            return v.is_boolean() ? v.get<bool>() : dflt;
+        };
+        const bool addBos = flag("add_bos_token", true), addEos = flag("add_eos_token", false);
+        if (addBos && !bos) fail("tokenizer_config.json: add_bos_token is true but there is no bos_token");
+        if (addEos && !eos) fail("tokenizer_config.json: add_eos_token is true but there is no eos_token");
+        prefixIds.clear();
+        suffixIds.clear();
+        if (addBos) prefixIds.push_back(*bos);
+        if (addEos) suffixIds.push_back(*eos);
     }
     if (cfg.contains("chat_template")) {
         const json& ct = cfg["chat_template"];
@@ -404,16 +458,6 @@ void Tokenizer::Impl::loadConfig(const json& cfg) {
                     chatTemplate += t["template"].get<std::string>() + "\n";
         }
     }
-}
-
-void Tokenizer::Impl::guessBosEos() {
-    auto first = [&](std::initializer_list<std::string_view> names) -> std::optional<std::int32_t> {
-        for (auto n : names)
-            if (const auto id = find(n)) return id;
-        return std::nullopt;
-    };
-    bos = first({"<|begin_of_text|>", "<s>", "<|startoftext|>", "<bos>", "<|bos|>"});
-    eos = first({"<|end_of_text|>", "</s>", "<|endoftext|>", "<eos>", "<|eos|>"});
 }
 
 }  // namespace sdw

@@ -50,6 +50,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# ---- real checkpoints' tokenizer files for tests/core/test_tokenizer_real.cpp
+# (into .tokenizers/, not committed: model licences). Offline, those tests skip.
+if [ "$mode" = test ]; then
+  tools/reference/fetch_tokenizers.sh || echo "warning: some tokenizer files were not fetched; their tests will skip" >&2
+fi
+
 # ---- a GPU, a CUDA LibTorch and nvcc? (sets gpu_preset, torch_prefix, nvcc)
 . tools/detect-gpu.sh
 

@@ -200,7 +200,7 @@ const Register regGenerate{Command{
     "continues the prompt, printing text as tokens arrive; tokens/s go to stderr. Greedy\n"
     "unless --temperature > 0 (then seeded sampling with optional top-k / top-p). With\n"
     "--chat auto, instruct models get their chat format (Qwen3, Llama-3); plain sends the\n"
-    "text as is (after the bos token). Generation ends at the model's stop tokens.",
+    "text as is (after what the tokenizer adds, e.g. bos). Generation ends at the model's stop tokens.",
     {{"model", "DIR", "checkpoint folder", ""},
      {"prompt", "TEXT", "prompt text", ""},
      {"max-new-tokens", "N", "tokens to generate at most", "60"},

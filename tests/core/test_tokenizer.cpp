@@ -14,6 +14,7 @@
 #include <QtTest>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -79,6 +80,56 @@ json tinyTokenizerJson() {
 }
 
 sdw::Tokenizer tinyTokenizer() { return sdw::Tokenizer::fromJson(tinyTokenizerJson().dump(), "tiny"); }
+
+// A tiny SentencePiece-style BPE in the Llama-2 layout: <unk> <s> </s>, the
+// 256 "<0xXX>" byte tokens (ids 3..258), "▁" 259, "a" 260, "b" 261, "c" 262,
+// then "▁a" 263, "ab" 264, "▁ab" 265 by three merges.
+const std::string kU2581 = "\xE2\x96\x81";
+json spTokenizerJson() {
+    json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
+    char name[8];
+    for (int b = 0; b < 256; ++b) {
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        vocab[name] = 3 + b;
+    }
+    const std::string u = kU2581;
+    for (const auto& [t, id] : std::vector<std::pair<std::string, int>>{
+             {u, 259}, {"a", 260}, {"b", 261}, {"c", 262}, {u + "a", 263}, {"ab", 264}, {u + "ab", 265}})
+        vocab[t] = id;
+    json added = json::array();
+    int id = 0;
+    for (const char* t : {"<unk>", "<s>", "</s>"})
+        added.push_back({{"id", id++}, {"content", t}, {"special", true}, {"normalized", false}});
+    return {{"model",
+             {{"type", "BPE"}, {"unk_token", "<unk>"}, {"byte_fallback", true}, {"fuse_unk", true}, {"vocab", vocab},
+              {"merges", {u + " a", "a b", u + "a b"}}}},
+            {"added_tokens", added},
+            {"normalizer",
+             {{"type", "Sequence"},
+              {"normalizers", {{{"type", "Prepend"}, {"prepend", u}},
+                               {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", u}}}}}},
+            {"pre_tokenizer", nullptr},
+            {"post_processor",
+             {{"type", "TemplateProcessing"},
+              {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+              {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}}},
+            {"decoder",
+             {{"type", "Sequence"},
+              {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", u}}}, {"content", " "}},
+                            {{"type", "ByteFallback"}},
+                            {{"type", "Fuse"}},
+                            {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}}};
+}
+
+// The same vocabulary in Gemma's layout: spaces become "▁" with nothing
+// prepended, a Split on " " that finds none, and no Strip when decoding.
+json spGemmaJson() {
+    auto j = spTokenizerJson();
+    j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kU2581}};
+    j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}, {"invert", false}};
+    j["decoder"]["decoders"].erase(3);
+    return j;
+}
 
 std::vector<std::string> pieces(const char* pattern, std::string_view text) {
     const sdw::RegexLite re(pattern);
@@ -317,9 +368,11 @@ private Q_SLOTS:
         QVERIFY(tok.isSpecial(266));
         QVERIFY(!tok.isSpecial(269));
         QVERIFY(!tok.isSpecial(259));
+        // No tokenizer_config.json: no bos or eos (never guessed from a spelling);
+        // the special turn and text ends still stop generation.
         QCOMPARE(tok.bosId(), std::optional<std::int32_t>());
-        QCOMPARE(tok.eosId(), std::optional<std::int32_t>(266));
-        QCOMPARE(tok.stopIds(), (Ids{266, 268}));
+        QCOMPARE(tok.eosId(), std::optional<std::int32_t>());
+        QCOMPARE(tok.stopIds(), (Ids{268, 266}));
         // No post-processor template: addSpecialTokens adds nothing.
         QCOMPARE(tok.encode("hello", true), (Ids{259}));
     }
@@ -353,7 +406,7 @@ private Q_SLOTS:
         const auto tok = sdw::Tokenizer::fromJson(j.dump());
         QCOMPARE(tok.encode("hello", true), (Ids{270, 259}));
         QCOMPARE(tok.encode("hellx"), (Ids{271}));
-        QCOMPARE(tok.bosId(), std::optional<std::int32_t>(270));
+        QCOMPARE(tok.bosId(), std::optional<std::int32_t>());  // no tokenizer_config.json
         j["model"]["ignore_merges"] = false;
         QCOMPARE(sdw::Tokenizer::fromJson(j.dump()).encode("hellx"), (Ids{258, 120}));
     }
@@ -490,8 +543,13 @@ private Q_SLOTS:
         j["added_tokens"].push_back({{"id", 270}, {"content", "<s>"}, {"special", true}});
         writeFile(d / "tokenizer.json", j.dump());
         auto tok = sdw::Tokenizer::fromFile(d / "tokenizer.json");
-        QCOMPARE(tok.bosId(), std::optional<std::int32_t>(270));  // by name
+        QCOMPARE(tok.bosId(), std::optional<std::int32_t>());  // not guessed from "<s>"
+        QCOMPARE(tok.eosId(), std::optional<std::int32_t>());
+        writeFile(d / "tokenizer_config.json", json{{"bos_token", "<s>"}, {"eos_token", "<|endoftext|>"}}.dump());
+        tok = sdw::Tokenizer::fromFile(d / "tokenizer.json");
+        QCOMPARE(tok.bosId(), std::optional<std::int32_t>(270));
         QCOMPARE(tok.eosId(), std::optional<std::int32_t>(266));
+        QCOMPARE(tok.encode("hello", true), (Ids{259}));  // no template, a generic class: nothing added
         writeFile(d / "tokenizer_config.json",
                   json{{"bos_token", nullptr}, {"eos_token", {{"content", "<|im_end|>"}}}}.dump());
         tok = sdw::Tokenizer::fromFile(d / "tokenizer.json");
@@ -505,6 +563,97 @@ private Q_SLOTS:
         } catch (const sdw::TokenizerError& e) {
             QVERIFY2(QString::fromUtf8(e.what()).contains(QString::fromStdString((d / "tokenizer.json").string())), e.what());
         }
+    }
+
+    // ---- SentencePiece layouts, Split behaviours, added-token flags -------------------
+
+    void sentencePieceLayouts() {
+        const auto llama = sdw::Tokenizer::fromJson(spTokenizerJson().dump());
+        QCOMPARE(llama.encode("ab"), (Ids{265}));
+        QCOMPARE(llama.encode("ab c"), (Ids{265, 259, 262}));
+        QCOMPARE(llama.encode("\xC3\xA9"), (Ids{259, 3 + 0xC3, 3 + 0xA9}));  // "é" by byte fallback
+        QCOMPARE(llama.encode("ab</s>ab", true), (Ids{1, 265, 2, 265}));    // "▁" prepended to each stretch
+        QCOMPARE(llama.decode(Ids{1, 265, 259, 262}), std::string("<s> ab c"));
+        QCOMPARE(llama.decode(Ids{265, 259, 262}), std::string("ab c"));
+        const auto gemma = sdw::Tokenizer::fromJson(spGemmaJson().dump());
+        QCOMPARE(gemma.encode("ab c"), (Ids{264, 259, 262}));
+        QCOMPARE(gemma.encode(" a"), (Ids{263}));
+        QCOMPARE(gemma.decode(Ids{263}), std::string(" a"));
+        QCOMPARE(gemma.leadingSpacesDropped(), std::size_t(0));
+    }
+
+    void byteFallbackDecoding() {
+        const auto tok = sdw::Tokenizer::fromJson(spTokenizerJson().dump());
+        QCOMPARE(tok.decode(Ids{260, 3 + 0xC3, 3 + 0xA9}), std::string("a\xC3\xA9"));
+        // An invalid run of byte tokens: one U+FFFD per byte, not per invalid sequence.
+        QCOMPARE(tok.decode(Ids{3 + 0xC3, 3 + 0xC3, 3 + 0xA9}), std::string("\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"));
+        QCOMPARE(tok.decode(Ids{3 + 0xE4, 3 + 0xB8, 260}), std::string("\xEF\xBF\xBD\xEF\xBF\xBD" "a"));
+        auto j = spTokenizerJson();
+        j["decoder"]["decoders"][3]["stop"] = 1;
+        QCOMPARE(sdw::Tokenizer::fromJson(j.dump()).decode(Ids{259, 260, 259, 259}), std::string("a "));
+        std::swap(j["decoder"]["decoders"][2], j["decoder"]["decoders"][3]);
+        QVERIFY_THROWS_EXCEPTION(sdw::TokenizerError, sdw::Tokenizer::fromJson(j.dump()));
+    }
+
+    void splitBehaviours_data() {
+        QTest::addColumn<QString>("behavior");
+        QTest::addColumn<bool>("invert");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("ids");
+        // The Gemma layout with Split("▁"): "b a" is normalized to "b▁a".
+        QTest::newRow("isolated") << "Isolated" << false << "b a" << "261,259,260";
+        QTest::newRow("merged with next") << "MergedWithNext" << false << "b a" << "261,263";
+        QTest::newRow("merged with next, run") << "MergedWithNext" << false << "b  a" << "261,259,263";
+        QTest::newRow("merged with previous") << "MergedWithPrevious" << false << "b a" << "261,259,260";
+        QTest::newRow("removed") << "Removed" << false << "b a" << "261,260";
+        QTest::newRow("contiguous") << "Contiguous" << false << "b  a" << "261,259,259,260";
+        QTest::newRow("removed, inverted") << "Removed" << true << "b a" << "259";
+    }
+    void splitBehaviours() {
+        QFETCH(QString, behavior);
+        QFETCH(bool, invert);
+        QFETCH(QString, text);
+        QFETCH(QString, ids);
+        auto j = spGemmaJson();
+        j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", kU2581}}}, {"behavior", behavior.toStdString()}, {"invert", invert}};
+        QCOMPARE(show(sdw::Tokenizer::fromJson(j.dump()).encode(text.toStdString())), ids);
+    }
+
+    void addedTokenFlags() {
+        auto j = tinyTokenizerJson();
+        j["added_tokens"].push_back({{"id", 270}, {"content", "hel"}, {"single_word", true}, {"normalized", false}});
+        j["added_tokens"].push_back({{"id", 271}, {"content", "<x>"}, {"lstrip", true}, {"rstrip", true}, {"special", true}});
+        j["added_tokens"].push_back({{"id", 272}, {"content", "\xC3\xA9"}, {"normalized", true}});
+        j["normalizer"] = {{"type", "NFC"}};
+        const auto tok = sdw::Tokenizer::fromJson(j.dump());
+        QCOMPARE(tok.encode("hel"), (Ids{270}));
+        QCOMPARE(tok.encode("hel!"), (Ids{270, 33}));
+        QCOMPARE(tok.encode("ahel"), (Ids{97, 256, 108}));  // inside a word: not the added token
+        QCOMPARE(tok.encode("hello"), (Ids{259}));
+        // lstrip/rstrip take Unicode white space (U+3000 here) with the token.
+        QCOMPARE(tok.encode("a \xE3\x80\x80<x>\xE3\x80\x80 b"), (Ids{97, 271, 98}));
+        // normalized=true: matched after NFC, so a decomposed "é" finds it.
+        QCOMPARE(tok.encode("xe\xCC\x81"), (Ids{120, 272}));
+        QCOMPARE(tok.encode("x\xC3\xA9"), (Ids{120, 272}));
+    }
+
+    void stripNormalizerAndLlamaConfig() {
+        auto j = tinyTokenizerJson();
+        j["normalizer"] = {{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}};
+        QCOMPARE(sdw::Tokenizer::fromJson(j.dump()).encode("\xE3\x80\x80 hello \n"), (Ids{259}));
+        // transformers' Llama/Gemma classes build the template from add_bos_token / add_eos_token.
+        QTemporaryDir dir;
+        const std::filesystem::path d = dir.path().toStdString();
+        writeFile(d / "tokenizer.json", spTokenizerJson().dump());
+        json cfg = {{"tokenizer_class", "LlamaTokenizerFast"}, {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"add_eos_token", true}};
+        writeFile(d / "tokenizer_config.json", cfg.dump());
+        QCOMPARE(sdw::Tokenizer::fromFile(d / "tokenizer.json").encode("ab", true), (Ids{1, 265, 2}));
+        cfg["add_bos_token"] = false;
+        writeFile(d / "tokenizer_config.json", cfg.dump());
+        QCOMPARE(sdw::Tokenizer::fromFile(d / "tokenizer.json").encode("ab", true), (Ids{265, 2}));
+        cfg["tokenizer_class"] = "PreTrainedTokenizerFast";  // keeps the file's template
+        writeFile(d / "tokenizer_config.json", cfg.dump());
+        QCOMPARE(sdw::Tokenizer::fromFile(d / "tokenizer.json").encode("ab", true), (Ids{1, 265}));
     }
 
     // ---- chat formatting ----------------------------------------------------------------
@@ -551,7 +700,13 @@ private Q_SLOTS:
         QCOMPARE(lids, (Ids{270, 271, 117, 115, 101, 114, 272, 10, 10, 259, 273, 271, 97, 115, 115, 105, 115, 116,
                             97, 110, 116, 272, 10, 10}));
         QCOMPARE(std::count(lids.begin(), lids.end(), 270), 1);  // bos once
-        QCOMPARE(sdw::encodePrompt(llama, sdw::ChatFamily::Plain, "hello"), (Ids{270, 259}));
+        // Plain prompts get what the post-processor adds: nothing here (no template) ...
+        QCOMPARE(sdw::encodePrompt(llama, sdw::ChatFamily::Plain, "hello"), (Ids{259}));
+        // ... and the bos that a template prepends.
+        j["post_processor"] = {{"type", "TemplateProcessing"},
+                               {"single", {{{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}},
+                                           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}};
+        QCOMPARE(sdw::encodePrompt(sdw::Tokenizer::fromJson(j.dump()), sdw::ChatFamily::Plain, "hello"), (Ids{270, 259}));
         QCOMPARE(sdw::encodePrompt(qwen, sdw::ChatFamily::Plain, "hello"), (Ids{259}));
     }
 
