@@ -181,6 +181,11 @@ private Q_SLOTS:
         const auto& decodedDiff = cases.at("decoded");
         const auto& skipDiff = cases.at("decoded_skip_special");
         const auto& exceptions = cases.at("transformers_exceptions");
+        // Texts where transformers' own pipeline encodes differently from the
+        // tokenizer.json (its LlamaTokenizer rebuilds the Mistral/Llama-2
+        // normalizer: 36 texts with leading spaces): ids follow `tokenizers`,
+        // only the BOS/EOS placement follows transformers.
+        const auto& disagree = cases.at("transformers_ids_disagree");
         const Ids prefix = cases.at("transformers_prefix").get<Ids>(), suffix = cases.at("transformers_suffix").get<Ids>();
         int failures = 0;
         auto fail = [&](std::size_t i, const char* what, const QString& got, const QString& want) {
@@ -206,7 +211,7 @@ private Q_SLOTS:
             Ids withSpecial = prefix;
             withSpecial.insert(withSpecial.end(), want.begin(), want.end());
             withSpecial.insert(withSpecial.end(), suffix.begin(), suffix.end());
-            if (exceptions.contains(key)) withSpecial = exceptions[key].get<Ids>();
+            if (exceptions.contains(key) && !disagree.contains(key)) withSpecial = exceptions[key].get<Ids>();
             if (tok->encode(text, true) != withSpecial)
                 fail(i, "ids with special tokens", show(tok->encode(text, true)), show(withSpecial));
         }
