@@ -1,14 +1,18 @@
 // The kernel benchmark runner (gpu/bench.h). GPU path: every kernel is timed
 // with CUDA events around replays of a CUDA graph that holds many launches, the
 // launches cycling through weight copies that together exceed the L2 several
-// times, so weights stream from HBM; the median over repeats is kept. CPU path:
-// the same loops over the CPU kernels with a steady clock.
+// times, so weights stream from HBM; the median over repeats is kept. The GPU
+// kernels, their inputs, launches and launch spaces are the cases of
+// gpu/kernel_cases.h, which the device test checks too. CPU path: the same loops
+// over the CPU kernels with a steady clock.
 
 #include "gpu/bench.h"
 
+#include "core/json_limits.h"
 #include "core/sparse_format.h"
 #include "core/stats.h"
 #include "gpu/device.h"
+#include "gpu/kernel_cases.h"
 #include "gpu/spmv.h"
 #include "gpu/spmv_cpu.h"
 
@@ -31,10 +35,8 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu/kernels/benchfill.cuh"
-#include "gpu/kernels/gemv.cuh"
 #include "gpu/kernels/hbm.cuh"
-#include "gpu/kernels/launch_space.h"
-#include "gpu/kernels/spmv.cuh"
+#include "gpu/kernels/spmv.cuh"  // pdlSupported
 #endif
 
 namespace sdw::gpu {
@@ -115,7 +117,7 @@ struct Recorder {
     result.rows.push_back(row);
     if (onRow) onRow(result.rows.back());
     step(row.model + " " + row.module + " b" + std::to_string(row.batch) + " " + row.kernel +
-         (row.pattern != "-" ? " " + row.pattern : ""));
+         (row.pattern != kDensePattern ? " " + row.pattern : ""));
   }
   void step(const std::string& stage) {
     done += 1;
@@ -139,14 +141,6 @@ BenchRow makeRow(const std::string& model, const std::string& module, std::int64
 
 double bytesDense(const BenchShape& s) { return double(s.rows) * s.cols * 2; }
 double bytesSparse(const BenchShape& s) { return double(s.rows) * s.cols * 1.125; }
-[[maybe_unused]] std::string describe(const SpmvLaunch& c) {
-  return "w" + std::to_string(c.warps) + " u" + std::to_string(c.unroll) + " s" + std::to_string(c.splitK) +
-         (c.cluster >= 0 ? " c" + std::to_string(c.cluster) : "");
-}
-[[maybe_unused]] std::string describe(const GemvLaunch& c) {
-  return "w" + std::to_string(c.warps) + " r" + std::to_string(c.rowsPerWarp) + " u" + std::to_string(c.unroll) +
-         " s" + std::to_string(c.splitK);
-}
 
 // ---- CPU ----
 template <typename Fn>
@@ -206,7 +200,7 @@ void runCpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
       std::vector<float> x(static_cast<std::size_t>(b * sh.cols)), y(static_cast<std::size_t>(b * sh.rows));
       for (auto& v : x) v = ud(rng);
       if (s.ownDense) {
-        BenchRow r = makeRow(sh.model, sh.module, sh.rows, sh.cols, "-", b, KernelId::DenseCpu);
+        BenchRow r = makeRow(sh.model, sh.module, sh.rows, sh.cols, kDensePattern, b, KernelId::DenseCpu);
         r.bytes = bytesDense(sh);
         r.us = timeCpu(s.repeats, [&] { gemvCpu(w16, dt, sh.rows, sh.cols, x, b, y, sh.rows, s.cpuThreads); });
         r.config = "threads " + std::to_string(s.cpuThreads);
@@ -229,11 +223,12 @@ void ck(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-// Whether one plain launch runs: a cluster shape the device cannot co-schedule fails at
-// launch (nothing runs, the error is not sticky), and tuning skips it as the probe does.
+// Whether one plain launch runs (launchOnce: true where the launch was accepted): a cluster
+// shape the device cannot co-schedule fails at launch (nothing runs, the error is not
+// sticky), and tuning skips it as the probe does.
 template <typename Fn>
 bool launchRuns(Fn launchOnce, cudaStream_t stream) {
-  if (launchOnce() == cudaSuccess && cudaStreamSynchronize(stream) == cudaSuccess) return true;
+  if (launchOnce() && cudaStreamSynchronize(stream) == cudaSuccess) return true;
   (void)cudaGetLastError();
   return false;
 }
@@ -272,19 +267,16 @@ double timeGraph(int copies, int repeats, Fn fn) {
   return stats::median(t, 0.0);
 }
 
-struct DenseSet {
-  BenchShape shape;
-  std::vector<at::Tensor> w;  // copies of [rows, cols]
-  at::Tensor x, y, ws, counters;
-  GemvLaunch cfg, cfgChained;  // plain and chained (programmatic dependent launch) configurations
-  std::vector<at::Tensor> compressed;  // cuSPARSELt 2:4 copies
-};
+// A launch that failed: why, naming the kernel.
+void ckLaunch(const KernelCase& kc, const char* error) {
+  if (error) throw std::runtime_error(std::string(kernelInfo(kc.id).label) + ": " + error);
+}
 
-struct SparseSet {
-  std::vector<at::Tensor> values, masks;
-  at::Tensor x, y, ws, counters;
-  SpmvLaunch cfg, cfgChained;
-};
+// Median microseconds per call of kc with cfg, its launches rotating through the weight copies.
+double timeCase(const KernelCase& kc, CaseInputs& in, const CaseConfig& cfg, int repeats) {
+  if (kc.reserve) kc.reserve(in, {cfg});
+  return timeGraph(in.copies(), repeats, [&](int i) { ckLaunch(kc, kc.launch(in, i, cfg)); });
+}
 
 void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
   res.backend = "cuda";
@@ -353,279 +345,132 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     res.cusparseltStatus = "not requested";
   }
 
+  // The cases this run times (gpu/kernel_cases.h), in the table's order. Consecutive cases
+  // whose rows have the same pattern make one pass: their rows interleave per shape.
+  struct Pass {
+    std::string pattern;  // "" : once per N:M pattern of the run
+    std::vector<const KernelCase*> cases;
+  };
+  std::vector<Pass> passes;
+  for (const KernelCase& kc : kernelCases()) {
+    if ((kc.id == KernelId::Cublas && !s.library) || (kc.id == KernelId::Dense && !s.ownDense) ||
+        (kc.id == KernelId::Cusparselt && !haveCslt))
+      continue;
+    const std::string pattern = kc.pattern ? kc.pattern : "";
+    if (passes.empty() || passes.back().pattern != pattern) passes.push_back({pattern, {}});
+    passes.back().cases.push_back(&kc);
+  }
+
   for (const auto& group : groupByModel(s.shapes)) {
     const std::string model = group.front().model;
-    std::vector<DenseSet> dense;
-    for (const auto& sh : group) {
-      DenseSet ds;
-      ds.shape = sh;
-      const int copies = copiesFor(bytesDense(sh));
-      for (int i = 0; i < copies; ++i) {
-        auto w = at::empty({sh.rows, sh.cols}, opts);
-        ck(kernels::launchFillRandom16(w.data_ptr(), static_cast<std::size_t>(sh.rows * sh.cols), kdt, seed++, stream),
-           "fill");
-        ds.w.push_back(w);
+    const bool layer = s.layer && model != "custom" && group.size() > 1;
+
+    // Weight copies of one case for one shape, enough to stream from HBM; each input gets
+    // its own range of seeds.
+    auto prepare = [&](const KernelCase& kc, const BenchShape& sh, const sparse::Pattern& pat) {
+      const CaseInputs in = kc.prepare(CaseProblem{sh.rows, sh.cols, dtype, pat, seed}, copiesFor(kc.copyBytes(sh)));
+      seed += std::uint64_t(1) << 20;
+      return in;
+    };
+
+    // One row: kc on one shape at the inputs' batch, tuned first where asked. Returns the
+    // plain and the chained configuration it ran (the layer runs them again).
+    auto measure = [&](const KernelCase& kc, CaseInputs& in, const BenchShape& sh, const std::string& pattern,
+                       bool tune) -> std::pair<CaseConfig, CaseConfig> {
+      const int b = in.batch;
+      CaseConfig cfg;
+      if (kc.space) cfg = kc.space->lookup(table, sh.rows, sh.cols, b, s.dtype, sms, false);
+      if (tune && kc.space) {
+        // The probe's space (gpu/kernels/launch_space.h; sparse: cluster requests agreeing with
+        // auto); at batch 1 on sm_90 also the best configuration for chained launches, as the
+        // probe tunes it.
+        const bool tuneChained = chained && kc.chained && b == 1;
+        double best = 1e300, bestChained = 1e300;
+        CaseConfig cfgChained;
+        for (const CaseConfig& c : kc.space->tuning(sh.cols, b)) {
+          if (kc.reserve) kc.reserve(in, {c});
+          if (!launchRuns([&] { return kc.launch(in, 0, c) == nullptr; }, stream)) continue;
+          const double t = timeCase(kc, in, c, s.repeats);
+          if (t < best) best = t, cfg = c;
+          if (!tuneChained) continue;
+          const double tc = timeCase(kc, in, withPdl(c, true), s.repeats);
+          if (tc < bestChained) bestChained = tc, cfgChained = c;
+        }
+        TuningEntry e = table.entry(sh.rows, sh.cols, b, s.dtype, sms);
+        const bool haveChained = tuneChained && bestChained < 1e300;
+        kc.space->store(e, cfg, best, haveChained ? &cfgChained : nullptr, bestChained);
+        table.put(e);
       }
-      dense.push_back(std::move(ds));
-    }
-    // cuSPARSELt, per shape (the compressed copies are made once for all batches).
-    if (haveCslt) {
-      for (auto& ds : dense) {
-        const auto& sh = ds.shape;
-        at::Tensor mask = at::tensor({1.0, 1.0, 0.0, 0.0}, at::kFloat).to(opts).repeat({sh.rows, sh.cols / 4});
-        for (const auto& w : ds.w) ds.compressed.push_back(at::_cslt_compress(w * mask));
+      BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, pattern, b, kc.id);
+      r.bytes = kc.bytes(sh, b);
+      r.config = kc.describe(in, cfg);
+      r.us = timeCase(kc, in, withPdl(cfg, false), s.repeats);
+      CaseConfig cfgChained = cfg;
+      if (chained && kc.chained && kc.space) {
+        cfgChained = kc.space->lookup(table, sh.rows, sh.cols, b, s.dtype, sms, true);
+        r.usChained = timeCase(kc, in, withPdl(cfgChained, true), s.repeats);
+        r.config += " | chained " + kc.describe(in, cfgChained);
+      }
+      rec.add(r);
+      return {cfg, cfgChained};
+    };
+
+    // The whole layer: the projections back to back, each with the configurations of its row.
+    auto measureLayer = [&](const KernelCase& kc, std::vector<CaseInputs>& ins,
+                            const std::vector<std::pair<CaseConfig, CaseConfig>>& cfgs, const std::string& pattern,
+                            int b) {
+      BenchRow r = makeRow(model, kLayerModule, 0, 0, pattern, b, kc.id);
+      int copies = 1;
+      for (std::size_t j = 0; j < ins.size(); ++j) {
+        r.bytes += kc.bytes(group[j], b);
+        copies = std::max(copies, ins[j].copies());
+        if (kc.reserve) kc.reserve(ins[j], {cfgs[j].first, cfgs[j].second});  // sized for both
+      }
+      auto layerTime = [&](bool pdl) {
+        return timeGraph(copies, s.repeats, [&](int i) {
+          for (std::size_t j = 0; j < ins.size(); ++j)
+            ckLaunch(kc, kc.launch(ins[j], i % ins[j].copies(), withPdl(pdl ? cfgs[j].second : cfgs[j].first, pdl)));
+        });
+      };
+      r.us = layerTime(false);
+      if (chained && kc.chained) r.usChained = layerTime(true);
+      rec.add(r);
+    };
+
+    for (const Pass& pass : passes) {
+      const std::vector<std::string> patterns = pass.pattern.empty() ? s.patterns : std::vector{pass.pattern};
+      bool timesLayer = false;
+      for (const KernelCase* kc : pass.cases) timesLayer = timesLayer || kc->layer;
+      for (std::size_t pi = 0; pi < patterns.size(); ++pi) {
+        const std::string& pattern = patterns[pi];
+        const sparse::Pattern pat = pattern == kDensePattern ? sparse::Pattern{2, 4} : sparse::parsePattern(pattern);
+        const bool tune = s.tune && pi == 0;  // per pattern: tuned on the first, the table serves the others
+        if (!timesLayer) {
+          // No layer rows (cuSPARSELt): one shape's copies at a time, shape by shape.
+          for (const auto& sh : group)
+            for (const KernelCase* kc : pass.cases) {
+              CaseInputs in = prepare(*kc, sh, pat);
+              for (int b : s.batches) {
+                kc->setBatch(in, b);
+                (void)measure(*kc, in, sh, pattern, tune);
+              }
+            }
+          continue;
+        }
+        // The model's copies for all batches; per batch each shape's rows, then the layer's.
+        std::vector<std::vector<CaseInputs>> in(pass.cases.size());  // [case][shape]
+        for (std::size_t c = 0; c < pass.cases.size(); ++c)
+          for (const auto& sh : group) in[c].push_back(prepare(*pass.cases[c], sh, pat));
         for (int b : s.batches) {
-          at::Tensor xt = at::randn({sh.cols, b}, opts);
-          int n = b;
-          try {
-            (void)at::_cslt_sparse_mm(ds.compressed[0], xt);
-            ck(cudaStreamSynchronize(stream), "cusparselt");
-          } catch (const std::exception&) {
-            n = 16;  // the library refuses narrow dense operands: pad the batch
-            xt = at::cat({xt, at::zeros({sh.cols, 16 - b}, opts)}, 1);
-          }
-          BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, "2:4", b, KernelId::Cusparselt);
-          r.bytes = bytesSparse(sh);
-          r.config = "N=" + std::to_string(n);
-          r.us = timeGraph(static_cast<int>(ds.compressed.size()), s.repeats,
-                           [&](int i) { (void)at::_cslt_sparse_mm(ds.compressed[static_cast<std::size_t>(i)], xt); });
-          rec.add(r);
-        }
-        ds.compressed.clear();
-      }
-    }
-    for (int b : s.batches) {
-      for (auto& ds : dense) {
-        const auto& sh = ds.shape;
-        ds.x = at::empty({b, sh.cols}, opts);
-        ck(kernels::launchFillRandom16(ds.x.data_ptr(), static_cast<std::size_t>(b * sh.cols), kdt, seed++, stream), "fill");
-        ds.y = at::empty({b, sh.rows}, opts);
-        const int copies = static_cast<int>(ds.w.size());
-        if (s.library) {
-          BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, "-", b, KernelId::Cublas);
-          r.bytes = bytesDense(sh);
-          r.config = b == 1 ? "at::mv" : "at::mm";
-          at::Tensor y1 = b == 1 ? ds.y.view({sh.rows}) : ds.y, x1 = b == 1 ? ds.x.view({-1}) : ds.x;
-          r.us = timeGraph(copies, s.repeats, [&](int i) {
-            if (b == 1) at::mv_out(y1, ds.w[static_cast<std::size_t>(i)], x1);
-            else at::mm_out(ds.y, ds.x, ds.w[static_cast<std::size_t>(i)].t());
-          });
-          rec.add(r);
-        }
-        if (s.ownDense) {
-          auto launchOnce = [&](int i, const kernels::GemvConfig& kc) {
-            return kernels::launchDenseGemv(ds.w[static_cast<std::size_t>(i)].data_ptr(), kdt, sh.rows, sh.cols,
-                                            ds.x.data_ptr(), b, ds.y.data_ptr(), sh.rows, kc, ds.ws.data_ptr<float>(),
-                                            reinterpret_cast<unsigned*>(ds.counters.data_ptr()), stream);
-          };
-          auto sizeFor = [&](const kernels::GemvConfig& kc) {
-            ds.ws = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(1, kernels::gemvWorkspaceFloats(sh.rows, b, kc)))},
-                              opts.dtype(at::kFloat));
-            ds.counters = at::zeros({kernels::gemvCounters(sh.rows, kc)}, opts.dtype(at::kInt));
-          };
-          auto launchWith = [&](const GemvLaunch& c, bool pdl = false) {
-            const kernels::GemvConfig kc = kernels::toConfig(c, pdl);
-            sizeFor(kc);
-            return timeGraph(copies, s.repeats, [&](int i) { ck(launchOnce(i, kc), "dense gemv"); });
-          };
-          ds.cfg = table.dense(sh.rows, sh.cols, b, s.dtype, sms);
-          if (s.tune) {
-            // The probe's space (gpu/kernels/launch_space.h); at batch 1 on sm_90 also the
-            // best configuration for chained launches, as the probe tunes it.
-            const bool tuneChained = chained && b == 1;
-            double best = 1e300, bestChained = 1e300;
-            GemvLaunch cfgChained;
-            for (const kernels::GemvConfig& kc : kernels::gemvTuningSpace(b)) {
-              sizeFor(kc);
-              if (!launchRuns([&] { return launchOnce(0, kc); }, stream)) continue;
-              const GemvLaunch c = kernels::toLaunch(kc);
-              const double t = launchWith(c);
-              if (t < best) best = t, ds.cfg = c;
-              if (!tuneChained) continue;
-              const double tc = launchWith(c, true);
-              if (tc < bestChained) bestChained = tc, cfgChained = c;
+          std::vector<std::vector<std::pair<CaseConfig, CaseConfig>>> used(pass.cases.size());
+          for (std::size_t j = 0; j < group.size(); ++j)
+            for (std::size_t c = 0; c < pass.cases.size(); ++c) {
+              pass.cases[c]->setBatch(in[c][j], b);
+              used[c].push_back(measure(*pass.cases[c], in[c][j], group[j], pattern, tune));
             }
-            TuningEntry e = table.entry(sh.rows, sh.cols, b, s.dtype, sms);
-            e.dense = ds.cfg, e.denseUs = best;
-            if (tuneChained && bestChained < 1e300) e.denseChained = cfgChained, e.denseChainedUs = bestChained;
-            table.put(e);
-          }
-          BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, "-", b, KernelId::Dense);
-          r.bytes = bytesDense(sh);
-          r.config = describe(ds.cfg);
-          r.us = launchWith(ds.cfg);
-          if (chained) {
-            ds.cfgChained = table.dense(sh.rows, sh.cols, b, s.dtype, sms, true);
-            r.usChained = launchWith(ds.cfgChained, true);
-            r.config += " | chained " + describe(ds.cfgChained);
-          }
-          rec.add(r);
-        }
-      }
-      // The whole layer, all projections back to back.
-      if (s.layer && model != "custom" && dense.size() > 1) {
-        double bytes = 0;
-        int copies = 1;
-        for (auto& ds : dense) bytes += bytesDense(ds.shape), copies = std::max(copies, static_cast<int>(ds.w.size()));
-        if (s.library) {
-          BenchRow r = makeRow(model, "layer", 0, 0, "-", b, KernelId::Cublas);
-          r.bytes = bytes;
-          r.us = timeGraph(copies, s.repeats, [&](int i) {
-            for (auto& ds : dense) {
-              const auto& w = ds.w[static_cast<std::size_t>(i) % ds.w.size()];
-              if (b == 1) {
-                at::Tensor y1 = ds.y.view({ds.shape.rows});
-                at::mv_out(y1, w, ds.x.view({-1}));
-              }
-              else at::mm_out(ds.y, ds.x, w.t());
-            }
-          });
-          rec.add(r);
-        }
-        if (s.ownDense) {
-          BenchRow r = makeRow(model, "layer", 0, 0, "-", b, KernelId::Dense);
-          r.bytes = bytes;
-          std::vector<std::pair<at::Tensor, at::Tensor>> wsc;
-          for (auto& ds : dense) {  // sized for the plain and the chained configuration
-            const kernels::GemvConfig kc = kernels::toConfig(ds.cfg, false);
-            const kernels::GemvConfig kcc = kernels::toConfig(ds.cfgChained, false);
-            const std::size_t n = std::max({std::size_t(1), kernels::gemvWorkspaceFloats(ds.shape.rows, b, kc),
-                                            kernels::gemvWorkspaceFloats(ds.shape.rows, b, kcc)});
-            wsc.emplace_back(at::empty({static_cast<std::int64_t>(n)}, opts.dtype(at::kFloat)),
-                             at::zeros({std::max(kernels::gemvCounters(ds.shape.rows, kc), kernels::gemvCounters(ds.shape.rows, kcc))},
-                                       opts.dtype(at::kInt)));
-          }
-          auto layerTime = [&](bool pdl) {
-            return timeGraph(copies, s.repeats, [&](int i) {
-              for (std::size_t j = 0; j < dense.size(); ++j) {
-                auto& ds = dense[j];
-                const kernels::GemvConfig kc = kernels::toConfig(pdl ? ds.cfgChained : ds.cfg, pdl);
-                ck(kernels::launchDenseGemv(ds.w[static_cast<std::size_t>(i) % ds.w.size()].data_ptr(), kdt,
-                                            ds.shape.rows, ds.shape.cols, ds.x.data_ptr(), b, ds.y.data_ptr(),
-                                            ds.shape.rows, kc, wsc[j].first.data_ptr<float>(),
-                                            reinterpret_cast<unsigned*>(wsc[j].second.data_ptr()), stream),
-                   "dense gemv");
-              }
-            });
-          };
-          r.us = layerTime(false);
-          if (chained) r.usChained = layerTime(true);
-          rec.add(r);
-        }
-      }
-    }
-    // Sparse, per pattern.
-    for (std::size_t pi = 0; pi < s.patterns.size(); ++pi) {
-      const auto pat = sparse::parsePattern(s.patterns[pi]);
-      std::vector<SparseSet> sp(dense.size());
-      for (std::size_t j = 0; j < dense.size(); ++j) {
-        const auto& sh = dense[j].shape;
-        const std::int64_t tiles = kernels::spmvTiles(sh.rows), G = sh.cols / 32;
-        const int copies = copiesFor(bytesSparse(sh));
-        for (int i = 0; i < copies; ++i) {
-          auto v = at::empty({tiles * G * 32 * 16}, opts);
-          auto m = at::empty({tiles * G * 32}, opts.dtype(at::kInt));
-          ck(kernels::launchFillRandom16(v.data_ptr(), static_cast<std::size_t>(v.numel()), kdt, seed++, stream), "fill");
-          ck(kernels::launchFillRandomMasks(reinterpret_cast<std::uint32_t*>(m.data_ptr()), static_cast<std::size_t>(m.numel()),
-                                            pat.n, pat.m, seed++, stream),
-             "fill");
-          sp[j].values.push_back(v);
-          sp[j].masks.push_back(m);
-        }
-      }
-      for (int b : s.batches) {
-        for (std::size_t j = 0; j < dense.size(); ++j) {
-          const auto& sh = dense[j].shape;
-          auto& ss = sp[j];
-          const int xs = kernels::spmvXStride(b);
-          ss.x = at::empty({sh.cols, xs}, opts);
-          ck(kernels::launchFillRandom16(ss.x.data_ptr(), static_cast<std::size_t>(sh.cols * xs), kdt, seed++, stream), "fill");
-          ss.y = at::empty({b, sh.rows}, opts);
-          const int copies = static_cast<int>(ss.values.size());
-          auto launchOnce = [&](int i, const kernels::SpmvConfig& kc) {
-            return kernels::launchBitmaskSpmv(
-                ss.values[static_cast<std::size_t>(i)].data_ptr(),
-                reinterpret_cast<const std::uint32_t*>(ss.masks[static_cast<std::size_t>(i)].data_ptr()), kdt, sh.rows,
-                sh.cols, ss.x.data_ptr(), b, ss.y.data_ptr(), sh.rows, kc, ss.ws.data_ptr<float>(),
-                reinterpret_cast<unsigned*>(ss.counters.data_ptr()), stream);
-          };
-          auto sizeFor = [&](const kernels::SpmvConfig& kc) {
-            ss.ws = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(1, kernels::spmvWorkspaceFloats(sh.rows, sh.cols, b, kc)))},
-                              opts.dtype(at::kFloat));
-            ss.counters = at::zeros({kernels::spmvTiles(sh.rows)}, opts.dtype(at::kInt));
-          };
-          auto launchWith = [&](const SpmvLaunch& c, bool pdl = false) {
-            const kernels::SpmvConfig kc = kernels::toConfig(c, pdl);
-            sizeFor(kc);
-            return timeGraph(copies, s.repeats, [&](int i) { ck(launchOnce(i, kc), "bitmask spmv"); });
-          };
-          ss.cfg = table.sparse(sh.rows, sh.cols, b, s.dtype, sms);
-          if (s.tune && pi == 0) {
-            // The probe's space, cluster requests agreeing with auto (gpu/kernels/launch_space.h);
-            // at batch 1 on sm_90 also the best configuration for chained launches.
-            const bool tuneChained = chained && b == 1;
-            double best = 1e300, bestChained = 1e300;
-            SpmvLaunch cfgChained;
-            for (const kernels::SpmvConfig& kc : kernels::spmvTuningSpace(sh.cols, b)) {
-              sizeFor(kc);
-              if (!launchRuns([&] { return launchOnce(0, kc); }, stream)) continue;
-              const SpmvLaunch c = kernels::toLaunch(kc);
-              const double t = launchWith(c);
-              if (t < best) best = t, ss.cfg = c;
-              if (!tuneChained) continue;
-              const double tc = launchWith(c, true);
-              if (tc < bestChained) bestChained = tc, cfgChained = c;
-            }
-            TuningEntry e = table.entry(sh.rows, sh.cols, b, s.dtype, sms);
-            e.sparse = ss.cfg, e.sparseUs = best;
-            if (tuneChained && bestChained < 1e300) e.sparseChained = cfgChained, e.sparseChainedUs = bestChained;
-            table.put(e);
-          }
-          BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, s.patterns[pi], b, KernelId::Sparse);
-          r.bytes = bytesSparse(sh);
-          r.config = describe(ss.cfg);
-          r.us = launchWith(ss.cfg);
-          if (chained) {
-            ss.cfgChained = table.sparse(sh.rows, sh.cols, b, s.dtype, sms, true);
-            r.usChained = launchWith(ss.cfgChained, true);
-            r.config += " | chained " + describe(ss.cfgChained);
-          }
-          rec.add(r);
-        }
-        if (s.layer && model != "custom" && dense.size() > 1) {
-          BenchRow r = makeRow(model, "layer", 0, 0, s.patterns[pi], b, KernelId::Sparse);
-          int copies = 1;
-          std::vector<std::pair<at::Tensor, at::Tensor>> wsc;
-          for (std::size_t j = 0; j < dense.size(); ++j) {
-            const auto& sh = dense[j].shape;
-            r.bytes += bytesSparse(sh);
-            copies = std::max(copies, static_cast<int>(sp[j].values.size()));
-            const kernels::SpmvConfig kc = kernels::toConfig(sp[j].cfg, false);
-            const kernels::SpmvConfig kcc = kernels::toConfig(sp[j].cfgChained, false);
-            const std::size_t n = std::max({std::size_t(1), kernels::spmvWorkspaceFloats(sh.rows, sh.cols, b, kc),
-                                            kernels::spmvWorkspaceFloats(sh.rows, sh.cols, b, kcc)});
-            wsc.emplace_back(at::empty({static_cast<std::int64_t>(n)}, opts.dtype(at::kFloat)),
-                             at::zeros({kernels::spmvTiles(sh.rows)}, opts.dtype(at::kInt)));
-          }
-          auto layerTime = [&](bool pdl) {
-            return timeGraph(copies, s.repeats, [&](int i) {
-              for (std::size_t j = 0; j < dense.size(); ++j) {
-                const auto& sh = dense[j].shape;
-                auto& ss = sp[j];
-                const std::size_t c = static_cast<std::size_t>(i) % ss.values.size();
-                const kernels::SpmvConfig kc = kernels::toConfig(pdl ? ss.cfgChained : ss.cfg, pdl);
-                ck(kernels::launchBitmaskSpmv(ss.values[c].data_ptr(),
-                                              reinterpret_cast<const std::uint32_t*>(ss.masks[c].data_ptr()), kdt,
-                                              sh.rows, sh.cols, ss.x.data_ptr(), b, ss.y.data_ptr(), sh.rows, kc,
-                                              wsc[j].first.data_ptr<float>(),
-                                              reinterpret_cast<unsigned*>(wsc[j].second.data_ptr()), stream),
-                   "bitmask spmv");
-              }
-            });
-          };
-          r.us = layerTime(false);
-          if (chained) r.usChained = layerTime(true);
-          rec.add(r);
+          if (!layer) continue;
+          for (std::size_t c = 0; c < pass.cases.size(); ++c)
+            if (pass.cases[c]->layer) measureLayer(*pass.cases[c], in[c], used[c], pattern, b);
         }
       }
     }
@@ -726,7 +571,7 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
 BenchResult fromJson(const std::string& text) {
   BenchResult r;
   try {
-    const auto j = nlohmann::json::parse(text);
+    const auto j = parseJsonBounded(text, "benchmark results");
     const auto& m = j.at("machine");
     r.backend = m.value("backend", "");
     r.device = m.value("device", "");

@@ -1,10 +1,14 @@
 // The CPU bitmask SpMV and dense GEMV against a float64 dense reference, with
-// guard regions around the outputs.
+// guard regions around the outputs; the device-layout decoder of the kernel cases.
 
 #include "core/sparse_format.h"
 #include "gpu/bench.h"
+#include "gpu/kernel_cases.h"
 #include "gpu/spmv.h"
 #include "gpu/spmv_cpu.h"
+#include "gpu/spmv_ops.h"
+
+#include <torch/torch.h>
 
 #include <QtTest>
 
@@ -120,6 +124,23 @@ class TestSpmvCpu : public QObject {
     std::fill(buf.begin(), buf.end(), kSentinel);
     gpu::gemvCpu(w16, dt, rows, cols, c.x, batch, y, ldy, threads);
     checkOutput(buf, c, rows, batch, ldy);
+  }
+
+  // The device-layout decoder behind the device test's references (gpu/kernel_cases.h)
+  // gives back the packed matrix, laid out by toDeviceLayout on the CPU (odd rows: the
+  // inert padding rows are dropped).
+  void deviceLayoutDecodesToThePackedMatrix() {
+    for (const Pattern& p : sparse::kPatterns)
+      for (const DType dt : {DType::BF16, DType::F16})
+        for (const auto& [rows, cols] : {std::pair<int, int>{37, 96}, {64, 32}, {33, 256}}) {
+          const Case c = makeCase(rows, cols, 1, p, dt, unsigned(rows + cols + p.n));
+          const auto packed = sparse::packDense(c.w, rows, cols, p, dt);
+          const auto d = gpu::toDeviceLayout(packed, torch::Device(torch::kCPU));
+          const auto got = gpu::denseFromDeviceLayout(d.values, d.masks, rows, cols, dt);
+          auto want = sparse::unpack(packed);
+          const auto wantT = torch::from_blob(want.data(), {rows, cols}, torch::kFloat).to(torch::kDouble);
+          QVERIFY2(torch::equal(got, wantT), qPrintable(QStringLiteral("%1x%2 %3:%4").arg(rows).arg(cols).arg(p.n).arg(p.m)));
+        }
   }
 
   void rejectsBadSizes() {

@@ -1,11 +1,14 @@
 // Every CUDA SpMV / GEMV kernel path (bf16/fp16, batch 1..8, split-K through the
 // workspace and, at batch 1, through a thread-block cluster; our dense GEMV; each
-// also as a programmatic dependent launch) against a float64 LibTorch reference
-// built from the same 16-bit values, with guard regions around the outputs; and
-// chains of dependent launches. Label: gpu. Skips without a device.
+// also as a programmatic dependent launch): the cases of gpu/kernel_cases.h, the
+// benchmark's own, over every valid configuration of their launch spaces, against
+// a float64 LibTorch reference built from the same 16-bit values, with guard
+// regions around the outputs; and chains of dependent launches. Label: gpu.
+// Skips without a device.
 
 #include "core/sparse_format.h"
 #include "gpu/device.h"
+#include "gpu/kernel_cases.h"
 #include "gpu/spmv_ops.h"
 
 #include <torch/torch.h>
@@ -27,6 +30,12 @@ using namespace sdw;
 namespace {
 constexpr std::int64_t kGuard = 64;
 constexpr double kSentinel = -1216.0;  // exact in bf16 (8 significant bits) and fp16
+
+bool pdlOf(const gpu::CaseConfig& c) {
+  if (const auto* s = std::get_if<gpu::SpmvLaunch>(&c)) return s->pdl;
+  if (const auto* g = std::get_if<gpu::GemvLaunch>(&c)) return g->pdl;
+  return false;
+}
 }  // namespace
 
 class TestSpmvCuda : public QObject {
@@ -69,6 +78,11 @@ class TestSpmvCuda : public QObject {
     }
   }
 
+  // Every case of the kernel table with a launch space (our kernels, gpu/kernel_cases.h), on
+  // inputs its own prepare builds, over every valid configuration of its space (each plain
+  // and as a programmatic dependent launch; the sparse kernel's cluster requests where they
+  // apply), against the float64 reference of the same 16-bit values; then the torch entry
+  // points (gpu/spmv_ops.h) on the same inputs.
   void matchesReference() {
     QFETCH(int, rows);
     QFETCH(int, cols);
@@ -78,74 +92,70 @@ class TestSpmvCuda : public QObject {
     QFETCH(int, splitK);
     const auto dt = sparse::parseDType(dtype.toStdString());
     const auto pat = sparse::parsePattern(pattern.toStdString());
-    const auto st = dt == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf;
-    std::mt19937 rng(static_cast<unsigned>(rows * 131 + cols + batch * 7 + splitK));
-    std::normal_distribution<float> nd;
-    std::vector<float> w(static_cast<std::size_t>(rows) * cols);
-    for (auto& v : w) v = nd(rng);
-    sparse::imposePattern(w, rows, cols, pat);
-    const auto packed = sparse::packDense(w, rows, cols, pat, dt);
-    const auto dense = sparse::unpack(packed);  // the 16-bit-rounded values, as fp32
-
-    const auto cuda = torch::TensorOptions().device(torch::kCUDA).dtype(st);
-    const auto wd = torch::from_blob(const_cast<float*>(dense.data()), {rows, cols}, torch::kFloat).clone();
-    const auto x = torch::randn({batch, cols}, cuda);
-    const auto ref = torch::matmul(x.cpu().to(torch::kDouble), wd.to(torch::kDouble).t());  // [batch, rows]
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA).dtype(dt == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf);
     const double tol = dt == sparse::DType::BF16 ? 8e-3 : 1e-3;  // output rounding to 16 bits dominates
+    const double ulp = dt == sparse::DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
+    const auto seed = static_cast<std::uint64_t>(rows * 131 + cols + batch * 7 + splitK);
+    QVERIFY2(gpu::kernelCase(gpu::KernelId::Sparse) && gpu::kernelCase(gpu::KernelId::Dense),
+             "the kernel table lacks our kernels");
 
-    const auto check = [&](const char* what, const std::function<void(torch::Tensor&)>& run) {
-      const std::int64_t ldy = rows + 5;
-      auto buf = torch::full({2 * kGuard + batch * ldy}, kSentinel, cuda);
-      auto y = buf.narrow(0, kGuard, batch * ldy).view({batch, ldy}).narrow(1, 0, rows);
-      run(y);
-      run(y);  // twice: split-K counters must have reset
-      torch::cuda::synchronize();
-      const auto yd = y.cpu().to(torch::kDouble);
-      QVERIFY2(torch::isfinite(yd).all().item<bool>(), what);
-      const double rel = ((yd - ref).norm() / ref.norm()).item<double>();
-      QVERIFY2(rel < tol, qPrintable(QStringLiteral("%1: relative error %2").arg(what).arg(rel)));
-      // Per element: within one 16-bit rounding of the float64 reference, plus fp32 accumulation.
-      const auto absRef = torch::matmul(x.cpu().to(torch::kDouble).abs(), wd.to(torch::kDouble).abs().t());
-      const double ulp = dt == sparse::DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
-      const auto bad = ((yd - ref).abs() > ref.abs() * ulp + absRef * 1e-5 + 1e-6).sum().item<std::int64_t>();
-      QVERIFY2(bad == 0, qPrintable(QStringLiteral("%1: %2 elements off").arg(what).arg(bad)));
-      // Guards and the gaps between batch rows stay untouched.
-      const auto h = buf.cpu().to(torch::kDouble);
-      QVERIFY2(h.narrow(0, 0, kGuard).eq(kSentinel).all().item<bool>(), "guard before y overwritten");
-      QVERIFY2(h.narrow(0, kGuard + batch * ldy, kGuard).eq(kSentinel).all().item<bool>(), "guard after y overwritten");
-      const auto gaps = h.narrow(0, kGuard, batch * ldy).view({batch, ldy}).narrow(1, rows, ldy - rows);
-      QVERIFY2(gaps.eq(kSentinel).all().item<bool>(), "gap between batch rows overwritten");
-    };
+    for (const gpu::KernelCase& kc : gpu::kernelCases()) {
+      if (!kc.space || !kc.reference) continue;  // library kernels
+      auto in = kc.prepare(gpu::CaseProblem{rows, cols, dt, pat, seed}, 1);
+      kc.setBatch(in, batch);
+      const auto ref = kc.reference(in, 0);                                // w [rows, cols], x [batch, cols]
+      const auto want = torch::matmul(ref.x, ref.w.t());                   // [batch, rows]
+      const auto absRef = torch::matmul(ref.x.abs(), ref.w.abs().t());     // the scale of fp32 rounding
+      const auto wantNorm = want.norm().item<double>();
 
-    const auto dw = gpu::toDeviceLayout(packed, torch::Device(torch::kCUDA));
-    for (int unroll : {1, 2, 3, 4}) {
-      if (unroll == 3 && batch != 1) continue;  // unroll 3: batch-1 kernel only
-      // cluster: -1 auto; at batch 1 with split-K also forced on (1) and off (0).
-      // pdl: also as a programmatic dependent launch (sm_90; a plain launch elsewhere).
-      for (int cluster : {-1, 0, 1})
-        for (bool pdl : {false, true}) {
-          if (cluster != -1 && (batch != 1 || splitK == 1)) continue;
-          const gpu::SpmvLaunch cfg{unroll == 4 ? 4 : unroll == 2 && batch == 1 ? 16 : 8, unroll, splitK, cluster, pdl};
-          check(qPrintable(QStringLiteral("sparse u%1 c%2 pdl%3").arg(unroll).arg(cluster).arg(pdl)),
-                [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
-        }
+      // run(y) writes y; it runs twice (split-K counters must have reset in between).
+      const auto check = [&](const QString& what, const std::function<void(torch::Tensor&)>& run) {
+        const std::int64_t ldy = rows + 5;
+        auto buf = torch::full({2 * kGuard + batch * ldy}, kSentinel, cuda);
+        auto y = buf.narrow(0, kGuard, batch * ldy).view({batch, ldy}).narrow(1, 0, rows);
+        run(y);
+        run(y);
+        torch::cuda::synchronize();
+        const auto yd = y.cpu().to(torch::kDouble);
+        QVERIFY2(torch::isfinite(yd).all().item<bool>(), qPrintable(what));
+        const double rel = (yd - want).norm().item<double>() / wantNorm;
+        QVERIFY2(rel < tol, qPrintable(QStringLiteral("%1: relative error %2").arg(what).arg(rel)));
+        // Per element: within one 16-bit rounding of the float64 reference, plus fp32 accumulation.
+        const auto bad = ((yd - want).abs() > want.abs() * ulp + absRef * 1e-5 + 1e-6).sum().item<std::int64_t>();
+        QVERIFY2(bad == 0, qPrintable(QStringLiteral("%1: %2 elements off").arg(what).arg(bad)));
+        // Guards and the gaps between batch rows stay untouched.
+        const auto h = buf.cpu().to(torch::kDouble);
+        QVERIFY2(h.narrow(0, 0, kGuard).eq(kSentinel).all().item<bool>(), qPrintable(what + ": guard before y overwritten"));
+        QVERIFY2(h.narrow(0, kGuard + batch * ldy, kGuard).eq(kSentinel).all().item<bool>(),
+                 qPrintable(what + ": guard after y overwritten"));
+        const auto gaps = h.narrow(0, kGuard, batch * ldy).view({batch, ldy}).narrow(1, rows, ldy - rows);
+        QVERIFY2(gaps.eq(kSentinel).all().item<bool>(), qPrintable(what + ": gap between batch rows overwritten"));
+      };
+
+      int configs = 0;
+      for (const gpu::CaseConfig& cfg : kc.space->valid(cols, batch, splitK)) {
+        const QString what = QStringLiteral("%1 %2%3").arg(QString::fromUtf8(gpu::kernelName(kc.id).data(),
+                                                                              static_cast<int>(gpu::kernelName(kc.id).size())),
+                                                           QString::fromStdString(kc.describe(in, cfg)),
+                                                           pdlOf(cfg) ? QStringLiteral(" pdl") : QString());
+        if (kc.reserve) kc.reserve(in, {cfg});  // once: the second run finds the counters the first left
+        check(what, [&](torch::Tensor& y) {
+          in.y = y;
+          const char* error = kc.launch(in, 0, cfg);
+          QVERIFY2(!error, qPrintable(what + ": " + QString::fromUtf8(error ? error : "")));
+        });
+        ++configs;
+      }
+      QVERIFY2(configs > 0, "an empty launch space");
+
+      const auto xd = ref.x.to(cuda);  // exact: the 16-bit values themselves
+      if (kc.id == gpu::KernelId::Sparse) {
+        const gpu::DeviceBitmask dw{in.w[0], in.masks[0], rows, cols, pat, dt};
+        check(QStringLiteral("bitmaskSpmvInto"), [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, xd, y, {}); });
+      } else if (kc.id == gpu::KernelId::Dense) {
+        check(QStringLiteral("denseGemvInto"), [&](torch::Tensor& y) { gpu::denseGemvInto(in.w[0], xd, y, {}); });
+      }
     }
-    // Batch 1 through the bulk-copy pipeline (unroll 10 S + U, sm_90; elsewhere the register
-    // path with the same U): 4 stages x 1 word, 8 x 1, 4 x 2 and 3 x 4, with and without cluster.
-    if (batch == 1) {
-      for (int unroll : {41, 81, 42, 34})
-        for (int cluster : {-1, 0, 1})
-          for (bool pdl : {false, true}) {
-            if (cluster != -1 && splitK == 1) continue;
-            const gpu::SpmvLaunch cfg{unroll == 81 ? 16 : unroll == 34 ? 4 : 8, unroll, splitK, cluster, pdl};
-            check(qPrintable(QStringLiteral("sparse bulk u%1 c%2 pdl%3").arg(unroll).arg(cluster).arg(pdl)),
-                  [&](torch::Tensor& y) { gpu::bitmaskSpmvInto(dw, x, y, cfg); });
-          }
-    }
-    const auto wdev = wd.to(cuda);
-    for (const gpu::GemvLaunch cfg : {gpu::GemvLaunch{4, 4, 2, 1}, gpu::GemvLaunch{8, 1, 1, splitK}, gpu::GemvLaunch{2, 2, 2, 3},
-                                      gpu::GemvLaunch{4, 4, 2, 1, true}, gpu::GemvLaunch{8, 1, 1, splitK, true}})
-      check(cfg.pdl ? "dense pdl" : "dense", [&](torch::Tensor& y) { gpu::denseGemvInto(wdev, x, y, cfg); });
   }
 
   // A chain of launches in which each layer's input is the previous layer's output
