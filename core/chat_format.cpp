@@ -1,5 +1,7 @@
 #include "core/chat_format.h"
 
+#include "core/json_limits.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -24,7 +26,12 @@ std::string findChatTemplate(const Tokenizer& tokenizer, const std::filesystem::
     if (std::filesystem::is_regular_file(jinja, ec)) return readText(jinja);
     const auto config = modelDir / "tokenizer_config.json";
     if (std::filesystem::is_regular_file(config, ec)) {
-        const auto cfg = nlohmann::json::parse(readText(config), nullptr, /*allow_exceptions=*/false);
+        nlohmann::json cfg;
+        try {
+            cfg = readJsonFileBounded(config);
+        } catch (const JsonInputError&) {
+            return {};  // loading the tokenizer reports what is wrong with the file
+        }
         if (cfg.is_object() && cfg.contains("chat_template")) {
             const auto& ct = cfg["chat_template"];
             if (ct.is_string()) return ct.get<std::string>();

@@ -1,5 +1,7 @@
 #include "core/decoding.h"
 
+#include "core/json_limits.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace sdw {
 
@@ -56,9 +59,9 @@ std::string decodingToJson(const Decoding& d) {
 Decoding decodingFromJson(const std::string& text, const Decoding& fallback) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument("decoding: not valid JSON ('" + text + "'): " + e.what());
+    j = parseJsonBounded(text, "decoding", JsonLimits{8, 64 << 10});
+  } catch (const JsonInputError& e) {
+    throw std::invalid_argument(e.what());
   }
   if (!j.is_object()) throw std::invalid_argument("decoding: expected a JSON object, got '" + text + "'");
   Decoding d = fallback;
@@ -81,12 +84,12 @@ const char* decodingProtocolReason() {
 GenerationConfigDecoding readGenerationConfig(const std::filesystem::path& modelDir) {
   GenerationConfigDecoding g;
   g.file = modelDir / "generation_config.json";
-  std::ifstream in(g.file);
-  if (!in) return g;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(g.file, ec)) return g;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
+    j = readJsonFileBounded(g.file);
+  } catch (const JsonInputError&) {
     return g;  // unreadable: loading the model reports it; nothing to compare here
   }
   if (!j.is_object()) return g;

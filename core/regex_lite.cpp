@@ -8,6 +8,26 @@ namespace {
 
 using Kind = RegexLite::NodeKind;
 
+// A pattern as messages show it: one line (control bytes as \xHH), at most
+// 200 bytes.
+std::string printablePattern(std::string_view p) {
+    std::string out;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        const auto c = static_cast<unsigned char>(p[i]);
+        if (out.size() >= 200 && (c & 0xC0) != 0x80) break;  // cut between code points
+        if (c < 0x20 || c == 0x7F) {
+            static const char* kHex = "0123456789ABCDEF";
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        } else {
+            out.push_back(static_cast<char>(c));
+        }
+    }
+    if (out.size() >= 200) out += "...";  // (also after a pattern of exactly 200 bytes: harmless)
+    return out;
+}
+
 char32_t foldCase(char32_t c) {
     if (c >= 'A' && c <= 'Z') return c + 32;
     if (c == 0x17F) return 's';   // LATIN SMALL LETTER LONG S
@@ -50,6 +70,11 @@ inline bool classMatches(const RegexLite::CharClass& cc, char32_t c) {
 
 // ---- parsing ---------------------------------------------------------------
 
+// Compiler limits: real pre-tokenizer patterns are a few hundred characters
+// with groups two deep; the parser and the emitter recurse once per level.
+constexpr std::size_t kMaxPatternLength = 16384;  // code points
+constexpr std::size_t kMaxNesting = 64;           // groups and stacked quantifiers
+
 struct Ast {
     enum class Type { Empty, Atom, Seq, Alt, Repeat, Look } type = Type::Empty;
     RegexLite::Node atom;  // Type::Atom: a Char/Any/Class/anchor node
@@ -80,7 +105,7 @@ public:
 
 private:
     [[noreturn]] void fail(const std::string& what) const {
-        throw RegexError("regex " + re_.pattern_ + ": " + what + " at position " + std::to_string(pos_));
+        throw RegexError("regex " + printablePattern(re_.pattern_) + ": " + what + " at position " + std::to_string(pos_));
     }
     bool atEnd() const { return pos_ >= p_.size(); }
     char32_t peek() const { return p_[pos_]; }
@@ -119,7 +144,7 @@ private:
     }
 
     std::unique_ptr<Ast> parseQuantifier(std::unique_ptr<Ast> item) {
-        for (;;) {
+        for (std::size_t stacked = 0;; ++stacked) {
             int mn = 0, mx = -1;
             if (atEnd()) return item;
             const std::size_t save = pos_;
@@ -152,6 +177,7 @@ private:
             } else {
                 return item;
             }
+            if (nesting_ + stacked >= kMaxNesting) fail("quantifiers nested deeper than " + std::to_string(kMaxNesting) + " levels");
             if (item->type == Ast::Type::Look || (item->type == Ast::Type::Atom && item->atom.kind != Kind::Char &&
                                                   item->atom.kind != Kind::Any && item->atom.kind != Kind::Class))
                 fail("quantifier on an assertion");
@@ -221,6 +247,11 @@ private:
     }
 
     std::unique_ptr<Ast> parseGroup() {
+        if (++nesting_ > kMaxNesting) fail("groups nested deeper than " + std::to_string(kMaxNesting) + " levels");
+        struct Unnest {
+            std::size_t& n;
+            ~Unnest() { --n; }
+        } unnest{nesting_};
         bool look = false, negative = false;
         const bool savedCi = ci_;
         if (accept('?')) {
@@ -472,23 +503,41 @@ private:
     RegexLite& re_;
     std::u32string p_;
     std::size_t pos_ = 0;
+    std::size_t nesting_ = 0;  // groups open at pos_
     bool ci_ = false;
 };
 
 class RegexMatcher {
 public:
-    RegexMatcher(const RegexLite& re, std::u32string_view text) : re_(re), t_(text) {}
+    // One budget of steps for all the matches in `text` (see regex_lite.h).
+    RegexMatcher(const RegexLite& re, std::u32string_view text)
+        : re_(re), t_(text), budget_(RegexLite::kStepBudgetBase + RegexLite::kStepBudgetPerCodePoint * text.size()) {}
 
     bool matchAt(std::size_t pos, std::size_t& end) {
         frames_.clear();
         depth_ = 0;
+        runDepth_ = 0;
         if (!run(re_.start_, pos)) return false;
         end = end_;
         return true;
     }
 
+    std::size_t steps() const { return steps_; }
+
 private:
     static constexpr std::size_t kMaxGroupIterations = 1000;
+    // Nested run() calls (alternatives, backtracking points, lookarounds):
+    // about 250 bytes of stack each (measured, -O2), so 10000 need some
+    // 3 MB, within the 8 MB stacks of the main thread and worker threads.
+    static constexpr std::size_t kMaxRecursion = 10000;
+
+    void step(std::size_t n = 1) {
+        steps_ += n;
+        if (steps_ > budget_)
+            throw RegexError("regex " + printablePattern(re_.pattern_) + ": matching a " + std::to_string(t_.size()) +
+                             "-character text took more than " + std::to_string(budget_) +
+                             " steps (catastrophic backtracking)");
+    }
 
     struct Frame {
         int rep;
@@ -509,7 +558,7 @@ private:
         // Each iteration of a repeated group nests one level of recursion;
         // single-character repeats (all the known patterns use) loop instead.
         if (depth_ >= kMaxGroupIterations)
-            throw RegexError("regex " + re_.pattern_ + ": a repeated group matched more than " +
+            throw RegexError("regex " + printablePattern(re_.pattern_) + ": a repeated group matched more than " +
                              std::to_string(kMaxGroupIterations) + " times");
         struct DepthGuard {
             std::size_t& d;
@@ -529,7 +578,16 @@ private:
     }
 
     bool run(int id, std::size_t pos) {
+        if (runDepth_ >= kMaxRecursion)
+            throw RegexError("regex " + printablePattern(re_.pattern_) + ": matching nests deeper than " +
+                             std::to_string(kMaxRecursion) + " backtracking points");
+        struct DepthGuard {
+            std::size_t& d;
+            explicit DepthGuard(std::size_t& v) : d(v) { ++d; }
+            ~DepthGuard() { --d; }
+        } guard(runDepth_);
         for (;;) {
+            step();
             const auto& n = re_.nodes_[static_cast<std::size_t>(id)];
             switch (n.kind) {
                 case Kind::Accept: end_ = pos; return true;
@@ -576,6 +634,7 @@ private:
                     if (n.greedy) {
                         std::size_t k = 0;
                         while (k < limit && atomMatches(atom, t_[pos + k])) ++k;
+                        step(k);
                         if (k < mn) return false;
                         for (std::size_t i = k;; --i) {
                             if (run(n.next, pos + i)) return true;
@@ -583,6 +642,7 @@ private:
                         }
                     }
                     for (std::size_t i = 0;; ++i) {
+                        step();
                         if (i >= mn && run(n.next, pos + i)) return true;
                         if (i >= limit || !atomMatches(atom, t_[pos + i])) return false;
                     }
@@ -605,17 +665,28 @@ private:
     std::u32string_view t_;
     std::vector<Frame> frames_;
     std::size_t end_ = 0;
-    std::size_t depth_ = 0;  // nested repeatStep calls
+    std::size_t depth_ = 0;     // nested repeatStep calls
+    std::size_t runDepth_ = 0;  // nested run calls
+    std::size_t steps_ = 0;
+    std::size_t budget_;
 };
 
 RegexLite::RegexLite(std::string_view pattern) : pattern_(pattern) {
     const auto decoded = unicode::decodeUtf8(pattern);
+    if (decoded.codePoints.size() > kMaxPatternLength)
+        throw RegexError("regex " + printablePattern(pattern_) + ": pattern longer than " +
+                         std::to_string(kMaxPatternLength) + " characters");
     for (char32_t c : decoded.codePoints)
-        if (c >= unicode::kInvalidByteBase) throw RegexError("regex " + pattern_ + ": pattern is not valid UTF-8");
+        if (c >= unicode::kInvalidByteBase) throw RegexError("regex " + printablePattern(pattern_) + ": pattern is not valid UTF-8");
     RegexCompiler(*this, decoded.codePoints).compile();
 }
 
 std::vector<std::pair<std::size_t, std::size_t>> RegexLite::findAll(std::u32string_view cps) const {
+    std::size_t steps = 0;
+    return findAll(cps, steps);
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> RegexLite::findAll(std::u32string_view cps, std::size_t& steps) const {
     std::vector<std::pair<std::size_t, std::size_t>> out;
     RegexMatcher m(*this, cps);
     std::size_t pos = 0;
@@ -635,6 +706,7 @@ std::vector<std::pair<std::size_t, std::size_t>> RegexLite::findAll(std::u32stri
             pos = s + 1;  // empty match: not a piece
         }
     }
+    steps = m.steps();
     return out;
 }
 

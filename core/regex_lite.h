@@ -12,8 +12,19 @@
 // lookahead `(?=...)` `(?!...)`, quantifiers ? * + {n} {n,} {n,m} and their
 // lazy forms. Case-insensitivity uses simple case folding for ASCII (plus
 // U+017F and U+212A). Anything else is rejected with RegexError.
-// Limit: a quantified group (not a single character or class) may repeat at
-// most 1000 times in one match; beyond that matching throws RegexError.
+// Limits, so that a hostile pattern fails cleanly (RegexError) instead of
+// overflowing the stack or running for ever:
+//  - a pattern has at most 16384 code points and nests groups and stacked
+//    quantifiers at most 64 deep;
+//  - a quantified group (not a single character or class) may repeat at
+//    most 1000 times in one match, and matching nests at most 10000
+//    backtracking points;
+//  - one findAll() over n code points may take kStepBudgetBase +
+//    kStepBudgetPerCodePoint * n steps (a step: one node visited or one
+//    character scanned). The real patterns (GPT-2, Llama-3, Qwen2) take a
+//    few steps per code point on any text; (a|a)*$ or (.*)*x take 2^n and
+//    stop within a few milliseconds on short texts and well under a second
+//    on texts of thousands of characters.
 
 #include "core/unicode.h"
 
@@ -50,6 +61,11 @@ public:
 
     // Matches as code point index ranges over already decoded text.
     std::vector<std::pair<std::size_t, std::size_t>> findAll(std::u32string_view cps) const;
+    // The same, also saying how many steps of the budget it took.
+    std::vector<std::pair<std::size_t, std::size_t>> findAll(std::u32string_view cps, std::size_t& steps) const;
+
+    static constexpr std::size_t kStepBudgetBase = 100'000;
+    static constexpr std::size_t kStepBudgetPerCodePoint = 1'000;
 
     // Compiled program: a graph of nodes, each naming its successor.
     struct CharClass {

@@ -3,6 +3,10 @@
 
 #include "core/runstore_internal.h"
 
+#include "core/json_limits.h"
+
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 namespace sdw::runstore::detail {
@@ -81,6 +85,17 @@ Provenance readProvenance(const RunFileState& st) {
         const htri_t has = H5Aexists(group.get(), name);
         if (has < 0) st.failH5(ErrorCode::Corrupt, "/provenance", "cannot read provenance of " + quoted(st.path));
         if (has > 0) *provenanceField(p, name) = readStringAttr(st, "/provenance", name);
+    }
+    // settings_json is handed to JSON readers (info, runs, the GUI, resume):
+    // one nested or sized beyond the limits makes the file corrupt, so that
+    // no reader ever builds or prints it.
+    if (!p.settingsJson.empty()) {
+        try {
+            (void)parseJsonBounded(p.settingsJson, "/provenance@settings_json");
+        } catch (const JsonInputError& e) {
+            if (e.overLimit())
+                st.fail(ErrorCode::Corrupt, "/provenance", "run file " + quoted(st.path) + ": " + e.what());
+        }
     }
 
     if (kindOf(st, "/provenance/model_files") == ObjectKind::None) return p;

@@ -5,6 +5,7 @@
 #include "core/runstore_internal.h"
 
 #include "core/format.h"
+#include "core/json_limits.h"
 #include "core/version.h"
 
 #include <nlohmann/json.hpp>
@@ -387,8 +388,12 @@ RunWriter RunWriter::create(const fs::path& finalPath, const Provenance& provena
         refuse(ErrorCode::InvalidArgument,
                "run kind '" + kind + "' must be a non-empty lower-case identifier ([a-z0-9_-])");
     }
-    if (!provenance.settingsJson.empty() && !nlohmann::json::accept(provenance.settingsJson)) {
-        refuse(ErrorCode::InvalidArgument, "provenance settings_json is not valid JSON");
+    if (!provenance.settingsJson.empty()) {
+        try {
+            (void)parseJsonBounded(provenance.settingsJson, "provenance settings_json");  // what readers accept
+        } catch (const JsonInputError& e) {
+            refuse(ErrorCode::InvalidArgument, e.overLimit() ? e.what() : "provenance settings_json is not valid JSON");
+        }
     }
 
     std::error_code ec;

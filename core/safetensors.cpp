@@ -1,5 +1,7 @@
 #include "core/safetensors.h"
 
+#include "core/json_limits.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -85,12 +87,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
                              " bytes runs past the end of the file (" + std::to_string(size) +
                              " bytes): truncated or not a safetensors file");
   const char* hp = reinterpret_cast<const char*>(f.map_->data() + 8);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(hp, hp + headerLen);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(file + ": header is not valid JSON: " + e.what());
-  }
+  const nlohmann::json header =
+      parseJsonBounded(std::string_view(hp, static_cast<std::size_t>(headerLen)), file + ": header", kSafetensorsHeaderLimits);
   if (!header.is_object()) throw std::runtime_error(file + ": header is not a JSON object");
 
   const std::byte* dataStart = f.map_->data() + 8 + headerLen;
@@ -175,13 +173,7 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::filesystem::path& d
   const fs::path index = dirOrFile / "model.safetensors.index.json";
   const fs::path single = dirOrFile / "model.safetensors";
   if (fs::exists(index)) {
-    std::ifstream in(index);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(index.string() + ": not valid JSON: " + e.what());
-    }
+    const nlohmann::json j = readJsonFileBounded(index);
     if (!j.contains("weight_map") || !j["weight_map"].is_object())
       throw std::runtime_error(index.string() + ": no \"weight_map\" object");
     std::map<std::string, std::size_t> shardIdx;

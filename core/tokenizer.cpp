@@ -1,5 +1,6 @@
 #include "core/tokenizer.h"
 
+#include "core/json_limits.h"
 #include "core/tokenizer_impl.h"
 #include "core/unicode.h"
 
@@ -146,6 +147,15 @@ std::string Tokenizer::Impl::normalize(std::string_view text) const {
 }
 
 std::vector<Tokenizer::Impl::Piece> Tokenizer::Impl::preTokenize(std::string_view text, bool atStart) const {
+    try {
+        return preTokenizeSteps(text, atStart);
+    } catch (const RegexError& e) {
+        // A pattern that backtracks without end on this text (core/regex_lite.h).
+        fail(std::string("pre_tokenizer: ") + e.what());
+    }
+}
+
+std::vector<Tokenizer::Impl::Piece> Tokenizer::Impl::preTokenizeSteps(std::string_view text, bool atStart) const {
     std::vector<Piece> pieces;
     if (!text.empty()) pieces.push_back({std::string(text), atStart});
     for (const auto& step : preSteps) {
@@ -377,9 +387,9 @@ std::shared_ptr<Tokenizer::Impl> parseTokenizer(std::string_view text, std::stri
     impl->source = std::move(sourceName);
     json root;
     try {
-        root = json::parse(text);
-    } catch (const json::exception& e) {
-        impl->fail(std::string("not valid JSON: ") + e.what());
+        root = parseJsonBounded(text, impl->source, kTokenizerJsonLimits);
+    } catch (const JsonInputError& e) {
+        throw TokenizerError(e.what());  // names the source already
     }
     try {
         impl->load(root);
@@ -390,12 +400,11 @@ std::shared_ptr<Tokenizer::Impl> parseTokenizer(std::string_view text, std::stri
 }
 
 std::string readFile(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw TokenizerError(path.string() + ": cannot open file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) throw TokenizerError(path.string() + ": read error");
-    return ss.str();
+    try {
+        return readFileBounded(path, kTokenizerJsonLimits.maxBytes);
+    } catch (const JsonInputError& e) {
+        throw TokenizerError(e.what());
+    }
 }
 
 }  // namespace
@@ -412,7 +421,9 @@ Tokenizer Tokenizer::fromFile(const std::filesystem::path& tokenizerJson) {
     const auto configPath = tokenizerJson.parent_path() / "tokenizer_config.json";
     if (std::filesystem::is_regular_file(configPath, ec)) {
         try {
-            impl->loadConfig(json::parse(readFile(configPath)));
+            impl->loadConfig(readJsonFileBounded(configPath));
+        } catch (const JsonInputError& e) {
+            throw TokenizerError(e.what());
         } catch (const json::exception& e) {
             throw TokenizerError(configPath.string() + ": " + e.what());
         }

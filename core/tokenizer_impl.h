@@ -181,15 +181,22 @@ struct Tokenizer::Impl {
     void load(const json& root);
     void loadModel(const json& model);
     void loadAddedTokens(const json& list);
-    void loadNormalizer(const json& n);
-    void loadPreTokenizer(const json& p, bool& byteLevelSeen);
-    void loadDecoder(const json& d);
+    // Sequence steps nest at most kMaxSequenceDepth deep and each section
+    // holds at most kMaxSteps steps: real files nest one level and hold a few.
+    static constexpr int kMaxSequenceDepth = 8;
+    static constexpr std::size_t kMaxSteps = 256;
+    void checkSequence(const char* section, int depth, std::size_t steps) const;
+    void loadNormalizer(const json& n, int depth = 0);
+    void loadPreTokenizer(const json& p, bool& byteLevelSeen, int depth = 0);
+    void loadDecoder(const json& d, int depth = 0);
     void finishDecoder();  // the bytes of every token, once the decoder is known
-    void loadPostProcessor(const json& p);
+    void loadPostProcessor(const json& p, int depth = 0);
+    std::size_t decoderSteps = 0, postProcessorSteps = 0;
     void loadConfig(const json& cfg);
 
     std::string normalize(std::string_view text) const;
-    std::vector<Piece> preTokenize(std::string_view text, bool atStart) const;
+    std::vector<Piece> preTokenize(std::string_view text, bool atStart) const;  // RegexError -> TokenizerError
+    std::vector<Piece> preTokenizeSteps(std::string_view text, bool atStart) const;
     void initialSymbols(std::string_view piece, std::vector<std::int32_t>& ids) const;
     void bpe(std::string_view piece, std::vector<std::int32_t>& out) const;
     // One stretch of raw text between added tokens: normalized, split on the

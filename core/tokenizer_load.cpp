@@ -254,8 +254,15 @@ void Tokenizer::Impl::loadAddedTokens(const json& list) {
     }
 }
 
-void Tokenizer::Impl::loadNormalizer(const json& n) {
+void Tokenizer::Impl::checkSequence(const char* section, int depth, std::size_t steps) const {
+    if (depth > kMaxSequenceDepth)
+        fail(std::string(section) + ": Sequence nested deeper than " + std::to_string(kMaxSequenceDepth) + " levels");
+    if (steps > kMaxSteps) fail(std::string(section) + ": more than " + std::to_string(kMaxSteps) + " steps");
+}
+
+void Tokenizer::Impl::loadNormalizer(const json& n, int depth) {
     if (n.is_null()) return;
+    checkSequence("normalizer", depth, normalizers.size());
     const std::string type = n.value("type", "");
     if (type == "NFC") {
         normalizers.push_back({NormalizerStep::Kind::Nfc, {}, {}});
@@ -274,16 +281,17 @@ void Tokenizer::Impl::loadNormalizer(const json& n) {
         step.right = n.value("strip_right", true);
         normalizers.push_back(step);
     } else if (type == "Sequence") {
-        for (const auto& sub : n.value("normalizers", json::array())) loadNormalizer(sub);
+        for (const auto& sub : n.value("normalizers", json::array())) loadNormalizer(sub, depth + 1);
     } else {
         fail("unsupported normalizer \"" + type + "\" (supported: NFC, Prepend, Replace, Strip, Sequence)");
     }
 }
 
-void Tokenizer::Impl::loadPreTokenizer(const json& p, bool& byteLevelSeen) {
+void Tokenizer::Impl::loadPreTokenizer(const json& p, bool& byteLevelSeen, int depth) {
+    checkSequence("pre_tokenizer", depth, preSteps.size());
     const std::string type = p.value("type", "");
     if (type == "Sequence") {
-        for (const auto& sub : p.value("pretokenizers", json::array())) loadPreTokenizer(sub, byteLevelSeen);
+        for (const auto& sub : p.value("pretokenizers", json::array())) loadPreTokenizer(sub, byteLevelSeen, depth + 1);
         return;
     }
     if (byteLevelSeen) fail("pre_tokenizer step \"" + type + "\" after ByteLevel is not supported");
@@ -334,13 +342,14 @@ void Tokenizer::Impl::loadPreTokenizer(const json& p, bool& byteLevelSeen) {
     preSteps.push_back(std::move(step));
 }
 
-void Tokenizer::Impl::loadDecoder(const json& d) {
+void Tokenizer::Impl::loadDecoder(const json& d, int depth) {
     if (d.is_null()) fail("no decoder (a ByteLevel, Metaspace or Replace decoder is required)");
+    checkSequence("decoder", depth, ++decoderSteps);
     const std::string type = d.value("type", "");
     if (type == "ByteLevel") {
         decoderByteLevel = true;
     } else if (type == "Sequence") {
-        for (const auto& sub : d.value("decoders", json::array())) loadDecoder(sub);
+        for (const auto& sub : d.value("decoders", json::array())) loadDecoder(sub, depth + 1);
     } else if (type == "Replace") {
         const json pat = d.value("pattern", json());
         if (!pat.is_object() || !pat.contains("String") || !pat["String"].is_string())
@@ -370,12 +379,13 @@ void Tokenizer::Impl::loadDecoder(const json& d) {
     }
 }
 
-void Tokenizer::Impl::loadPostProcessor(const json& p) {
+void Tokenizer::Impl::loadPostProcessor(const json& p, int depth) {
     if (p.is_null()) return;
+    checkSequence("post_processor", depth, ++postProcessorSteps);
     const std::string type = p.value("type", "");
     if (type == "ByteLevel") return;  // offsets only
     if (type == "Sequence") {
-        for (const auto& sub : p.value("processors", json::array())) loadPostProcessor(sub);
+        for (const auto& sub : p.value("processors", json::array())) loadPostProcessor(sub, depth + 1);
         return;
     }
     if (type == "TemplateProcessing") {

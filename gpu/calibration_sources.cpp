@@ -1,6 +1,7 @@
 // Calibration sources: corpus and prompt readers, seeded corpus windows.
 
 #include "gpu/calibration_sources.h"
+#include "core/json_limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -43,7 +44,7 @@ std::vector<std::string> readCorpus(const fs::path& file) {
       ++lineNo;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       try {
-        const auto j = nlohmann::json::parse(line);
+        const auto j = parseJsonBounded(line, file.string());
         docs.push_back(j.at("text").get<std::string>());
       } catch (const std::exception& e) {
         throw std::invalid_argument(file.string() + ":" + std::to_string(lineNo) + ": expected a JSON object with a \"text\" string (" + e.what() + ")");
@@ -91,7 +92,7 @@ std::vector<Prompt> readPrompts(const fs::path& file) {
     ++lineNo;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      const auto j = nlohmann::json::parse(line);
+      const auto j = parseJsonBounded(line, file.string());
       Prompt p;
       p.prompt = j.at("prompt").get<std::string>();
       p.id = j.contains("id") ? j.at("id").get<std::string>() : "line-" + std::to_string(lineNo);

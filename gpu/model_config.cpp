@@ -1,8 +1,10 @@
 #include "gpu/model_config.h"
 
+#include "core/json_limits.h"
+
 #include <nlohmann/json.hpp>
 
-#include <fstream>
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -69,7 +71,11 @@ void parseRope(const json& j, ModelConfig& c, const std::string& source) {
   const auto need = [&](const char* key) {
     if (!scaling.contains(key) || !scaling[key].is_number())
       throw configError(source, std::string("llama3 rope_scaling needs the number \"") + key + "\"");
-    return scaling[key].get<double>();
+    const double v = scaling[key].get<double>();
+    if (!std::isfinite(v) || v <= 0 || v > static_cast<double>(ModelConfig::kMaxPositions))
+      throw configError(source, std::string("llama3 rope_scaling \"") + key + "\" = " + scaling[key].dump() +
+                                    " is out of range (0, " + std::to_string(ModelConfig::kMaxPositions) + "]");
+    return v;
   };
   c.ropeScaling.type = "llama3";
   c.ropeScaling.factor = need("factor");
@@ -83,12 +89,7 @@ void parseRope(const json& j, ModelConfig& c, const std::string& source) {
 }  // namespace
 
 ModelConfig parseModelConfig(const std::string& jsonText, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(jsonText);
-  } catch (const json::exception& e) {
-    throw configError(source, std::string("not valid JSON: ") + e.what());
-  }
+  const json j = parseJsonBounded(jsonText, source);
   if (!j.is_object()) throw configError(source, "not a JSON object");
 
   ModelConfig c;
@@ -142,18 +143,33 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& sou
 
 void ModelConfig::validate(const std::string& source) const {
   const auto bad = [&](const std::string& w) { return std::invalid_argument(source + ": " + w); };
-  if (vocabSize <= 0) throw bad("vocab_size must be positive");
-  if (hiddenSize <= 0) throw bad("hidden_size must be positive");
-  if (intermediateSize <= 0) throw bad("intermediate_size must be positive");
-  if (numLayers <= 0) throw bad("num_hidden_layers must be positive");
-  if (numHeads <= 0) throw bad("num_attention_heads must be positive");
-  if (numKvHeads <= 0 || numHeads % numKvHeads != 0)
+  // Plausible upper bounds, checked before anything loops over layers or
+  // multiplies shapes: several times the largest dense checkpoints (Llama-3.1
+  // 405B: 126 layers, hidden 16384, MLP 53248, 128 heads; Gemma 3: vocab
+  // 262144; Llama 4: 10M positions). Within them no product below overflows.
+  const auto range = [&](const char* field, std::int64_t v, std::int64_t hi) {
+    if (v <= 0) throw bad(std::string(field) + " must be positive, got " + std::to_string(v));
+    if (v > hi)
+      throw bad(std::string(field) + " = " + std::to_string(v) + " is out of range (at most " + std::to_string(hi) +
+                ")");
+  };
+  range("vocab_size", vocabSize, kMaxVocabSize);
+  range("hidden_size", hiddenSize, kMaxHiddenSize);
+  range("intermediate_size", intermediateSize, kMaxIntermediateSize);
+  range("num_hidden_layers", numLayers, kMaxLayers);
+  range("num_attention_heads", numHeads, kMaxHeads);
+  range("num_key_value_heads", numKvHeads, kMaxHeads);
+  if (numHeads % numKvHeads != 0)
     throw bad("num_key_value_heads (" + std::to_string(numKvHeads) + ") must divide num_attention_heads (" +
               std::to_string(numHeads) + ")");
-  if (headDim <= 0 || headDim % 2 != 0) throw bad("head_dim must be positive and even");
-  if (maxPositionEmbeddings <= 0) throw bad("max_position_embeddings must be positive");
-  if (!(rmsNormEps > 0)) throw bad("rms_norm_eps must be positive");
-  if (!(ropeTheta > 0)) throw bad("rope_theta must be positive");
+  range("head_dim", headDim, kMaxHeadDim);
+  if (headDim % 2 != 0) throw bad("head_dim must be even, got " + std::to_string(headDim));
+  range("max_position_embeddings", maxPositionEmbeddings, kMaxPositions);
+  if (!(rmsNormEps > 0) || !std::isfinite(rmsNormEps)) throw bad("rms_norm_eps must be positive and finite");
+  if (!(ropeTheta > 0) || !std::isfinite(ropeTheta)) throw bad("rope_theta must be positive and finite");
+  if (parameterCount() > kMaxParameters)
+    throw bad("the shape (" + architectureSummary(*this) + ") has " + std::to_string(parameterCount()) +
+              " parameters, over the " + std::to_string(kMaxParameters) + " this program accepts");
 }
 
 std::int64_t ModelConfig::parameterCount() const {
@@ -164,11 +180,7 @@ std::int64_t ModelConfig::parameterCount() const {
 }
 
 ModelConfig loadModelConfigFile(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(file.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parseModelConfig(ss.str(), file.string());
+  return parseModelConfig(readFileBounded(file, JsonLimits{}.maxBytes), file.string());
 }
 
 ModelConfig loadModelConfig(const std::filesystem::path& dir) {
@@ -177,13 +189,7 @@ ModelConfig loadModelConfig(const std::filesystem::path& dir) {
   ModelConfig c = loadModelConfigFile(cfgPath);
   const auto genPath = dir / "generation_config.json";
   if (std::filesystem::exists(genPath)) {
-    std::ifstream in(genPath);
-    json g;
-    try {
-      g = json::parse(in);
-    } catch (const json::exception& e) {
-      throw configError(genPath.string(), std::string("not valid JSON: ") + e.what());
-    }
+    const json g = readJsonFileBounded(genPath);
     auto& d = c.generation;
     d.present = true;
     if (g.contains("do_sample") && g["do_sample"].is_boolean()) d.doSample = g["do_sample"].get<bool>();

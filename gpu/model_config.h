@@ -57,6 +57,16 @@ struct ModelConfig {
   std::vector<std::int32_t> eosTokenIds;
   GenerationDefaults generation;
 
+  // Upper bounds validate() holds every field to (see model_config.cpp).
+  static constexpr std::int64_t kMaxVocabSize = std::int64_t{1} << 24;
+  static constexpr std::int64_t kMaxHiddenSize = std::int64_t{1} << 16;
+  static constexpr std::int64_t kMaxIntermediateSize = std::int64_t{1} << 18;
+  static constexpr std::int64_t kMaxLayers = 1024;
+  static constexpr std::int64_t kMaxHeads = 1024;
+  static constexpr std::int64_t kMaxHeadDim = 1024;
+  static constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;
+  static constexpr std::int64_t kMaxParameters = std::int64_t{1} << 42;  // 4.4 T
+
   bool hasQkNorm() const { return architecture == Architecture::Qwen3; }
   std::int64_t qDim() const { return numHeads * headDim; }
   std::int64_t kvDim() const { return numKvHeads * headDim; }

@@ -1,4 +1,5 @@
 #include "gpu/spmv.h"
+#include "core/json_limits.h"
 #include "gpu/spmv_ops.h"
 
 #include <ATen/ATen.h>
@@ -57,7 +58,7 @@ TuningTable TuningTable::load(const std::filesystem::path& path) {
   if (!in) throw std::runtime_error(path.string() + ": cannot open tuning table");
   TuningTable t;
   try {
-    const auto j = nlohmann::json::parse(in);
+    const auto j = readJsonFileBounded(path);
     t.device = j.value("device", "");
     t.hbmReadGBs = j.value("hbm_read_gbs", 0.0);
     for (const auto& e : j.at("entries")) {

@@ -1,6 +1,7 @@
 // sdw-cli info / runs: read run files and workspaces.
 
 #include "app/cli/command.h"
+#include "core/json_limits.h"
 #include "core/run_decoding.h"
 #include "core/runstore.h"
 
@@ -19,9 +20,9 @@ json provenanceJson(const Provenance& p) {
   for (const auto& f : p.modelFiles) files.push_back({{"path", f.path}, {"sha256", f.sha256}, {"bytes", f.bytes}});
   json settings;
   try {
-    settings = json::parse(p.settingsJson);
-  } catch (const std::exception&) {
-    settings = p.settingsJson;  // stored text that is not JSON: pass it through
+    settings = parseJsonBounded(p.settingsJson, "settings_json");
+  } catch (const JsonInputError&) {
+    settings = p.settingsJson;  // stored text that is not JSON: pass it through (the reader refused any over the limits)
   }
   return {{"tool_name", p.toolName},     {"tool_version", p.toolVersion}, {"host", p.host},
           {"os", p.os},                  {"gpu", p.gpu},                  {"model_id", p.modelId},

@@ -4,6 +4,7 @@
 //
 // usage: sdw-make-sample-run SAMPLES_DIR OUT.sdw.h5
 
+#include "core/json_limits.h"
 #include "core/provenance.h"
 #include "core/runstore.h"
 
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
       std::string line;
       while (std::getline(in, line)) {
         if (line.empty()) continue;
-        const auto j = nlohmann::json::parse(line);
+        const auto j = sdw::parseJsonBounded(line, f.string());
         promptSet.push_back(f.stem().string());
         promptId.push_back(j.at("id").get<std::string>());
         promptText.push_back(j.at("prompt").get<std::string>());
