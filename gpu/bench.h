@@ -45,10 +45,15 @@ struct BenchSettings {
   int cpuThreads = 0;
 };
 
+// Markers in BenchRow and the JSON rows: the module of a whole-layer
+// sequence (rows and cols 0), and the pattern of dense kernels.
+inline constexpr char kLayerModule[] = "layer";
+inline constexpr char kDensePattern[] = "-";
+
 struct BenchRow {
-  std::string model, module;
+  std::string model, module;  // module: "q_proj", ..., or kLayerModule
   std::int64_t rows = 0, cols = 0;
-  std::string pattern;  // "-" for dense kernels
+  std::string pattern;  // "2:4", ..., or kDensePattern for dense kernels
   int batch = 1;
   KernelId id = KernelId::Sparse;  // which kernel; compare this, not `kernel`
   std::string kernel;   // kernelName(id): the JSON / CLI name ("sparse", "cublas", ...), set with id
@@ -64,6 +69,9 @@ struct BenchRow {
   double speedupVsDense = 0;    // our dense time / this time
   std::string config;           // launch configuration used
 };
+
+// The seven projections of a layer back to back, not one projection.
+inline bool isLayerSequence(const BenchRow& row) { return row.module == kLayerModule; }
 
 struct BenchSummary {
   std::string pattern;

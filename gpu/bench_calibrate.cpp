@@ -23,10 +23,10 @@ struct Measured {
 };
 
 // Runs batches of random prompts until `target` decode positions are in `acc`.
-Measured measure(Model& model, const CalibrateBenchOptions& o, const std::string& capture, int batch,
+Measured measure(Model& model, const CalibrateBenchOptions& o, CaptureMode capture, int batch,
                  std::int64_t target, StatsAccumulator& acc, bool keep, const ProgressFn& progress) {
   CalibrationSettings s;
-  s.source = "ar";
+  s.source = CalibrationSource::Ar;
   s.capture = capture;
   s.maxNewTokens = o.maxNewTokens;
   s.batch = batch;
@@ -57,7 +57,7 @@ Measured measure(Model& model, const CalibrateBenchOptions& o, const std::string
     p.done = static_cast<double>(counted);
     p.total = static_cast<double>(target);
     p.unit = "tokens";
-    p.stage = capture;
+    p.stage = captureModeName(capture);
     reportOrThrow(progress, p);
   }
   acc.flush();
@@ -107,16 +107,16 @@ CalibrateBenchResult runCalibrateBench(const CalibrateBenchOptions& o, const Pro
     StatsAccumulator warm(o.config, dev);
     CalibrateBenchOptions w = o;
     w.maxNewTokens = 4;
-    (void)measure(*model, w, "reforward", std::min(o.batch, 2), 3, warm, false, {});
-    (void)measure(*model, w, "exact", 1, 3, warm, false, {});
+    (void)measure(*model, w, CaptureMode::Reforward, std::min(o.batch, 2), 3, warm, false, {});
+    (void)measure(*model, w, CaptureMode::Exact, 1, 3, warm, false, {});
   }
   if (o.reforward) {
     StatsAccumulator acc(o.config, dev);
-    r.captures.push_back(measure(*model, o, "reforward", o.batch, reforwardTokens, acc, false, progress).result);
+    r.captures.push_back(measure(*model, o, CaptureMode::Reforward, o.batch, reforwardTokens, acc, false, progress).result);
   }
   if (o.exact) {
     StatsAccumulator acc(o.config, dev);
-    auto m = measure(*model, o, "exact", o.exactBatch, exactTokens, acc, o.checkAgreement, progress);
+    auto m = measure(*model, o, CaptureMode::Exact, o.exactBatch, exactTokens, acc, o.checkAgreement, progress);
     r.captures.push_back(m.result);
     if (o.checkAgreement) {
       // The same generations, re-forwarded: the two modes must give the same sums.
@@ -147,7 +147,7 @@ CalibrateBenchResult runCalibrateBench(const CalibrateBenchOptions& o, const Pro
   }
   const CaptureBenchResult* ex = nullptr;
   const CaptureBenchResult* rf = nullptr;
-  for (const auto& c : r.captures) (c.capture == "exact" ? ex : rf) = &c;
+  for (const auto& c : r.captures) (c.capture == CaptureMode::Exact ? ex : rf) = &c;
   if (ex && rf && ex->tokensPerSecond > 0) r.speedup = rf->tokensPerSecond / ex->tokensPerSecond;
   r.method = "random prompts of " + std::to_string(o.promptTokens) + " tokens, greedy, " +
              std::to_string(o.maxNewTokens) + " new tokens each, no stop tokens; decode positions accumulated into fp32 "

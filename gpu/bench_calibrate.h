@@ -8,6 +8,7 @@
 // how closely the two modes agree on the measured exact run. Plain types.
 
 #include "core/progress.h"
+#include "gpu/calibration.h"
 #include "gpu/model_config.h"
 
 #include <cstdint>
@@ -36,7 +37,7 @@ struct CalibrateBenchOptions {
 };
 
 struct CaptureBenchResult {
-  std::string capture;              // "exact" | "reforward"
+  CaptureMode capture = CaptureMode::Reforward;
   int batch = 0;
   std::int64_t tokens = 0;          // decode positions accumulated
   std::int64_t generations = 0;

@@ -43,7 +43,7 @@ void summarise(BenchResult& r, const std::string& /*dtype*/) {
   for (const auto& row : r.rows) base.add(row);
   std::map<std::string, std::vector<const BenchRow*>> byPattern;
   for (const auto& row : r.rows) {
-    if (row.batch != 1 || row.module == "layer") continue;
+    if (row.batch != 1 || isLayerSequence(row)) continue;
     if (row.model != "llama3-8b" && row.model != "qwen3-14b") continue;
     if (!kernelInfo(row.id).sparse) continue;
     byPattern[row.pattern].push_back(&row);

@@ -3,6 +3,7 @@
 // the capture modes live in calibration_stats.cpp.
 
 #include "gpu/calibration_internal.h"
+#include "core/json_limits.h"
 #include "core/paths.h"
 #include "gpu/calibration_sources.h"
 #include "gpu/device.h"
@@ -31,8 +32,17 @@ namespace rs = sdw::runstore;
 
 // ---------------------------------------------------------------- settings
 
+std::string calibrationSourceName(CalibrationSource source) { return std::string(nameOf(kCalibrationSourceNames, source)); }
+CalibrationSource parseCalibrationSource(std::string_view name) { return parseName(kCalibrationSourceNames, "source", name); }
+std::string captureModeName(CaptureMode capture) { return std::string(nameOf(kCaptureModeNames, capture)); }
+CaptureMode parseCaptureMode(std::string_view name) { return parseName(kCaptureModeNames, "capture", name); }
+std::string statsStorageName(StatsStorage storage) { return std::string(nameOf(kStatsStorageNames, storage)); }
+StatsStorage parseStatsStorage(std::string_view name) { return parseName(kStatsStorageNames, "storage", name); }
+std::string chatModeName(ChatMode chat) { return std::string(nameOf(kChatModeNames, chat)); }
+ChatMode parseChatMode(std::string_view name) { return parseName(kChatModeNames, "chat", name); }
+
 std::string calibrationSettingsToJson(const CalibrationSettings& s) {
-  const nlohmann::json j = {{"source", s.source},
+  const nlohmann::json j = {{"source", calibrationSourceName(s.source)},
                             {"model", recordedPath(s.model)},
                             {"corpus", recordedPath(s.corpus)},
                             {"prompts", recordedPath(s.prompts)},
@@ -41,7 +51,7 @@ std::string calibrationSettingsToJson(const CalibrationSettings& s) {
                             {"window", s.window},
                             {"max_new_tokens", s.maxNewTokens},
                             {"batch", s.batch},
-                            {"capture", s.capture},
+                            {"capture", captureModeName(s.capture)},
                             {"include_prefill", s.includePrefill},
                             {"temperature", s.sampling.temperature},
                             {"top_k", s.sampling.topK},
@@ -49,9 +59,9 @@ std::string calibrationSettingsToJson(const CalibrationSettings& s) {
                             {"seed", s.seed},
                             {"device", s.device},
                             {"dtype", s.dtype},
-                            {"storage", s.storage},
+                            {"storage", statsStorageName(s.storage)},
                             {"storage_top_k", s.topK},
-                            {"chat", s.chat},
+                            {"chat", chatModeName(s.chat)},
                             {"checkpoint_seconds", s.checkpointSeconds},
                             {"checkpoint_every", s.checkpointEvery},
                             {"halves", s.halves}};
@@ -59,9 +69,9 @@ std::string calibrationSettingsToJson(const CalibrationSettings& s) {
 }
 
 CalibrationSettings calibrationSettingsFromJson(const std::string& text, const fs::path& runFile) {
-  const auto j = nlohmann::json::parse(text);
+  const auto j = parseJsonBounded(text, runFile.empty() ? std::string("calibration settings") : runFile.string() + ": settings_json");
   CalibrationSettings s;
-  s.source = j.at("source").get<std::string>();
+  s.source = parseCalibrationSource(j.at("source").get<std::string>());
   s.model = resolveRecordedPath(j.at("model").get<std::string>(), runFile);
   s.corpus = resolveRecordedPath(j.value("corpus", std::string()), runFile);
   s.prompts = resolveRecordedPath(j.value("prompts", std::string()), runFile);
@@ -70,7 +80,7 @@ CalibrationSettings calibrationSettingsFromJson(const std::string& text, const f
   s.window = j.value("window", 256);
   s.maxNewTokens = j.value("max_new_tokens", 128);
   s.batch = j.value("batch", 8);
-  s.capture = j.value("capture", std::string("reforward"));
+  if (j.contains("capture")) s.capture = parseCaptureMode(j.at("capture").get<std::string>());
   s.includePrefill = j.value("include_prefill", false);
   s.sampling.temperature = j.value("temperature", 0.0);
   s.sampling.topK = j.value("top_k", 0);
@@ -79,9 +89,9 @@ CalibrationSettings calibrationSettingsFromJson(const std::string& text, const f
   s.sampling.seed = s.seed;
   s.device = j.value("device", std::string("cpu"));
   s.dtype = j.value("dtype", std::string("float32"));
-  s.storage = j.value("storage", std::string("full"));
+  if (j.contains("storage")) s.storage = parseStatsStorage(j.at("storage").get<std::string>());
   s.topK = j.value("storage_top_k", 64);
-  s.chat = j.value("chat", std::string("auto"));
+  if (j.contains("chat")) s.chat = parseChatMode(j.at("chat").get<std::string>());
   s.checkpointSeconds = j.value("checkpoint_seconds", 30.0);
   s.checkpointEvery = j.value("checkpoint_every", 0);
   // Runs from before half statistics existed did not collect them.
@@ -91,31 +101,26 @@ CalibrationSettings calibrationSettingsFromJson(const std::string& text, const f
 
 void validateCalibrationSettings(const CalibrationSettings& s) {
   const auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
-  if (s.source != "fixed" && s.source != "ar" && s.source != "cross-model")
-    bad("source must be fixed, ar or cross-model, got '" + s.source + "'");
   if (s.model.empty()) bad("no model folder given");
   if (!fs::exists(s.model / "config.json")) bad("model folder " + s.model.string() + " has no config.json");
   if (s.tokenBudget <= 0) bad("the token budget must be >= 1");
   if (s.batch < 1) bad("batch must be >= 1");
-  if (s.source == "fixed") {
+  if (s.source == CalibrationSource::Fixed) {
     if (s.corpus.empty()) bad("source fixed needs a corpus (.txt or .jsonl)");
     if (!fs::is_regular_file(s.corpus)) bad("corpus not found: " + s.corpus.string());
     if (s.window < 1) bad("window must be >= 1");
   } else {
-    if (s.prompts.empty()) bad("source " + s.source + " needs a prompts file (.jsonl)");
+    if (s.prompts.empty()) bad("source " + calibrationSourceName(s.source) + " needs a prompts file (.jsonl)");
     if (!fs::is_regular_file(s.prompts)) bad("prompts file not found: " + s.prompts.string());
     if (s.maxNewTokens < 2) bad("max new tokens must be >= 2 (the last generated token is never read back)");
-    if (s.capture != "exact" && s.capture != "reforward") bad("capture must be exact or reforward, got '" + s.capture + "'");
     validateDecoding(decodingOf(s.sampling), "calibration decoding");
   }
-  if (s.source == "cross-model") {
+  if (s.source == CalibrationSource::CrossModel) {
     if (s.crossModel.empty()) bad("source cross-model needs the generating model's folder");
     if (!fs::exists(s.crossModel / "config.json")) bad("cross model folder " + s.crossModel.string() + " has no config.json");
-    if (s.capture == "exact") bad("cross-model calibration is teacher-forced: capture exact does not apply");
+    if (s.capture == CaptureMode::Exact) bad("cross-model calibration is teacher-forced: capture exact does not apply");
   }
-  if (s.storage != "full" && s.storage != "topk") bad("storage must be full or topk, got '" + s.storage + "'");
-  if (s.storage == "topk" && s.topK < 1) bad("top-k storage needs k >= 1");
-  if (s.chat != "auto" && s.chat != "plain") bad("chat must be auto or plain, got '" + s.chat + "'");
+  if (s.storage == StatsStorage::Topk && s.topK < 1) bad("top-k storage needs k >= 1");
   (void)canonicalDtype(s.dtype);  // throws naming the supported ones
   if (s.checkpointSeconds < 0 || s.checkpointEvery < 0) bad("checkpoint interval must be >= 0");
 }
@@ -143,9 +148,9 @@ CalibrationEstimate estimateCalibration(const ModelConfig& config, const Calibra
   e.bufferBytes = StatsAccumulator::stageBytes(config);
   const std::string dtype = s.dtype.empty() ? "float32" : s.dtype;
   e.modelBytes = static_cast<std::uint64_t>(config.parameterCount()) * dtypeBytes(dtype);
-  if (s.source == "cross-model") e.modelBytes *= 2;  // same-size assumption for the generator
+  if (s.source == CalibrationSource::CrossModel) e.modelBytes *= 2;  // same-size assumption for the generator
   e.deviceBytes = e.accumulatorBytes + e.bufferBytes + e.modelBytes;
-  if (s.source != "fixed") {
+  if (s.source != CalibrationSource::Fixed) {
     // Token ids (4 bytes) and about 4 bytes of text per counted token, plus prompts.
     const auto gens = static_cast<std::uint64_t>(s.tokenBudget / std::max(1, s.maxNewTokens - 1) + 1);
     e.generationBytes = static_cast<std::uint64_t>(s.tokenBudget) * 8 + gens * 256;
@@ -155,7 +160,7 @@ CalibrationEstimate estimateCalibration(const ModelConfig& config, const Calibra
   constexpr std::uint64_t kOverhead = 1 << 20;  // provenance, attributes, HDF5 metadata
   e.fileBytesFull = full + e.generationBytes + kOverhead;
   e.fileBytesTopk = topk + e.generationBytes + kOverhead;
-  e.fileBytes = s.storage == "topk" ? e.fileBytesTopk : e.fileBytesFull;
+  e.fileBytes = s.storage == StatsStorage::Topk ? e.fileBytesTopk : e.fileBytesFull;
   return e;
 }
 
@@ -168,6 +173,14 @@ constexpr const char* kGen = "/calibration/generations";
 constexpr const char* kWin = "/calibration/windows";
 
 std::string inputGroup(const std::string& name) { return std::string(kCal) + "/inputs/" + name; }
+
+// The run file's "capture": fixed text is teacher-forced, and so is a cross
+// model's text (re-read by the calibrated model); AR runs record their mode.
+std::string recordedCapture(const CalibrationSettings& s) {
+  if (s.source == CalibrationSource::Fixed) return "teacher-forced";
+  if (s.source == CalibrationSource::CrossModel) return captureModeName(CaptureMode::Reforward);
+  return captureModeName(s.capture);
+}
 
 Tokenizer loadTokenizer(const fs::path& dir) {
   if (!fs::exists(dir / "tokenizer.json"))
@@ -197,7 +210,7 @@ class Run {
     lo.device = s_.device;
     lo.dtype = s_.dtype;
     model_ = Model::load(s_.model, lo);
-    if (s_.source == "cross-model") {
+    if (s_.source == CalibrationSource::CrossModel) {
       generator_ = Model::load(s_.crossModel, lo);
       if (generator_->config().vocabSize != model_->config().vocabSize)
         throw std::invalid_argument("cross model " + s_.crossModel.string() + " has a vocabulary of " +
@@ -205,13 +218,13 @@ class Run {
                                     std::to_string(model_->config().vocabSize) + ": they must share a tokenizer");
     }
     if (hooks_.modelLoaded) hooks_.modelLoaded(*model_);
-    const fs::path tokDir = s_.source == "cross-model" ? s_.crossModel : s_.model;
+    const fs::path tokDir = s_.source == CalibrationSource::CrossModel ? s_.crossModel : s_.model;
     tok_ = std::make_unique<Tokenizer>(loadTokenizer(tokDir));
-    if (s_.source == "fixed") {
+    if (s_.source == CalibrationSource::Fixed) {
       corpus_ = std::make_unique<CorpusWindows>(readCorpus(s_.corpus), *tok_, s_.window, s_.seed);
     } else {
       const auto prompts = readPrompts(s_.prompts);
-      family_ = s_.chat == "plain" ? ChatFamily::Plain : detectChatFamily(*tok_, tokDir);
+      family_ = s_.chat == ChatMode::Plain ? ChatFamily::Plain : detectChatFamily(*tok_, tokDir);
       for (const auto& p : prompts) {
         auto ids = encodePrompt(*tok_, family_, p.prompt);
         if (ids.empty())
@@ -255,7 +268,7 @@ class Run {
     windowsDone_ = w.readIntAttribute(kCal, "windows_done");
     collected_ = w.readIntAttribute(kCal, "tokens_collected");
     generated_ = w.hasAttribute(kCal, "generated_tokens") ? w.readIntAttribute(kCal, "generated_tokens") : 0;
-    if (s_.storage == "full" && collected_ > 0) {
+    if (s_.storage == StatsStorage::Full && collected_ > 0) {
       for (auto& in : acc_->inputs()) {
         const std::string g = inputGroup(in.name);
         const auto xtx = w.readFloat32(g + "/xtx");
@@ -276,11 +289,11 @@ class Run {
           in.tokensA = w.readIntAttribute(g, "tokens_a");
         }
       }
-    } else if (s_.storage == "topk") {
+    } else if (s_.storage == StatsStorage::Topk) {
       // Top-k runs keep no partial sums (see docs/calibration.md): start over.
       promptsDone_ = windowsDone_ = collected_ = generated_ = 0;
     }
-    if (s_.source != "fixed" && w.exists(std::string(kGen) + "/prompt_tokens")) {
+    if (s_.source != CalibrationSource::Fixed && w.exists(std::string(kGen) + "/prompt_tokens")) {
       const auto n = static_cast<std::int64_t>(w.shape(std::string(kGen) + "/prompt_tokens").at(0));
       if (n != promptsDone_)
         throw std::runtime_error(path.string() + ": " + std::to_string(n) + " generations stored but prompts_done is " +
@@ -297,7 +310,7 @@ class Run {
     lastCheckpoint_ = t0;
     const std::int64_t startCollected = collected_;
     try {
-      if (s_.source == "fixed") runFixed();
+      if (s_.source == CalibrationSource::Fixed) runFixed();
       else runAr();
     } catch (const Cancelled&) {
       checkpointNow();
@@ -349,7 +362,7 @@ class Run {
     ++batchesSinceCheckpoint_;
     const bool byTime = secondsSince(lastCheckpoint_) >= s_.checkpointSeconds;
     const bool byCount = s_.checkpointEvery > 0 && batchesSinceCheckpoint_ >= s_.checkpointEvery;
-    report(static_cast<double>(collected_), s_.source == "fixed" ? "windows " + std::to_string(windowsDone_)
+    report(static_cast<double>(collected_), s_.source == CalibrationSource::Fixed ? "windows " + std::to_string(windowsDone_)
                                                                  : "generations " + std::to_string(promptsDone_));
     if (remaining() > 0 && (byTime || byCount)) checkpointNow();
     maybeStop();
@@ -432,10 +445,9 @@ class Run {
   // ------------------------------------------------------------ writing
   void writeRunAttributes() {
     auto& w = *writer_;
-    const std::string captureName = s_.source == "fixed" ? "teacher-forced" : s_.source == "cross-model" ? "reforward" : s_.capture;
-    w.setStringAttribute(kCal, "source", s_.source);
-    w.setStringAttribute(kCal, "capture", captureName);
-    w.setIntAttribute(kCal, "include_prefill", s_.source != "fixed" && s_.includePrefill ? 1 : 0);
+    w.setStringAttribute(kCal, "source", calibrationSourceName(s_.source));
+    w.setStringAttribute(kCal, "capture", recordedCapture(s_));
+    w.setIntAttribute(kCal, "include_prefill", s_.source != CalibrationSource::Fixed && s_.includePrefill ? 1 : 0);
     w.setIntAttribute(kCal, "token_budget", s_.tokenBudget);
     w.setIntAttribute(kCal, "seed", static_cast<std::int64_t>(s_.seed));
     w.setIntAttribute(kCal, "window", s_.window);
@@ -445,19 +457,19 @@ class Run {
     w.setStringAttribute(kCal, "cross_model_dir", recordedPath(s_.crossModel));
     w.setStringAttribute(kCal, "corpus", recordedPath(s_.corpus));
     w.setStringAttribute(kCal, "prompts", recordedPath(s_.prompts));
-    w.setStringAttribute(kCal, "chat_format", s_.source == "fixed" ? "none" : chatFamilyName(family_));
+    w.setStringAttribute(kCal, "chat_format", s_.source == CalibrationSource::Fixed ? "none" : chatFamilyName(family_));
     w.setStringAttribute(kCal, "dtype", s_.dtype);
     w.setStringAttribute(kCal, "device", s_.device);
     w.setDoubleAttribute(kCal, "temperature", s_.sampling.temperature);
     w.setIntAttribute(kCal, "sampling_top_k", s_.sampling.topK);
     w.setDoubleAttribute(kCal, "sampling_top_p", s_.sampling.topP);
-    w.setStringAttribute(kCal, "decoding", s_.source == "fixed" ? std::string("none (fixed text, teacher-forced)")
+    w.setStringAttribute(kCal, "decoding", s_.source == CalibrationSource::Fixed ? std::string("none (fixed text, teacher-forced)")
                                                                  : decodingOf(s_.sampling).describe());
-    w.setStringAttribute(kCal, "storage", s_.storage);
+    w.setStringAttribute(kCal, "storage", statsStorageName(s_.storage));
     w.setIntAttribute(kCal, "top_k", s_.topK);
     w.setIntAttribute(kCal, "input_count", static_cast<std::int64_t>(acc_->inputs().size()));
     w.setIntAttribute(kCal, "halves", s_.halves ? 1 : 0);
-    if (s_.halves) w.setStringAttribute(kCal, "half_split", s_.source == "fixed" ? "window" : "prompt");
+    if (s_.halves) w.setStringAttribute(kCal, "half_split", s_.source == CalibrationSource::Fixed ? "window" : "prompt");
     writeCounters();
   }
 
@@ -486,7 +498,7 @@ class Run {
   }
 
   void writeGenerations() {
-    if (s_.source == "fixed") {
+    if (s_.source == CalibrationSource::Fixed) {
       std::vector<std::int32_t> doc, counted;
       std::vector<std::int64_t> start;
       for (const auto& w : pendingWindows_) {
@@ -618,7 +630,7 @@ class Run {
 
   void checkpointNow() {
     acc_->flush();
-    if (s_.storage == "full") {
+    if (s_.storage == StatsStorage::Full) {
       writeFullStats();
       writeGenerations();
       persistedCollected_ = collected_;
@@ -636,7 +648,7 @@ class Run {
 
   void finish() {
     acc_->flush();
-    if (s_.storage == "full") writeFullStats();
+    if (s_.storage == StatsStorage::Full) writeFullStats();
     else writeTopkStats();
     writeGenerations();
     persistedCollected_ = collected_;
@@ -647,7 +659,7 @@ class Run {
     result_.run = writer_->commit();
     result_.complete = true;
     result_.source = s_.source;
-    result_.capture = s_.source == "fixed" ? "teacher-forced" : s_.source == "cross-model" ? "reforward" : s_.capture;
+    result_.capture = recordedCapture(s_);
     result_.tokenBudget = s_.tokenBudget;
     result_.tokensCollected = collected_;
     result_.promptsDone = promptsDone_;

@@ -15,6 +15,7 @@
 // never counts (nor does a 1-token prompt's single position), and the last
 // generated token, which is sampled but never read, has no position.
 
+#include "core/name_table.h"
 #include "core/progress.h"
 #include "gpu/model_config.h"
 #include "gpu/sampling.h"
@@ -23,14 +24,40 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sdw::gpu {
 
 class Model;
 
+// The settings' choices. The names are what the CLI, the GUI forms, the
+// settings JSON and the run files carry: never rename them.
+enum class CalibrationSource { Fixed, Ar, CrossModel };
+inline constexpr NameEntry<CalibrationSource> kCalibrationSourceNames[] = {
+    {CalibrationSource::Fixed, "fixed"}, {CalibrationSource::Ar, "ar"}, {CalibrationSource::CrossModel, "cross-model"}};
+// AR: where decode-position activations come from.
+enum class CaptureMode { Exact, Reforward };
+inline constexpr NameEntry<CaptureMode> kCaptureModeNames[] = {{CaptureMode::Exact, "exact"},
+                                                               {CaptureMode::Reforward, "reforward"}};
+enum class StatsStorage { Full, Topk };
+inline constexpr NameEntry<StatsStorage> kStatsStorageNames[] = {{StatsStorage::Full, "full"},
+                                                                 {StatsStorage::Topk, "topk"}};
+enum class ChatMode { Auto, Plain };
+inline constexpr NameEntry<ChatMode> kChatModeNames[] = {{ChatMode::Auto, "auto"}, {ChatMode::Plain, "plain"}};
+
+// parseXxx throws std::invalid_argument naming the accepted values.
+std::string calibrationSourceName(CalibrationSource source);
+CalibrationSource parseCalibrationSource(std::string_view name);
+std::string captureModeName(CaptureMode capture);
+CaptureMode parseCaptureMode(std::string_view name);
+std::string statsStorageName(StatsStorage storage);
+StatsStorage parseStatsStorage(std::string_view name);
+std::string chatModeName(ChatMode chat);
+ChatMode parseChatMode(std::string_view name);
+
 struct CalibrationSettings {
-  std::string source = "fixed";  // "fixed" | "ar" | "cross-model"
+  CalibrationSource source = CalibrationSource::Fixed;
   std::filesystem::path model;   // the model whose statistics are collected
   std::filesystem::path corpus;  // fixed: .txt ("# doc <id> <category>" headers) or .jsonl {"text": ...}
   std::filesystem::path prompts; // ar / cross-model: .jsonl {"id", "prompt"}
@@ -39,7 +66,7 @@ struct CalibrationSettings {
   int window = 256;              // fixed: window length in tokens
   int maxNewTokens = 128;        // ar: tokens generated per prompt (at most)
   int batch = 8;                 // windows / prompts per forward or generation call
-  std::string capture = "reforward";  // ar: "exact" (observed during KV-cache decoding) | "reforward"
+  CaptureMode capture = CaptureMode::Reforward;  // ar: exact (observed during KV-cache decoding) | reforward
   bool includePrefill = false;   // ar ablation: the prompt positions count too
   // AR / cross-model decoding: the workbench's protocol (core/decoding.h) by
   // default; generation j uses seed + j.
@@ -47,9 +74,9 @@ struct CalibrationSettings {
   std::uint64_t seed = 0;        // window draws, and the sampling seed base
   std::string device = "cpu";
   std::string dtype = "float32";
-  std::string storage = "full";  // "full" (xtx) | "topk" (eigenpairs + diagonal)
+  StatsStorage storage = StatsStorage::Full;  // full (xtx) | topk (eigenpairs + diagonal)
   int topK = 64;
-  std::string chat = "auto";     // "auto" (the model's chat template when it has one) | "plain"
+  ChatMode chat = ChatMode::Auto;  // auto (the model's chat template when it has one) | plain
   double checkpointSeconds = 30; // statistics are written at least this often (0: after every batch)
   int checkpointEvery = 0;       // ... and after this many batches (0: by time only)
   // Also sum the statistics of two halves of the sequences apart (fixed text:
@@ -79,7 +106,8 @@ CalibrationEstimate estimateCalibration(const ModelConfig& config, const Calibra
 struct CalibrationResult {
   std::filesystem::path run;        // the file written (final name)
   bool complete = false;
-  std::string source, capture;
+  CalibrationSource source = CalibrationSource::Fixed;
+  std::string capture;              // as recorded: "teacher-forced" (fixed, cross-model), "exact", "reforward"
   std::int64_t tokenBudget = 0;
   std::int64_t tokensCollected = 0;  // positions counted
   std::int64_t promptsDone = 0;      // ar: generations accounted for

@@ -21,10 +21,10 @@ constexpr const char* kWin = "/calibration/windows";
 
 std::vector<ForwardRows> replaySequences(const runstore::RunFile& run, const CalibrationSettings& settings) {
   const std::string where = run.path().string();
-  const std::string source = run.readStringAttribute("/calibration", "source");
+  const CalibrationSource source = parseCalibrationSource(run.readStringAttribute("/calibration", "source"));
   const std::int64_t collected = run.readIntAttribute("/calibration", "tokens_collected");
   std::vector<ForwardRows> out;
-  if (source == "fixed") {
+  if (source == CalibrationSource::Fixed) {
     const auto docs = run.read<std::int32_t>(std::string(kWin) + "/document").data;
     const auto starts = run.read<std::int64_t>(std::string(kWin) + "/start").data;
     const auto counted = run.read<std::int32_t>(std::string(kWin) + "/counted").data;

@@ -251,7 +251,7 @@ ArBatchStats runArBatch(Model& model, Model& generator, std::vector<GenerationRe
                         const std::function<void(std::int64_t)>& onToken) {
   ArBatchStats out;
   if (batch.empty()) return out;
-  const bool exact = settings.capture == "exact";
+  const bool exact = settings.capture == CaptureMode::Exact;
   if (exact && &model != &generator) throw std::invalid_argument("exact capture needs the generating model itself");
   const auto B = batch.size();
   std::vector<std::vector<std::int32_t>> prompts;

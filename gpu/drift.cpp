@@ -1,11 +1,10 @@
 // Activation drift: dense vs pruned attention-input activations per decode
-// step and layer, in own- and shared-trajectory modes, and the drift run file.
+// step and layer, in own- and shared-trajectory modes (the run file:
+// gpu/drift_run.cpp).
 
 #include "gpu/drift.h"
-#include "core/paths.h"
 
 #include "core/chat_format.h"
-#include "core/runstore.h"
 #include "core/tokenizer.h"
 #include "gpu/calibration_sources.h"
 #include "gpu/device.h"
@@ -13,7 +12,6 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -23,8 +21,6 @@
 namespace sdw::gpu {
 
 namespace {
-
-namespace rs = sdw::runstore;
 
 constexpr std::size_t kBatch = 16;  // prompts per generateBatch call
 
@@ -193,74 +189,6 @@ DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progre
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
-}
-
-std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem::path& out, bool overwrite) {
-  const auto& s = r.settings;
-  nlohmann::json modes = nlohmann::json::array();
-  for (const auto m : s.modes) modes.push_back(driftModeName(m));
-  nlohmann::json pruned = nlohmann::json::array();
-  for (const auto& p : s.pruned) pruned.push_back(recordedPath(p));
-  const nlohmann::json settings = {{"dense", recordedPath(s.dense)}, {"pruned", pruned},       {"prompts", recordedPath(s.prompts)},
-                                   {"steps", s.steps},          {"modes", modes},         {"max_prompts", s.maxPrompts},
-                                   {"temperature", s.decoding.temperature}, {"top_k", s.decoding.topK},
-                                   {"top_p", s.decoding.topP},  {"seed", s.seed},
-                                   {"device", s.device},        {"dtype", s.dtype}};
-  Provenance prov = engineProvenance(recordedPath(s.dense), settings.dump(), s.device);
-  prov.addModelFiles(s.dense);
-
-  rs::RunWriter w = rs::RunWriter::create(out, prov, "drift", rs::CreateOptions{overwrite});
-  const std::string g = "/drift";
-  w.createGroup(g);
-  w.setStringAttribute(g, "dense_dir", recordedPath(s.dense));
-  w.setStringAttribute(g, "prompts_file", recordedPath(s.prompts));
-  w.setIntAttribute(g, "prompts", r.prompts);
-  w.setIntAttribute(g, "steps", s.steps);
-  w.setIntAttribute(g, "layers", r.layers);
-  w.setStringAttribute(g, "activation", "attention input of layer l: input RMSNorm of the residual stream entering "
-                                        "the layer (what q/k/v_proj read)");
-  w.setDoubleAttribute(g, "plateau_fraction", drift::kPlateauFraction);
-  w.setDoubleAttribute(g, "seconds", r.seconds);
-  w.setDoubleAttribute(g, "temperature", s.decoding.temperature);
-  w.setIntAttribute(g, "top_k", s.decoding.topK);
-  w.setDoubleAttribute(g, "top_p", s.decoding.topP);
-  w.setStringAttribute(g, "decoding", s.decoding.describe());
-  w.setIntAttribute(g, "seed", static_cast<std::int64_t>(s.seed));
-  w.writeStrings(g + "/warnings", r.warnings);
-  w.writeStrings(g + "/notes", r.notes);
-  std::vector<std::string> dirs, labels;
-  for (const auto& m : r.models) {
-    dirs.push_back(recordedPath(m.dir));
-    labels.push_back(m.label);
-  }
-  w.writeStrings(g + "/pruned_dirs", dirs);
-  w.writeStrings(g + "/pruned_labels", labels);
-  const auto K = static_cast<hsize_t>(r.models.size());
-  const auto T = static_cast<hsize_t>(s.steps);
-  const auto Lh = static_cast<hsize_t>(r.layers);
-  for (std::size_t mi = 0; mi < s.modes.size(); ++mi) {
-    std::vector<float> ratio, plateau, median, q1, q3;
-    std::vector<std::int32_t> step90, count;
-    for (const auto& m : r.models) {
-      const DriftCurves& c = m.curves[mi];
-      for (const double v : c.ratio) ratio.push_back(static_cast<float>(v));
-      for (const long long v : c.count) count.push_back(static_cast<std::int32_t>(v));
-      for (const double v : c.summary.plateau) plateau.push_back(static_cast<float>(v));
-      for (const int v : c.summary.step90) step90.push_back(v);
-      for (const double v : c.summary.median) median.push_back(static_cast<float>(v));
-      for (const double v : c.summary.q1) q1.push_back(static_cast<float>(v));
-      for (const double v : c.summary.q3) q3.push_back(static_cast<float>(v));
-    }
-    const std::string mg = g + "/" + driftModeName(s.modes[mi]);
-    w.writeDataset(mg + "/ratio", ratio, {K, T, Lh});
-    w.writeDataset(mg + "/count", count, {K, T, Lh});
-    w.writeDataset(mg + "/plateau", plateau, {K, Lh});
-    w.writeDataset(mg + "/step90", step90, {K, Lh});
-    w.writeDataset(mg + "/median", median, {K, T});
-    w.writeDataset(mg + "/q1", q1, {K, T});
-    w.writeDataset(mg + "/q3", q3, {K, T});
-  }
-  return w.commit(overwrite);
 }
 
 }  // namespace sdw::gpu

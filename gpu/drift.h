@@ -91,10 +91,16 @@ struct DriftModelResult {
   std::vector<DriftCurves> curves;  // in settings.modes order
 };
 
+// The activation compared, in words (stored with the run for readers without these docs).
+inline constexpr const char* kDriftActivation =
+    "attention input of layer l: input RMSNorm of the residual stream entering the layer (what q/k/v_proj read)";
+
 struct DriftResult {
   DriftSettings settings;
   int prompts = 0;
   int layers = 0;
+  std::string activation = kDriftActivation;
+  double plateauFraction = drift::kPlateauFraction;  // step90: first step reaching this share of the plateau
   std::vector<DriftModelResult> models;  // settings.pruned order
   // Per pruned model: the calibration it was pruned from (core/run_decoding.h),
   // and plain words when that calibration decoded otherwise than this
@@ -106,9 +112,5 @@ struct DriftResult {
 };
 
 DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progress = {});
-
-// A run of kind "drift" (docs/run-format.md, "Drift runs"). Returns the final path.
-std::filesystem::path writeDriftRun(const DriftResult& result, const std::filesystem::path& out,
-                                    bool overwrite = false);
 
 }  // namespace sdw::gpu

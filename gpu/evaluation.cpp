@@ -1,18 +1,14 @@
 // Quality evaluation: perplexities, on-policy agreement with the dense model
-// over seeds, side-by-side generations, and the evaluation run file. Built on
-// the public model API (teacher-forced logits, batched generation); the
+// over seeds, side-by-side generations (the run file: gpu/evaluation_run.cpp).
+// Built on the public model API (teacher-forced logits, batched generation); the
 // log-softmax math runs on the host in double.
 
 #include "gpu/evaluation.h"
-#include "core/paths.h"
 
 #include "core/chat_format.h"
-#include "core/runstore.h"
 #include "core/tokenizer.h"
 #include "gpu/calibration_sources.h"
 #include "gpu/device.h"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -23,8 +19,6 @@
 namespace sdw::gpu {
 
 namespace {
-
-namespace rs = sdw::runstore;
 
 constexpr std::size_t kBatch = 16;  // prompts per generateBatch call
 
@@ -293,124 +287,6 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
-}
-
-std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::filesystem::path& out,
-                                         bool overwrite) {
-  const auto& s = r.settings;
-  nlohmann::json settings = {{"dense", recordedPath(s.dense)},
-                             {"text", recordedPath(s.text)},
-                             {"prompts", recordedPath(s.prompts)},
-                             {"seeds", s.seeds},
-                             {"max_new_tokens", s.maxNewTokens},
-                             {"window", s.window},
-                             {"windows", s.windows},
-                             {"text_seed", s.textSeed},
-                             {"max_prompts", s.maxPrompts},
-                             {"temperature", s.temperature},
-                             {"top_k", s.topK},
-                             {"top_p", s.topP},
-                             {"stop_at_eos", s.stopAtEos},
-                             {"device", s.device},
-                             {"dtype", s.dtype}};
-  nlohmann::json models = nlohmann::json::array();
-  for (const auto& m : s.models) models.push_back(recordedPath(m));
-  settings["models"] = models;
-
-  Provenance prov = engineProvenance(recordedPath(s.dense), settings.dump(), s.device);
-  prov.addModelFiles(s.dense);
-
-  rs::RunWriter w = rs::RunWriter::create(out, prov, "evaluation", rs::CreateOptions{overwrite});
-  const std::string g = "/evaluation";
-  w.createGroup(g);
-  w.setStringAttribute(g, "dense_dir", recordedPath(s.dense));
-  w.setStringAttribute(g, "text_file", recordedPath(s.text));
-  w.setStringAttribute(g, "prompts_file", recordedPath(s.prompts));
-  w.setIntAttribute(g, "prompts", r.prompts);
-  w.setIntAttribute(g, "windows", r.windows);
-  w.setIntAttribute(g, "window", s.window);
-  w.setIntAttribute(g, "max_new_tokens", s.maxNewTokens);
-  w.setDoubleAttribute(g, "temperature", s.temperature);
-  w.setIntAttribute(g, "top_k", s.topK);
-  w.setDoubleAttribute(g, "top_p", s.topP);
-  w.setStringAttribute(g, "decoding", s.decoding().describe());
-  w.writeStrings(g + "/warnings", r.warnings);
-  w.writeStrings(g + "/notes", r.notes);
-  {
-    // Row m: the calibration of model m ("" for the dense row and where unknown).
-    std::vector<std::string> runs{""}, decodings{""};
-    for (std::size_t i = 1; i < r.models.size(); ++i) {
-      const PrunedCalibration c = i - 1 < r.calibrations.size() ? r.calibrations[i - 1] : PrunedCalibration{};
-      runs.push_back(c.found ? recordedPath(c.calibration.run) : std::string());
-      decodings.push_back(!c.found                ? std::string()
-                          : c.calibration.decodes ? c.calibration.decoding.describe()
-                                                  : std::string("none (") + c.calibration.source + ")");
-    }
-    w.writeStrings(g + "/calibration_runs", runs);
-    w.writeStrings(g + "/calibration_decodings", decodings);
-  }
-  w.setDoubleAttribute(g, "seconds", r.seconds);
-
-  const auto M = static_cast<hsize_t>(r.models.size());
-  const auto S = static_cast<hsize_t>(s.seeds.size());
-  const auto P = static_cast<hsize_t>(r.prompts);
-  std::vector<std::string> dirs, labels;
-  std::vector<double> pplT, nllT, pplG, nllG, kl, agree, div, summary;
-  std::vector<std::int64_t> tokT, tokG, steps, seeds;
-  std::vector<std::int32_t> noDiv, first, length;
-  for (const auto seed : s.seeds) seeds.push_back(static_cast<std::int64_t>(seed));
-  for (const auto& m : r.models) {
-    dirs.push_back(recordedPath(m.dir));
-    labels.push_back(m.label);
-    pplT.push_back(m.pplText);
-    nllT.push_back(m.nllText);
-    tokT.push_back(m.tokensText);
-    pplG.push_back(m.pplDenseGen);
-    nllG.push_back(m.nllDenseGen);
-    tokG.push_back(m.tokensDenseGen);
-    for (const auto& ps : m.seeds) {
-      kl.push_back(ps.klMean);
-      agree.push_back(ps.agreement);
-      div.push_back(ps.firstDivergenceMedian);
-      steps.push_back(ps.steps);
-      noDiv.push_back(ps.noDivergence);
-      first.insert(first.end(), ps.firstDivergence.begin(), ps.firstDivergence.end());
-      length.insert(length.end(), ps.trajectoryLength.begin(), ps.trajectoryLength.end());
-    }
-    for (const Spread* sp : {&m.kl, &m.agreement, &m.firstDivergence})
-      summary.insert(summary.end(), {sp->mean, sp->std, sp->min, sp->max});
-  }
-  w.writeStrings(g + "/model_dirs", dirs);
-  w.writeStrings(g + "/model_labels", labels);
-  w.writeDataset(g + "/ppl_text", pplT, {M});
-  w.writeDataset(g + "/nll_text", nllT, {M});
-  w.writeDataset(g + "/tokens_text", tokT, {M});
-  w.writeDataset(g + "/ppl_dense_gen", pplG, {M});
-  w.writeDataset(g + "/nll_dense_gen", nllG, {M});
-  w.writeDataset(g + "/tokens_dense_gen", tokG, {M});
-  w.writeDataset(g + "/onpolicy/seeds", seeds, {S});
-  w.writeDataset(g + "/onpolicy/kl_mean", kl, {M, S});
-  w.writeDataset(g + "/onpolicy/agreement", agree, {M, S});
-  w.writeDataset(g + "/onpolicy/first_divergence_median", div, {M, S});
-  w.writeDataset(g + "/onpolicy/steps", steps, {M, S});
-  w.writeDataset(g + "/onpolicy/no_divergence", noDiv, {M, S});
-  w.writeDataset(g + "/onpolicy/first_divergence", first, {M, S, P});
-  w.writeDataset(g + "/onpolicy/trajectory_length", length, {M, S, P});
-  w.writeDataset(g + "/summary", summary, {M, 3, 4});
-  w.writeStrings(g + "/dense_generations", r.denseGenerations);
-  if (!r.sideBySide.empty()) {
-    std::vector<std::string> ids, texts, promptTexts;
-    for (const auto& sb : r.sideBySide) {
-      ids.push_back(sb.promptId);
-      promptTexts.push_back(sb.prompt);
-      texts.insert(texts.end(), sb.texts.begin(), sb.texts.end());
-    }
-    w.writeStrings(g + "/side_by_side/prompt_ids", ids);
-    w.writeStrings(g + "/side_by_side/prompts", promptTexts);
-    w.writeStrings(g + "/side_by_side/texts", texts);  // [N * M], row-major [N, M]
-    w.setIntAttribute(g + "/side_by_side/texts", "models", static_cast<std::int64_t>(M));
-  }
-  return w.commit(overwrite);
 }
 
 }  // namespace sdw::gpu

@@ -21,7 +21,7 @@
 //   s.dense = "samples/model/brown-llama";
 //   s.models = {"pruned-fixed", "pruned-ar"};
 //   EvaluationResult r = evaluate(s);
-//   writeEvaluationRun(r, "workspace/eval.sdw.h5");
+//   writeEvaluationRun(r, "workspace/eval.sdw.h5");  // gpu/evaluation_run.h
 
 #include "core/decoding.h"
 #include "core/decoding_checks.h"
@@ -152,10 +152,5 @@ TrajectoryScore scoreTrajectory(Model& dense, Model& model, const std::vector<st
 
 // KL(p || q) of softmax(pLogits) and softmax(qLogits), in nats, in double.
 double klDivergence(std::span<const float> pLogits, std::span<const float> qLogits);
-
-// Writes a run of kind "evaluation" (layout in docs/run-format.md,
-// "Evaluation runs"). Returns the final path.
-std::filesystem::path writeEvaluationRun(const EvaluationResult& result, const std::filesystem::path& out,
-                                         bool overwrite = false);
 
 }  // namespace sdw::gpu

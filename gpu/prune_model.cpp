@@ -78,12 +78,14 @@ at::Tensor& layerTensor(LayerWeights& L, const std::string& kind) {
 
 }  // namespace
 
+std::string pruneMethodName(PruneMethod method) { return std::string(nameOf(kPruneMethodNames, method)); }
+PruneMethod parsePruneMethod(std::string_view name) { return parseName(kPruneMethodNames, "method", name); }
+std::string pruneOrderName(PruneOrder order) { return std::string(nameOf(kPruneOrderNames, order)); }
+PruneOrder parsePruneOrder(std::string_view name) { return parseName(kPruneOrderNames, "order", name); }
+
 void validatePruneSettings(const PruneSettings& s) {
   auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
-  if (s.method != "sparsegpt" && s.method != "wanda" && s.method != "magnitude")
-    bad("method must be sparsegpt, wanda or magnitude, got '" + s.method + "'");
   parsePruningPattern(s.pattern);
-  if (s.order != "parallel" && s.order != "sequential") bad("order must be parallel or sequential, got '" + s.order + "'");
   if (!(s.percdamp >= 0)) bad("percdamp must be >= 0");
   if (s.blocksize < 1) bad("blocksize must be >= 1");
   if (s.model.empty() || !fs::is_directory(s.model)) bad("model folder '" + s.model.string() + "' does not exist");
@@ -101,7 +103,7 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
   c10::NoGradGuard noGrad;
   const auto t0 = Clock::now();
   const PruningPattern pattern = parsePruningPattern(s.pattern);
-  const bool sparsegpt = s.method == "sparsegpt";
+  const bool sparsegpt = s.method == PruneMethod::SparseGpt;
   if (!s.overwrite && fs::exists(s.out / "model.safetensors"))
     throw std::runtime_error(s.out.string() + " already holds a model.safetensors (pass overwrite to replace it)");
 
@@ -141,7 +143,7 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
 
   std::map<std::string, PrunedTensor> pruned;
   std::map<std::string, std::vector<float>> prunedFloat;  // sequential: waiting to be swapped into the re-capture model
-  const bool sequential = s.order == "sequential";
+  const bool sequential = s.order == PruneOrder::Sequential;
   const int total = static_cast<int>(modules.size());
   int done = 0;
 
@@ -216,12 +218,17 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
       const std::vector<float> w = decodeToFloat(tv.dtype, tv.bytes.data(), tv.numel());
 
       SolveResult r;
-      if (s.method == "sparsegpt")
-        r = solveSparseGpt(w, mod.outFeatures, mod.inFeatures, in.xtx, in.tokens, pattern, gptOptions);
-      else if (s.method == "wanda")
-        r = solveWanda(w, mod.outFeatures, mod.inFeatures, in.sumSq, in.xtx, in.tokens, pattern, s.device);
-      else
-        r = solveMagnitude(w, mod.outFeatures, mod.inFeatures, in.xtx, in.tokens, pattern, s.device);
+      switch (s.method) {
+        case PruneMethod::SparseGpt:
+          r = solveSparseGpt(w, mod.outFeatures, mod.inFeatures, in.xtx, in.tokens, pattern, gptOptions);
+          break;
+        case PruneMethod::Wanda:
+          r = solveWanda(w, mod.outFeatures, mod.inFeatures, in.sumSq, in.xtx, in.tokens, pattern, s.device);
+          break;
+        case PruneMethod::Magnitude:
+          r = solveMagnitude(w, mod.outFeatures, mod.inFeatures, in.xtx, in.tokens, pattern, s.device);
+          break;
+      }
 
       ModulePruneRow row;
       row.name = mod.name;
@@ -251,7 +258,8 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
 
   writePrunedOutputs(s, pattern, pruned, info, result);
   result.seconds = since(t0);
-  writePruningRecord(s, pattern, info, result);
+  result.record = s.record.empty() ? s.out / "pruning.sdw.h5" : s.record;
+  writePruningRun({s, info, result}, result.record);
   return result;
 }
 

@@ -1,15 +1,9 @@
 // What pruneModel leaves behind: the dense-with-zeros Hugging Face checkpoint,
-// the packed bitmask file for the kernels and the run file of kind "pruning".
+// and the packed bitmask file for the kernels (the run record: gpu/pruning_run.cpp).
 
-#include "core/provenance.h"
-#include "core/paths.h"
-#include "core/runstore.h"
 #include "core/safetensors.h"
 #include "core/sparse_file.h"
-#include "gpu/device.h"
 #include "gpu/prune_internal.h"
-
-#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <filesystem>
@@ -92,7 +86,7 @@ void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
   const fs::path record = fs::absolute(s.record.empty() ? s.out / "pruning.sdw.h5" : s.record).lexically_normal();
   std::map<std::string, std::string> metadata = calibrationMetadata(info.calibration, record);
   metadata["format"] = "pt";
-  metadata["sdw_pruning"] = s.method + " " + pattern.name() + " " + s.order;
+  metadata["sdw_pruning"] = pruneMethodName(s.method) + " " + pattern.name() + " " + pruneOrderName(s.order);
   writeSafetensors(result.checkpoint, tensors, metadata);
 
   // The bitmask file: 50% N:M with M | 32, values in the model's 16-bit dtype
@@ -114,83 +108,6 @@ void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
       sparse::writeSparseFile(result.sparseFile, mods);
     }
   }
-}
-
-void writePruningRecord(const PruneSettings& s, const PruningPattern& pattern, const PruneRecordInfo& info,
-                        PruneResult& result) {
-  result.record = s.record.empty() ? s.out / "pruning.sdw.h5" : s.record;
-  nlohmann::json settings = {{"model", s.model.string()},         {"calibration", s.calibration.string()},
-                             {"method", s.method},                {"pattern", pattern.name()},
-                             {"order", s.order},                  {"percdamp", s.percdamp},
-                             {"blocksize", s.blocksize},          {"device", s.device},
-                             {"out", s.out.string()}};
-  Provenance prov = engineProvenance(s.model.string(), settings.dump(), s.device);
-  prov.addModelFiles(s.model);
-  auto w = runstore::RunWriter::create(result.record, prov, "pruning", {.overwrite = s.overwrite});
-  const std::string g = "/pruning";
-  w.createGroup(g);
-  w.setStringAttribute(g, "method", s.method);
-  w.setStringAttribute(g, "pattern", pattern.name());
-  w.setStringAttribute(g, "order", s.order);
-  w.setDoubleAttribute(g, "percdamp", s.percdamp);
-  w.setIntAttribute(g, "blocksize", s.blocksize);
-  w.setStringAttribute(g, "device", s.device);
-  w.setStringAttribute(g, "model_dir", recordedPath(s.model));
-  w.setStringAttribute(g, "calibration_run", recordedPath(s.calibration));
-  w.setStringAttribute(g, "calibration_run_id", info.calibrationRunId);
-  w.setStringAttribute(g, "calibration_source", info.calibrationSource);
-  w.setIntAttribute(g, "calibration_tokens", info.calibrationTokens);
-  w.setIntAttribute(g, "calibration_decodes", info.calibration.decodes ? 1 : 0);
-  w.setDoubleAttribute(g, "calibration_temperature", info.calibration.decoding.temperature);
-  w.setIntAttribute(g, "calibration_top_k", info.calibration.decoding.topK);
-  w.setDoubleAttribute(g, "calibration_top_p", info.calibration.decoding.topP);
-  w.setStringAttribute(g, "calibration_decoding",
-                       info.calibration.decodes ? info.calibration.decoding.describe() : std::string("none"));
-  w.setStringAttribute(g, "calibration_prompts", info.calibration.prompts.string());
-  w.setStringAttribute(g, "calibration_corpus", info.calibration.corpus.string());
-  w.setStringAttribute(g, "out_dir", recordedPath(s.out));
-  w.setStringAttribute(g, "checkpoint", recordedPath(result.checkpoint));
-  w.setStringAttribute(g, "sparse_file", recordedPath(result.sparseFile));
-  w.setDoubleAttribute(g, "total_seconds", result.seconds);
-  w.setDoubleAttribute(g, "recapture_seconds", result.recaptureSeconds);
-  w.setIntAttribute(g, "module_count", static_cast<std::int64_t>(result.modules.size()));
-
-  const auto n = static_cast<hsize_t>(result.modules.size());
-  std::vector<std::string> names;
-  std::vector<std::int32_t> layer, steps, dead;
-  std::vector<std::int64_t> rows, cols;
-  std::vector<double> loss, outLoss, rel, sparsity, damp, secs;
-  std::vector<std::uint8_t> packed;
-  for (const auto& r : result.modules) {
-    names.push_back(r.name);
-    layer.push_back(r.layer);
-    rows.push_back(r.rows);
-    cols.push_back(r.cols);
-    loss.push_back(r.loss);
-    outLoss.push_back(r.outputLoss);
-    rel.push_back(r.relOutputError);
-    sparsity.push_back(r.sparsity);
-    damp.push_back(r.percdampUsed);
-    steps.push_back(r.dampingSteps);
-    dead.push_back(r.deadInputs);
-    secs.push_back(r.seconds);
-    packed.push_back(r.packed ? 1 : 0);
-  }
-  const std::string m = g + "/modules";
-  w.writeStrings(m + "/name", names);
-  w.writeDataset(m + "/layer", layer, {n});
-  w.writeDataset(m + "/rows", rows, {n});
-  w.writeDataset(m + "/cols", cols, {n});
-  w.writeDataset(m + "/loss", loss, {n});
-  w.writeDataset(m + "/output_loss", outLoss, {n});
-  w.writeDataset(m + "/rel_output_error", rel, {n});
-  w.writeDataset(m + "/sparsity", sparsity, {n});
-  w.writeDataset(m + "/percdamp_used", damp, {n});
-  w.writeDataset(m + "/damping_steps", steps, {n});
-  w.writeDataset(m + "/dead_inputs", dead, {n});
-  w.writeDataset(m + "/seconds", secs, {n});
-  w.writeDataset(m + "/packed", packed, {n});
-  w.commit(s.overwrite);
 }
 
 }  // namespace sdw::gpu

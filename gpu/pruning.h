@@ -10,8 +10,9 @@
 // gpu/prune_*.cpp.
 //
 //   auto r = pruneModel({.model = "samples/model/brown-llama", .calibration = "run.sdw.h5",
-//                        .method = "sparsegpt", .pattern = "2:4", .out = "pruned"});
+//                        .method = PruneMethod::SparseGpt, .pattern = "2:4", .out = "pruned"});
 
+#include "core/name_table.h"
 #include "core/progress.h"
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sdw::gpu {
@@ -71,12 +73,29 @@ SolveResult solveMagnitude(std::span<const float> w, std::int64_t rows, std::int
                            std::span<const float> xtx, std::int64_t tokens, const PruningPattern& pattern,
                            const std::string& device = "cpu");
 
+// The settings' choices. The names are what the CLI, the GUI forms, the
+// settings JSON and the run files carry: never rename them.
+enum class PruneMethod { SparseGpt, Wanda, Magnitude };
+inline constexpr NameEntry<PruneMethod> kPruneMethodNames[] = {
+    {PruneMethod::SparseGpt, "sparsegpt"}, {PruneMethod::Wanda, "wanda"}, {PruneMethod::Magnitude, "magnitude"}};
+// Parallel: every layer from the dense calibration statistics; sequential:
+// layer i from statistics re-captured through the already pruned layers < i.
+enum class PruneOrder { Parallel, Sequential };
+inline constexpr NameEntry<PruneOrder> kPruneOrderNames[] = {{PruneOrder::Parallel, "parallel"},
+                                                             {PruneOrder::Sequential, "sequential"}};
+
+// parseXxx throws std::invalid_argument naming the accepted values.
+std::string pruneMethodName(PruneMethod method);
+PruneMethod parsePruneMethod(std::string_view name);
+std::string pruneOrderName(PruneOrder order);
+PruneOrder parsePruneOrder(std::string_view name);
+
 struct PruneSettings {
   std::filesystem::path model;        // Hugging Face checkpoint folder
   std::filesystem::path calibration;  // run of kind "calibration"
-  std::string method = "sparsegpt";   // "sparsegpt" | "wanda" | "magnitude"
+  PruneMethod method = PruneMethod::SparseGpt;
   std::string pattern = "2:4";
-  std::string order = "parallel";     // "parallel" | "sequential"
+  PruneOrder order = PruneOrder::Parallel;
   double percdamp = 0.01;
   int blocksize = 128;
   std::string device = "cpu";

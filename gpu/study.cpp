@@ -1,4 +1,5 @@
 #include "gpu/study.h"
+#include "core/json_limits.h"
 
 #include "core/epsilon.h"
 #include "core/runstore.h"
@@ -6,6 +7,7 @@
 #include "gpu/epsilon_analysis.h"
 #include "gpu/evaluation.h"
 #include "gpu/pruning.h"
+#include "gpu/pruning_run.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,18 +29,18 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-bool isFixed(const std::string& source) { return source == "fixed"; }
+bool isFixed(CalibrationSource source) { return source == CalibrationSource::Fixed; }
 
 // Intermediate names: fixed-text runs do not depend on the decoding.
-std::string calibName(const std::string& source, const std::string& decoding, std::uint64_t seed) {
-  return "calib-" + source + (isFixed(source) ? "" : "-" + decoding) + "-s" + std::to_string(seed);
+std::string calibName(CalibrationSource source, const std::string& decoding, std::uint64_t seed) {
+  return "calib-" + calibrationSourceName(source) + (isFixed(source) ? "" : "-" + decoding) + "-s" + std::to_string(seed);
 }
-std::string prunedName(const std::string& source, const std::string& decoding, const std::string& solver,
+std::string prunedName(CalibrationSource source, const std::string& decoding, PruneMethod solver,
                        const std::string& pattern, std::uint64_t seed) {
   std::string p = pattern;
   for (char& c : p)
     if (c == ':') c = '-';
-  return calibName(source, decoding, seed) + "-" + solver + "-" + p;
+  return calibName(source, decoding, seed) + "-" + pruneMethodName(solver) + "-" + p;
 }
 
 bool completeRun(const fs::path& p) {
@@ -59,7 +61,7 @@ class DoneLog {
     std::ifstream in(path_);
     for (std::string line; std::getline(in, line);) {
       try {
-        json j = json::parse(line);
+        json j = parseJsonBounded(line, path_.string());
         done_[j.at("key").get<std::string>()] = j;
       } catch (const std::exception&) {
       }
@@ -93,11 +95,9 @@ void validate(const StudySettings& s) {
   need(s.heldoutPrompts, "the held-out prompts (--heldout-prompts)");
   need(s.heldoutText, "the held-out text (--heldout-text)");
   bool fixed = false;
-  for (const auto& src : s.sources) {
-    if (src == "fixed") fixed = true;
-    else if (src == "cross-model") need(s.crossModel, "the second model (--cross-model)");
-    else if (src != "ar")
-      throw std::invalid_argument("study: unknown source '" + src + "' (use fixed, ar, cross-model)");
+  for (const CalibrationSource src : s.sources) {
+    if (src == CalibrationSource::Fixed) fixed = true;
+    else if (src == CalibrationSource::CrossModel) need(s.crossModel, "the second model (--cross-model)");
   }
   if (!fixed) throw std::invalid_argument("study: the sources must include fixed (every comparison is against it)");
   need(s.corpus, "the fixed-text corpus (--corpus)");
@@ -105,9 +105,6 @@ void validate(const StudySettings& s) {
   if (s.decodings.empty() || s.solvers.empty() || s.patterns.empty() || s.seeds.empty())
     throw std::invalid_argument("study: every axis of the grid needs at least one value");
   for (const auto& p : s.patterns) parsePruningPattern(p);  // throws with the reason
-  for (const auto& m : s.solvers)
-    if (m != "sparsegpt" && m != "wanda" && m != "magnitude")
-      throw std::invalid_argument("study: unknown solver '" + m + "' (use sparsegpt, wanda, magnitude)");
   if (s.tokens < 1 || s.referenceTokens < 1) throw std::invalid_argument("study: token budgets must be >= 1");
 }
 
@@ -159,7 +156,7 @@ struct Runner {
     return c;
   }
 
-  fs::path calibration(const std::string& source, const StudyDecoding& dec, std::uint64_t seed) {
+  fs::path calibration(CalibrationSource source, const StudyDecoding& dec, std::uint64_t seed) {
     CalibrationSettings c = base(dec, seed);
     c.source = source;
     c.corpus = s.corpus;
@@ -173,7 +170,7 @@ struct Runner {
 
   fs::path reference(const StudyDecoding& dec, std::uint64_t seed) {
     CalibrationSettings c = base(dec, seed + 1000);  // a reference never shares its draws with a calibration run
-    c.source = "ar";
+    c.source = CalibrationSource::Ar;
     c.prompts = s.heldoutPrompts;
     c.tokenBudget = s.referenceTokens;
     const std::string name = "reference-" + dec.name + "-s" + std::to_string(seed);
@@ -181,7 +178,7 @@ struct Runner {
   }
 
   void epsilon(const StudyDecoding& dec, std::uint64_t seed, const fs::path& ref,
-               const std::map<std::string, fs::path>& calib) {
+               const std::map<CalibrationSource, fs::path>& calib) {
     const std::string key = "eps|" + dec.name + "|" + std::to_string(seed);
     if (const json* j = log.find(key)) {
       for (const auto& row : j->at("rows")) {
@@ -205,8 +202,8 @@ struct Runner {
     es.reference = ref;
     es.k = s.epsilonK;
     es.device = s.device;
-    std::vector<std::string> order;
-    for (const auto& src : s.sources) {
+    std::vector<CalibrationSource> order;
+    for (const CalibrationSource src : s.sources) {
       es.runs.push_back(calib.at(src));
       order.push_back(src);
     }
@@ -216,7 +213,7 @@ struct Runner {
     for (std::size_t i = 0; i < order.size(); ++i) {
       if (i == fixedIdx) continue;
       StudyEpsilonRow e;
-      e.source = order[i];
+      e.source = calibrationSourceName(order[i]);
       e.decoding = dec.name;
       e.seed = seed;
       std::vector<double> ratios, eps, epsFixed;
@@ -247,7 +244,7 @@ struct Runner {
   }
 
   // The pruned checkpoint and its mean relative output error.
-  std::pair<fs::path, double> prune(const std::string& source, const StudyDecoding& dec, const std::string& solver,
+  std::pair<fs::path, double> prune(CalibrationSource source, const StudyDecoding& dec, PruneMethod solver,
                                     const std::string& pattern, std::uint64_t seed, const fs::path& calib) {
     const fs::path dir = work / "pruned" / prunedName(source, dec.name, solver, pattern, seed);
     // A fixed-text model serves every decoding: one step, counted once.
@@ -269,16 +266,17 @@ struct Runner {
     } else {
       reused();
     }
-    const auto rel = runstore::RunReader::open(record).readFloat64("/pruning/modules/rel_output_error").data;
+    const auto rows = readPruningRun(record).result.modules;
     double sum = 0;
-    for (double v : rel) sum += v;
-    const double mean = rel.empty() ? kNaN : sum / static_cast<double>(rel.size());
+    for (const ModulePruneRow& row : rows) sum += row.relOutputError;
+    const double mean = rows.empty() ? kNaN : sum / static_cast<double>(rows.size());
     pruned[dir] = mean;
     return {dir, mean};
   }
 
-  void evaluateCell(const StudyDecoding& dec, const std::string& solver, const std::string& pattern,
-                    std::uint64_t seed, const std::vector<std::pair<std::string, std::pair<fs::path, double>>>& pruned) {
+  void evaluateCell(const StudyDecoding& dec, PruneMethod solverId, const std::string& pattern, std::uint64_t seed,
+                    const std::vector<std::pair<CalibrationSource, std::pair<fs::path, double>>>& pruned) {
+    const std::string solver = pruneMethodName(solverId);
     const std::string key = "eval|" + dec.name + "|" + solver + "|" + pattern + "|" + std::to_string(seed);
     const json* done = log.find(key);
     json rows = json::array();
@@ -305,7 +303,7 @@ struct Runner {
       const EvaluationResult er = evaluate(es);
       for (std::size_t i = 0; i < pruned.size(); ++i) {
         const ModelEvaluation& m = er.models.at(i + 1);  // [0] is the dense model
-        rows.push_back({{"source", pruned[i].first},
+        rows.push_back({{"source", calibrationSourceName(pruned[i].first)},
                         {"kl", m.kl.mean},
                         {"agreement", m.agreement.mean},
                         {"first_divergence", m.firstDivergence.mean},
@@ -365,7 +363,7 @@ int studySteps(const StudySettings& s) {
 StudyResult runStudy(const StudySettings& settingsIn, const fs::path& out, const ProgressFn& progress) {
   StudySettings s = settingsIn;
   // "fixed" first: every comparison is against it.
-  std::stable_partition(s.sources.begin(), s.sources.end(), [](const std::string& x) { return isFixed(x); });
+  std::stable_partition(s.sources.begin(), s.sources.end(), isFixed);
   validate(s);
   const auto t0 = std::chrono::steady_clock::now();
   StudyResult r;
@@ -375,17 +373,17 @@ StudyResult runStudy(const StudySettings& settingsIn, const fs::path& out, const
   Runner run{s, r.workDir, progress, r, DoneLog(r.workDir / "done.jsonl"), 0, studySteps(s), {}};
 
   for (std::uint64_t seed : s.seeds) {
-    const fs::path fixedRun = run.calibration("fixed", s.decodings.front(), seed);
+    const fs::path fixedRun = run.calibration(CalibrationSource::Fixed, s.decodings.front(), seed);
     for (const StudyDecoding& dec : s.decodings) {
-      std::map<std::string, fs::path> calib{{"fixed", fixedRun}};
-      for (const auto& src : s.sources)
+      std::map<CalibrationSource, fs::path> calib{{CalibrationSource::Fixed, fixedRun}};
+      for (const CalibrationSource src : s.sources)
         if (!isFixed(src)) calib[src] = run.calibration(src, dec, seed);
       const fs::path ref = run.reference(dec, seed);
       run.epsilon(dec, seed, ref, calib);
-      for (const auto& solver : s.solvers)
+      for (const PruneMethod solver : s.solvers)
         for (const auto& pattern : s.patterns) {
-          std::vector<std::pair<std::string, std::pair<fs::path, double>>> pruned;
-          for (const auto& src : s.sources)
+          std::vector<std::pair<CalibrationSource, std::pair<fs::path, double>>> pruned;
+          for (const CalibrationSource src : s.sources)
             pruned.emplace_back(src, run.prune(src, dec, solver, pattern, seed, calib.at(src)));
           run.evaluateCell(dec, solver, pattern, seed, pruned);
         }

@@ -10,6 +10,8 @@
 
 #include "core/progress.h"
 #include "core/stats.h"
+#include "gpu/calibration.h"
+#include "gpu/pruning.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -32,9 +34,9 @@ struct StudySettings {
   std::filesystem::path prompts;      // calibration prompts (AR, cross-model)
   std::filesystem::path heldoutPrompts;  // the reference's and the evaluation's prompts
   std::filesystem::path heldoutText;  // evaluation perplexity text
-  std::vector<std::string> sources = {"fixed", "ar"};   // + "cross-model"
+  std::vector<CalibrationSource> sources = {CalibrationSource::Fixed, CalibrationSource::Ar};  // + CrossModel
   std::vector<StudyDecoding> decodings = {{"greedy", 0, 0, 1.0}, {"sampled", 1.0, 0, 1.0}};
-  std::vector<std::string> solvers = {"sparsegpt", "wanda"};
+  std::vector<PruneMethod> solvers = {PruneMethod::SparseGpt, PruneMethod::Wanda};
   std::vector<std::string> patterns = {"2:4", "4:8", "unstructured50"};
   std::vector<std::uint64_t> seeds = {0, 1, 2};
   std::int64_t tokens = 20000;          // calibration budget of every source (decode tokens for AR)

@@ -5,6 +5,7 @@
 // array). Layout: docs/run-format.md.
 
 #include "gpu/study.h"
+#include "core/json_limits.h"
 #include "core/paths.h"
 
 #include "core/runstore.h"
@@ -49,6 +50,20 @@ void writeCi(RunWriter& w, const std::string& g, const std::string& name, const 
   w.writeDataset(g + "/" + name + "_n", doubles(cells, [&](const Cell& c) { return double((c.*field).n); }), {n});
 }
 
+// Settings lists of choices travel as their names.
+template <class E, class F>
+std::vector<std::string> names(const std::vector<E>& values, F name) {
+  std::vector<std::string> out;
+  for (const E v : values) out.push_back(name(v));
+  return out;
+}
+template <class F>
+auto parsed(const nlohmann::json& list, F parse) {
+  std::vector<decltype(parse(std::string()))> out;
+  for (const auto& n : list) out.push_back(parse(n.get<std::string>()));
+  return out;
+}
+
 nlohmann::json settingsJson(const StudySettings& s) {
   nlohmann::json decodings = nlohmann::json::array();
   for (const auto& d : s.decodings)
@@ -59,9 +74,9 @@ nlohmann::json settingsJson(const StudySettings& s) {
           {"prompts", recordedPath(s.prompts)},
           {"heldout_prompts", recordedPath(s.heldoutPrompts)},
           {"heldout_text", recordedPath(s.heldoutText)},
-          {"sources", s.sources},
+          {"sources", names(s.sources, calibrationSourceName)},
           {"decodings", decodings},
-          {"solvers", s.solvers},
+          {"solvers", names(s.solvers, pruneMethodName)},
           {"patterns", s.patterns},
           {"seeds", s.seeds},
           {"tokens", s.tokens},
@@ -84,11 +99,11 @@ StudySettings settingsFromJson(const nlohmann::json& j) {
   s.prompts = j.value("prompts", "");
   s.heldoutPrompts = j.value("heldout_prompts", "");
   s.heldoutText = j.value("heldout_text", "");
-  s.sources = j.value("sources", s.sources);
+  if (j.contains("sources")) s.sources = parsed(j.at("sources"), parseCalibrationSource);
   s.decodings.clear();
   for (const auto& d : j.value("decodings", nlohmann::json::array()))
     s.decodings.push_back({d.value("name", ""), d.value("temperature", 0.0), d.value("top_k", 0), d.value("top_p", 1.0)});
-  s.solvers = j.value("solvers", s.solvers);
+  if (j.contains("solvers")) s.solvers = parsed(j.at("solvers"), parsePruneMethod);
   s.patterns = j.value("patterns", s.patterns);
   s.seeds = j.value("seeds", s.seeds);
   s.tokens = j.value("tokens", s.tokens);
@@ -182,7 +197,7 @@ StudyResult readStudy(const fs::path& path) {
                              "'); make one with sdw-cli study");
   StudyResult r;
   const std::string g = kGroup;
-  r.settings = settingsFromJson(nlohmann::json::parse(rd.readStringAttribute(g, "settings")));
+  r.settings = settingsFromJson(parseJsonBounded(rd.readStringAttribute(g, "settings"), path.string() + ": " + g + "@settings"));
   r.workDir = rd.readStringAttribute(g, "work_dir");
   r.seconds = rd.readDoubleAttribute(g, "seconds");
   const std::string sg = g + "/seeds";

@@ -19,7 +19,7 @@ int BenchResultsModel::rowCount(const QModelIndex& parent) const {
 int BenchResultsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QString BenchResultsModel::shapeLabel(const gpu::BenchRow& r) {
-  if (r.module == "layer") return QStringLiteral("layer (%1)").arg(qs(r.model));
+  if (gpu::isLayerSequence(r)) return QStringLiteral("layer (%1)").arg(qs(r.model));
   if (r.model == "custom" || r.model.empty()) return QStringLiteral("%1x%2").arg(r.rows).arg(r.cols);
   return QStringLiteral("%1 %2").arg(qs(r.model), qs(r.module));
 }

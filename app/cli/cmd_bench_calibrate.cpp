@@ -53,7 +53,7 @@ int runBenchCalibrate(const Args& a) {
 
   nlohmann::json caps = nlohmann::json::array();
   for (const auto& c : r.captures)
-    caps.push_back({{"capture", c.capture},
+    caps.push_back({{"capture", gpu::captureModeName(c.capture)},
                     {"batch", c.batch},
                     {"decode_tokens", c.tokens},
                     {"generations", c.generations},
@@ -84,7 +84,7 @@ int runBenchCalibrate(const Args& a) {
   for (const auto& c : r.captures)
     std::printf("%-10s batch %-3d %7lld decode tokens in %8.2f s: %9.1f tokens/s (generation %.2f s, re-forward %.2f s); "
                 "%lld tokens: %s\n",
-                c.capture.c_str(), c.batch, static_cast<long long>(c.tokens), c.seconds, c.tokensPerSecond,
+                gpu::captureModeName(c.capture).c_str(), c.batch, static_cast<long long>(c.tokens), c.seconds, c.tokensPerSecond,
                 c.generateSeconds, c.forwardSeconds, static_cast<long long>(r.extrapolateTokens),
                 humanDuration(c.extrapolatedSeconds).c_str());
   if (r.speedup > 0) std::printf("re-forward over exact: %.1fx\n", r.speedup);

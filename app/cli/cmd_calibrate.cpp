@@ -33,8 +33,9 @@ extern "C" void onInterrupt(int) { gInterrupted.store(true); }
 
 gpu::CalibrationSettings settingsFrom(const Args& a) {
   gpu::CalibrationSettings s;
-  s.source = a.get("source");
-  if (s.source.empty()) throw UsageError("--source fixed|ar|cross-model is required");
+  const std::string source = a.get("source");
+  if (source.empty()) throw UsageError("--source fixed|ar|cross-model is required");
+  s.source = gpu::parseCalibrationSource(source);
   s.model = a.get("model");
   if (s.model.empty()) throw UsageError("--model DIR is required");
   if (!a.has("tokens")) throw UsageError("--tokens N is required");
@@ -43,21 +44,23 @@ gpu::CalibrationSettings settingsFrom(const Args& a) {
   s.corpus = a.get("corpus");
   s.prompts = a.get("prompts");
   s.crossModel = a.get("cross-model");
-  if (s.source == "fixed" && s.corpus.empty()) throw UsageError("--source fixed needs --corpus FILE");
-  if (s.source != "fixed" && s.prompts.empty()) throw UsageError("--source " + s.source + " needs --prompts FILE");
-  if (s.source == "cross-model" && s.crossModel.empty()) throw UsageError("--source cross-model needs --cross-model DIR");
+  if (s.source == gpu::CalibrationSource::Fixed && s.corpus.empty()) throw UsageError("--source fixed needs --corpus FILE");
+  if (s.source != gpu::CalibrationSource::Fixed && s.prompts.empty())
+    throw UsageError("--source " + source + " needs --prompts FILE");
+  if (s.source == gpu::CalibrationSource::CrossModel && s.crossModel.empty())
+    throw UsageError("--source cross-model needs --cross-model DIR");
   s.window = static_cast<int>(a.getInt("window", 256));
   s.maxNewTokens = static_cast<int>(a.getInt("max-new-tokens", 128));
   s.batch = static_cast<int>(a.getInt("batch", 8));
-  s.capture = a.get("capture", "reforward");
+  if (a.has("capture")) s.capture = gpu::parseCaptureMode(a.get("capture"));
   s.includePrefill = a.has("include-prefill");
   s.sampling = gpu::samplingOptions(decodingFrom(a));
   s.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
-  s.storage = a.get("store", "full");
+  if (a.has("store")) s.storage = gpu::parseStatsStorage(a.get("store"));
   s.topK = static_cast<int>(a.getInt("topk", 64));
-  s.chat = a.get("chat", "auto");
+  if (a.has("chat")) s.chat = gpu::parseChatMode(a.get("chat"));
   s.checkpointSeconds = a.getDouble("checkpoint-seconds", 30.0);
   s.halves = !a.has("no-halves");
   return s;
@@ -71,9 +74,9 @@ void printEstimate(std::FILE* f, const gpu::CalibrationEstimate& e, const gpu::C
                humanBytes(e.deviceBytes).c_str());
   std::fprintf(f, "  run file: %s with --store full, %s with --store topk (k = %d); this run: %s\n",
                humanBytes(e.fileBytesFull).c_str(), humanBytes(e.fileBytesTopk).c_str(), s.topK, humanBytes(e.fileBytes).c_str());
-  if (s.source != "fixed") {
+  if (s.source != gpu::CalibrationSource::Fixed) {
     std::ostringstream lines;
-    printDecoding(lines, gpu::decodingOf(s.sampling), s.source == "cross-model" ? s.crossModel : s.model);
+    printDecoding(lines, gpu::decodingOf(s.sampling), s.source == gpu::CalibrationSource::CrossModel ? s.crossModel : s.model);
     std::fputs(lines.str().c_str(), f);
   }
 }
@@ -162,13 +165,13 @@ int runCalibrate(const Args& a) {
   const RunDecoding decoding = calibrationRunDecoding(r.run);
   std::string configNote;
   if (decoding.decodes && !resume)
-    configNote = generationConfigNote(s.source == "cross-model" ? s.crossModel : s.model, decoding.decoding);
+    configNote = generationConfigNote(s.source == gpu::CalibrationSource::CrossModel ? s.crossModel : s.model, decoding.decoding);
 
   if (json) {
     const nlohmann::json j = {{"run", r.run.string()},
                               {"decoding", decodingJson(decoding, configNote)},
                               {"complete", r.complete},
-                              {"source", r.source},
+                              {"source", gpu::calibrationSourceName(r.source)},
                               {"capture", r.capture},
                               {"token_budget", r.tokenBudget},
                               {"tokens_collected", r.tokensCollected},
@@ -186,7 +189,7 @@ int runCalibrate(const Args& a) {
     return 0;
   }
   std::printf("calibration run: %s\n", r.run.string().c_str());
-  std::printf("source:          %s (%s)\n", r.source.c_str(), r.capture.c_str());
+  std::printf("source:          %s (%s)\n", gpu::calibrationSourceName(r.source).c_str(), r.capture.c_str());
   if (decoding.decodes) {
     std::printf("decoding:        %s%s\n", decoding.decoding.describe().c_str(),
                 sameDecoding(decoding.decoding, kDefaultDecoding) ? " (the default protocol)" : "");
@@ -194,7 +197,7 @@ int runCalibrate(const Args& a) {
   }
   std::printf("tokens:          %lld of %lld counted", static_cast<long long>(r.tokensCollected),
               static_cast<long long>(r.tokenBudget));
-  if (r.source == "fixed") std::printf(" from %lld windows\n", static_cast<long long>(r.windowsDone));
+  if (r.source == gpu::CalibrationSource::Fixed) std::printf(" from %lld windows\n", static_cast<long long>(r.windowsDone));
   else std::printf(" from %lld generations (%lld tokens generated)\n", static_cast<long long>(r.promptsDone),
                    static_cast<long long>(r.generatedTokens));
   std::printf("inputs:          %d\n", r.inputs);

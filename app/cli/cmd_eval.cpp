@@ -5,8 +5,8 @@
 #include "app/cli/cli_decoding.h"
 #include "app/cli/cli_util.h"
 #include "app/cli/command.h"
-#include "gpu/drift.h"
-#include "gpu/evaluation.h"
+#include "gpu/drift_run.h"
+#include "gpu/evaluation_run.h"
 
 #include <nlohmann/json.hpp>
 

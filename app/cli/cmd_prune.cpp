@@ -21,9 +21,7 @@ int runPrune(const Args& a) {
   gpu::PruneSettings s;
   s.model = a.get("model");
   s.calibration = a.get("calibration");
-  s.method = a.get("method");
   s.pattern = a.get("pattern");
-  s.order = a.get("order", "parallel");
   s.percdamp = a.getDouble("percdamp", 0.01);
   s.blocksize = static_cast<int>(a.getInt("blocksize", 128));
   s.device = a.get("device", "cpu");
@@ -33,6 +31,8 @@ int runPrune(const Args& a) {
   for (const char* req : {"model", "calibration", "method", "pattern", "out"})
     if (!a.has(req)) throw UsageError(std::string("--") + req + " is required");
   try {
+    s.method = gpu::parsePruneMethod(a.get("method"));
+    if (a.has("order")) s.order = gpu::parsePruneOrder(a.get("order"));
     gpu::validatePruneSettings(s);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
@@ -73,9 +73,9 @@ int runPrune(const Args& a) {
     for (const auto& [l, v] : perLayer)
       layers.push_back({{"layer", l}, {"output_loss", v.first},
                         {"mean_rel_output_error", v.second / perLayerCount[l]}});
-    const nlohmann::json j = {{"method", s.method},
+    const nlohmann::json j = {{"method", gpu::pruneMethodName(s.method)},
                               {"pattern", gpu::parsePruningPattern(s.pattern).name()},
-                              {"order", s.order},
+                              {"order", gpu::pruneOrderName(s.order)},
                               {"percdamp", s.percdamp},
                               {"blocksize", s.blocksize},
                               {"device", s.device},
@@ -101,7 +101,7 @@ int runPrune(const Args& a) {
   std::printf("\ncheckpoint:  %s\n", r.checkpoint.string().c_str());
   if (!r.sparseFile.empty()) std::printf("bitmask:     %s\n", r.sparseFile.string().c_str());
   std::printf("record:      %s\n", r.record.string().c_str());
-  std::printf("total:       %.2f s%s\n", r.seconds, s.order == "sequential" ? " (incl. re-capture)" : "");
+  std::printf("total:       %.2f s%s\n", r.seconds, s.order == gpu::PruneOrder::Sequential ? " (incl. re-capture)" : "");
   return 0;
 }
 

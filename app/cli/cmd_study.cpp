@@ -92,16 +92,19 @@ int runStudyCommand(const Args& a) {
   s.prompts = a.get("prompts");
   s.heldoutPrompts = a.get("heldout-prompts");
   s.heldoutText = a.get("heldout-text");
-  s.sources = splitComma(a.get("sources"));
-  if (!s.crossModel.empty() && std::find(s.sources.begin(), s.sources.end(), "cross-model") == s.sources.end())
-    s.sources.push_back("cross-model");
+  s.sources.clear();
+  for (const auto& src : splitComma(a.get("sources"))) s.sources.push_back(gpu::parseCalibrationSource(src));
+  if (!s.crossModel.empty() &&
+      std::find(s.sources.begin(), s.sources.end(), gpu::CalibrationSource::CrossModel) == s.sources.end())
+    s.sources.push_back(gpu::CalibrationSource::CrossModel);
   s.decodings.clear();
   try {
     for (const auto& d : splitComma(a.get("decodings"))) s.decodings.push_back(gpu::parseStudyDecoding(d));
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--decodings: ") + e.what());
   }
-  s.solvers = splitComma(a.get("solvers"));
+  s.solvers.clear();
+  for (const auto& m : splitComma(a.get("solvers"))) s.solvers.push_back(gpu::parsePruneMethod(m));
   s.patterns = splitComma(a.get("patterns"));
   s.seeds = parseSeeds(a.get("seeds"));
   s.tokens = a.getInt("tokens", 20000);

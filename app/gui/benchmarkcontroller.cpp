@@ -116,7 +116,7 @@ widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows) {
     const auto& r = rows[i];
     if (r.batch != bars.batch) continue;
     const QString shape = widgets::BenchResultsModel::shapeLabel(r);
-    QStringList& list = r.module == "layer" ? layers : projections;
+    QStringList& list = gpu::isLayerSequence(r) ? layers : projections;
     if (!list.contains(shape)) list << shape;
     int rank = -1;
     if (isSparse(r)) rank = patternRank(r.pattern);
@@ -157,7 +157,7 @@ QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& 
     if (x > 0) v.push_back(x);
   };
   for (const auto& r : rows) {
-    if (r.batch != batch || r.module == "layer" || !isSparse(r)) continue;
+    if (r.batch != batch || gpu::isLayerSequence(r) || !isSparse(r)) continue;
     auto& [name, acc] = byPattern[patternRank(r.pattern)];
     name = r.pattern;
     const double overMain = base.speedup(r, main);

@@ -46,9 +46,11 @@ QString samplesFile(const QString& rel) {
   return QDir::cleanPath(QDir(sampleModelDir()).filePath(QStringLiteral("../../") + rel));
 }
 
+// The form's choices are names (gpu/calibration.h); std::invalid_argument for one
+// that is not.
 gpu::CalibrationSettings toSettings(const widgets::CalibrationForm& f) {
   gpu::CalibrationSettings s;
-  s.source = f.source.toStdString();
+  s.source = gpu::parseCalibrationSource(f.source.toStdString());
   s.model = toPath(f.model);
   s.corpus = toPath(f.corpus);
   s.prompts = toPath(f.prompts);
@@ -57,7 +59,7 @@ gpu::CalibrationSettings toSettings(const widgets::CalibrationForm& f) {
   s.window = f.window;
   s.maxNewTokens = f.maxNewTokens;
   s.batch = f.batch;
-  s.capture = f.capture.toStdString();
+  s.capture = gpu::parseCaptureMode(f.capture.toStdString());
   s.includePrefill = f.includePrefill;
   s.sampling.temperature = f.temperature;
   s.sampling.topK = f.topK;
@@ -66,7 +68,7 @@ gpu::CalibrationSettings toSettings(const widgets::CalibrationForm& f) {
   s.sampling.seed = f.seed;
   s.device = f.device.toStdString();
   s.dtype = f.dtype.toStdString();
-  s.storage = f.storage.toStdString();
+  s.storage = gpu::parseStatsStorage(f.storage.toStdString());
   s.topK = f.storageK;
   return s;
 }
@@ -120,13 +122,20 @@ void CalibrationController::setWorkspace(const QString& dir) { workspace_ = dir;
 
 widgets::CalibrationEstimateView CalibrationController::estimate(const widgets::CalibrationForm& form) const {
   widgets::CalibrationEstimateView v;
-  if (form.source != QLatin1String("fixed")) {
+  gpu::CalibrationSettings s;
+  try {
+    s = toSettings(form);
+  } catch (const std::exception& ex) {
+    v.error = QString::fromUtf8(ex.what());
+    return v;
+  }
+  if (s.source != gpu::CalibrationSource::Fixed) {
     const Decoding d{form.temperature, form.topK, form.topP};
     v.decoding = QString::fromStdString(d.describe()) +
                  (sameDecoding(d, kDefaultDecoding) ? tr(" (the default protocol)")
                                                     : tr(" (the default is %1)").arg(QString::fromStdString(
                                                           kDefaultDecoding.describe())));
-    const QString generator = form.source == QLatin1String("cross-model") ? form.crossModel : form.model;
+    const QString generator = s.source == gpu::CalibrationSource::CrossModel ? form.crossModel : form.model;
     if (!generator.isEmpty()) v.decodingNote = QString::fromStdString(generationConfigNote(toPath(generator), d));
   }
   if (form.model.isEmpty()) {
@@ -135,7 +144,7 @@ widgets::CalibrationEstimateView CalibrationController::estimate(const widgets::
   }
   try {
     const gpu::ModelConfig config = gpu::loadModelConfig(toPath(form.model));
-    const gpu::CalibrationEstimate e = gpu::estimateCalibration(config, toSettings(form));
+    const gpu::CalibrationEstimate e = gpu::estimateCalibration(config, s);
     v.valid = true;
     v.inputs = e.inputs;
     v.accumulatorBytes = e.accumulatorBytes;
@@ -179,7 +188,13 @@ JobId CalibrationController::start(const widgets::CalibrationForm& form) {
     Q_EMIT runEnded(tr("Cannot start: choose an output run file."), widgets::CalibrationPanel::Outcome::Failed);
     return 0;
   }
-  const gpu::CalibrationSettings s = toSettings(f);
+  gpu::CalibrationSettings s;
+  try {
+    s = toSettings(f);
+  } catch (const std::invalid_argument& ex) {
+    Q_EMIT runEnded(tr("Cannot start: %1").arg(QString::fromUtf8(ex.what())), widgets::CalibrationPanel::Outcome::Failed);
+    return 0;
+  }
   const fs::path out = toPath(f.output);
   path_ = f.output;
   existedBefore_ = QFileInfo::exists(f.output) || QFileInfo::exists(f.output + QStringLiteral(".partial"));

@@ -2,7 +2,7 @@
 
 #include "app/gui/workspace.h"
 #include "gpu/device.h"
-#include "gpu/drift.h"
+#include "gpu/drift_run.h"
 #include "widgets/driftpage.h"
 
 #include <QDateTime>

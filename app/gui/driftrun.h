@@ -1,7 +1,8 @@
 #pragma once
-// Reading drift runs (docs/run-format.md "Drift runs") into what the drift
-// page shows, and finding what a workspace offers it. Runs inside jobs, off
-// the GUI thread; each call opens its own RunReader.
+// Drift runs (docs/run-format.md "Drift runs") as the drift page shows them:
+// read by the engine's reader (gpu/drift_run.h) and adapted here; and what a
+// workspace offers the page. Runs inside jobs, off the GUI thread; each call
+// opens its own RunReader.
 
 #include "widgets/driftdata.h"
 

@@ -3,7 +3,7 @@
 #include "app/gui/modelcontroller.h"
 #include "app/gui/workspace.h"
 #include "gpu/device.h"
-#include "gpu/evaluation.h"
+#include "gpu/evaluation_run.h"
 #include "gpu/model_config.h"
 #include "gpu/pruning.h"
 
@@ -67,24 +67,6 @@ struct Overloaded : F... {
 QString samplesFile(const QString& rel) {
   // The sample model sits in <samples>/model/brown-llama.
   return QDir::cleanPath(QDir(sampleModelDir()).filePath(QStringLiteral("../../") + rel));
-}
-
-widgets::PruneModuleData rowData(const gpu::ModulePruneRow& r) {
-  widgets::PruneModuleData d;
-  d.module = qs(r.name);
-  d.layer = r.layer;
-  d.rows = r.rows;
-  d.cols = r.cols;
-  d.loss = r.loss;
-  d.outputLoss = r.outputLoss;
-  d.relOutputError = r.relOutputError;
-  d.sparsity = r.sparsity;
-  d.percdampUsed = r.percdampUsed;
-  d.dampingSteps = r.dampingSteps;
-  d.deadInputs = r.deadInputs;
-  d.seconds = r.seconds;
-  d.packed = r.packed;
-  return d;
 }
 
 // Which decoder layer each projection belongs to, in checkpoint order (the
@@ -229,15 +211,15 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
     Step s;
     s.settings.model = toPath(form.model);
     s.settings.calibration = toPath(run);
-    s.settings.method = form.method.toStdString();
     s.settings.pattern = form.pattern.toStdString();
-    s.settings.order = form.order.toStdString();
     s.settings.percdamp = form.percdamp;
     s.settings.blocksize = form.blocksize;
     s.settings.device = form.device.toStdString();
     s.settings.out = toPath(t.out);
     s.settings.record = t.record.isEmpty() ? fs::path() : toPath(t.record);
     try {
+      s.settings.method = gpu::parsePruneMethod(form.method.toStdString());
+      s.settings.order = gpu::parsePruneOrder(form.order.toStdString());
       gpu::validatePruneSettings(s.settings);
     } catch (const std::exception& e) {
       refuse(tr("Cannot prune %1: %2").arg(QFileInfo(run).fileName(), QString::fromUtf8(e.what())));
@@ -292,7 +274,7 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
               };
               const auto onModule = [&](const gpu::ModulePruneRow& row) {
                 ++done;
-                channel.send(rowData(row));
+                channel.send(pruneModuleData(row));
               };
               const gpu::PruneResult r = gpu::pruneModel(step.settings, progress, onModule);
               const QString record = fromPath(r.record);

@@ -1,8 +1,8 @@
 #pragma once
-// Reads the runs the Pruning panel shows into its display structs
-// (widgets/prunedata.h): pruning records (run_kind "pruning") and evaluation
-// runs (run_kind "evaluation"), layouts in docs/run-format.md; and scans a
-// workspace for what the panel offers. Everything here touches HDF5 through
+// The runs the Pruning panel shows, in its display structs
+// (widgets/prunedata.h): pruning records and evaluation runs, read by their
+// engine readers (gpu/pruning_run.h, gpu/evaluation_run.h) and adapted here;
+// and what a workspace offers the panel. Everything here touches HDF5 through
 // sdw::runstore (which serialises access) and is meant to run inside a job,
 // off the GUI thread. Readers throw std::exception with a message naming
 // the file and what is wrong.
@@ -14,6 +14,10 @@
 #include <QString>
 #include <QStringList>
 #include <QVector>
+
+namespace sdw::gpu {
+struct ModulePruneRow;
+}
 
 namespace sdw::app {
 
@@ -37,6 +41,8 @@ struct PruningInputs {
 PruningInputs findPruningInputs(const QString& dir);
 
 widgets::PruningRecordData readPruningRecord(const QString& path);
+// One engine row as the panel shows it (records and live pruning alike).
+widgets::PruneModuleData pruneModuleData(const gpu::ModulePruneRow& row);
 widgets::QualityData readEvaluationRun(const QString& path);
 
 }  // namespace sdw::app

@@ -1,6 +1,7 @@
 #include "app/gui/storyfindings.h"
 
 #include "core/stats.h"
+#include "gpu/bench.h"
 #include "gpu/bench_summary.h"
 #include "gpu/kernel_id.h"
 
@@ -280,7 +281,7 @@ QString bench(const QVector<gpu::BenchRow>& rows, const QString& backend) {
     if (x > 0) v.push_back(x);
   };
   for (const auto& r : rows) {
-    if (r.batch != batch || r.module == "layer") continue;
+    if (r.batch != batch || gpu::isLayerSequence(r)) continue;
     const auto& k = gpu::kernelInfo(r.id);
     if (k.baseline == gpu::Baseline::OwnDense) denseUs.push_back(r.us);
     if (k.baseline == gpu::Baseline::Cublas) libraryUs.push_back(r.us);

@@ -61,6 +61,13 @@ QStringList names(const std::vector<std::string>& v, QString (*pretty)(const QSt
   for (const auto& s : v) out << (pretty ? pretty(qs(s)) : qs(s));
   return out;
 }
+// Settings choices by their names (gpu/calibration.h, gpu/pruning.h).
+template <class E>
+QStringList names(const std::vector<E>& v, std::string (*name)(E), QString (*pretty)(const QString&)) {
+  QStringList out;
+  for (const E e : v) out << pretty(qs(name(e)));
+  return out;
+}
 
 // Values in first-seen order.
 template <typename T, typename F>
@@ -288,9 +295,9 @@ widgets::StudyData StudyController::toStudyData(const gpu::StudyResult& r, const
   d.settingsText =
       tr("%1; sources %2; decodings %3; %4; %5; seeds %6; %7 calibration tokens per source, reference %8; %9 %10")
           .arg(QFileInfo(fromPath(s.model)).fileName(),
-               names(s.sources, widgets::studySourceName).join(QStringLiteral(", ")),
+               names(s.sources, gpu::calibrationSourceName, widgets::studySourceName).join(QStringLiteral(", ")),
                decodings.join(QStringLiteral(", ")),
-               names(s.solvers, widgets::studySolverName).join(QStringLiteral(", ")),
+               names(s.solvers, gpu::pruneMethodName, widgets::studySolverName).join(QStringLiteral(", ")),
                names(s.patterns, widgets::studyPatternName).join(QStringLiteral(", ")),
                seedList.join(QStringLiteral(", ")), count(s.tokens), count(s.referenceTokens), qs(s.device))
           .arg(qs(s.dtype));
@@ -313,12 +320,12 @@ gpu::StudySettings StudyController::toSettings(const widgets::StudyRequest& q) {
   gpu::StudySettings s;
   if (q.model.isEmpty()) throw std::invalid_argument(tr("choose the model").toStdString());
   s.model = toPath(q.model);
-  s.sources = {"fixed"};
-  if (q.ar) s.sources.push_back("ar");
+  s.sources = {gpu::CalibrationSource::Fixed};
+  if (q.ar) s.sources.push_back(gpu::CalibrationSource::Ar);
   if (q.crossSource) {
     if (q.crossModel.isEmpty())
       throw std::invalid_argument(tr("choose the second model of the cross-model source").toStdString());
-    s.sources.push_back("cross-model");
+    s.sources.push_back(gpu::CalibrationSource::CrossModel);
     s.crossModel = toPath(q.crossModel);
   }
   if (s.sources.size() < 2)
@@ -327,7 +334,7 @@ gpu::StudySettings StudyController::toSettings(const widgets::StudyRequest& q) {
   for (const QString& d : q.decodings) s.decodings.push_back(gpu::parseStudyDecoding(d.toStdString()));
   if (s.decodings.empty()) throw std::invalid_argument(tr("choose at least one decoding").toStdString());
   s.solvers.clear();
-  for (const QString& m : q.solvers) s.solvers.push_back(m.toStdString());
+  for (const QString& m : q.solvers) s.solvers.push_back(gpu::parsePruneMethod(m.toStdString()));
   if (s.solvers.empty()) throw std::invalid_argument(tr("choose at least one solver").toStdString());
   s.patterns.clear();
   for (const QString& p : q.patterns) s.patterns.push_back(p.toStdString());

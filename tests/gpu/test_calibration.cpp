@@ -181,19 +181,19 @@ fs::path writePrompts(const fs::path& dir) {
 
 CalibrationSettings arSettings(const fs::path& prompts, const std::string& capture, std::int64_t budget) {
   CalibrationSettings s;
-  s.source = "ar";
+  s.source = CalibrationSource::Ar;
   s.model = kModel;
   s.prompts = prompts;
   s.tokenBudget = budget;
   s.maxNewTokens = 12;
   s.batch = 3;
-  s.capture = capture;
+  s.capture = parseCaptureMode(capture);
   return s;
 }
 
 CalibrationSettings fixedSettings(std::int64_t budget) {
   CalibrationSettings s;
-  s.source = "fixed";
+  s.source = CalibrationSource::Fixed;
   s.model = kModel;
   s.corpus = kCorpus;
   s.tokenBudget = budget;
@@ -244,7 +244,7 @@ class TestCalibration : public QObject {
     const auto full = tmpPath(dir, "full.sdw.h5"), topk = tmpPath(dir, "topk.sdw.h5");
     auto s = fixedSettings(100);
     (void)runCalibration(s, full);
-    s.storage = "topk";
+    s.storage = StatsStorage::Topk;
     s.topK = 16;
     (void)runCalibration(s, topk);
     const auto stats = readStats(full);
@@ -300,7 +300,7 @@ class TestCalibration : public QObject {
     QTemporaryDir dir;
     for (const std::string storage : {"full", "topk"}) {
       auto s = fixedSettings(100);
-      s.storage = storage;
+      s.storage = parseStatsStorage(storage);
       s.topK = 8;
       std::vector<std::pair<std::string, int>> reports;
       std::vector<int> parts;
@@ -433,7 +433,7 @@ class TestCalibration : public QObject {
     const auto a = tmpPath(dir, "ar.sdw.h5"), b = tmpPath(dir, "cross.sdw.h5");
     auto s = arSettings(prompts, "reforward", 80);
     (void)runCalibration(s, a);
-    s.source = "cross-model";
+    s.source = CalibrationSource::CrossModel;
     s.crossModel = kModel;
     (void)runCalibration(s, b);
     QCOMPARE(rs::RunReader::open(b).readStringAttribute("/calibration", "source"), std::string("cross-model"));
@@ -441,7 +441,7 @@ class TestCalibration : public QObject {
     QCOMPARE(ga.size(), gb.size());
     for (std::size_t i = 0; i < ga.size(); ++i) QCOMPARE(gb[i].tokens, ga[i].tokens);
     QVERIFY(maxRelDiff(readStats(b), readStats(a)) <= 1e-6);
-    s.capture = "exact";
+    s.capture = CaptureMode::Exact;
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, runCalibration(s, tmpPath(dir, "bad.sdw.h5")));
   }
 
@@ -568,6 +568,52 @@ class TestCalibration : public QObject {
     }
   }
 
+  // Every choice goes to its name and back; the names are the ones run files,
+  // the settings JSON and the CLI carry; anything else is refused, naming the choices.
+  void settingNamesRoundTrip() {
+    for (const auto& e : kCalibrationSourceNames) QCOMPARE(parseCalibrationSource(calibrationSourceName(e.value)), e.value);
+    for (const auto& e : kCaptureModeNames) QCOMPARE(parseCaptureMode(captureModeName(e.value)), e.value);
+    for (const auto& e : kStatsStorageNames) QCOMPARE(parseStatsStorage(statsStorageName(e.value)), e.value);
+    for (const auto& e : kChatModeNames) QCOMPARE(parseChatMode(chatModeName(e.value)), e.value);
+    QCOMPARE(calibrationSourceName(CalibrationSource::Fixed), std::string("fixed"));
+    QCOMPARE(calibrationSourceName(CalibrationSource::Ar), std::string("ar"));
+    QCOMPARE(calibrationSourceName(CalibrationSource::CrossModel), std::string("cross-model"));
+    QCOMPARE(captureModeName(CaptureMode::Exact), std::string("exact"));
+    QCOMPARE(captureModeName(CaptureMode::Reforward), std::string("reforward"));
+    QCOMPARE(statsStorageName(StatsStorage::Full), std::string("full"));
+    QCOMPARE(statsStorageName(StatsStorage::Topk), std::string("topk"));
+    QCOMPARE(chatModeName(ChatMode::Auto), std::string("auto"));
+    QCOMPARE(chatModeName(ChatMode::Plain), std::string("plain"));
+    const auto message = [](auto parse, const char* text) {
+      try {
+        (void)parse(text);
+      } catch (const std::invalid_argument& e) {
+        return std::string(e.what());
+      }
+      return std::string("accepted");
+    };
+    QCOMPARE(message(parseCalibrationSource, "AR"), std::string("source must be fixed, ar or cross-model, got 'AR'"));
+    QCOMPARE(message(parseCaptureMode, "both"), std::string("capture must be exact or reforward, got 'both'"));
+    QCOMPARE(message(parseStatsStorage, ""), std::string("storage must be full or topk, got ''"));
+    QCOMPARE(message(parseChatMode, "chat"), std::string("chat must be auto or plain, got 'chat'"));
+    // The settings JSON carries the names, and reads them back.
+    auto s = fixedSettings(10);
+    s.source = CalibrationSource::CrossModel;
+    s.capture = CaptureMode::Exact;
+    s.storage = StatsStorage::Topk;
+    s.chat = ChatMode::Plain;
+    const auto j = nlohmann::json::parse(calibrationSettingsToJson(s));
+    QCOMPARE(j.at("source").get<std::string>(), std::string("cross-model"));
+    QCOMPARE(j.at("capture").get<std::string>(), std::string("exact"));
+    QCOMPARE(j.at("storage").get<std::string>(), std::string("topk"));
+    QCOMPARE(j.at("chat").get<std::string>(), std::string("plain"));
+    const auto back = calibrationSettingsFromJson(j.dump());
+    QCOMPARE(back.source, s.source);
+    QCOMPARE(back.capture, s.capture);
+    QCOMPARE(back.storage, s.storage);
+    QCOMPARE(back.chat, s.chat);
+  }
+
   void badSettingsAreRefused() {
     QTemporaryDir dir;
     auto s = fixedSettings(10);
@@ -582,7 +628,7 @@ class TestCalibration : public QObject {
 
   void estimateOf8B() {
     CalibrationSettings s;
-    s.source = "ar";
+    s.source = CalibrationSource::Ar;
     s.tokenBudget = 1'000'000;
     const auto e = estimateCalibration(llama31_8bConfig(), s);
     QCOMPARE(e.inputs, 128);

@@ -235,7 +235,7 @@ private Q_SLOTS:
             std::vector<fs::path> runs;
             for (const std::uint64_t seed : {1u, 2u}) {
                 sdw::gpu::CalibrationSettings cs;
-                cs.source = "fixed";
+                cs.source = sdw::gpu::CalibrationSource::Fixed;
                 cs.model = model;
                 cs.corpus = corpus;
                 cs.tokenBudget = tokens;

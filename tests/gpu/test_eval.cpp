@@ -8,8 +8,8 @@
 #include "core/runstore.h"
 #include "core/safetensors.h"
 #include "core/tokenizer.h"
-#include "gpu/drift.h"
-#include "gpu/evaluation.h"
+#include "gpu/drift_run.h"
+#include "gpu/evaluation_run.h"
 
 #include <nlohmann/json.hpp>
 

@@ -70,7 +70,7 @@ class TestReplay : public QObject {
     QTemporaryDir dir;
     const fs::path tmp = dir.path().toStdString();
     CalibrationSettings s;
-    s.source = source.toStdString();
+    s.source = parseCalibrationSource(source.toStdString());
     s.model = kModel;
     s.seed = 5;
     if (source == "fixed") {
@@ -83,7 +83,7 @@ class TestReplay : public QObject {
       s.tokenBudget = prefill ? 60 : 40;  // the budget runs out inside a batch
       s.maxNewTokens = 10;
       s.batch = capture == "exact" ? 1 : 2;
-      s.capture = capture.toStdString();
+      s.capture = parseCaptureMode(capture.toStdString());
       s.includePrefill = prefill;
     }
     const fs::path out = tmp / "run.sdw.h5";
@@ -120,7 +120,7 @@ class TestReplay : public QObject {
     QTemporaryDir dir;
     const fs::path tmp = dir.path().toStdString();
     CalibrationSettings s;
-    s.source = "fixed";
+    s.source = CalibrationSource::Fixed;
     s.model = kModel;
     s.corpus = kCorpus;
     s.tokenBudget = 64;

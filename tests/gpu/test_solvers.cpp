@@ -52,7 +52,7 @@ fs::path sampleCalibration(const fs::path& scratch) {
       return e.path;
   }
   gpu::CalibrationSettings s;
-  s.source = "fixed";
+  s.source = gpu::CalibrationSource::Fixed;
   s.model = kModel;
   s.corpus = fs::path(SDW_SOURCE_DIR) / "samples/corpus/brown-calib.txt";
   s.tokenBudget = 4096;
@@ -128,6 +128,7 @@ class TestSolvers : public QObject {
   void deadInputsAreZeroed();
   void dampingLadderIsReported();
   void badPatternsAreRefused();
+  void settingNamesRoundTrip();
   void sparseGptBeatsWandaBeatsMagnitude();
   void endToEndOnSampleModel();
 };
@@ -354,6 +355,32 @@ void TestSolvers::badPatternsAreRefused() {
   o.blocksize = 30;
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                            gpu::solveSparseGpt(p.w, 4, 36, p.xtx, p.tokens, gpu::parsePruningPattern("2:4"), o));
+}
+
+// Every method and order goes to its name and back; the names are the ones
+// run files and the CLI carry; anything else is refused, naming the choices.
+void TestSolvers::settingNamesRoundTrip() {
+  QCOMPARE(std::size(gpu::kPruneMethodNames), std::size_t{3});
+  for (const auto& e : gpu::kPruneMethodNames) QCOMPARE(gpu::parsePruneMethod(gpu::pruneMethodName(e.value)), e.value);
+  QCOMPARE(gpu::pruneMethodName(gpu::PruneMethod::SparseGpt), std::string("sparsegpt"));
+  QCOMPARE(gpu::pruneMethodName(gpu::PruneMethod::Wanda), std::string("wanda"));
+  QCOMPARE(gpu::pruneMethodName(gpu::PruneMethod::Magnitude), std::string("magnitude"));
+  QCOMPARE(std::size(gpu::kPruneOrderNames), std::size_t{2});
+  for (const auto& e : gpu::kPruneOrderNames) QCOMPARE(gpu::parsePruneOrder(gpu::pruneOrderName(e.value)), e.value);
+  QCOMPARE(gpu::pruneOrderName(gpu::PruneOrder::Parallel), std::string("parallel"));
+  QCOMPARE(gpu::pruneOrderName(gpu::PruneOrder::Sequential), std::string("sequential"));
+  try {
+    (void)gpu::parsePruneMethod("SparseGPT");
+    QFAIL("a misspelt method was accepted");
+  } catch (const std::invalid_argument& e) {
+    QCOMPARE(std::string(e.what()), std::string("method must be sparsegpt, wanda or magnitude, got 'SparseGPT'"));
+  }
+  try {
+    (void)gpu::parsePruneOrder("");
+    QFAIL("an empty order was accepted");
+  } catch (const std::invalid_argument& e) {
+    QCOMPARE(std::string(e.what()), std::string("order must be parallel or sequential, got ''"));
+  }
 }
 
 void TestSolvers::sparseGptBeatsWandaBeatsMagnitude() {

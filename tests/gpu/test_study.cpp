@@ -29,9 +29,9 @@ StudySettings tiny(const fs::path& work) {
   s.prompts = samples / "prompts" / "brown-calib.jsonl";
   s.heldoutPrompts = samples / "prompts" / "brown-heldout.jsonl";
   s.heldoutText = samples / "corpus" / "brown-heldout.txt";
-  s.sources = {"ar", "fixed"};  // fixed is moved first by the study
+  s.sources = {sdw::gpu::CalibrationSource::Ar, sdw::gpu::CalibrationSource::Fixed};  // fixed is moved first by the study
   s.decodings = {sdw::gpu::parseStudyDecoding("greedy"), sdw::gpu::parseStudyDecoding("sampled")};
-  s.solvers = {"sparsegpt"};
+  s.solvers = {sdw::gpu::PruneMethod::SparseGpt};
   s.patterns = {"2:4"};
   s.seeds = {0, 1};
   s.tokens = 600;
@@ -74,7 +74,7 @@ class TestStudy : public QObject {
 
   void badSettingsAreRefused() {
     StudySettings s = tiny(path("bad.work"));
-    s.sources = {"ar"};
+    s.sources = {sdw::gpu::CalibrationSource::Ar};
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sdw::gpu::runStudy(s, path("bad.sdw.h5")));
     s = tiny(path("bad.work"));
     s.patterns = {"3:5x"};

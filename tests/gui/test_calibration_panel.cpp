@@ -46,17 +46,17 @@ T* child(QWidget* w, const char* name) {
 
 sdw::gpu::CalibrationSettings settingsOf(const CalibrationForm& f) {
   sdw::gpu::CalibrationSettings s;
-  s.source = f.source.toStdString();
+  s.source = sdw::gpu::parseCalibrationSource(f.source.toStdString());
   s.model = f.model.toStdString();
   s.tokenBudget = f.tokenBudget;
   s.window = f.window;
   s.maxNewTokens = f.maxNewTokens;
   s.batch = f.batch;
-  s.capture = f.capture.toStdString();
+  s.capture = sdw::gpu::parseCaptureMode(f.capture.toStdString());
   s.includePrefill = f.includePrefill;
   s.device = f.device.toStdString();
   s.dtype = f.dtype.toStdString();
-  s.storage = f.storage.toStdString();
+  s.storage = sdw::gpu::parseStatsStorage(f.storage.toStdString());
   s.topK = f.storageK;
   return s;
 }

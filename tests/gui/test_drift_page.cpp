@@ -122,7 +122,7 @@ class TestDriftPage : public QObject {
     // magnitude 2:4 (the calibration run, a small one made here, only feeds
     // the reported losses).
     sdw::gpu::CalibrationSettings cs;
-    cs.source = "fixed";
+    cs.source = sdw::gpu::CalibrationSource::Fixed;
     cs.model = DriftController::sampleDenseModel().toStdString();
     cs.corpus = std::string(SDW_SOURCE_DIR) + "/samples/corpus/brown-calib.txt";
     cs.tokenBudget = 64;
@@ -133,7 +133,7 @@ class TestDriftPage : public QObject {
     sdw::gpu::PruneSettings ps;
     ps.model = DriftController::sampleDenseModel().toStdString();
     ps.calibration = calibration;
-    ps.method = "magnitude";
+    ps.method = sdw::gpu::PruneMethod::Magnitude;
     ps.pattern = "2:4";
     ps.out = pruned_.toStdString();
     ps.record = dir_.filePath(QStringLiteral("pruned/mag24-pruning.sdw.h5")).toStdString();

@@ -130,7 +130,7 @@ class TestPruningPanel : public QObject {
     QVERIFY(dir_.isValid());
     // A small fixed-text calibration of the sample model: 64 positions.
     sdw::gpu::CalibrationSettings s;
-    s.source = "fixed";
+    s.source = sdw::gpu::CalibrationSource::Fixed;
     s.model = sdw::app::sampleModelDir().toStdString();
     s.corpus = (fs::path(SDW_SOURCE_DIR) / "samples/corpus/brown-calib.txt");
     s.tokenBudget = 64;

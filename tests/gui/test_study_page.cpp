@@ -77,9 +77,9 @@ const Kl3 kKl[] = {
 sdw::gpu::StudyResult handMadeStudy() {
   sdw::gpu::StudyResult r;
   r.settings.model = "/models/brown-llama";
-  r.settings.sources = {"fixed", "ar"};
+  r.settings.sources = {sdw::gpu::CalibrationSource::Fixed, sdw::gpu::CalibrationSource::Ar};
   r.settings.decodings = {sdw::gpu::parseStudyDecoding("greedy"), sdw::gpu::parseStudyDecoding("sampled")};
-  r.settings.solvers = {"sparsegpt"};
+  r.settings.solvers = {sdw::gpu::PruneMethod::SparseGpt};
   r.settings.patterns = {"2:4", "unstructured50"};
   r.settings.seeds = {0, 1, 2};
   r.settings.tokens = 600;
