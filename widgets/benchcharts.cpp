@@ -75,10 +75,10 @@ std::pair<QString, QString> BenchCharts::splitShapeLabel(const QString& shape) {
 
 BenchCharts::BenchCharts(QWidget* parent)
     : QWidget(parent), timeView_(new PlotView(this)), bwView_(new PlotView(this)), speedupView_(new PlotView(this)) {
-  setObjectName(QStringLiteral("BenchCharts"));
-  timeView_->setObjectName(QStringLiteral("BenchTimeChart"));
-  bwView_->setObjectName(QStringLiteral("BenchBandwidthChart"));
-  speedupView_->setObjectName(QStringLiteral("BenchSpeedupChart"));
+  setObjectName(QStringLiteral("benchCharts"));
+  timeView_->setObjectName(QStringLiteral("benchTimeChart"));
+  bwView_->setObjectName(QStringLiteral("benchBandwidthChart"));
+  speedupView_->setObjectName(QStringLiteral("benchSpeedupChart"));
   styleGrowing(timeView_, tr("Time per call"), tr("median µs"));
   styleGrowing(bwView_, tr("Achieved bandwidth"), tr("GB/s"));
 
@@ -129,7 +129,7 @@ BenchCharts::BenchCharts(QWidget* parent)
   tl->setContentsMargins(0, 0, 0, 0);
   tl->setSpacing(0);
   strip_ = new LegendStrip(topBox);
-  strip_->setObjectName(QStringLiteral("BenchLegend"));
+  strip_->setObjectName(QStringLiteral("benchLegend"));
   tl->addWidget(strip_);
   auto* top = new QSplitter(Qt::Horizontal, topBox);
   top->addWidget(timeView_);

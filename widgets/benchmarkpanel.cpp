@@ -49,7 +49,7 @@ void setLimitedText(QLabel* label, const QString& text, int lines, int width) {
 
 BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
   qRegisterMetaType<sdw::widgets::BenchRequest>("sdw::widgets::BenchRequest");
-  setObjectName(QStringLiteral("BenchmarkPanel"));
+  setObjectName(QStringLiteral("benchmarkPanel"));
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(8, 8, 8, 8);
 
@@ -57,11 +57,11 @@ BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
   // it is ever cut off at the right; should the panel get too short for the
   // settings, they scroll vertically while the actions under them stay.
   auto* column = new QWidget(this);
-  column->setObjectName(QStringLiteral("BenchControls"));
+  column->setObjectName(QStringLiteral("benchControls"));
   auto* cl = new QVBoxLayout(column);
   cl->setContentsMargins(0, 0, 0, 0);
   auto* scroll = new QScrollArea(column);
-  scroll->setObjectName(QStringLiteral("BenchSettingsScroll"));
+  scroll->setObjectName(QStringLiteral("benchSettingsScroll"));
   QWidget* actions = nullptr;
   QWidget* settings = buildSettings(&actions);
   scroll->setWidget(settings);
@@ -78,7 +78,7 @@ BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
 
   charts_ = new BenchCharts(this);
   model_ = new BenchResultsModel(this);
-  table_ = makeSortableTable(model_, BenchResultsModel::SortRole, QStringLiteral("BenchResultsTable"), this, &proxy_);
+  table_ = makeSortableTable(model_, BenchResultsModel::SortRole, QStringLiteral("benchResultsTable"), this, &proxy_);
   // Every column as wide as its contents: a shape's name is never elided.
   table_->horizontalHeader()->setStretchLastSection(false);
   QFont headerFont = table_->horizontalHeader()->font();
@@ -99,7 +99,7 @@ BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
   showChained();
 
   summary_ = new QLabel(tr("No results yet: start a run or open a results file."), this);
-  summary_->setObjectName(QStringLiteral("BenchSummary"));
+  summary_->setObjectName(QStringLiteral("benchSummary"));
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
@@ -125,7 +125,7 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   v->setContentsMargins(0, 0, 4, 0);
 
   device_ = new QLabel(w);
-  device_->setObjectName(QStringLiteral("BenchDevice"));
+  device_->setObjectName(QStringLiteral("benchDevice"));
   device_->setWordWrap(true);
   v->addWidget(device_);
 
@@ -204,21 +204,21 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   // On a GPU machine the CPU kernels are only timed when asked for (a run
   // that must stay on the CPU, e.g. to compare with a CPU-only machine).
   forceCpu_ = new QCheckBox(tr("CPU kernels instead of the GPU"), baseBox);
-  forceCpu_->setObjectName(QStringLiteral("BenchForceCpu"));
+  forceCpu_->setObjectName(QStringLiteral("benchForceCpu"));
   forceCpu_->setEnabled(false);
   bl->addWidget(forceCpu_);
   v->addWidget(baseBox);
 
   auto* buttons = new QGridLayout();
   start_ = new QPushButton(tr("Start"), w);
-  start_->setObjectName(QStringLiteral("BenchStart"));
+  start_->setObjectName(QStringLiteral("benchStart"));
   cancel_ = new QPushButton(tr("Cancel"), w);
-  cancel_->setObjectName(QStringLiteral("BenchCancel"));
+  cancel_->setObjectName(QStringLiteral("benchCancel"));
   open_ = new QPushButton(tr("Open results…"), w);
-  open_->setObjectName(QStringLiteral("BenchOpen"));
+  open_->setObjectName(QStringLiteral("benchOpen"));
   open_->setToolTip(tr("A JSON file written by sdw-cli bench kernels --json --out FILE"));
   export_ = new QPushButton(tr("Export table…"), w);
-  export_->setObjectName(QStringLiteral("BenchExport"));
+  export_->setObjectName(QStringLiteral("benchExport"));
   export_->setToolTip(tr("The results as CSV, or as JSON that Open results… reads back"));
   buttons->addWidget(start_, 0, 0);
   buttons->addWidget(cancel_, 0, 1);
@@ -230,14 +230,14 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   al->setContentsMargins(0, 4, 0, 0);
   al->addLayout(buttons);
   bar_ = new QProgressBar(w);
-  bar_->setObjectName(QStringLiteral("BenchProgress"));
+  bar_->setObjectName(QStringLiteral("benchProgress"));
   bar_->setTextVisible(false);
   bar_->setMaximumHeight(8);
   bar_->setRange(0, 1000);
   bar_->setValue(0);
   al->addWidget(bar_);
   status_ = new QLabel(w);
-  status_->setObjectName(QStringLiteral("BenchStatus"));
+  status_->setObjectName(QStringLiteral("benchStatus"));
   status_->setWordWrap(true);
   al->addWidget(status_);
   *actionsOut = actions;

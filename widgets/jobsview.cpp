@@ -92,7 +92,7 @@ void JobsView::addJob(quint64 id, const QString& name) {
   r.bar->setTextVisible(true);
   r.status = new QLabel(tr("starting…"), parent);
   r.button = new QPushButton(tr("Cancel"), parent);
-  r.button->setObjectName(QStringLiteral("cancel-%1").arg(id));
+  r.button->setObjectName(QStringLiteral("cancel%1").arg(id));
   connect(r.button, &QPushButton::clicked, this, [this, id] {
     const auto it = rows_.find(id);
     if (it == rows_.end()) return;

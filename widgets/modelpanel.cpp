@@ -52,7 +52,7 @@ constexpr int kSummaryRows = 9;
 
 ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
   qRegisterMetaType<sdw::widgets::GenerateSettings>("sdw::widgets::GenerateSettings");
-  setObjectName(QStringLiteral("ModelPanel"));
+  setObjectName(QStringLiteral("modelPanel"));
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(8, 8, 8, 8);
   layout->addWidget(buildCheckpointBox());
@@ -146,7 +146,9 @@ QWidget* ModelPanel::buildSummaryBox() {
     // Quieter than the value, yet dark enough to read on a projector.
     name->setStyleSheet(QStringLiteral("color: #555;"));
     auto* value = new QLabel(QStringLiteral("–"), box);
-    value->setObjectName(QStringLiteral("summary-") + k);
+    QString id = QStringLiteral("summary");  // "Hidden size" -> summaryHiddenSize
+    for (const QString& word : k.split(QLatin1Char(' '))) id += word.left(1).toUpper() + word.mid(1);
+    value->setObjectName(id);
     value->setTextInteractionFlags(Qt::TextSelectableByMouse);
     const int row = i % kSummaryRows;
     const int col = (i / kSummaryRows) * 2;

@@ -67,7 +67,7 @@ void installLogHandler(widgets::LogView* view) {
 
 MainWindow::MainWindow(Settings* settings, QWidget* parent) : QMainWindow(parent), settings_(settings) {
   setWindowTitle(tr("SparseDecoding Workbench"));
-  setObjectName(QStringLiteral("MainWindow"));
+  setObjectName(QStringLiteral("mainWindow"));
   resize(1400, 880);
   buildPanels();
   buildDocks();
@@ -113,19 +113,19 @@ void MainWindow::buildDocks() {
   setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
   browser_ = new widgets::RunBrowser(this);
   auto* runsDock = new QDockWidget(tr("Workspace"), this);
-  runsDock->setObjectName(QStringLiteral("WorkspaceDock"));
+  runsDock->setObjectName(QStringLiteral("workspaceDock"));
   runsDock->setWidget(browser_);
   addDockWidget(Qt::LeftDockWidgetArea, runsDock);
 
   jobsView_ = new widgets::JobsView(this);
   auto* jobsDock = new QDockWidget(tr("Jobs"), this);
-  jobsDock->setObjectName(QStringLiteral("JobsDock"));
+  jobsDock->setObjectName(QStringLiteral("jobsDock"));
   jobsDock->setWidget(jobsView_);
   addDockWidget(Qt::BottomDockWidgetArea, jobsDock);
 
   logView_ = new widgets::LogView(this);
   auto* logDock = new QDockWidget(tr("Log"), this);
-  logDock->setObjectName(QStringLiteral("LogDock"));
+  logDock->setObjectName(QStringLiteral("logDock"));
   logDock->setWidget(logView_);
   addDockWidget(Qt::BottomDockWidgetArea, logDock);
   resizeDocks({runsDock}, {350}, Qt::Horizontal);

@@ -729,7 +729,7 @@ void StoryDriver::startBench() {
     const bool ok = !isError && !c->rows().isEmpty();
     endLater({ok, message, ok ? findings::bench(c->rows(), backend) : QString(), backend});
   });
-  if (!press(panel->findChild<QAbstractButton*>(QStringLiteral("BenchStart")), tr("Start"))) return;
+  if (!press(panel->findChild<QAbstractButton*>(QStringLiteral("benchStart")), tr("Start"))) return;
   job_ = ctrl->runJob();
 }
 

@@ -174,7 +174,7 @@ class TestBenchmarkPanel : public QObject {
     QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Done: 12 measurements")),
              qPrintable(panel_->statusText()));
     // A finished run shows a full bar, whatever the last (throttled) report said.
-    QCOMPARE(panel_->findChild<QProgressBar*>(QStringLiteral("BenchProgress"))->value(), 1000);
+    QCOMPARE(panel_->findChild<QProgressBar*>(QStringLiteral("benchProgress"))->value(), 1000);
 
     // 2 shapes x 2 batches x (our dense + 2 patterns)
     const BenchResultsModel* m = panel_->resultsModel();
@@ -299,7 +299,7 @@ class TestBenchmarkPanel : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(controller_->rows().size() >= 1, 60000);
     QElapsedTimer t;
     t.start();
-    panel_->findChild<QPushButton*>(QStringLiteral("BenchCancel"))->click();
+    panel_->findChild<QPushButton*>(QStringLiteral("benchCancel"))->click();
     QTRY_VERIFY_WITH_TIMEOUT(!controller_->isRunning(), 1000);
     QVERIFY2(t.elapsed() < 1000, qPrintable(QString::number(t.elapsed())));
     QVERIFY(controller_->rows().size() < total);

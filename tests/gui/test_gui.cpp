@@ -148,7 +148,7 @@ class TestGui : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(w.jobsView()->progressValue(id) >= 0, 5000);
     QTRY_VERIFY_WITH_TIMEOUT(w.jobsView()->statusText(id).contains(QStringLiteral("tokens/s")), 5000);
     QVERIFY(w.jobsView()->statusText(id).contains(QStringLiteral("ETA")));
-    auto* cancel = w.jobsView()->findChild<QPushButton*>(QStringLiteral("cancel-%1").arg(id));
+    auto* cancel = w.jobsView()->findChild<QPushButton*>(QStringLiteral("cancel%1").arg(id));
     QVERIFY(cancel);
     QElapsedTimer t;
     t.start();
@@ -187,7 +187,7 @@ class TestGui : public QObject {
     QCOMPARE(view.statusText(2), QStringLiteral("failed: out of memory"));  // not on a timer
 
     // The failed row's button dismisses it.
-    auto* dismiss = view.findChild<QPushButton*>(QStringLiteral("cancel-2"));
+    auto* dismiss = view.findChild<QPushButton*>(QStringLiteral("cancel2"));
     QVERIFY(dismiss);
     QCOMPARE(dismiss->text(), QStringLiteral("Dismiss"));
     QVERIFY(dismiss->isEnabled());
@@ -249,13 +249,13 @@ class TestGui : public QObject {
     // The window keeps the size it was given: nothing in it needs more.
     QCOMPARE(w.size(), size);
     // The bottom docks leave the panels most of the height.
-    auto* jobsDock = w.findChild<QDockWidget*>(QStringLiteral("JobsDock"));
+    auto* jobsDock = w.findChild<QDockWidget*>(QStringLiteral("jobsDock"));
     QVERIFY(jobsDock);
     QVERIFY2(jobsDock->height() <= 180, qPrintable(QString::number(jobsDock->height())));
     QCOMPARE(w.jobsView()->jobCount(), 0);
 
     // The Benchmark controls: no horizontal scrolling, no control cut off.
-    auto* scroll = w.findChild<QScrollArea*>(QStringLiteral("BenchSettingsScroll"));
+    auto* scroll = w.findChild<QScrollArea*>(QStringLiteral("benchSettingsScroll"));
     QVERIFY(scroll);
     QVERIFY(scroll->isVisible());
     QVERIFY(!scroll->horizontalScrollBar()->isVisible());
@@ -263,7 +263,7 @@ class TestGui : public QObject {
              qPrintable(QStringLiteral("%1 > %2")
                             .arg(scroll->widget()->minimumSizeHint().width())
                             .arg(scroll->viewport()->width())));
-    auto* column = w.findChild<QWidget*>(QStringLiteral("BenchControls"));
+    auto* column = w.findChild<QWidget*>(QStringLiteral("benchControls"));
     QVERIFY(column);
     int controls = 0;
     for (QWidget* c : column->findChildren<QWidget*>()) {
