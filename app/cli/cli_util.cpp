@@ -12,6 +12,14 @@
 
 namespace sdw::cli {
 
+std::string fmt(const char* f, double v) {
+  if (std::isnan(v)) return "n/a";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
 gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name) {
   namespace fs = std::filesystem;
   if (spec == "llama3-8b" || spec == "llama-3.1-8b") {

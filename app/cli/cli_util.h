@@ -19,6 +19,8 @@ gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name);
 // returns true then (the caller skips its table). Throws on a write error.
 bool emitJson(const Args& a, const std::string& text);
 
+// printf-formats v with f ("%.3f"); "n/a" for NaN, "inf" / "-inf" for infinities.
+std::string fmt(const char* f, double v);
 // "42 s", "3 min 5 s", "2 h 10 min".
 std::string humanDuration(double seconds);
 

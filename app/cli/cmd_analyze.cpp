@@ -6,6 +6,7 @@
 // analyze epsilon: the calibration discrepancy eps_k of calibration runs
 // against a decode-time reference run (DESIGN §1, gpu/epsilon_analysis.h).
 
+#include "app/cli/cli_util.h"
 #include "app/cli/command_modes.h"
 #include "gpu/epsilon_analysis.h"
 
@@ -30,14 +31,6 @@ namespace {
 using nlohmann::json;
 
 // ------------------------------------------------------------------ epsilon
-
-std::string fmt(const char* f, double v) {
-  if (std::isnan(v)) return "n/a";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 // Column labels: eps(<source>), made unique when two runs share a source.
 std::vector<std::string> runLabels(const std::vector<gpu::EpsilonRunInfo>& runs) {

@@ -24,14 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string fmt(const char* f, double v) {
-  if (std::isnan(v)) return "n/a";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 
 
 json spreadJson(const gpu::Spread& s) {
