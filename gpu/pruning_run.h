@@ -4,10 +4,13 @@
 // pruned projection. Writer and reader live together so that the layout has
 // one home. Plain types, no torch, no Qt.
 //
-// Crossing to the GUI (rule for every run kind): gpu/ result types stay plain
-// std structs; widgets display their own Qt value types (widgets/*data.h);
-// app/gui converts one into the other in one adapter per type. Widgets never
-// include this header.
+// Crossing to the GUI (rule for every run kind, and for the kernel
+// benchmark's rows): gpu/ result types stay plain std structs; widgets
+// display their own Qt value types (widgets/*data.h; gpu::BenchRow as
+// widgets::BenchRowData, adapted by bench::benchRowData in
+// app/gui/benchmarkcontroller.cpp); app/gui converts one into the other in
+// one adapter per type. Widgets never include this header, nor gpu/bench.h
+// for results.
 //
 //   writePruningRun({settings, info, result}, "pruned/pruning.sdw.h5");
 //   const PruningRun r = readPruningRun("pruned/pruning.sdw.h5");

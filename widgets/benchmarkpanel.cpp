@@ -91,7 +91,7 @@ BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
   // elsewhere the column would be all dashes, taking room from the others.
   const auto showChained = [this] {
     const auto& rows = model_->rows();
-    const bool any = std::any_of(rows.begin(), rows.end(), [](const gpu::BenchRow& r) { return r.usChained > 0; });
+    const bool any = std::any_of(rows.begin(), rows.end(), [](const BenchRowData& r) { return r.usChained > 0; });
     table_->setColumnHidden(BenchResultsModel::ChainedUs, !any);
   };
   connect(model_, &QAbstractItemModel::rowsInserted, this, showChained);
@@ -349,7 +349,7 @@ void BenchmarkPanel::beginRun(const QString& title) {
   updateButtons();
 }
 
-void BenchmarkPanel::addMeasurements(const QVector<gpu::BenchRow>& rows, const QVector<BenchMeasurement>& points) {
+void BenchmarkPanel::addMeasurements(const QVector<BenchRowData>& rows, const QVector<BenchMeasurement>& points) {
   model_->appendRows(rows);
   charts_->addMeasurements(points);
 }
@@ -377,7 +377,7 @@ void BenchmarkPanel::endRun(const QString& message, bool isError) {
   updateButtons();
 }
 
-void BenchmarkPanel::showResult(const QString& title, const QVector<gpu::BenchRow>& rows,
+void BenchmarkPanel::showResult(const QString& title, const QVector<BenchRowData>& rows,
                                 const QVector<BenchMeasurement>& points) {
   model_->clear();
   charts_->clear();

@@ -6,8 +6,9 @@
 // Display only: the controller runs the benchmark and computes speedups and
 // medians; the panel asks through signals.
 
-#include "gpu/bench.h"
+#include "gpu/bench.h"  // BenchSettings, BenchShape: what a run asks for (results: benchrowdata.h)
 #include "widgets/benchcharts.h"
+#include "widgets/benchrowdata.h"
 
 #include <QString>
 #include <QVector>
@@ -57,7 +58,7 @@ class BenchmarkPanel : public QWidget {
 
   // A run: clears the view, then grows.
   void beginRun(const QString& title);
-  void addMeasurements(const QVector<gpu::BenchRow>& rows, const QVector<BenchMeasurement>& points);
+  void addMeasurements(const QVector<BenchRowData>& rows, const QVector<BenchMeasurement>& points);
   void setSpeedups(const QVector<double>& perRow, const QString& baseline);
   void setSpeedupBars(const SpeedupBars& bars);
   void setSummary(const QString& text);
@@ -66,7 +67,7 @@ class BenchmarkPanel : public QWidget {
   // A status message that does not end anything (exports, refusals).
   void showMessage(const QString& text, bool isError) { setStatus(text, isError); }
   // A whole result at once (from a file): replaces what is shown.
-  void showResult(const QString& title, const QVector<gpu::BenchRow>& rows, const QVector<BenchMeasurement>& points);
+  void showResult(const QString& title, const QVector<BenchRowData>& rows, const QVector<BenchMeasurement>& points);
 
   // For tests and for the window.
   BenchResultsModel* resultsModel() const { return model_; }

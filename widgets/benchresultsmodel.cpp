@@ -6,10 +6,6 @@
 
 namespace sdw::widgets {
 
-namespace {
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-}  // namespace
-
 BenchResultsModel::BenchResultsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 int BenchResultsModel::rowCount(const QModelIndex& parent) const {
@@ -18,15 +14,15 @@ int BenchResultsModel::rowCount(const QModelIndex& parent) const {
 
 int BenchResultsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
-QString BenchResultsModel::shapeLabel(const gpu::BenchRow& r) {
-  if (gpu::isLayerSequence(r)) return QStringLiteral("layer (%1)").arg(qs(r.model));
-  if (r.model == "custom" || r.model.empty()) return QStringLiteral("%1x%2").arg(r.rows).arg(r.cols);
-  return QStringLiteral("%1 %2").arg(qs(r.model), qs(r.module));
+QString BenchResultsModel::shapeLabel(const BenchRowData& r) {
+  if (r.layer) return QStringLiteral("layer (%1)").arg(r.model);
+  if (r.model == QLatin1String("custom") || r.model.isEmpty()) return QStringLiteral("%1x%2").arg(r.rows).arg(r.cols);
+  return QStringLiteral("%1 %2").arg(r.model, r.module);
 }
 
 QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rows_.size() || index.column() >= ColumnCount) return {};
-  const gpu::BenchRow& r = rows_[index.row()];
+  const BenchRowData& r = rows_[index.row()];
   const double sp = speedup(index.row());
   if (role == Qt::TextAlignmentRole)
     return index.column() == Shape || index.column() == Kernel || index.column() == Pattern
@@ -36,7 +32,7 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
     if (index.column() == Speedup && !baseline_.isEmpty()) return tr("time of %1 / time of this kernel").arg(baseline_);
     if (index.column() == ChainedUs)
       return tr("median time per call when each call is a programmatic dependent launch of the previous one");
-    if (!r.config.empty()) return tr("launch configuration: %1").arg(qs(r.config));
+    if (!r.config.isEmpty()) return tr("launch configuration: %1").arg(r.config);
     return {};
   }
   if (role == SortRole) {
@@ -44,9 +40,9 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
       case Shape: return shapeLabel(r);
       case Rows: return static_cast<qlonglong>(r.rows);
       case Cols: return static_cast<qlonglong>(r.cols);
-      case Pattern: return qs(r.pattern);
+      case Pattern: return r.pattern;
       case Batch: return r.batch;
-      case Kernel: return qs(r.kernel);
+      case Kernel: return r.kernel;
       case MedianUs: return r.us;
       case ChainedUs: return r.usChained;
       case GBs: return r.gbs;
@@ -60,9 +56,9 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
     case Shape: return shapeLabel(r);
     case Rows: return r.rows ? QVariant(static_cast<qlonglong>(r.rows)) : QVariant(QStringLiteral("-"));
     case Cols: return r.cols ? QVariant(static_cast<qlonglong>(r.cols)) : QVariant(QStringLiteral("-"));
-    case Pattern: return qs(r.pattern);
+    case Pattern: return r.pattern;
     case Batch: return r.batch;
-    case Kernel: return qs(r.kernel);
+    case Kernel: return r.kernel;
     case MedianUs: return QString::number(r.us, 'f', r.us < 100 ? 2 : 1);
     case ChainedUs:
       return r.usChained > 0 ? QString::number(r.usChained, 'f', r.usChained < 100 ? 2 : 1) : QStringLiteral("-");
@@ -104,7 +100,7 @@ void BenchResultsModel::clear() {
   endResetModel();
 }
 
-void BenchResultsModel::appendRows(const QVector<gpu::BenchRow>& rows) {
+void BenchResultsModel::appendRows(const QVector<BenchRowData>& rows) {
   if (rows.isEmpty()) return;
   const int first = static_cast<int>(rows_.size());
   beginInsertRows({}, first, first + static_cast<int>(rows.size()) - 1);
@@ -129,13 +125,13 @@ QString BenchResultsModel::toCsv() const {
   QTextStream s(&out);
   s << "model,module,rows,cols,pattern,batch,kernel,median_us,chained_us,gbs,percent_hbm,speedup,config\n";
   for (int i = 0; i < rows_.size(); ++i) {
-    const gpu::BenchRow& r = rows_[i];
-    s << csvField(qs(r.model)) << ',' << csvField(qs(r.module)) << ',' << r.rows << ',' << r.cols << ','
-      << csvField(qs(r.pattern)) << ',' << r.batch << ',' << csvField(qs(r.kernel)) << ','
+    const BenchRowData& r = rows_[i];
+    s << csvField(r.model) << ',' << csvField(r.module) << ',' << r.rows << ',' << r.cols << ','
+      << csvField(r.pattern) << ',' << r.batch << ',' << csvField(r.kernel) << ','
       << QString::number(r.us, 'g', 10) << ',' << QString::number(r.usChained, 'g', 10) << ','
       << QString::number(r.gbs, 'g', 10) << ','
       << QString::number(100.0 * r.fractionHbm, 'g', 6) << ',' << QString::number(speedup(i), 'g', 6) << ','
-      << csvField(qs(r.config)) << '\n';
+      << csvField(r.config) << '\n';
   }
   return out;
 }

@@ -4,7 +4,7 @@
 // speedup over dense). Display only: the rows come measured, the speedups
 // come computed (the baseline of a row may arrive after the row itself).
 
-#include "gpu/bench.h"
+#include "widgets/benchrowdata.h"
 
 #include <QAbstractTableModel>
 #include <QVector>
@@ -26,21 +26,21 @@ class BenchResultsModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
   void clear();
-  void appendRows(const QVector<gpu::BenchRow>& rows);
+  void appendRows(const QVector<BenchRowData>& rows);
   // One speedup per row (0: no baseline yet); extra or missing entries are ignored.
   void setSpeedups(const QVector<double>& speedups);
   void setSpeedupBaseline(const QString& text) { baseline_ = text; }
 
-  const QVector<gpu::BenchRow>& rows() const { return rows_; }
+  const QVector<BenchRowData>& rows() const { return rows_; }
   double speedup(int row) const { return row < speedups_.size() ? speedups_[row] : 0.0; }
   // "llama3-8b q_proj", "layer (qwen3-14b)", "256x512".
-  static QString shapeLabel(const gpu::BenchRow& r);
+  static QString shapeLabel(const BenchRowData& r);
   // One line per row, in model order:
   // model,module,rows,cols,pattern,batch,kernel,median_us,gbs,percent_hbm,speedup,config
   QString toCsv() const;
 
  private:
-  QVector<gpu::BenchRow> rows_;
+  QVector<BenchRowData> rows_;
   QVector<double> speedups_;
   QString baseline_;
 };

@@ -85,6 +85,34 @@ QString seriesName(const gpu::BenchRow& r) {
   return label;
 }
 
+widgets::BenchRowData benchRowData(const gpu::BenchRow& r) {
+  widgets::BenchRowData d;
+  d.model = QString::fromStdString(r.model);
+  d.module = QString::fromStdString(r.module);
+  d.layer = gpu::isLayerSequence(r);
+  d.rows = r.rows;
+  d.cols = r.cols;
+  d.pattern = QString::fromStdString(r.pattern);
+  d.batch = r.batch;
+  d.kernel = QString::fromStdString(r.kernel);
+  d.us = r.us;
+  d.usChained = r.usChained;
+  d.bytes = r.bytes;
+  d.gbs = r.gbs;
+  d.fractionHbm = r.fractionHbm;
+  d.speedupVsCublas = r.speedupVsCublas;
+  d.speedupVsDense = r.speedupVsDense;
+  d.config = QString::fromStdString(r.config);
+  return d;
+}
+
+QVector<widgets::BenchRowData> benchRowData(const QVector<gpu::BenchRow>& rows) {
+  QVector<widgets::BenchRowData> out;
+  out.reserve(rows.size());
+  for (const gpu::BenchRow& r : rows) out.push_back(benchRowData(r));
+  return out;
+}
+
 QString baselineName(const QVector<gpu::BenchRow>& rows) {
   if (hasKernel(rows, gpu::KernelId::Cublas)) return QStringLiteral("cuBLAS");
   if (hasKernel(rows, gpu::KernelId::Dense)) return QStringLiteral("our dense GEMV");
@@ -115,7 +143,7 @@ widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows) {
   for (int i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     if (r.batch != bars.batch) continue;
-    const QString shape = widgets::BenchResultsModel::shapeLabel(r);
+    const QString shape = widgets::BenchResultsModel::shapeLabel(benchRowData(r));
     QStringList& list = gpu::isLayerSequence(r) ? layers : projections;
     if (!list.contains(shape)) list << shape;
     int rank = -1;
@@ -135,7 +163,7 @@ widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows) {
     const auto& r = rows[i];
     if (r.batch != bars.batch || sp[i] <= 0) continue;
     const int s = static_cast<int>(bars.series.indexOf(seriesName(r)));
-    const int x = static_cast<int>(bars.shapes.indexOf(widgets::BenchResultsModel::shapeLabel(r)));
+    const int x = static_cast<int>(bars.shapes.indexOf(widgets::BenchResultsModel::shapeLabel(benchRowData(r))));
     if (s >= 0 && x >= 0) bars.values[s][x] = sp[i];
   }
   return bars;
@@ -408,7 +436,7 @@ JobId BenchmarkController::openResults(const QString& path) {
                                       .arg(rows_.size())
                                       .arg(QString::fromStdString(meta_.device.empty() ? meta_.backend : meta_.device),
                                            loaded.command.isEmpty() ? tr("no command recorded") : loaded.command);
-            Q_EMIT resultLoaded(title, rows_, pointsFor(rows_, 0));
+            Q_EMIT resultLoaded(title, bench::benchRowData(rows_), pointsFor(rows_, 0));
             publishDerived();
             Q_EMIT info(tr("opened benchmark results %1 (%2 rows)").arg(path).arg(rows_.size()));
           },
@@ -426,7 +454,7 @@ QString BenchmarkController::exportTable(const QString& path) const {
   const QString lower = path.toLower();
   if (lower.endsWith(QLatin1String(".csv"))) {
     widgets::BenchResultsModel table;
-    table.appendRows(rows_);
+    table.appendRows(bench::benchRowData(rows_));
     table.setSpeedups(bench::speedups(rows_));
     bytes = table.toCsv().toUtf8();
   } else if (lower.endsWith(QLatin1String(".json"))) {
@@ -447,7 +475,7 @@ void BenchmarkController::addRows(const std::vector<gpu::BenchRow>& batch) {
   const QVector<gpu::BenchRow> rows(batch.begin(), batch.end());
   const QVector<widgets::BenchMeasurement> points = pointsFor(rows, static_cast<int>(rows_.size()));
   rows_ += rows;
-  Q_EMIT measured(rows, points);
+  Q_EMIT measured(bench::benchRowData(rows), points);
 }
 
 void BenchmarkController::publishDerived() {

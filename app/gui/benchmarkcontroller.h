@@ -12,6 +12,7 @@
 #include "app/jobmanager.h"
 #include "gpu/bench.h"
 #include "widgets/benchmarkpanel.h"
+#include "widgets/benchrowdata.h"
 
 #include <QObject>
 #include <QPointer>
@@ -35,6 +36,10 @@ widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows);
 QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& meta);
 // The series name a row is plotted under: "sparse 2:4", "dense (ours)", ...
 QString seriesName(const gpu::BenchRow& row);
+// A row as the panel shows it (widgets/benchrowdata.h): the one adapter from
+// the benchmark's rows to the widgets' type.
+widgets::BenchRowData benchRowData(const gpu::BenchRow& row);
+QVector<widgets::BenchRowData> benchRowData(const QVector<gpu::BenchRow>& rows);
 }  // namespace bench
 
 class BenchmarkController : public QObject {
@@ -63,13 +68,13 @@ class BenchmarkController : public QObject {
 
  Q_SIGNALS:
   void runStarted(const QString& title);
-  void measured(const QVector<sdw::gpu::BenchRow>& rows, const QVector<sdw::widgets::BenchMeasurement>& points);
+  void measured(const QVector<sdw::widgets::BenchRowData>& rows, const QVector<sdw::widgets::BenchMeasurement>& points);
   void speedupsChanged(const QVector<double>& perRow, const QString& baseline);
   void barsChanged(const sdw::widgets::SpeedupBars& bars);
   void summaryChanged(const QString& text);
   void progressed(double fraction, const QString& text);
   void runEnded(const QString& message, bool isError);
-  void resultLoaded(const QString& title, const QVector<sdw::gpu::BenchRow>& rows,
+  void resultLoaded(const QString& title, const QVector<sdw::widgets::BenchRowData>& rows,
                     const QVector<sdw::widgets::BenchMeasurement>& points);
   void info(const QString& message);
   void error(const QString& message);

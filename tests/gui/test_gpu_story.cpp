@@ -188,7 +188,7 @@ class TestGpuStory : public QObject {
         // The table holds our GPU kernels and the library baselines, measured on the GPU.
         QSet<QString> kernels;
         for (const auto& row : window_->benchmarkPanel()->resultsModel()->rows()) {
-          kernels << QString::fromStdString(row.kernel);
+          kernels << row.kernel;
           QVERIFY(row.us > 0);
         }
         for (const char* k : {"sparse", "dense", "cublas", "cusparselt"})
