@@ -695,17 +695,22 @@ void closeForRename(RunFileState& st) {
     if (!st.file.reset()) st.failH5(ErrorCode::Io, {}, "cannot close " + quoted(st.path));
 }
 
+// Whether the final name may be replaced; refuses when it exists and may not.
+bool checkFinalName(RunFileState& st, bool overwrite, const char* action) {
+    requireWritable(st);
+    const bool replace = overwrite || st.overwrite;
+    std::error_code ec;
+    if (!replace && fs::exists(st.finalPath, ec))
+        st.fail(ErrorCode::Exists, {}, std::string("cannot ") + action + ": run file already exists: " + quoted(st.finalPath));
+    return replace;
+}
+
 }  // namespace
 
 fs::path RunWriter::commit(bool overwrite) {
     Hdf5Lock lock;
     RunFileState& st = state();
-    requireWritable(st);
-    const bool replace = overwrite || st.overwrite;
-    std::error_code ec;
-    if (!replace && fs::exists(st.finalPath, ec)) {
-        st.fail(ErrorCode::Exists, {}, "cannot commit: run file already exists: " + quoted(st.finalPath));
-    }
+    const bool replace = checkFinalName(st, overwrite, "commit");
     writeStringAttr(st, "/", "status", kStatusComplete);
     writeStringAttr(st, "/provenance", "finished_utc", utcNowIso());
     try {
@@ -735,12 +740,7 @@ fs::path RunWriter::commit(bool overwrite) {
 fs::path RunWriter::keepIncomplete(bool overwrite) {
     Hdf5Lock lock;
     RunFileState& st = state();
-    requireWritable(st);
-    const bool replace = overwrite || st.overwrite;
-    std::error_code ec;
-    if (!replace && fs::exists(st.finalPath, ec)) {
-        st.fail(ErrorCode::Exists, {}, "cannot keep run: file already exists: " + quoted(st.finalPath));
-    }
+    const bool replace = checkFinalName(st, overwrite, "keep run");
     closeForRename(st);
     renameRun(st.path, st.finalPath, replace);
     st.path = st.finalPath;

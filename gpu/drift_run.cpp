@@ -55,10 +55,7 @@ std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem:
   w.setStringAttribute(g, "activation", r.activation);
   w.setDoubleAttribute(g, "plateau_fraction", r.plateauFraction);
   w.setDoubleAttribute(g, "seconds", r.seconds);
-  w.setDoubleAttribute(g, "temperature", s.decoding.temperature);
-  w.setIntAttribute(g, "top_k", s.decoding.topK);
-  w.setDoubleAttribute(g, "top_p", s.decoding.topP);
-  w.setStringAttribute(g, "decoding", s.decoding.describe());
+  writeDecoding(w, g, s.decoding);
   w.setIntAttribute(g, "seed", static_cast<std::int64_t>(s.seed));
   w.writeStrings(g + "/warnings", r.warnings);
   w.writeStrings(g + "/notes", r.notes);
@@ -110,9 +107,7 @@ DriftResult readDriftRun(const std::filesystem::path& path) {
   s.prompts = stringAttr(r, g, "prompts_file");
   s.steps = static_cast<int>(r.readIntAttribute(g, "steps"));
   // Runs written before the decoding was recorded decoded greedily.
-  s.decoding = Decoding{doubleAttr(r, g, "temperature", kGreedyDecoding.temperature),
-                        static_cast<int>(intAttr(r, g, "top_k", kGreedyDecoding.topK)),
-                        doubleAttr(r, g, "top_p", kGreedyDecoding.topP)};
+  s.decoding = readDecoding(r, g, kGreedyDecoding);
   s.seed = static_cast<std::uint64_t>(intAttr(r, g, "seed"));
   s.maxPrompts = setting(recorded, "max_prompts", s.maxPrompts);
   s.device = setting(recorded, "device", s.device);

@@ -59,10 +59,7 @@ std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::f
   w.setIntAttribute(g, "windows", r.windows);
   w.setIntAttribute(g, "window", s.window);
   w.setIntAttribute(g, "max_new_tokens", s.maxNewTokens);
-  w.setDoubleAttribute(g, "temperature", s.temperature);
-  w.setIntAttribute(g, "top_k", s.topK);
-  w.setDoubleAttribute(g, "top_p", s.topP);
-  w.setStringAttribute(g, "decoding", s.decoding().describe());
+  writeDecoding(w, g, s.decoding());
   w.writeStrings(g + "/warnings", r.warnings);
   w.writeStrings(g + "/notes", r.notes);
   {
@@ -156,8 +153,7 @@ EvaluationResult readEvaluationRun(const std::filesystem::path& path) {
   s.prompts = stringAttr(r, g, "prompts_file");
   s.window = static_cast<int>(intAttr(r, g, "window", s.window));
   s.maxNewTokens = static_cast<int>(intAttr(r, g, "max_new_tokens"));
-  s.setDecoding(Decoding{doubleAttr(r, g, "temperature"), static_cast<int>(intAttr(r, g, "top_k")),
-                         doubleAttr(r, g, "top_p", 1.0)});
+  s.setDecoding(readDecoding(r, g, kGreedyDecoding));
   s.windows = setting(recorded, "windows", s.windows);
   s.textSeed = setting(recorded, "text_seed", s.textSeed);
   s.maxPrompts = setting(recorded, "max_prompts", s.maxPrompts);

@@ -1,9 +1,10 @@
 #pragma once
-// Helpers shared by the run readers of gpu/ (pruning_run.cpp,
+// Helpers shared by the run readers (and writers) of gpu/ (pruning_run.cpp,
 // evaluation_run.cpp, drift_run.cpp): checking a run, optional
 // attributes and string tables, and the recorded settings. Internal to
 // gpu/*.cpp.
 
+#include "core/decoding.h"
 #include "core/runstore.h"
 
 #include <nlohmann/json.hpp>
@@ -69,6 +70,21 @@ T setting(const nlohmann::json& settings, const char* key, const T& fallback) {
   } catch (const nlohmann::json::exception&) {
     return fallback;
   }
+}
+
+// The decoding of a run that decodes (evaluation, drift): its numbers and its
+// words, written and read back the same way. `fallback` for runs written
+// before the decoding was recorded.
+inline void writeDecoding(runstore::RunWriter& w, const std::string& group, const Decoding& d) {
+  w.setDoubleAttribute(group, "temperature", d.temperature);
+  w.setIntAttribute(group, "top_k", d.topK);
+  w.setDoubleAttribute(group, "top_p", d.topP);
+  w.setStringAttribute(group, "decoding", d.describe());
+}
+inline Decoding readDecoding(const runstore::RunReader& r, const std::string& group, const Decoding& fallback) {
+  return Decoding{doubleAttr(r, group, "temperature", fallback.temperature),
+                  static_cast<int>(intAttr(r, group, "top_k", fallback.topK)),
+                  doubleAttr(r, group, "top_p", fallback.topP)};
 }
 
 }  // namespace sdw::gpu::runread
