@@ -1,5 +1,7 @@
 #include "widgets/modelpanel.h"
 
+#include "core/decoding.h"
+
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -199,19 +201,19 @@ QWidget* ModelPanel::buildGenerateBox() {
   temperature_->setRange(0.0, 5.0);
   temperature_->setSingleStep(0.1);
   temperature_->setDecimals(2);
-  temperature_->setValue(0.8);
+  temperature_->setValue(kDefaultDecoding.temperature);  // the workbench's one protocol (core/decoding.h)
   temperature_->setSpecialValueText(tr("0 (greedy)"));
   topK_ = new QSpinBox(box);
   topK_->setObjectName(QStringLiteral("topK"));
   topK_->setRange(0, 1 << 20);
-  topK_->setValue(40);
+  topK_->setValue(kDefaultDecoding.topK);
   topK_->setSpecialValueText(tr("off"));
   topP_ = new QDoubleSpinBox(box);
   topP_->setObjectName(QStringLiteral("topP"));
   topP_->setRange(0.01, 1.0);
   topP_->setSingleStep(0.05);
   topP_->setDecimals(2);
-  topP_->setValue(0.95);
+  topP_->setValue(kDefaultDecoding.topP);
   seed_ = new QSpinBox(box);
   seed_->setObjectName(QStringLiteral("seed"));
   seed_->setRange(0, std::numeric_limits<int>::max());

@@ -41,10 +41,9 @@ WalkthroughDialog::WalkthroughDialog(MainWindow* window, const StoryOptions& opt
           : tr("Runs on the CPU, %1 weights (%2).").arg(o.dtype, QString::fromStdString(gpu::describeDevice(gpu::deviceInfo())));
   const QString why =
       o.decoding.greedy()
-          ? tr(" Why greedy: the study of this sample (docs/study.md, 3 seeds, 12 cells) finds the AR-calibrated "
-               "model closer to the dense one in all 6 greedy cells (KL lower by 8-29%), and no difference when "
-               "every step samples at T = 1; the workbench's panels start from sampling at T = 1, the paper's "
-               "protocol.")
+          ? tr(" Why greedy: on this sample model the study (docs/study.md) finds the AR-calibrated model "
+               "closer to the dense one when every step decodes greedily, and no difference when every step "
+               "samples at T = 1; the panels start from sampling at T = 1, the paper's protocol.")
           : QString();
   view_->setDeviceText(tr("%1 Budgets: %2 tokens for fixed text and AR each, %3 for exact capture, %4 for the "
                           "held-out reference; %5.%7 Runs and pruned models go to %6, which the window opens as its "
