@@ -2,6 +2,7 @@
 
 #include "gpu/device.h"
 #include "gpu/model.h"
+#include "gpu/engine_internal.h"
 #include "gpu/model_internal.h"
 
 #include "core/stats.h"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <tuple>
 
 #ifdef SDW_TORCH_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -118,114 +120,184 @@ std::pair<double, double> measureBandwidth(const c10::Device& device, std::uint6
 }  // namespace
 
 DecodeBenchResult runDecodeBench(const DecodeBenchOptions& o, const ProgressFn& progress) {
-  if (o.context < 1 || o.tokens < 1 || o.warmup < 0 || o.batch < 1)
+  return std::move(runDecodeBenchBatches(o, {o.batch}, progress).front());
+}
+
+std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o, const std::vector<int>& batches,
+                                                     const ProgressFn& progress) {
+  if (batches.empty()) throw std::invalid_argument("bench decode: no batch size");
+  for (const int b : batches)
+    if (b < 1) throw std::invalid_argument("bench decode: batch sizes must be >= 1");
+  if (o.context < 1 || o.tokens < 1 || o.warmup < 0)
     throw std::invalid_argument("bench decode: context, tokens and batch must be >= 1, warmup >= 0");
   if (o.context + 1 > o.config.maxPositionEmbeddings)
     throw std::invalid_argument("bench decode: context " + std::to_string(o.context) + " exceeds the model's " +
                                 std::to_string(o.config.maxPositionEmbeddings) + " positions");
   const c10::Device device = parseDevice(o.device);  // throws with the reason when CUDA is unusable
   const bool cuda = device.is_cuda();
-
-  DecodeBenchResult r;
-  r.device = cuda ? describeDevice(deviceInfo()) : "cpu";
-  r.configName = o.configName;
-  r.dtype = canonicalDtype(o.dtype);
-  r.context = o.context;
-  r.tokens = o.tokens;
-  r.warmup = o.warmup;
-  r.batch = o.batch;
-  r.parameters = o.config.parameterCount();
-
-  // Bytes one decode step reads.
   const ModelConfig& c = o.config;
-  const std::uint64_t eb = dtypeBytes(r.dtype);
-  std::uint64_t w = 0;
-  for (const auto& mod : projectionModules(c, r.dtype)) w += mod.bytes;  // incl. lm_head (the embedding when tied)
-  w += static_cast<std::uint64_t>(c.numLayers * (2 * c.hiddenSize + (c.hasQkNorm() ? 2 * c.headDim : 0)) + c.hiddenSize) * eb;
-  w += static_cast<std::uint64_t>(o.batch * c.hiddenSize) * eb;  // the embedding rows looked up
-  r.weightBytesPerStep = w;
-  r.kvBytesPerStep = static_cast<std::uint64_t>(c.numLayers) * 2 * static_cast<std::uint64_t>(o.batch) *
-                     static_cast<std::uint64_t>(c.kvDim()) * static_cast<std::uint64_t>(o.context + 1) * eb;
-  r.bytesPerStep = r.weightBytesPerStep + r.kvBytesPerStep;
+  const std::string dtype = canonicalDtype(o.dtype);
+  const std::uint64_t eb = dtypeBytes(dtype);
+  const bool sparse = !o.eager && o.linear == Linear::Sparse;
+  const sparse::Pattern pat = sparse ? sparse::parsePattern(o.pattern) : sparse::Pattern{};
 
-  Progress p{0, static_cast<double>(o.warmup + o.tokens), "steps", "random init"};
+  // Weight bytes one decode step reads (per sequence: one embedding row more).
+  std::uint64_t w = 0;
+  for (const auto& mod : projectionModules(c, dtype)) {  // incl. lm_head (the embedding when tied)
+    const bool packed = sparse && mod.name != "lm_head" && mod.inFeatures % 32 == 0;
+    const auto n = static_cast<std::uint64_t>(mod.outFeatures * mod.inFeatures);
+    w += packed ? n / 2 * eb + n / 32 * 4 : mod.bytes;
+  }
+  w += static_cast<std::uint64_t>(c.numLayers * (2 * c.hiddenSize + (c.hasQkNorm() ? 2 * c.headDim : 0)) + c.hiddenSize) * eb;
+
+  const int stepsPerBatch = o.warmup + o.tokens;
+  Progress p{0, static_cast<double>(stepsPerBatch) * static_cast<double>(batches.size()), "steps", "random init"};
   reportOrThrow(progress, p);
   const auto t0 = std::chrono::steady_clock::now();
-  auto model = Model::randomInit(c, {o.device, r.dtype}, o.seed, 0.02);
+  LoadOptions lo;
+  lo.device = o.device;
+  lo.dtype = dtype;
+  lo.linear = o.eager ? Linear::Cublas : o.linear;
+  lo.randomPattern = o.pattern;
+  lo.cudaGraph = o.graph;
+  lo.tuningFile = o.tuningFile;
+  auto model = Model::randomInit(c, lo, o.seed, 0.02);
   auto& m = model->impl();
-  try {
-    const c10::NoGradGuard noGrad;
-    const std::int64_t B = o.batch, ctx = o.context, capacity = ctx + 1;
-    KvCache& cache = ensureKvCache(m, B, capacity);
-    ensureRope(m, capacity);
-    if (cuda) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // sync: init finished
-    r.setupSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (cuda) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // sync: init finished
+  const double setupSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const bool engine = !o.eager && engineDecodes(m);
 
-    // Prefill `context` random tokens: fills the cache with real keys and values.
-    at::Generator gen = at::detail::createCPUGenerator(o.seed);
-    ForwardInput pre;
-    pre.ids = at::randint(c.vocabSize, {B, ctx}, gen, at::TensorOptions().dtype(at::kLong)).to(device);
-    pre.positions = at::arange(ctx, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0).expand({B, ctx});
-    pre.positionLimit = capacity;
-    pre.lastOnly = true;
-    StepTimer timer(cuda);
-    p.stage = "prefill";
-    reportOrThrow(progress, p);
-    timer.start();
-    at::Tensor next = forward(m, pre, &cache).argmax(-1).view({B, 1});
-    r.prefillMs = timer.stopMs();
+  std::vector<DecodeBenchResult> results;
+  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+    DecodeBenchResult r;
+    r.device = cuda ? describeDevice(deviceInfo()) : "cpu";
+    r.configName = o.configName;
+    r.dtype = dtype;
+    r.context = o.context;
+    r.tokens = o.tokens;
+    r.warmup = o.warmup;
+    r.batch = batches[bi];
+    r.parameters = c.parameterCount();
+    r.linear = o.eager ? "eager" : linearName(o.linear);
+    r.pattern = sparse ? sparse::patternName(pat) : "";
+    r.engine = o.eager ? "eager LibTorch forward" : model->engineDescription();
+    r.packedProjections = m.engine ? m.engine->packedCount() : 0;
+    r.setupSeconds = setupSeconds;
+    r.weightBytesPerStep = w + static_cast<std::uint64_t>(r.batch * c.hiddenSize) * eb;
+    r.kvBytesPerStep = static_cast<std::uint64_t>(c.numLayers) * 2 * static_cast<std::uint64_t>(r.batch) *
+                       static_cast<std::uint64_t>(c.kvDim()) * static_cast<std::uint64_t>(o.context + 1) * eb;
+    r.bytesPerStep = r.weightBytesPerStep + r.kvBytesPerStep;
+    const double doneBefore = static_cast<double>(bi) * stepsPerBatch;
+    try {
+      const c10::NoGradGuard noGrad;
+      const std::int64_t B = r.batch, ctx = o.context, capacity = ctx + 1;
+      KvCache& cache = ensureKvCache(m, B, capacity);
+      ensureRope(m, capacity);
 
-    // Decode steps at position `context`: the step's own key/value goes to slot
-    // `context`, attention reads context + 1 slots, the argmax feeds the next step.
-    ForwardInput d;
-    d.ids = next;
-    d.positions = at::full({B, 1}, ctx, at::TensorOptions().dtype(at::kLong).device(device));
-    d.positionLimit = capacity;
-    d.cacheStart = ctx;
-    d.lastOnly = true;
-    for (int i = 0; i < o.warmup + o.tokens; ++i) {
-      const bool timed = i >= o.warmup;
-      if (timed) timer.start();
-      d.ids = forward(m, d, &cache).argmax(-1).view({B, 1});
-      const double ms = timed ? timer.stopMs() : 0.0;
-      if (timed) r.stepMs.push_back(ms);
-      if (!timed && cuda && i + 1 == o.warmup) (void)d.ids.cpu();  // drain the warm-up queue
-      p.done = i + 1;
-      p.stage = timed ? "timed steps" : "warm-up";
-      if ((i + 1) % 10 == 0) reportOrThrow(progress, p);
+      // Prefill `context` random tokens: fills the cache with real keys and values.
+      at::Generator gen = at::detail::createCPUGenerator(o.seed);
+      ForwardInput pre;
+      pre.ids = at::randint(c.vocabSize, {B, ctx}, gen, at::TensorOptions().dtype(at::kLong)).to(device);
+      pre.positions = at::arange(ctx, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0).expand({B, ctx});
+      pre.positionLimit = capacity;
+      pre.lastOnly = true;
+      StepTimer timer(cuda);
+      p.stage = "prefill, batch " + std::to_string(B);
+      reportOrThrow(progress, p);
+      timer.start();
+      at::Tensor next = forward(m, pre, &cache).argmax(-1).view({B, 1});
+      r.prefillMs = timer.stopMs();
+
+      // Decode steps at position `context`: the step's own key/value goes to slot
+      // `context`, attention reads context + 1 slots, the argmax feeds the next step.
+      const auto tick = [&](int i, bool timed) {
+        p.done = doneBefore + i + 1;
+        p.stage = std::string(timed ? "timed steps" : "warm-up") + ", batch " + std::to_string(B);
+        if ((i + 1) % 10 == 0) reportOrThrow(progress, p);
+      };
+      if (engine) {
+        // The engine: the captured step replayed, its argmax fed back on the device.
+        const at::Tensor first = next.view({B}).to(at::kCPU, at::kInt).contiguous();
+        const std::vector<std::int32_t> ids(first.data_ptr<std::int32_t>(), first.data_ptr<std::int32_t>() + B);
+        engineGreedyLoop(m, cache, ids, ctx, stepsPerBatch, [&](int i, bool begin) {
+          const bool timed = i >= o.warmup;
+          if (begin) {
+            if (timed) timer.start();
+            return;
+          }
+          if (timed) r.stepMs.push_back(timer.stopMs());
+          else if (i + 1 == o.warmup) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // drain
+          tick(i, timed);
+        });
+      } else {
+        ForwardInput d;
+        d.ids = next;
+        d.positions = at::full({B, 1}, ctx, at::TensorOptions().dtype(at::kLong).device(device));
+        d.positionLimit = capacity;
+        d.cacheStart = ctx;
+        d.lastOnly = true;
+        for (int i = 0; i < stepsPerBatch; ++i) {
+          const bool timed = i >= o.warmup;
+          if (timed) timer.start();
+          d.ids = forward(m, d, &cache).argmax(-1).view({B, 1});
+          const double ms = timed ? timer.stopMs() : 0.0;
+          if (timed) r.stepMs.push_back(ms);
+          if (!timed && cuda && i + 1 == o.warmup) (void)d.ids.cpu();  // drain the warm-up queue
+          tick(i, timed);
+        }
+      }
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(std::string("bench decode: ") + e.what_without_backtrace());
     }
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(std::string("bench decode: ") + e.what_without_backtrace());
+    r.gpuMemoryBytes = model->deviceBytes();
+    r.medianMs = stats::median(r.stepMs, 0.0);
+    r.p10Ms = percentile(r.stepMs, 0.1);
+    r.p90Ms = percentile(r.stepMs, 0.9);
+    double sum = 0;
+    for (const double v : r.stepMs) sum += v;
+    r.meanMs = sum / static_cast<double>(r.stepMs.size());
+    r.tokensPerSecond = static_cast<double>(r.batch) * 1000.0 / r.medianMs;
+    r.achievedGBs = static_cast<double>(r.bytesPerStep) / (r.medianMs * 1e6);
+    results.push_back(std::move(r));
   }
   model.reset();  // free the weights before the bandwidth probe allocates
 
-  r.medianMs = stats::median(r.stepMs, 0.0);
-  r.p10Ms = percentile(r.stepMs, 0.1);
-  r.p90Ms = percentile(r.stepMs, 0.9);
-  double sum = 0;
-  for (const double v : r.stepMs) sum += v;
-  r.meanMs = sum / static_cast<double>(r.stepMs.size());
-  r.tokensPerSecond = static_cast<double>(o.batch) * 1000.0 / r.medianMs;
-  r.achievedGBs = static_cast<double>(r.bytesPerStep) / (r.medianMs * 1e6);
-
-  p.stage = "bandwidth probe";
-  reportOrThrow(progress, p);
-  try {
-    const std::uint64_t probe = cuda ? o.bandwidthBytes : std::min<std::uint64_t>(o.bandwidthBytes, 256ull << 20);
-    const auto [readGBs, copyGBs] = measureBandwidth(device, probe, cuda);
+  double readGBs = o.readGBs, copyGBs = 0;
+  if (readGBs <= 0) {
+    p.stage = "bandwidth probe";
+    reportOrThrow(progress, p);
+    std::tie(readGBs, copyGBs) = measureReadBandwidth(o.device, o.bandwidthBytes);
+  }
+  const std::string how = o.eager || !cuda ? "eager LibTorch, no CUDA graph"
+                          : o.graph ? "decode engine, one CUDA graph replay per step, argmax fed back on the device"
+                                    : "decode engine, kernels launched one by one";
+  for (auto& r : results) {
     r.measuredReadGBs = readGBs;
     r.measuredCopyGBs = copyGBs;
+    r.limitTokensPerSecond = static_cast<double>(r.batch) * readGBs * 1e9 / static_cast<double>(r.bytesPerStep);
+    r.ratioToLimit = r.tokensPerSecond / r.limitTokensPerSecond;
+    r.method = std::string(cuda ? "CUDA events around each decode step" : "host clock around each decode step") +
+               " (" + how + "), median of " + std::to_string(o.tokens) + " after " + std::to_string(o.warmup) +
+               " warm-up; bandwidth: " +
+               (o.readGBs > 0 ? std::string("measured once for the whole run")
+                              : std::string("median ") + (cuda ? "bf16" : "fp32") + " sum reduction over " +
+                                    std::to_string((cuda ? o.bandwidthBytes
+                                                         : std::min<std::uint64_t>(o.bandwidthBytes, 256ull << 20)) >>
+                                                   20) +
+                                    " MiB");
+  }
+  return results;
+}
+
+std::pair<double, double> measureReadBandwidth(const std::string& deviceName, std::uint64_t bytes) {
+  const c10::Device device = parseDevice(deviceName);
+  const bool cuda = device.is_cuda();
+  try {
+    const std::uint64_t probe = cuda ? bytes : std::min<std::uint64_t>(bytes, 256ull << 20);
+    return measureBandwidth(device, probe, cuda);
   } catch (const c10::Error& e) {
     throw std::runtime_error(std::string("bench decode: bandwidth probe: ") + e.what_without_backtrace());
   }
-  r.limitTokensPerSecond = static_cast<double>(o.batch) * r.measuredReadGBs * 1e9 / static_cast<double>(r.bytesPerStep);
-  r.ratioToLimit = r.tokensPerSecond / r.limitTokensPerSecond;
-  r.method = std::string(cuda ? "CUDA events around each decode step" : "host clock around each decode step") +
-             " (eager LibTorch, no CUDA graph), median of " + std::to_string(o.tokens) + " after " +
-             std::to_string(o.warmup) + " warm-up; bandwidth: median " + (cuda ? "bf16" : "fp32") + " sum reduction over " +
-             std::to_string((cuda ? o.bandwidthBytes : std::min<std::uint64_t>(o.bandwidthBytes, 256ull << 20)) >> 20) +
-             " MiB";
-  return r;
 }
 
 }  // namespace sdw::gpu

@@ -9,10 +9,13 @@
 // in the same run. Plain types.
 
 #include "core/progress.h"
+#include "gpu/model.h"  // Linear
 #include "gpu/model_config.h"
 
+#include <filesystem>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sdw::gpu {
@@ -28,12 +31,26 @@ struct DecodeBenchOptions {
   int batch = 1;
   std::uint64_t seed = 0;
   std::uint64_t bandwidthBytes = 4ull << 30;  // buffer read by the bandwidth probe (CUDA)
+  double readGBs = 0;               // > 0: the read bandwidth measured before (no probe this time)
+  // The engine: on CUDA each step is the decode engine's captured graph (gpu/decode_engine.cpp)
+  // unless `eager`; Linear::Sparse prunes every projection to `pattern` by magnitude and keeps
+  // only the packed form.
+  Linear linear = Linear::Cublas;
+  std::string pattern = "2:4";
+  bool eager = false;               // the eager LibTorch forward pass instead of the engine
+  bool graph = true;                // capture the step (false: the engine's kernels launched one by one)
+  std::filesystem::path tuningFile; // our kernels' launch configurations (empty: heuristics)
 };
 
 struct DecodeBenchResult {
   std::string device;               // "NVIDIA H200 (sm_90, ...)" or "cpu"
   std::string configName;
   std::string dtype;
+  std::string linear;               // "cublas", "dense", "sparse" ("eager" for the eager forward)
+  std::string pattern;              // sparse: "2:4"...; else ""
+  std::string engine;               // Model::engineDescription()
+  std::uint64_t gpuMemoryBytes = 0; // Model::deviceBytes() after the timed steps (weights, packed, cache, buffers)
+  int packedProjections = 0;
   int context = 0, tokens = 0, warmup = 0, batch = 0;
   std::int64_t parameters = 0;
   double setupSeconds = 0;          // random init
@@ -41,7 +58,8 @@ struct DecodeBenchResult {
   std::vector<double> stepMs;       // timed steps, in order
   double medianMs = 0, p10Ms = 0, p90Ms = 0, meanMs = 0;
   double tokensPerSecond = 0;       // batch / median step
-  std::uint64_t weightBytesPerStep = 0;  // every weight read once (+ one embedding row per sequence)
+  std::uint64_t weightBytesPerStep = 0;  // every weight read once, packed projections as packed (values + masks),
+                                         // + one embedding row per sequence
   std::uint64_t kvBytesPerStep = 0;      // K and V of `context + 1` positions, all layers, all rows
   std::uint64_t bytesPerStep = 0;
   double achievedGBs = 0;           // bytesPerStep / median step
@@ -54,5 +72,12 @@ struct DecodeBenchResult {
 
 // Throws std::runtime_error (e.g. no GPU for device "cuda"), sdw::Cancelled.
 DecodeBenchResult runDecodeBench(const DecodeBenchOptions& options, const ProgressFn& progress = {});
+// One model, several batch sizes in turn (options.batch ignored): one result per batch.
+std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& options, const std::vector<int>& batches,
+                                                     const ProgressFn& progress = {});
+
+// Read and copy bandwidth (GB/s) of `device` over a buffer of `bytes` (CUDA: bf16 sum reduction
+// and device copy; CPU: fp32, at most 256 MiB).
+std::pair<double, double> measureReadBandwidth(const std::string& device, std::uint64_t bytes);
 
 }  // namespace sdw::gpu

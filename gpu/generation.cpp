@@ -2,6 +2,7 @@
 // one prompt or a ragged batch (left padding, per-row positions and a key
 // mask), with per-row stop handling and observer contexts.
 
+#include "gpu/engine_internal.h"
 #include "gpu/model_internal.h"
 
 #include "core/timing.h"
@@ -78,7 +79,10 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
   try {
     const c10::NoGradGuard noGrad;
     const auto lopts = at::TensorOptions().dtype(at::kLong).device(m.device);
-    const std::int64_t capacity = Lmax + maxBudget;
+    // The decode engine captures its step for one cache: round the capacity up so
+    // calls of similar lengths reuse the cache and the captured step.
+    const bool useEngine = engineDecodes(m);
+    const std::int64_t capacity = useEngine ? (Lmax + maxBudget + 127) / 128 * 128 : Lmax + maxBudget;
     KvCache& cache = ensureKvCache(m, B, capacity);
     ensureRope(m, capacity);
 
@@ -149,6 +153,10 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
     for (int step = 0; step < maxBudget - 1; ++step) {
       if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
       const std::int64_t slot = Lmax + step;
+      if (useEngine) {  // observers are attached only before the call: no row is observed here
+        consume(engineStep(m, cache, next, slot, pad), next);
+        continue;
+      }
       ForwardInput d;
       d.ids = at::from_blob(next.data(), {B, 1}, at::TensorOptions().dtype(at::kInt)).to(m.device, at::kLong);
       d.positions = at::full({B, 1}, slot, lopts) - padT;

@@ -4,6 +4,7 @@
 // modeling_llama.py / modeling_qwen3.py operation by operation so fp32
 // logits agree to rounding.
 
+#include "gpu/engine_internal.h"
 #include "gpu/model_internal.h"
 
 #include <ATen/ATen.h>
@@ -53,6 +54,12 @@ void observe(Model::Impl& m, const ObserveContext* ctx, const at::Tensor& x, int
 }
 
 enum Kind { kQ = 0, kK, kV, kO, kGate, kUp, kDown };
+
+// A projection: the dense weight where the model holds one, else its packed form.
+at::Tensor project(Model::Impl& m, int layer, const at::Tensor& w, int kind, const at::Tensor& x) {
+  if (w.defined()) return at::linear(x, w);
+  return packedLinear(m, layer, kind, x);
+}
 
 }  // namespace
 
@@ -155,9 +162,9 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
     // ---- attention
     at::Tensor x = rmsNorm(h, L.inputNorm, c.rmsNormEps);  // [B, T, hidden]
     observe(m, in.observe, x, li, {kQ, kK, kV});
-    at::Tensor q = at::linear(x, L.q).view({B, T, H, D});
-    at::Tensor k = at::linear(x, L.k).view({B, T, KV, D});
-    at::Tensor v = at::linear(x, L.v).view({B, T, KV, D});
+    at::Tensor q = project(m, li, L.q, kQ, x).view({B, T, H, D});
+    at::Tensor k = project(m, li, L.k, kK, x).view({B, T, KV, D});
+    at::Tensor v = project(m, li, L.v, kV, x).view({B, T, KV, D});
     if (c.hasQkNorm()) {  // Qwen3: per-head RMSNorm before RoPE
       q = rmsNorm(q, L.qNorm, c.rmsNormEps);
       k = rmsNorm(k, L.kNorm, c.rmsNormEps);
@@ -184,13 +191,13 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
                           .transpose(1, 2)
                           .reshape({B, T, H * D});
     observe(m, in.observe, attn, li, {kO});
-    h = h + at::linear(attn, L.o);
+    h = h + project(m, li, L.o, kO, attn);
     // ---- MLP
     x = rmsNorm(h, L.postNorm, c.rmsNormEps);
     observe(m, in.observe, x, li, {kGate, kUp});
-    const at::Tensor act = at::silu(at::linear(x, L.gate)) * at::linear(x, L.up);  // [B, T, inter]
+    const at::Tensor act = at::silu(project(m, li, L.gate, kGate, x)) * project(m, li, L.up, kUp, x);  // [B, T, inter]
     observe(m, in.observe, act, li, {kDown});
-    h = h + at::linear(act, L.down);
+    h = h + project(m, li, L.down, kDown, act);
   }
   if (in.lastOnly) h = h.narrow(1, T - 1, 1);
   h = rmsNorm(h, m.w.finalNorm, c.rmsNormEps);

@@ -6,12 +6,14 @@
 
 #include "core/safetensors.h"
 #include "gpu/device.h"
+#include "gpu/engine_internal.h"
 #include "gpu/model_internal.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <map>
 #include <stdexcept>
 
 namespace sdw::gpu {
@@ -132,6 +134,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   // A tied model uses the embedding even when the file also carries lm_head (as transformers does).
   const auto slots = expectedTensors(*m, !config.tieWordEmbeddings);
 
+  std::map<std::string, std::string> dtypes;  // per tensor, as stored in the checkpoint
   Progress p;
   p.unit = "bytes";
   for (const auto& s : slots) {
@@ -163,11 +166,13 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     } catch (const c10::Error& err) {
       throw std::runtime_error(e.file->string() + ": tensor '" + s.name + "': " + err.what_without_backtrace());
     }
+    dtypes[s.name] = v.dtype;
     p.done += static_cast<double>(v.bytes.size());
     p.stage = s.name;
     reportOrThrow(progress, p);
   }
   if (config.tieWordEmbeddings) m->w.lmHead = m->w.embed;
+  setupEngine(*m, dir, dtypes);
   return std::unique_ptr<Model>(new Model(std::move(m)));
 }
 
@@ -188,6 +193,7 @@ std::unique_ptr<Model> Model::randomInit(const ModelConfig& config, const LoadOp
     *s.dst = t;
   }
   if (config.tieWordEmbeddings) m->w.lmHead = m->w.embed;
+  setupEngine(*m, {}, {});
   return std::unique_ptr<Model>(new Model(std::move(m)));
 }
 

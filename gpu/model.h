@@ -19,13 +19,37 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sdw::gpu {
 
+// How a decode step runs each projection (gpu/decode_engine.cpp). On CUDA a
+// decode step is one captured CUDA graph of fused kernels whatever the linear;
+// on the CPU every linear is LibTorch's matmul except Sparse, which runs the CPU
+// bitmask SpMV. Prefill and teacher-forced passes use cuBLAS (Sparse: each packed
+// projection unpacked into a scratch matrix, then cuBLAS).
+//   Cublas: cuBLAS (LibTorch's matmul)
+//   Dense:  our dense GEMV (16-bit dtypes; cuBLAS in float32)
+//   Sparse: our bitmask N:M SpMV over the packed projections of a model.sdwsparse
+//           (no dense copy of them is kept), the rest as Dense
+enum class Linear { Cublas, Dense, Sparse };
+std::string linearName(Linear l);
+Linear parseLinear(std::string_view s);  // "cublas", "dense", "sparse"; throws std::invalid_argument
+
 struct LoadOptions {
   std::string device = "cpu";     // "cpu", "cuda" or "cuda:N"
   std::string dtype = "float32";  // "float32", "bfloat16", "float16"
+  Linear linear = Linear::Cublas;
+  // Linear::Sparse with load(): the packed file (empty: <dir>/model.sdwsparse). It must
+  // match the checkpoint: projection names and shapes, its values equal to the
+  // checkpoint's weights (zeros where pruned), the dtype of the checkpoint's tensors.
+  std::filesystem::path sparseFile{};
+  // Linear::Sparse with randomInit(): every projection pruned by magnitude to this pattern.
+  std::string randomPattern = "2:4";
+  bool decodeEngine = true;       // CUDA decode steps through the engine; false: the eager forward pass (the reference)
+  bool cudaGraph = true;          // capture the decode step (CUDA); false: the same kernels launched one by one
+  std::filesystem::path tuningFile{};  // launch configurations of our kernels (empty: heuristics)
 };
 
 enum class Phase { Prefill, Decode };
@@ -91,6 +115,12 @@ class Model {
   std::vector<ModuleInfo> modules() const;
   std::uint64_t parameterCount() const;
   std::uint64_t weightBytes() const;  // as stored (a tied lm_head counted once)
+  // Bytes of every tensor the model holds now on its device: weights (packed where
+  // packed), KV cache, rotary tables, the decode engine's buffers (each storage once).
+  std::uint64_t deviceBytes() const;
+  // One line on how decode steps run, e.g. "CUDA graph, bitmask SpMV 2:4 (224 of 224
+  // projections packed), lm_head dense GEMV".
+  std::string engineDescription() const;
 
   // Teacher-forced forward over `ids` (no cache). Returns [T, vocab] fp32, row-major.
   std::vector<float> logits(std::span<const std::int32_t> ids);

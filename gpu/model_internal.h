@@ -11,6 +11,7 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,8 @@ struct ForwardInput {
   const ObserveContext* observe = nullptr;
 };
 
+struct EngineState;  // gpu/engine_internal.h
+
 struct Model::Impl {
   ModelConfig config;
   LoadOptions options;
@@ -79,6 +82,7 @@ struct Model::Impl {
   std::map<int, TensorObserver> tensorObservers;
   std::map<int, ActivationObserver> observers;
   int nextObserverId = 1;
+  std::shared_ptr<EngineState> engine;  // packed projections, fused weights, the decode graph
 
   bool observed() const { return !tensorObservers.empty() || !observers.empty(); }
 };

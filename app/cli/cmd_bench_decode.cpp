@@ -1,12 +1,15 @@
 // sdw-cli bench decode:
-// decode tokens/s of the model runtime on a model with random weights built
-// from a config, against the HBM bandwidth limit measured in the same run.
+// decode tokens/s of the decode engine (or the eager forward) on models with
+// random weights built from configs, per linear, N:M pattern and batch, against
+// the HBM bandwidth limit measured in the same run; a grid of them in one run.
 
 #include "app/cli/bench_modes.h"
 #include "app/cli/cli_util.h"
 #include "gpu/bench_decode.h"
 #include "gpu/device.h"
 #include "gpu/model_config.h"
+#include "gpu/spmv.h"
+#include "core/sparse_format.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +27,103 @@ namespace {
 
 double gb(std::uint64_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
+// One benchmark row as JSON (the single-run report and the rows of a grid share it).
+nlohmann::json rowJson(const gpu::DecodeBenchResult& r, const gpu::ModelConfig& config) {
+  return {{"config", r.configName},
+          {"architecture", config.architectureName},
+          {"parameters", r.parameters},
+          {"linear", r.linear},
+          {"pattern", r.pattern},
+          {"engine", r.engine},
+          {"packed_projections", r.packedProjections},
+          {"dtype", r.dtype},
+          {"context", r.context},
+          {"batch", r.batch},
+          {"warmup_steps", r.warmup},
+          {"timed_steps", r.tokens},
+          {"median_ms", r.medianMs},
+          {"p10_ms", r.p10Ms},
+          {"p90_ms", r.p90Ms},
+          {"mean_ms", r.meanMs},
+          {"tokens_per_second", r.tokensPerSecond},
+          {"prefill_ms", r.prefillMs},
+          {"setup_seconds", r.setupSeconds},
+          {"weight_bytes_per_step", r.weightBytesPerStep},
+          {"kv_bytes_per_step", r.kvBytesPerStep},
+          {"bytes_per_step", r.bytesPerStep},
+          {"gb_per_s", r.achievedGBs},
+          {"achieved_gb_per_s", r.achievedGBs},
+          {"gpu_memory_bytes", r.gpuMemoryBytes},
+          {"measured_read_gb_per_s", r.measuredReadGBs},
+          {"limit_tokens_per_second", r.limitTokensPerSecond},
+          {"bandwidth_limit_tokens_per_second", r.limitTokensPerSecond},
+          {"ratio_to_bandwidth_limit", r.ratioToLimit},
+          {"step_ms", r.stepMs},
+          {"method", r.method}};
+}
+
+struct Cell {
+  std::string config;
+  gpu::ModelConfig shape;
+  std::string linear;  // cublas, dense, sparse, eager
+  std::string pattern;
+};
+
+// Per config and batch: the dense engines side by side, each pattern's speed-up over
+// our dense engine and over the best dense measured, the limit of that speed-up.
+nlohmann::json summarize(const std::vector<nlohmann::json>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<std::pair<std::string, int>> keys;
+  for (const auto& r : rows) {
+    const std::pair<std::string, int> k{r["config"].get<std::string>(), r["batch"].get<int>()};
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  for (const auto& [config, batch] : keys) {
+    nlohmann::json s = {{"config", config}, {"batch", batch}};
+    double own = 0, best = 0;
+    std::uint64_t denseBytes = 0;
+    std::string bestName;
+    for (const auto& r : rows) {
+      if (r["config"] != config || r["batch"] != batch) continue;
+      const std::string lin = r["linear"];
+      const double tps = r["tokens_per_second"];
+      if (lin == "sparse") continue;
+      s[lin + "_tokens_per_second"] = tps;
+      s[lin + "_ratio_to_bandwidth_limit"] = r["ratio_to_bandwidth_limit"];
+      if (lin == "dense") own = tps;
+      if ((lin == "dense" || lin == "cublas") && tps > best) {
+        best = tps;
+        bestName = lin;
+        denseBytes = r["bytes_per_step"];
+      }
+    }
+    if (best > 0) {
+      s["best_dense_linear"] = bestName;
+      s["best_dense_tokens_per_second"] = best;
+    }
+    nlohmann::json sp = nlohmann::json::object();
+    double lo = 0, hi = 0;
+    for (const auto& r : rows) {
+      if (r["config"] != config || r["batch"] != batch || r["linear"] != "sparse") continue;
+      const double tps = r["tokens_per_second"];
+      nlohmann::json e = {{"tokens_per_second", tps}, {"ratio_to_bandwidth_limit", r["ratio_to_bandwidth_limit"]}};
+      if (own > 0) e["speedup_over_dense_engine"] = tps / own;
+      if (best > 0) e["speedup_over_best_dense"] = tps / best;
+      if (denseBytes > 0)
+        e["speedup_limit"] = static_cast<double>(denseBytes) / r["bytes_per_step"].get<double>();
+      sp[r["pattern"].get<std::string>()] = e;
+      lo = lo == 0 ? tps : std::min(lo, tps);
+      hi = std::max(hi, tps);
+    }
+    if (!sp.empty()) {
+      s["sparse"] = sp;
+      s["pattern_spread"] = hi / lo - 1.0;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
 int runDecode(const Args& a) {
   const std::string device = a.get("device", "cuda");
   if (device != "cpu" && !gpu::deviceInfo().cudaAvailable) {
@@ -33,80 +133,148 @@ int runDecode(const Args& a) {
   }
   gpu::DecodeBenchOptions o;
   o.device = device;
-  // On CPU the default is a tiny shape: an 8B model in fp32 does not fit a desk machine.
-  const std::string spec = a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b");
-  o.config = resolveModelConfig(spec, o.configName);
   o.dtype = gpu::canonicalDtype(a.get("dtype", device == "cpu" ? "float32" : "bfloat16"));
   o.context = static_cast<int>(a.getInt("context", 512));
   o.tokens = static_cast<int>(a.getInt("tokens", 50));
   o.warmup = static_cast<int>(a.getInt("warmup", 50));
-  o.batch = static_cast<int>(a.getInt("batch", 1));
   o.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
-  if (o.context < 1 || o.tokens < 1 || o.warmup < 0 || o.batch < 1)
-    throw UsageError("--context, --tokens and --batch must be >= 1, --warmup >= 0");
+  o.graph = !a.has("no-graph");
+  if (a.has("tuning")) o.tuningFile = a.get("tuning");
+  else if (device != "cpu")
+    o.tuningFile = gpu::defaultTuningPath(std::filesystem::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
+  if (o.context < 1 || o.tokens < 1 || o.warmup < 0) throw UsageError("--context and --tokens must be >= 1, --warmup >= 0");
+  std::vector<int> batches;
+  for (const auto& b : splitComma(a.get("batch", "1"))) {
+    int v = 0;
+    try {
+      v = std::stoi(b);
+    } catch (const std::exception&) {
+      throw UsageError("--batch expects numbers, got '" + b + "'");
+    }
+    if (v < 1 || v > 8) throw UsageError("--batch sizes must be 1..8, got " + b);
+    batches.push_back(v);
+  }
+  const std::vector<std::string> linears = splitComma(a.get("linear", "cublas"));
+  for (const auto& l : linears)
+    if (l != "eager") (void)gpu::parseLinear(l);  // names the accepted ones
+  const std::vector<std::string> patterns = splitComma(a.get("patterns", a.get("pattern", "2:4")));
+  for (const auto& pat : patterns) (void)sparse::parsePattern(pat);
+  // On CPU the default is a tiny shape: an 8B model in fp32 does not fit a desk machine.
+  std::vector<Cell> cells;
+  for (const auto& spec : splitComma(a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b"))) {
+    std::string name;
+    const gpu::ModelConfig shape = resolveModelConfig(spec, name);
+    for (const auto& l : linears) {
+      if (l == "sparse")
+        for (const auto& pat : patterns) cells.push_back({name, shape, l, pat});
+      else
+        cells.push_back({name, shape, l, ""});
+    }
+  }
   const bool json = a.has("json");
+  const bool grid = cells.size() > 1 || batches.size() > 1;
 
-  const auto r = gpu::runDecodeBench(o, [&](const Progress& p) {
-    if (!json) std::fprintf(stderr, "\r  %-16s %4.0f / %.0f steps", p.stage.c_str(), p.done, p.total);
-    return true;
-  });
-  if (!json) std::fprintf(stderr, "\n");
+  // One bandwidth measurement for the whole run, before any model is on the device.
+  if (grid) {
+    if (!json) std::fprintf(stderr, "measuring read bandwidth...\n");
+    o.readGBs = gpu::measureReadBandwidth(device, o.bandwidthBytes).first;
+  }
+  std::vector<nlohmann::json> rows;
+  std::vector<gpu::DecodeBenchResult> results;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const Cell& cell = cells[i];
+    o.config = cell.shape;
+    o.configName = cell.config;
+    o.eager = cell.linear == "eager";
+    o.linear = o.eager ? gpu::Linear::Cublas : gpu::parseLinear(cell.linear);
+    o.pattern = cell.pattern.empty() ? "2:4" : cell.pattern;
+    const std::string label = cell.config + " " + cell.linear + (cell.pattern.empty() ? "" : " " + cell.pattern);
+    auto rs = gpu::runDecodeBenchBatches(o, batches, [&](const Progress& p) {
+      if (!json)
+        std::fprintf(stderr, "\r  [%zu/%zu] %-28s %-24s %5.0f / %.0f", i + 1, cells.size(), label.c_str(),
+                     p.stage.c_str(), p.done, p.total);
+      return true;
+    });
+    if (!json) std::fprintf(stderr, "\n");
+    for (auto& r : rs) {
+      rows.push_back(rowJson(r, cell.shape));
+      results.push_back(std::move(r));
+    }
+  }
 
-  nlohmann::json j = {{"benchmark", "decode"},
-                      {"device", r.device},
-                      {"config", r.configName},
-                      {"architecture", o.config.architectureName},
-                      {"parameters", r.parameters},
-                      {"dtype", r.dtype},
-                      {"context", r.context},
-                      {"batch", r.batch},
-                      {"warmup_steps", r.warmup},
-                      {"timed_steps", r.tokens},
-                      {"median_ms", r.medianMs},
-                      {"p10_ms", r.p10Ms},
-                      {"p90_ms", r.p90Ms},
-                      {"mean_ms", r.meanMs},
-                      {"tokens_per_second", r.tokensPerSecond},
-                      {"prefill_ms", r.prefillMs},
-                      {"setup_seconds", r.setupSeconds},
-                      {"weight_bytes_per_step", r.weightBytesPerStep},
-                      {"kv_bytes_per_step", r.kvBytesPerStep},
-                      {"bytes_per_step", r.bytesPerStep},
-                      {"achieved_gb_per_s", r.achievedGBs},
-                      {"measured_read_gb_per_s", r.measuredReadGBs},
-                      {"measured_copy_gb_per_s", r.measuredCopyGBs},
-                      {"bandwidth_limit_tokens_per_second", r.limitTokensPerSecond},
-                      {"ratio_to_bandwidth_limit", r.ratioToLimit},
-                      {"step_ms", r.stepMs},
-                      {"method", r.method}};
+  if (!grid) {
+    const auto& r = results.front();
+    nlohmann::json j = rowJson(r, cells.front().shape);
+    j["benchmark"] = "decode";
+    j["device"] = r.device;
+    j["measured_copy_gb_per_s"] = r.measuredCopyGBs;
+    if (emitJson(a, j.dump(2))) return 0;
+    std::printf("decode benchmark: %s (%s, %.2fB parameters), %s, context %d, batch %d\n", r.configName.c_str(),
+                cells.front().shape.architectureName.c_str(), static_cast<double>(r.parameters) / 1e9, r.dtype.c_str(),
+                r.context, r.batch);
+    std::printf("device:            %s\n", r.device.c_str());
+    std::printf("engine:            %s\n", r.engine.c_str());
+    std::printf("step time:         median %.3f ms (p10 %.3f, p90 %.3f) over %d steps after %d warm-up\n", r.medianMs,
+                r.p10Ms, r.p90Ms, r.tokens, r.warmup);
+    std::printf("tokens/s:          %.1f\n", r.tokensPerSecond);
+    std::printf("bytes per step:    %.3f GB (weights %.3f GB + KV cache %.3f GB)\n", gb(r.bytesPerStep),
+                gb(r.weightBytesPerStep), gb(r.kvBytesPerStep));
+    std::printf("device memory:     %.3f GB (weights as held, KV cache, engine buffers)\n", gb(r.gpuMemoryBytes));
+    std::printf("achieved:          %.1f GB/s\n", r.achievedGBs);
+    std::printf("measured memory:   read %.1f GB/s (sum reduction), copy %.1f GB/s\n", r.measuredReadGBs,
+                r.measuredCopyGBs);
+    std::printf("bandwidth limit:   %.1f tokens/s; this run reaches %.1f%% of it\n", r.limitTokensPerSecond,
+                100.0 * r.ratioToLimit);
+    return 0;
+  }
+
+  const nlohmann::json summary = summarize(rows);
+  nlohmann::json j = {{"benchmark", "decode-e2e"},
+                      {"device", results.front().device},
+                      {"dtype", o.dtype},
+                      {"context", o.context},
+                      {"warmup_steps", o.warmup},
+                      {"timed_steps", o.tokens},
+                      {"measured_read_gb_per_s", o.readGBs},
+                      {"cuda_graph", o.graph},
+                      {"tuning", o.tuningFile.string()},
+                      {"rows", rows},
+                      {"summary", summary}};
   if (emitJson(a, j.dump(2))) return 0;
-  std::printf("decode benchmark: %s (%s, %.2fB parameters), %s, context %d, batch %d\n", r.configName.c_str(),
-              o.config.architectureName.c_str(), static_cast<double>(r.parameters) / 1e9, r.dtype.c_str(), r.context,
-              r.batch);
-  std::printf("device:            %s\n", r.device.c_str());
-  std::printf("step time:         median %.3f ms (p10 %.3f, p90 %.3f) over %d steps after %d warm-up\n", r.medianMs,
-              r.p10Ms, r.p90Ms, r.tokens, r.warmup);
-  std::printf("tokens/s:          %.1f\n", r.tokensPerSecond);
-  std::printf("bytes per step:    %.3f GB (weights %.3f GB + KV cache %.3f GB)\n", gb(r.bytesPerStep),
-              gb(r.weightBytesPerStep), gb(r.kvBytesPerStep));
-  std::printf("achieved:          %.1f GB/s\n", r.achievedGBs);
-  std::printf("measured memory:   read %.1f GB/s (sum reduction), copy %.1f GB/s\n", r.measuredReadGBs,
-              r.measuredCopyGBs);
-  std::printf("bandwidth limit:   %.1f tokens/s; this run reaches %.1f%% of it\n", r.limitTokensPerSecond,
-              100.0 * r.ratioToLimit);
+  std::printf("end-to-end decode: %s, %s, context %d, median of %d steps after %d warm-up; read bandwidth %.0f GB/s\n",
+              results.front().device.c_str(), o.dtype.c_str(), o.context, o.tokens, o.warmup, o.readGBs);
+  std::printf("%-12s %-7s %-6s %5s %10s %9s %9s %7s %10s\n", "config", "linear", "pattern", "batch", "tokens/s", "GB/s",
+              "limit", "of lim", "memory GB");
+  for (const auto& r : results)
+    std::printf("%-12s %-7s %-6s %5d %10.1f %9.1f %9.1f %6.1f%% %10.2f\n", r.configName.c_str(), r.linear.c_str(),
+                r.pattern.empty() ? "-" : r.pattern.c_str(), r.batch, r.tokensPerSecond, r.achievedGBs,
+                r.limitTokensPerSecond, 100.0 * r.ratioToLimit, gb(r.gpuMemoryBytes));
+  for (const auto& s : summary) {
+    if (!s.contains("sparse")) continue;
+    std::printf("%s batch %d:", s["config"].get<std::string>().c_str(), s["batch"].get<int>());
+    for (const auto& [pat, e] : s["sparse"].items())
+      if (e.contains("speedup_over_dense_engine"))
+        std::printf("  %s %.2fx (limit %.2fx)", pat.c_str(), e["speedup_over_dense_engine"].get<double>(),
+                    e.value("speedup_limit", 0.0));
+    std::printf("\n");
+  }
   return 0;
 }
 
 const RegisterBenchMode regDecode{BenchMode{
     "decode",
     "decode tokens/s of the model runtime (random weights from a config) vs the HBM bandwidth limit",
-    "bench decode [--config llama3-8b|NAME|FILE] [--context 512] [--tokens 50] [--warmup 50] [--batch 1] "
-    "[--dtype bfloat16] [--device cuda|cpu] [--out FILE] [--json]",
-    {{"config", "NAME|FILE", "model shape: llama3-8b, a name in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or a config.json", ""},
+    "bench decode [--config llama3-8b,...] [--linear cublas,dense,sparse,eager] [--patterns 2:4,...] [--batch 1,2,...] "
+    "[--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] [--out FILE] [--json]",
+    {{"config", "NAMES", "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or config.json files", ""},
+     {"linear", "LIST", "engines: cublas, dense (our GEMV), sparse (our bitmask SpMV, per pattern), eager (LibTorch forward, no engine)", "cublas"},
+     {"patterns", "LIST", "N:M patterns of the sparse engine (2:4, 4:8, 8:16, 16:32)", "2:4"},
+     {"no-graph", "", "launch the engine's kernels one by one instead of replaying a CUDA graph", ""},
+     {"tuning", "FILE", "launch configurations of our kernels (default: resources/tuning/<gpu>.json)", ""},
      {"context", "N", "tokens already in the KV cache", "512"},
      {"tokens", "N", "timed decode steps", "50"},
      {"warmup", "N", "untimed decode steps first", "50"},
-     {"batch", "N", "sequences decoded together", "1"},
+     {"batch", "LIST", "sequences decoded together, comma-separated (1..8)", "1"},
      {"dtype", "DTYPE", "float32, bfloat16 or float16 (default: bfloat16 on CUDA, float32 on CPU)", ""},
      {"device", "DEV", "cuda or cpu (cpu defaults to the bench-tiny shape)", "cuda"},
      {"seed", "S", "seed of the random weights and prompt", "0"},

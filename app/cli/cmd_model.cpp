@@ -8,7 +8,9 @@
 #include "core/safetensors.h"
 #include "core/timing.h"
 #include "core/tokenizer.h"
+#include "gpu/device.h"
 #include "gpu/model.h"
+#include "gpu/spmv.h"
 #include "gpu/model_config.h"
 
 #include <nlohmann/json.hpp>
@@ -50,6 +52,10 @@ int runGenerate(const Args& a) {
   gpu::LoadOptions lo;
   lo.device = a.get("device", "cpu");
   lo.dtype = gpu::canonicalDtype(a.get("dtype", "float32"));
+  lo.linear = gpu::parseLinear(a.get("linear", "cublas"));
+  if (a.has("sparse-file")) lo.sparseFile = a.get("sparse-file");
+  if (lo.device != "cpu")
+    lo.tuningFile = gpu::defaultTuningPath(fs::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
   const auto model = gpu::Model::load(dir, lo);
   const double loadSeconds = secondsSince(t0);
 
@@ -77,6 +83,9 @@ int runGenerate(const Args& a) {
                               {"device", lo.device},
                               {"dtype", lo.dtype},
                               {"compute_dtype", model->computeDtype()},
+                              {"linear", gpu::linearName(lo.linear)},
+                              {"engine", model->engineDescription()},
+                              {"device_memory_bytes", model->deviceBytes()},
                               {"chat_format", chatFamilyName(family)},
                               {"prompt", prompt},
                               {"prompt_ids", ids},
@@ -97,9 +106,9 @@ int runGenerate(const Args& a) {
   } else {
     std::fwrite(tail.data(), 1, tail.size(), stdout);
     std::cout << std::endl;
-    std::fprintf(stderr, "[%zu tokens, %s; prompt %d tokens in %.3f s; decode %.1f tokens/s; %s %s, load %.2f s]\n",
+    std::fprintf(stderr, "[%zu tokens, %s; prompt %d tokens in %.3f s; decode %.1f tokens/s; %s %s, load %.2f s; %s]\n",
                  r.tokens.size(), gpu::stopReasonName(r.stopReason), r.promptTokens, r.prefillSeconds, decodeRate,
-                 lo.device.c_str(), lo.dtype.c_str(), loadSeconds);
+                 lo.device.c_str(), lo.dtype.c_str(), loadSeconds, model->engineDescription().c_str());
   }
   return 0;
 }
@@ -195,6 +204,7 @@ const Register regGenerate{Command{
     "generate",
     "generate text with a checkpoint, streaming tokens",
     "generate --model DIR --prompt TEXT [--max-new-tokens N] [--device cpu|cuda] [--dtype float32|bfloat16|float16] "
+    "[--linear cublas|dense|sparse] [--sparse-file FILE] "
     "[--seed S] [--temperature T] [--top-k K] [--top-p P] [--chat auto|plain] [--json]",
     "Loads a Hugging Face checkpoint folder (config.json, safetensors, tokenizer.json) and\n"
     "continues the prompt, printing text as tokens arrive; tokens/s go to stderr. Greedy\n"
@@ -206,6 +216,8 @@ const Register regGenerate{Command{
      {"max-new-tokens", "N", "tokens to generate at most", "60"},
      {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},
      {"dtype", "DTYPE", "float32, bfloat16 or float16", "float32"},
+     {"linear", "KIND", "how projections run: cublas, dense (our GEMV) or sparse (our bitmask SpMV over DIR/model.sdwsparse)", "cublas"},
+     {"sparse-file", "FILE", "the packed file for --linear sparse (default DIR/model.sdwsparse)", ""},
      {"seed", "S", "sampling seed", "0"},
      {"temperature", "T", "0 = greedy", "0"},
      {"top-k", "K", "keep the K most likely tokens (0 = off)", "0"},

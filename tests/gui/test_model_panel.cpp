@@ -215,7 +215,7 @@ class TestModelPanel : public QObject {
     // The same greedy run straight through the runtime gives the same text.
     const std::filesystem::path dir = QFile::encodeName(sdw::app::sampleModelDir()).toStdString();
     const sdw::Tokenizer tok = sdw::Tokenizer::fromFile(dir / "tokenizer.json");
-    auto model = sdw::gpu::Model::load(dir, {"cpu", "float32"});
+    auto model = sdw::gpu::Model::load(dir, {.device = "cpu", .dtype = "float32"});
     sdw::gpu::GenerationOptions o;
     o.maxNewTokens = 20;
     o.stopIds = tok.stopIds();

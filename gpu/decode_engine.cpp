@@ -1,0 +1,751 @@
+// The decode engine: how a model's projections are held (dense, fused q|k|v and
+// gate|up storage, or packed bitmask N:M read from a model.sdwsparse) and how a
+// decode step runs on CUDA: embedding, then per layer residual add + RMSNorm,
+// one q|k|v projection, q/k norm + RoPE + KV-cache write, split-slot attention,
+// o projection, add + RMSNorm, one gate|up projection, SwiGLU, down projection;
+// final norm, lm_head, argmax. Each projection through the selected linear
+// (cuBLAS, our dense GEMV, our bitmask SpMV). The whole step is captured once as
+// a CUDA graph and replayed per token with the position on the device.
+// On the CPU the eager forward pass (gpu/llama_forward.cpp) decodes, with the
+// CPU bitmask SpMV for packed projections.
+
+#include "gpu/engine_internal.h"
+
+#include "core/name_table.h"
+#include "core/sparse_file.h"
+#include "gpu/device.h"
+#include "gpu/spmv_cpu.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#if defined(SDW_TORCH_CUDA) && defined(SDW_HAVE_CUDA_KERNELS)
+#define SDW_ENGINE_CUDA 1
+#include "gpu/kernels/decode.cuh"
+#include "gpu/kernels/launch_space.h"
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace sdw::gpu {
+
+namespace {
+inline constexpr NameEntry<Linear> kLinearNames[] = {
+    {Linear::Cublas, "cublas"}, {Linear::Dense, "dense"}, {Linear::Sparse, "sparse"}};
+
+at::Tensor& denseOf(LayerWeights& L, int kind) {
+  switch (kind) {
+    case kProjQ: return L.q;
+    case kProjK: return L.k;
+    case kProjV: return L.v;
+    case kProjO: return L.o;
+    case kProjGate: return L.gate;
+    case kProjUp: return L.up;
+    default: return L.down;
+  }
+}
+
+std::string shapeText(std::int64_t r, std::int64_t c) {
+  return "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
+}
+
+sparse::DType sparseDTypeOf(at::ScalarType t) { return t == at::kHalf ? sparse::DType::F16 : sparse::DType::BF16; }
+[[maybe_unused]] at::ScalarType scalarOf(sparse::DType d) { return d == sparse::DType::F16 ? at::kHalf : at::kBFloat16; }
+
+#ifdef SDW_ENGINE_CUDA
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("decode engine: ") + what + ": " + cudaGetErrorString(e));
+}
+kernels::DType kdtOf(at::ScalarType t) {
+  if (t == at::kBFloat16) return kernels::DType::BF16;
+  if (t == at::kHalf) return kernels::DType::F16;
+  return kernels::DType::F32;
+}
+kernels::DType kdtOf(sparse::DType d) { return d == sparse::DType::F16 ? kernels::DType::F16 : kernels::DType::BF16; }
+int smCount() {
+  static const int n = [] {
+    cudaDeviceProp p{};
+    return cudaGetDeviceProperties(&p, 0) == cudaSuccess ? p.multiProcessorCount : 132;
+  }();
+  return n;
+}
+std::string tuningDtype(at::ScalarType t) { return t == at::kHalf ? "fp16" : "bf16"; }
+#endif
+
+// The dense tensor unpacked from a packed projection, in `dtype` on the model's device.
+at::Tensor unpackToDense(const Model::Impl& m, const PackedProj& p, at::ScalarType dtype) {
+  if (m.device.is_cpu()) {
+    const std::vector<float> d = sparse::unpack(p.host);
+    return at::from_blob(const_cast<float*>(d.data()), {p.host.rows, p.host.cols}, at::TensorOptions().dtype(at::kFloat))
+        .to(dtype, false, true);
+  }
+#ifdef SDW_ENGINE_CUDA
+  at::Tensor out = at::empty({p.dev.rows, p.dev.cols}, at::TensorOptions().dtype(dtype).device(m.device));
+  ck(kernels::launchUnpackBitmask(p.dev.values.data_ptr(), reinterpret_cast<const std::uint32_t*>(p.dev.masks.data_ptr()),
+                                  kdtOf(p.dev.dtype), p.dev.rows, p.dev.cols, out.data_ptr(), kdtOf(dtype),
+                                  c10::cuda::getCurrentCUDAStream()),
+     "unpack");
+  return out;
+#else
+  throw std::runtime_error("decode engine: this build has no CUDA kernels to unpack a sparse projection");
+#endif
+}
+
+// Reads the packed file and replaces the matching dense projections by their packed form.
+void loadPacked(Model::Impl& m, EngineState& e, const std::filesystem::path& dir,
+                const std::map<std::string, std::string>& ckDtypes) {
+  const std::filesystem::path file = m.options.sparseFile.empty() ? dir / "model.sdwsparse" : m.options.sparseFile;
+  if (!std::filesystem::exists(file))
+    throw std::runtime_error(file.string() +
+                             ": no packed sparse file (sdw-cli prune writes model.sdwsparse next to a pruned "
+                             "checkpoint; --linear sparse reads it)");
+  std::vector<sparse::SparseModule> mods = sparse::readSparseFile(file);
+  if (mods.empty()) throw std::runtime_error(file.string() + ": the sparse file holds no module");
+  std::map<std::string, std::pair<int, int>> index;
+  for (std::size_t l = 0; l < m.names.size(); ++l)
+    for (int k = 0; k < 7; ++k) index[m.names[l][static_cast<std::size_t>(k)]] = {static_cast<int>(l), k};
+  e.pattern = sparse::patternName(mods.front().matrix.pattern);
+  for (auto& mod : mods) {
+    const auto it = index.find(mod.name);
+    if (it == index.end())
+      throw std::runtime_error(file.string() + ": module '" + mod.name + "' is not a projection of this model (" +
+                               std::to_string(m.config.numLayers) + " layers, e.g. " + m.names.front()[0] + ")");
+    const auto [layer, kind] = it->second;
+    PackedProj& p = e.packed[static_cast<std::size_t>(layer)][static_cast<std::size_t>(kind)];
+    if (p.present) throw std::runtime_error(file.string() + ": module '" + mod.name + "' appears twice");
+    at::Tensor& w = denseOf(m.w.layers[static_cast<std::size_t>(layer)], kind);
+    const auto& pm = mod.matrix;
+    if (pm.rows != w.size(0) || pm.cols != w.size(1))
+      throw std::runtime_error(file.string() + ": module '" + mod.name + "' is " + shapeText(pm.rows, pm.cols) +
+                               " in the sparse file, the checkpoint's is " + shapeText(w.size(0), w.size(1)));
+    const std::string fileDt(sparse::dtypeName(pm.dtype));
+    const auto ckIt = ckDtypes.find(mod.name + ".weight");
+    const std::string ckDt = ckIt == ckDtypes.end() ? "" : ckIt->second;
+    if (ckDt != (pm.dtype == sparse::DType::BF16 ? "BF16" : "F16"))
+      throw std::runtime_error(file.string() + ": module '" + mod.name + "' holds " + fileDt +
+                               " values, the checkpoint's tensor is " + (ckDt.empty() ? "missing" : ckDt));
+    if (m.storeDtype != at::kFloat && sparseDTypeOf(m.storeDtype) != pm.dtype)
+      throw std::runtime_error(file.string() + ": module '" + mod.name + "' holds " + fileDt +
+                               " values, the model is loaded as " + m.options.dtype + " (load it as " +
+                               (pm.dtype == sparse::DType::BF16 ? "bfloat16" : "float16") + " or float32)");
+    if (m.device.is_cpu()) {
+      p.host = std::move(mod.matrix);
+    } else {
+      p.dev = toDeviceLayout(mod.matrix, m.device);
+      mod.matrix = {};
+    }
+    p.present = true;
+    // The packed values must be the checkpoint's weights (zeros where pruned).
+    const at::Tensor unpacked = unpackToDense(m, p, w.scalar_type());
+    if (!at::equal(unpacked, w))
+      throw std::runtime_error(file.string() + ": module '" + mod.name +
+                               "': the packed weights differ from the checkpoint's (the file belongs to another "
+                               "pruning or another model)");
+    w = at::Tensor();  // no dense copy of a packed projection
+  }
+}
+
+// Random weights pruned by magnitude to the pattern, packed; the dense copies dropped.
+void packRandom(Model::Impl& m, EngineState& e) {
+  const sparse::Pattern pat = sparse::parsePattern(m.options.randomPattern);
+  e.pattern = sparse::patternName(pat);
+  const sparse::DType vdt = sparseDTypeOf(m.storeDtype == at::kFloat ? at::kBFloat16 : m.storeDtype);
+  for (std::size_t l = 0; l < m.w.layers.size(); ++l) {
+    for (int k = 0; k < 7; ++k) {
+      at::Tensor& w = denseOf(m.w.layers[l], k);
+      const std::int64_t rows = w.size(0), cols = w.size(1);
+      if (cols % 32 != 0) continue;  // the format needs multiples of 32: stays dense
+      PackedProj& p = e.packed[l][static_cast<std::size_t>(k)];
+      if (m.device.is_cpu()) {
+        const at::Tensor wf = w.to(at::kFloat).contiguous();
+        const at::Tensor groups = wf.abs().view({rows, cols / pat.m, pat.m});
+        const at::Tensor idx = std::get<1>(groups.topk(pat.n, -1));
+        const at::Tensor keep = at::zeros({rows, cols / pat.m, pat.m}, at::kByte).scatter_(2, idx, 1).view({rows, cols});
+        p.host = sparse::pack({wf.data_ptr<float>(), static_cast<std::size_t>(wf.numel())},
+                              {keep.data_ptr<std::uint8_t>(), static_cast<std::size_t>(keep.numel())}, rows, cols, pat,
+                              vdt);
+      } else {
+#ifdef SDW_ENGINE_CUDA
+        const at::Tensor w16 = w.scalar_type() == at::kFloat ? w.to(scalarOf(vdt)) : w;
+        const std::int64_t tiles = (rows + 31) / 32, G = cols / 32;
+        p.dev.values = at::empty({tiles * G * 32 * 16}, at::TensorOptions().dtype(at::kShort).device(m.device));
+        p.dev.masks = at::empty({tiles * G * 32}, at::TensorOptions().dtype(at::kInt).device(m.device));
+        ck(kernels::launchPackNm(w16.data_ptr(), kdtOf(vdt), rows, cols, pat.n, pat.m, p.dev.values.data_ptr(),
+                                 reinterpret_cast<std::uint32_t*>(p.dev.masks.data_ptr()),
+                                 c10::cuda::getCurrentCUDAStream()),
+           "pack");
+        p.dev.rows = rows;
+        p.dev.cols = cols;
+        p.dev.pattern = pat;
+        p.dev.dtype = vdt;
+#else
+        throw std::runtime_error("decode engine: this build has no CUDA kernels to pack sparse weights");
+#endif
+      }
+      p.present = true;
+      w = at::Tensor();
+    }
+  }
+}
+
+// Fused storage for q|k|v and gate|up (CUDA): the members become views of it.
+void fuseGroups(Model::Impl& m, EngineState& e) {
+  const std::size_t L = m.w.layers.size();
+  e.qkvDense.assign(L, {});
+  e.guDense.assign(L, {});
+  e.qkvPacked.assign(L, {});
+  e.guPacked.assign(L, {});
+  for (std::size_t l = 0; l < L; ++l) {
+    LayerWeights& W = m.w.layers[l];
+    const auto fuse = [&](std::initializer_list<int> kinds, at::Tensor& dense, DeviceBitmask& packed) {
+      bool allDense = true, allPacked = true;
+      for (const int k : kinds) {
+        allDense = allDense && denseOf(W, k).defined();
+        allPacked = allPacked && e.packed[l][static_cast<std::size_t>(k)].present;
+      }
+      if (allDense) {
+        std::vector<at::Tensor> parts;
+        for (const int k : kinds) parts.push_back(denseOf(W, k));
+        dense = at::cat(parts, 0);
+        std::int64_t off = 0;
+        for (const int k : kinds) {
+          at::Tensor& w = denseOf(W, k);
+          const std::int64_t r = w.size(0);
+          w = dense.narrow(0, off, r);
+          off += r;
+        }
+        return;
+      }
+      if (!allPacked) return;
+      std::vector<at::Tensor> vals, masks;
+      std::int64_t rows = 0;
+      for (const int k : kinds) {
+        const DeviceBitmask& d = e.packed[l][static_cast<std::size_t>(k)].dev;
+        if (d.rows % 32 != 0) return;  // a member ending mid-tile: kept apart
+        vals.push_back(d.values);
+        masks.push_back(d.masks);
+        rows += d.rows;
+      }
+      const DeviceBitmask& first = e.packed[l][static_cast<std::size_t>(*kinds.begin())].dev;
+      packed.values = at::cat(vals, 0);
+      packed.masks = at::cat(masks, 0);
+      packed.rows = rows;
+      packed.cols = first.cols;
+      packed.pattern = first.pattern;
+      packed.dtype = first.dtype;
+      const std::int64_t G = first.cols / 32;
+      std::int64_t tile = 0;
+      for (const int k : kinds) {
+        DeviceBitmask& d = e.packed[l][static_cast<std::size_t>(k)].dev;
+        const std::int64_t t = d.rows / 32;
+        d.values = packed.values.narrow(0, tile * G * 32 * 16, t * G * 32 * 16);
+        d.masks = packed.masks.narrow(0, tile * G * 32, t * G * 32);
+        tile += t;
+      }
+    };
+    fuse({kProjQ, kProjK, kProjV}, e.qkvDense[l], e.qkvPacked[l]);
+    fuse({kProjGate, kProjUp}, e.guDense[l], e.guPacked[l]);
+  }
+}
+
+}  // namespace
+
+std::string linearName(Linear l) { return std::string(nameOf(kLinearNames, l)); }
+Linear parseLinear(std::string_view s) { return parseName(kLinearNames, "linear", s); }
+
+int EngineState::packedCount() const {
+  int n = 0;
+  for (const auto& layer : packed)
+    for (const auto& p : layer) n += p.present ? 1 : 0;
+  return n;
+}
+
+void setupEngine(Model::Impl& m, const std::filesystem::path& checkpointDir,
+                 const std::map<std::string, std::string>& checkpointDtypes) {
+  auto e = std::make_shared<EngineState>();
+  e->linear = m.options.linear;
+  e->packed.resize(m.w.layers.size());
+  try {
+    const c10::NoGradGuard noGrad;
+    if (!m.options.tuningFile.empty() && m.device.is_cuda()) {
+      e->tuning = TuningTable::load(m.options.tuningFile);
+      e->haveTuning = true;
+    }
+    if (e->linear == Linear::Sparse) {
+      if (checkpointDir.empty()) packRandom(m, *e);
+      else loadPacked(m, *e, checkpointDir, checkpointDtypes);
+    }
+    if (m.device.is_cuda()) fuseGroups(m, *e);
+  } catch (const c10::Error& err) {
+    throw std::runtime_error(std::string("decode engine: ") + err.what_without_backtrace());
+  }
+  m.engine = std::move(e);
+}
+
+at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x) {
+  TORCH_CHECK(m.engine && m.engine->packed[static_cast<std::size_t>(layer)][static_cast<std::size_t>(kind)].present,
+              "projection ", m.names[static_cast<std::size_t>(layer)][static_cast<std::size_t>(kind)],
+              " has neither dense nor packed weights");
+  const PackedProj& p = m.engine->packed[static_cast<std::size_t>(layer)][static_cast<std::size_t>(kind)];
+  const std::int64_t K = x.size(-1);
+  const std::int64_t N = x.numel() / K;
+  std::vector<std::int64_t> outSizes = x.sizes().vec();
+  const at::Tensor x2 = x.reshape({N, K});
+  if (m.device.is_cpu()) {
+    const at::Tensor xf = x2.to(at::kFloat).contiguous();
+    at::Tensor y = at::empty({N, p.host.rows}, at::TensorOptions().dtype(at::kFloat));
+    spmvCpu(p.host, {xf.data_ptr<float>(), static_cast<std::size_t>(xf.numel())}, static_cast<int>(N),
+            {y.data_ptr<float>(), static_cast<std::size_t>(y.numel())}, p.host.rows);
+    outSizes.back() = p.host.rows;
+    return y.view(outSizes).to(x.scalar_type());
+  }
+  outSizes.back() = p.dev.rows;
+#ifdef SDW_ENGINE_CUDA
+  if (N <= 8 && x.scalar_type() == scalarOf(p.dev.dtype)) {
+    at::Tensor y = at::empty({N, p.dev.rows}, x.options());
+    const SpmvLaunch cfg = m.engine->tuning.sparse(p.dev.rows, p.dev.cols, static_cast<int>(N),
+                                                   tuningDtype(x.scalar_type()), smCount());
+    bitmaskSpmvInto(p.dev, x2.contiguous(), y, cfg);
+    return y.view(outSizes);
+  }
+#endif
+  return at::linear(x2, unpackToDense(m, p, x.scalar_type())).view(outSizes);
+}
+
+#ifdef SDW_ENGINE_CUDA
+
+// ---- the captured decode step ---------------------------------------------------
+
+struct LinOp {
+  enum Mode { Cublas, Gemv, Spmv, Unpack } mode = Cublas;
+  at::Tensor w;           // Cublas / Gemv: [rows, cols]
+  DeviceBitmask packed;   // Spmv / Unpack
+  std::int64_t rows = 0, cols = 0, yOff = 0;
+  kernels::GemvConfig gemv;
+  kernels::SpmvConfig spmv;
+};
+
+// A projection input: row-major [B, cols] and, where the sparse kernel reads it at
+// batch > 1, batch-interleaved [cols, xStride].
+struct Site {
+  at::Tensor xr, xi;
+  bool interleaved = false;  // producers write xi (every consumer is the SpMV)
+  std::int64_t cols = 0;
+  void* out() const { return interleaved ? xi.data_ptr() : xr.data_ptr(); }
+  kernels::XLayout layout() const {
+    if (interleaved) return {1, xi.size(1)};
+    return {cols, 1};
+  }
+};
+
+struct DecodeGraph {
+  std::int64_t B = 0, capacity = 0;
+  const void* cacheKey = nullptr;
+  const void* ropeKey = nullptr;
+  at::Tensor ids, slot, pad;  // int32 [B], [1], [B]
+  at::Tensor h, q, yQkv, yO, yGu, yDown, logits, scratch;
+  Site sHidden, sAttn, sInter, sFinal;
+  at::Tensor attnWs, splitWs, counters;
+  std::vector<std::array<std::vector<LinOp>, 4>> ops;  // [layer][qkv, o, gate|up, down]
+  LinOp lmHead;
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+  std::vector<at::Tensor> tensors() const {
+    return {ids, slot, pad, h, q, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
+            sInter.xr, sInter.xi, sFinal.xr, attnWs, splitWs, counters};
+  }
+};
+
+namespace {
+
+LinOp denseOp(const EngineState& e, const at::Tensor& w, std::int64_t yOff, int B, bool forceCublas) {
+  LinOp op;
+  op.w = w;
+  op.rows = w.size(0);
+  op.cols = w.size(1);
+  op.yOff = yOff;
+  const bool gemvOk = w.scalar_type() != at::kFloat && op.cols % 8 == 0;
+  op.mode = (e.linear == Linear::Cublas || forceCublas || !gemvOk) ? LinOp::Cublas : LinOp::Gemv;
+  if (op.mode == LinOp::Gemv)
+    op.gemv = kernels::toConfig(e.tuning.dense(op.rows, op.cols, B, tuningDtype(w.scalar_type()), smCount(), true), true);
+  return op;
+}
+
+LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, int B, at::ScalarType compute) {
+  LinOp op;
+  op.packed = d;
+  op.rows = d.rows;
+  op.cols = d.cols;
+  op.yOff = yOff;
+  op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
+  if (op.mode == LinOp::Spmv)
+    op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
+  return op;
+}
+
+// The ops of one group (members in order, each writing its rows of y).
+std::vector<LinOp> groupOps(const Model::Impl& m, const EngineState& e, std::size_t l, std::initializer_list<int> kinds,
+                            const at::Tensor& fusedDense, const DeviceBitmask& fusedPacked, int B) {
+  if (fusedDense.defined()) return {denseOp(e, fusedDense, 0, B, false)};
+  if (fusedPacked.values.defined()) return {packedOp(e, fusedPacked, 0, B, m.computeDtype)};
+  std::vector<LinOp> ops;
+  std::int64_t off = 0;
+  auto& W = const_cast<LayerWeights&>(m.w.layers[l]);
+  for (const int k : kinds) {
+    const PackedProj& p = e.packed[l][static_cast<std::size_t>(k)];
+    ops.push_back(p.present ? packedOp(e, p.dev, off, B, m.computeDtype) : denseOp(e, denseOf(W, k), off, B, false));
+    off += ops.back().rows;
+  }
+  return ops;
+}
+
+Site makeSite(std::int64_t B, std::int64_t cols, const at::TensorOptions& o, bool allSpmv) {
+  Site s;
+  s.cols = cols;
+  s.xr = at::zeros({B, cols}, o);
+  s.interleaved = B > 1 && allSpmv;
+  if (B > 1) s.xi = at::zeros({cols, kernels::spmvXStride(static_cast<int>(B))}, o);
+  return s;
+}
+
+bool allSpmv(const std::vector<LinOp>& ops) {
+  return std::all_of(ops.begin(), ops.end(), [](const LinOp& o) { return o.mode == LinOp::Spmv; });
+}
+
+std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int64_t B) {
+  const ModelConfig& c = m.config;
+  EngineState& e = *m.engine;
+  auto g = std::make_unique<DecodeGraph>();
+  g->B = B;
+  g->capacity = cache.capacity;
+  g->cacheKey = cache.k.front().data_ptr();
+  g->ropeKey = m.ropeCos.data_ptr();
+  const auto o = at::TensorOptions().dtype(m.computeDtype).device(m.device);
+  const auto oi = at::TensorOptions().dtype(at::kInt).device(m.device);
+  g->ids = at::zeros({B}, oi);
+  g->slot = at::zeros({1}, oi);
+  g->pad = at::zeros({B}, oi);
+  const int Bi = static_cast<int>(B);
+  const std::size_t L = m.w.layers.size();
+  bool hiddenSpmv = true, attnSpmv = true, interSpmv = true;
+  std::int64_t scratchFloats = 0;
+  for (std::size_t l = 0; l < L; ++l) {
+    std::array<std::vector<LinOp>, 4> ops;
+    ops[0] = groupOps(m, e, l, {kProjQ, kProjK, kProjV}, e.qkvDense[l], e.qkvPacked[l], Bi);
+    ops[1] = groupOps(m, e, l, {kProjO}, at::Tensor(), DeviceBitmask{}, Bi);
+    ops[2] = groupOps(m, e, l, {kProjGate, kProjUp}, e.guDense[l], e.guPacked[l], Bi);
+    ops[3] = groupOps(m, e, l, {kProjDown}, at::Tensor(), DeviceBitmask{}, Bi);
+    hiddenSpmv = hiddenSpmv && allSpmv(ops[0]) && allSpmv(ops[2]);
+    attnSpmv = attnSpmv && allSpmv(ops[1]);
+    interSpmv = interSpmv && allSpmv(ops[3]);
+    for (const auto& grp : ops)
+      for (const auto& op : grp)
+        if (op.mode == LinOp::Unpack) scratchFloats = std::max(scratchFloats, op.rows * op.cols);
+    g->ops.push_back(std::move(ops));
+  }
+  g->lmHead = denseOp(e, m.w.lmHead, 0, Bi, false);
+  g->sHidden = makeSite(B, c.hiddenSize, o, hiddenSpmv);
+  g->sAttn = makeSite(B, c.qDim(), o, attnSpmv);
+  g->sInter = makeSite(B, c.intermediateSize, o, interSpmv);
+  g->sFinal = makeSite(B, c.hiddenSize, o, false);
+  g->h = at::zeros({B, c.hiddenSize}, o);
+  g->q = at::zeros({B, c.numHeads, c.headDim}, o);
+  g->yQkv = at::zeros({B, c.qDim() + 2 * c.kvDim()}, o);
+  g->yO = at::zeros({B, c.hiddenSize}, o);
+  g->yGu = at::zeros({B, 2 * c.intermediateSize}, o);
+  g->yDown = at::zeros({B, c.hiddenSize}, o);
+  g->logits = at::zeros({B, c.vocabSize}, o);
+  if (scratchFloats > 0) g->scratch = at::empty({scratchFloats}, o);
+  const auto attnN = kernels::attentionWorkspaceFloats(Bi, static_cast<int>(c.numHeads), static_cast<int>(c.headDim),
+                                                       cache.capacity);
+  g->attnWs = at::empty({static_cast<std::int64_t>(attnN)}, o.dtype(at::kFloat));
+  std::size_t wsN = 1;
+  std::int64_t counters = 1;
+  const auto account = [&](const LinOp& op) {
+    if (op.mode == LinOp::Gemv) {
+      wsN = std::max(wsN, kernels::gemvWorkspaceFloats(op.rows, Bi, op.gemv));
+      counters = std::max(counters, kernels::gemvCounters(op.rows, op.gemv));
+    } else if (op.mode == LinOp::Spmv) {
+      wsN = std::max(wsN, kernels::spmvWorkspaceFloats(op.rows, op.cols, Bi, op.spmv));
+      counters = std::max(counters, kernels::spmvTiles(op.rows));
+    }
+  };
+  for (const auto& layer : g->ops)
+    for (const auto& grp : layer)
+      for (const auto& op : grp) account(op);
+  account(g->lmHead);
+  g->splitWs = at::empty({static_cast<std::int64_t>(wsN)}, o.dtype(at::kFloat));
+  g->counters = at::zeros({counters}, oi);
+  return g;
+}
+
+void runLinear(DecodeGraph& g, const LinOp& op, const Site& site, at::Tensor& y, cudaStream_t st) {
+  const std::int64_t ldy = y.size(1);
+  const auto elem = static_cast<std::int64_t>(y.element_size());
+  void* yp = static_cast<char*>(y.data_ptr()) + op.yOff * elem;
+  const int B = static_cast<int>(g.B);
+  switch (op.mode) {
+    case LinOp::Cublas: {
+      at::Tensor yv = y.narrow(1, op.yOff, op.rows);
+      at::mm_out(yv, site.xr, op.w.t());
+      return;
+    }
+    case LinOp::Gemv:
+      ck(kernels::launchDenseGemv(op.w.data_ptr(), kdtOf(op.w.scalar_type()), op.rows, op.cols, site.xr.data_ptr(), B,
+                                  yp, ldy, op.gemv, g.splitWs.data_ptr<float>(),
+                                  reinterpret_cast<unsigned*>(g.counters.data_ptr()), st),
+         "dense GEMV");
+      return;
+    case LinOp::Spmv: {
+      const void* x = site.xr.data_ptr();
+      if (B > 1) {
+        if (!site.interleaved) const_cast<at::Tensor&>(site.xi).narrow(1, 0, B).copy_(site.xr.t());
+        x = site.xi.data_ptr();
+      }
+      ck(kernels::launchBitmaskSpmv(op.packed.values.data_ptr(),
+                                    reinterpret_cast<const std::uint32_t*>(op.packed.masks.data_ptr()),
+                                    kdtOf(op.packed.dtype), op.rows, op.cols, x, B, yp, ldy, op.spmv,
+                                    g.splitWs.data_ptr<float>(), reinterpret_cast<unsigned*>(g.counters.data_ptr()), st),
+         "bitmask SpMV");
+      return;
+    }
+    case LinOp::Unpack: {
+      at::Tensor dense = g.scratch.narrow(0, 0, op.rows * op.cols).view({op.rows, op.cols});
+      ck(kernels::launchUnpackBitmask(op.packed.values.data_ptr(),
+                                      reinterpret_cast<const std::uint32_t*>(op.packed.masks.data_ptr()),
+                                      kdtOf(op.packed.dtype), op.rows, op.cols, dense.data_ptr(),
+                                      kdtOf(dense.scalar_type()), st),
+         "unpack");
+      at::Tensor yv = y.narrow(1, op.yOff, op.rows);
+      at::mm_out(yv, site.xr, dense.t());
+      return;
+    }
+  }
+}
+
+// The step's launches, in order, on the current stream.
+void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
+  const ModelConfig& c = m.config;
+  const cudaStream_t st = c10::cuda::getCurrentCUDAStream();
+  const kernels::DType dt = kdtOf(m.computeDtype);
+  const int B = static_cast<int>(g.B);
+  const auto eps = static_cast<float>(c.rmsNormEps);
+  const auto hid = c.hiddenSize;
+  ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st),
+     "embedding");
+  const void* prevY = nullptr;
+  for (std::size_t l = 0; l < m.w.layers.size(); ++l) {
+    const LayerWeights& W = m.w.layers[l];
+    ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, W.inputNorm.data_ptr(), dt, hid, B, eps, g.sHidden.out(),
+                                 g.sHidden.layout(), st),
+       "input norm");
+    for (const auto& op : g.ops[l][0]) runLinear(g, op, g.sHidden, g.yQkv, st);
+    kernels::RopeCacheArgs ra;
+    ra.qkv = g.yQkv.data_ptr();
+    ra.ldqkv = g.yQkv.size(1);
+    ra.qNorm = c.hasQkNorm() ? W.qNorm.data_ptr() : nullptr;
+    ra.kNorm = c.hasQkNorm() ? W.kNorm.data_ptr() : nullptr;
+    ra.eps = eps;
+    ra.cos = m.ropeCos.data_ptr();
+    ra.sin = m.ropeSin.data_ptr();
+    ra.heads = static_cast<int>(c.numHeads);
+    ra.kvHeads = static_cast<int>(c.numKvHeads);
+    ra.headDim = static_cast<int>(c.headDim);
+    ra.slot = g.slot.data_ptr<int>();
+    ra.pad = g.pad.data_ptr<int>();
+    ra.batch = B;
+    ra.kCache = cache.k[l].data_ptr();
+    ra.vCache = cache.v[l].data_ptr();
+    ra.capacity = cache.capacity;
+    ra.qOut = g.q.data_ptr();
+    ck(kernels::launchRopeCache(ra, dt, st), "rope");
+    kernels::AttentionArgs aa;
+    aa.q = g.q.data_ptr();
+    aa.kCache = cache.k[l].data_ptr();
+    aa.vCache = cache.v[l].data_ptr();
+    aa.heads = ra.heads;
+    aa.kvHeads = ra.kvHeads;
+    aa.headDim = ra.headDim;
+    aa.capacity = cache.capacity;
+    aa.slot = ra.slot;
+    aa.pad = ra.pad;
+    aa.batch = B;
+    aa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
+    aa.out = g.sAttn.out();
+    aa.layout = g.sAttn.layout();
+    ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st), "attention");
+    for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);
+    ck(kernels::launchAddRmsNorm(g.h.data_ptr(), g.yO.data_ptr(), hid, W.postNorm.data_ptr(), dt, hid, B, eps,
+                                 g.sHidden.out(), g.sHidden.layout(), st),
+       "post-attention norm");
+    for (const auto& op : g.ops[l][2]) runLinear(g, op, g.sHidden, g.yGu, st);
+    ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
+                              g.sInter.layout(), st),
+       "SwiGLU");
+    for (const auto& op : g.ops[l][3]) runLinear(g, op, g.sInter, g.yDown, st);
+    prevY = g.yDown.data_ptr();
+  }
+  ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, m.w.finalNorm.data_ptr(), dt, hid, B, eps, g.sFinal.out(),
+                               g.sFinal.layout(), st),
+     "final norm");
+  runLinear(g, g.lmHead, g.sFinal, g.logits, st);
+  ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st),
+     "argmax");
+}
+
+DecodeGraph& prepare(Model::Impl& m, KvCache& cache, std::int64_t B, const std::vector<std::int64_t>& pad) {
+  EngineState& e = *m.engine;
+  DecodeGraph* g = e.graph.get();
+  if (!g || g->B != B || g->capacity != cache.capacity || g->cacheKey != cache.k.front().data_ptr() ||
+      g->ropeKey != m.ropeCos.data_ptr()) {
+    e.graph.reset();
+    e.graph = std::shared_ptr<DecodeGraph>(buildGraph(m, cache, B).release());
+    g = e.graph.get();
+  }
+  std::vector<std::int32_t> p(static_cast<std::size_t>(B), 0);
+  for (std::size_t b = 0; b < p.size() && b < pad.size(); ++b) p[b] = static_cast<std::int32_t>(pad[b]);
+  g->pad.copy_(at::from_blob(p.data(), {B}, at::TensorOptions().dtype(at::kInt)));
+  return *g;
+}
+
+void setInputs(DecodeGraph& g, const std::vector<std::int32_t>& ids, std::int64_t slot) {
+  g.slot.fill_(static_cast<int>(slot));
+  g.ids.copy_(at::from_blob(const_cast<std::int32_t*>(ids.data()), {g.B}, at::TensorOptions().dtype(at::kInt)));
+}
+
+// One step: the captured graph's replay (captured on first use), or the launches.
+void launchStep(Model::Impl& m, DecodeGraph& g, KvCache& cache, const std::vector<std::int32_t>& ids) {
+  if (!m.options.cudaGraph) {
+    runStep(m, g, cache);
+    return;
+  }
+  if (!g.graph) {
+    runStep(m, g, cache);  // warm-up: cuBLAS handles and workspaces exist before capture
+    ck(cudaStreamSynchronize(c10::cuda::getCurrentCUDAStream()), "warm-up step");
+    g.graph = std::make_unique<at::cuda::CUDAGraph>();
+    {
+      const c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromPool());
+      g.graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      runStep(m, g, cache);
+      g.graph->capture_end();
+    }
+    // The warm-up's argmax replaced the ids: the replay below repeats the same step.
+    g.ids.copy_(at::from_blob(const_cast<std::int32_t*>(ids.data()), {g.B}, at::TensorOptions().dtype(at::kInt)));
+  }
+  g.graph->replay();
+}
+
+}  // namespace
+
+bool engineDecodes(const Model::Impl& m) {
+  const ModelConfig& c = m.config;
+  return m.device.is_cuda() && m.engine && m.options.decodeEngine && !m.observed() && c.headDim % 8 == 0 && c.headDim <= 256 &&
+         c.numHeads % c.numKvHeads == 0 && c.numHeads / c.numKvHeads <= 16;
+}
+
+at::Tensor engineStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids, std::int64_t slot,
+                      const std::vector<std::int64_t>& pad) {
+  DecodeGraph& g = prepare(m, cache, static_cast<std::int64_t>(ids.size()), pad);
+  setInputs(g, ids, slot);
+  launchStep(m, g, cache, ids);
+  return g.logits;
+}
+
+void engineGreedyLoop(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids, std::int64_t slot,
+                      int steps, const std::function<void(int, bool)>& bracket) {
+  DecodeGraph& g = prepare(m, cache, static_cast<std::int64_t>(ids.size()), {});
+  setInputs(g, ids, slot);
+  for (int i = 0; i < steps; ++i) {
+    if (bracket) bracket(i, true);
+    launchStep(m, g, cache, ids);
+    if (bracket) bracket(i, false);
+  }
+}
+
+#else  // no CUDA engine in this build
+
+struct DecodeGraph {};
+
+bool engineDecodes(const Model::Impl&) { return false; }
+
+at::Tensor engineStep(Model::Impl&, KvCache&, const std::vector<std::int32_t>&, std::int64_t,
+                      const std::vector<std::int64_t>&) {
+  throw std::runtime_error("decode engine: this build has no CUDA kernels");
+}
+
+void engineGreedyLoop(Model::Impl&, KvCache&, const std::vector<std::int32_t>&, std::int64_t, int,
+                      const std::function<void(int, bool)>&) {
+  throw std::runtime_error("decode engine: this build has no CUDA kernels");
+}
+
+#endif
+
+// ---- Model's engine queries -------------------------------------------------------
+
+std::uint64_t Model::deviceBytes() const {
+  const Impl& m = *impl_;
+  std::set<const void*> seen;
+  std::uint64_t total = 0;
+  const auto add = [&](const at::Tensor& t) {
+    if (!t.defined() || !t.has_storage()) return;
+    const void* key = t.storage().data();
+    if (!key || !seen.insert(key).second) return;
+    total += t.storage().nbytes();
+  };
+  add(m.w.embed);
+  add(m.w.lmHead);
+  add(m.w.finalNorm);
+  for (const auto& L : m.w.layers)
+    for (const at::Tensor* t : {&L.inputNorm, &L.q, &L.k, &L.v, &L.o, &L.qNorm, &L.kNorm, &L.postNorm, &L.gate, &L.up,
+                                &L.down})
+      add(*t);
+  for (const auto& t : m.cache.k) add(t);
+  for (const auto& t : m.cache.v) add(t);
+  add(m.ropeCos);
+  add(m.ropeSin);
+  if (m.engine) {
+    for (const auto& layer : m.engine->packed)
+      for (const auto& p : layer) {
+        add(p.dev.values);
+        add(p.dev.masks);
+        if (p.present && m.device.is_cpu()) total += p.host.bytes();
+      }
+#ifdef SDW_ENGINE_CUDA
+    if (m.engine->graph)
+      for (const auto& t : m.engine->graph->tensors()) add(t);
+#endif
+  }
+  return total;
+}
+
+std::string Model::engineDescription() const {
+  const Impl& m = *impl_;
+  std::ostringstream s;
+  const bool engine = engineDecodes(m) || (m.device.is_cuda() && m.engine && m.options.decodeEngine && m.observed());
+  if (m.device.is_cpu()) s << "eager CPU forward";
+  else if (engine) s << (m.options.cudaGraph ? "CUDA graph of fused kernels" : "fused kernels, no CUDA graph");
+  else s << "eager forward";
+  const Linear lin = m.options.linear;
+  const bool gemv16 = m.computeDtype != at::kFloat && m.device.is_cuda();
+  const std::string denseName = lin == Linear::Cublas || !gemv16 ? "cuBLAS" : "dense GEMV";
+  if (m.device.is_cpu()) s << ", " << (lin == Linear::Sparse ? "CPU bitmask SpMV" : "LibTorch matmul");
+  else if (lin == Linear::Sparse) s << ", bitmask SpMV";
+  else s << ", " << denseName;
+  if (lin == Linear::Sparse && m.engine) {
+    const int total = static_cast<int>(m.config.numLayers * 7);
+    s << " " << m.engine->pattern << " (" << m.engine->packedCount() << " of " << total << " projections packed)";
+  }
+  if (m.device.is_cuda()) s << ", lm_head " << denseName;
+  return s.str();
+}
+
+}  // namespace sdw::gpu

@@ -1,0 +1,72 @@
+#pragma once
+// Torch-typed internals of the decode engine (gpu/decode_engine.cpp): the
+// packed projections of a sparse model, the fused q|k|v and gate|up weights, and
+// the captured decode step. Include only from gpu/*.cpp and engine tests.
+
+#include "core/sparse_format.h"
+#include "gpu/model_internal.h"
+#include "gpu/spmv_ops.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <array>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sdw::gpu {
+
+// Projection kinds in LayerWeights order (q k v o gate up down).
+enum ProjKind { kProjQ = 0, kProjK, kProjV, kProjO, kProjGate, kProjUp, kProjDown };
+
+// One projection held packed (its dense LayerWeights tensor is undefined).
+struct PackedProj {
+  bool present = false;
+  DeviceBitmask dev;          // CUDA: device layout (a view into the group's storage where fused)
+  sparse::PackedMatrix host;  // CPU: row-major packed matrix for the CPU SpMV
+};
+
+struct DecodeGraph;  // gpu/decode_engine.cpp (CUDA)
+
+struct EngineState {
+  Linear linear = Linear::Cublas;
+  std::string pattern;                              // of the packed projections, "" when none
+  std::vector<std::array<PackedProj, 7>> packed;    // [layer][kind]
+  // Fused groups per layer: dense storage whose rows the LayerWeights q/k/v (gate/up)
+  // are views of, or packed storage whose row tiles the members' DeviceBitmask views are.
+  std::vector<at::Tensor> qkvDense, guDense;
+  std::vector<DeviceBitmask> qkvPacked, guPacked;   // values undefined where not fused
+  TuningTable tuning;
+  bool haveTuning = false;
+  std::shared_ptr<DecodeGraph> graph;
+  int packedCount() const;
+};
+
+// Builds the engine state after the weights are in place: reads and checks the
+// sparse file (load) or prunes the random weights (randomInit), drops the dense
+// copies of packed projections, fuses q|k|v and gate|up storage on CUDA.
+// checkpointDtypes: safetensors dtype per projection name ("BF16"...), empty for randomInit.
+void setupEngine(Model::Impl& m, const std::filesystem::path& checkpointDir,
+                 const std::map<std::string, std::string>& checkpointDtypes);
+
+// x [..., cols] -> [..., rows] through a packed projection (eager path: prefill,
+// teacher forcing, observed decode steps).
+at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x);
+
+// Whether decode steps of `batch` rows run through the fused engine now (CUDA, no
+// observers).
+bool engineDecodes(const Model::Impl& m);
+// One decode step through the engine: row b feeds ids[b] at model position
+// slot - pad[b], its key/value goes to cache slot `slot`. Returns the logits
+// [B, vocab] (a view of the engine's buffer, valid until the next step).
+at::Tensor engineStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids, std::int64_t slot,
+                      const std::vector<std::int64_t>& pad);
+// Benchmark loop: prepares the step for (batch, cache) with ids and slot as given, then
+// replays it `steps` times with each step's argmax fed back on the device (no host
+// round trip). timer(i, begin/end) brackets step i when given.
+void engineGreedyLoop(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids, std::int64_t slot,
+                      int steps, const std::function<void(int, bool)>& bracket);
+
+}  // namespace sdw::gpu

@@ -1,0 +1,564 @@
+// The decode engine's fused operations (gpu/kernels/decode.cuh): embedding
+// lookup, residual add + RMSNorm, q/k norm + RoPE + KV-cache write, split-slot
+// grouped-query attention with its merge, SwiGLU, argmax, and the bitmask
+// unpack / synthetic N:M pack. Small kernels, one block per row or head: their
+// job is to keep the step's launch count and the bytes they move small next to
+// the projections.
+
+#include "gpu/kernels/decode.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+namespace sdw::kernels {
+namespace {
+
+template <typename T>
+__device__ __forceinline__ float toF(T v);
+template <>
+__device__ __forceinline__ float toF<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ float toF<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <>
+__device__ __forceinline__ float toF<__half>(__half v) { return __half2float(v); }
+
+template <typename T>
+__device__ __forceinline__ T fromF(float v);
+template <>
+__device__ __forceinline__ float fromF<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __forceinline__ __half fromF<__half>(float v) { return __float2half_rn(v); }
+
+// Rounds through T (what a T-typed elementwise op does to its float result).
+template <typename T>
+__device__ __forceinline__ float rnd(float v) { return toF<T>(fromF<T>(v)); }
+
+// Block-wide sum (blockDim a multiple of 32, <= 1024).
+__device__ float blockSum(float v) {
+  __shared__ float part[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  const int W = blockDim.x >> 5;
+  float s = 0.f;
+  for (int i = 0; i < W; ++i) s += part[i];
+  return s;
+}
+
+template <typename T>
+__global__ void embedKernel(const T* __restrict__ table, std::int64_t hidden, const std::int32_t* __restrict__ ids,
+                            T* __restrict__ h) {
+  const int b = blockIdx.x;
+  const T* src = table + static_cast<std::int64_t>(ids[b]) * hidden;
+  for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) h[b * hidden + i] = src[i];
+}
+
+template <typename T>
+__global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std::int64_t ldy, const T* __restrict__ w,
+                                 std::int64_t hidden, float eps, T* __restrict__ x, std::int64_t sB, std::int64_t sC) {
+  const int b = blockIdx.x;
+  T* hb = h + b * hidden;
+  float ss = 0.f;
+  for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+    float v = toF<T>(hb[i]);
+    if (y) {
+      v = rnd<T>(v + toF<T>(y[b * ldy + i]));
+      hb[i] = fromF<T>(v);
+    }
+    ss += v * v;
+  }
+  const float r = rsqrtf(blockSum(ss) / static_cast<float>(hidden) + eps);
+  for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+    const float v = toF<T>(hb[i]);  // this thread wrote it
+    x[b * sB + i * sC] = fromF<T>(toF<T>(w[i]) * rnd<T>(v * r));
+  }
+}
+
+// One block per (head of q|k, row): threads own the pairs (i, i + D/2).
+template <typename T>
+__global__ void ropeCacheKernel(RopeCacheArgs a) {
+  const int head = blockIdx.x, b = blockIdx.y;
+  const int D = a.headDim, half = D / 2;
+  const bool isQ = head < a.heads;
+  const int kvh = head - a.heads;
+  const T* qkv = static_cast<const T*>(a.qkv) + b * a.ldqkv;
+  const std::int64_t qDim = static_cast<std::int64_t>(a.heads) * D, kvDim = static_cast<std::int64_t>(a.kvHeads) * D;
+  const T* src = isQ ? qkv + static_cast<std::int64_t>(head) * D : qkv + qDim + static_cast<std::int64_t>(kvh) * D;
+  const T* norm = static_cast<const T*>(isQ ? a.qNorm : a.kNorm);
+  const int slot = *a.slot;
+  const int pos = slot - a.pad[b];
+  const T* cs = static_cast<const T*>(a.cos) + static_cast<std::int64_t>(pos) * D;
+  const T* sn = static_cast<const T*>(a.sin) + static_cast<std::int64_t>(pos) * D;
+  const int i = threadIdx.x;
+  const bool active = i < half;
+  float x0 = active ? toF<T>(src[i]) : 0.f, x1 = active ? toF<T>(src[i + half]) : 0.f;
+  if (norm) {
+    const float r = rsqrtf(blockSum(x0 * x0 + x1 * x1) / static_cast<float>(D) + a.eps);
+    if (active) {
+      x0 = rnd<T>(toF<T>(norm[i]) * rnd<T>(x0 * r));
+      x1 = rnd<T>(toF<T>(norm[i + half]) * rnd<T>(x1 * r));
+    }
+  }
+  if (!active) return;
+  const float o0 = rnd<T>(rnd<T>(x0 * toF<T>(cs[i])) + rnd<T>(-x1 * toF<T>(sn[i])));
+  const float o1 = rnd<T>(rnd<T>(x1 * toF<T>(cs[i + half])) + rnd<T>(x0 * toF<T>(sn[i + half])));
+  if (isQ) {
+    T* q = static_cast<T*>(a.qOut) + (static_cast<std::int64_t>(b) * a.heads + head) * D;
+    q[i] = fromF<T>(o0);
+    q[i + half] = fromF<T>(o1);
+  } else {
+    const std::int64_t off = ((static_cast<std::int64_t>(b) * a.kvHeads + kvh) * a.capacity + slot) * D;
+    T* k = static_cast<T*>(a.kCache) + off;
+    T* v = static_cast<T*>(a.vCache) + off;
+    k[i] = fromF<T>(o0);
+    k[i + half] = fromF<T>(o1);
+    const T* vs = qkv + qDim + kvDim + static_cast<std::int64_t>(kvh) * D;
+    v[i] = vs[i];
+    v[i + half] = vs[i + half];
+  }
+}
+
+// ---- attention
+constexpr int kAttnWarps = 4;
+constexpr int kSlotsPerBlock = kAttnWarps * 32;
+
+// 8 consecutive elements as floats.
+template <typename T>
+__device__ __forceinline__ void load8(const T* p, float (&o)[8]);
+template <>
+__device__ __forceinline__ void load8<float>(const float* p, float (&o)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  o[0] = a.x, o[1] = a.y, o[2] = a.z, o[3] = a.w, o[4] = b.x, o[5] = b.y, o[6] = b.z, o[7] = b.w;
+}
+template <typename T>
+__device__ __forceinline__ void load8(const T* p, float (&o)[8]) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const T* e = reinterpret_cast<const T*>(&u);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) o[j] = toF<T>(e[j]);
+}
+
+// Block (split, kv head, row): each lane scores one slot against the rep query
+// heads of this KV head, each warp reduces its 32 slots (max, exp-sum, P V with
+// lanes over the head dims), the block merges its warps and writes one partial
+// per query head: [row][head][split] of (max, sum, acc[D]).
+template <typename T, int EPL, int MAXREP>
+__global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs a, float* __restrict__ ws) {
+  const int split = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
+  const int D = a.headDim, rep = a.heads / a.kvHeads, S = gridDim.x;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  extern __shared__ float smem[];
+  float* wm = smem;                                   // [warps][MAXREP] max
+  float* wl = wm + kAttnWarps * MAXREP;               // [warps][MAXREP] sum
+  float* qs = wl + kAttnWarps * MAXREP;               // [rep][D]
+  float* wacc = qs + rep * D;                         // [warps][rep][D]
+
+  const T* q = static_cast<const T*>(a.q) + (static_cast<std::int64_t>(b) * a.heads + g * rep) * D;
+  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) qs[i] = toF<T>(q[i]) * a.scale;
+  __syncthreads();
+
+  const int slot = *a.slot, first = a.pad[b];
+  const std::int64_t base = (static_cast<std::int64_t>(b) * a.kvHeads + g) * a.capacity * D;
+  const T* K = static_cast<const T*>(a.kCache) + base;
+  const T* V = static_cast<const T*>(a.vCache) + base;
+  const int s0 = split * kSlotsPerBlock + warp * 32;
+  const int s = s0 + lane;
+  const bool valid = s >= first && s <= slot;
+
+  float score[MAXREP];
+#pragma unroll
+  for (int r = 0; r < MAXREP; ++r) score[r] = 0.f;
+  if (valid) {
+    const T* kr = K + static_cast<std::int64_t>(s) * D;
+    for (int d = 0; d < D; d += 8) {
+      float kv[8];
+      load8<T>(kr + d, kv);
+#pragma unroll
+      for (int r = 0; r < MAXREP; ++r) {
+        if (r < rep) {
+          float acc = score[r];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc = fmaf(qs[r * D + d + j], kv[j], acc);
+          score[r] = acc;
+        }
+      }
+    }
+  }
+  float m[MAXREP], l[MAXREP], acc[MAXREP][EPL];
+#pragma unroll
+  for (int r = 0; r < MAXREP; ++r) {
+    float sc = valid ? score[r] : -INFINITY;
+    float mx = sc;
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const float p = valid ? __expf(sc - mx) : 0.f;
+    float sum = p;
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    m[r] = mx;
+    l[r] = sum;
+    score[r] = p;  // now the lane's probability (unnormalised)
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) acc[r][e] = 0.f;
+  }
+  const int lo = max(s0, first), hi = min(s0 + 31, slot);
+  for (int j = lo; j <= hi; ++j) {
+    const T* vr = V + static_cast<std::int64_t>(j) * D;
+    float vv[EPL];
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) {
+      const int d = lane + 32 * e;
+      vv[e] = d < D ? toF<T>(vr[d]) : 0.f;
+    }
+#pragma unroll
+    for (int r = 0; r < MAXREP; ++r) {
+      const float p = __shfl_sync(0xffffffffu, score[r], j - s0);
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) acc[r][e] = fmaf(p, vv[e], acc[r][e]);
+    }
+  }
+  // Warp partials to shared memory, then warp 0 merges them.
+#pragma unroll
+  for (int r = 0; r < MAXREP; ++r) {
+    if (r >= rep) continue;
+    if (lane == 0) {
+      wm[warp * MAXREP + r] = m[r];
+      wl[warp * MAXREP + r] = l[r];
+    }
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) {
+      const int d = lane + 32 * e;
+      if (d < D) wacc[(warp * rep + r) * D + d] = acc[r][e];
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) {
+    const int r = i / D, d = i % D;
+    float M = -INFINITY;
+    for (int w = 0; w < kAttnWarps; ++w) M = fmaxf(M, wm[w * MAXREP + r]);
+    float L = 0.f, A = 0.f;
+    if (M != -INFINITY) {
+      for (int w = 0; w < kAttnWarps; ++w) {
+        const float f = __expf(wm[w * MAXREP + r] - M);  // exp(-inf) = 0 for empty warps
+        L += f * wl[w * MAXREP + r];
+        A += f * wacc[(w * rep + r) * D + d];
+      }
+    }
+    const int h = g * rep + r;
+    float* p = ws + ((static_cast<std::int64_t>(b) * a.heads + h) * S + split) * (D + 2);
+    if (d == 0) {
+      p[0] = M;
+      p[1] = L;
+    }
+    p[2 + d] = A;
+  }
+}
+
+// Block per (head, row): merges the splits' partials.
+template <typename T>
+__global__ void attentionMergeKernel(AttentionArgs a, int S, const float* __restrict__ ws) {
+  const int h = blockIdx.x, b = blockIdx.y, D = a.headDim;
+  const float* p = ws + (static_cast<std::int64_t>(b) * a.heads + h) * S * (D + 2);
+  float M = -INFINITY;
+  for (int s = 0; s < S; ++s) M = fmaxf(M, p[s * (D + 2)]);
+  T* out = static_cast<T*>(a.out);
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float L = 0.f, A = 0.f;
+    for (int s = 0; s < S; ++s) {
+      const float* q = p + s * (D + 2);
+      if (q[0] == -INFINITY) continue;
+      const float f = __expf(q[0] - M);
+      L += f * q[1];
+      A += f * q[2 + d];
+    }
+    out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A / L);
+  }
+}
+
+template <typename T>
+__global__ void siluMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std::int64_t inter, T* __restrict__ x,
+                              std::int64_t sB, std::int64_t sC) {
+  const int b = blockIdx.y;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < inter;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float g = toF<T>(gu[b * ldgu + i]), u = toF<T>(gu[b * ldgu + inter + i]);
+    const float sg = rnd<T>(g / (1.f + __expf(-g)));
+    x[b * sB + i * sC] = fromF<T>(sg * u);
+  }
+}
+
+template <typename T>
+__global__ void argmaxKernel(const T* __restrict__ logits, std::int64_t ldl, std::int64_t vocab,
+                             std::int32_t* __restrict__ ids) {
+  const int b = blockIdx.x;
+  float best = -INFINITY;
+  std::int64_t bi = vocab;  // no candidate yet
+  for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+    const float v = toF<T>(logits[b * ldl + i]);
+    if (v > best || (bi == vocab && v == best)) {
+      best = v;
+      bi = i;
+    }
+  }
+  __shared__ float sv[32];
+  __shared__ std::int64_t si[32];
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+    const std::int64_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > best || (ov == best && oi < bi)) {
+      best = ov;
+      bi = oi;
+    }
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    sv[warp] = best;
+    si[warp] = bi;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w)
+      if (sv[w] > best || (sv[w] == best && si[w] < bi)) {
+        best = sv[w];
+        bi = si[w];
+      }
+    ids[b] = static_cast<std::int32_t>(bi < vocab ? bi : 0);
+  }
+}
+
+// Thread per (row, mask word) of the real rows.
+template <typename V, typename O>
+__global__ void unpackKernel(const V* __restrict__ values, const std::uint32_t* __restrict__ masks, std::int64_t rows,
+                             std::int64_t G, O* __restrict__ out) {
+  const std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (idx >= rows * G) return;
+  const std::int64_t r = idx / G, g = idx % G;
+  const std::int64_t t = r / 32, lane = r % 32;
+  const std::int64_t cell = (t * G + g) * 32 + lane;
+  const std::uint32_t mk = masks[cell];
+  const V* v = values + cell * 16;
+  O* o = out + r * G * 32 + g * 32;
+  int k = 0;
+  for (int c = 0; c < 32; ++c) {
+    if (mk & (1u << c)) o[c] = fromF<O>(toF<V>(v[k++]));
+    else o[c] = fromF<O>(0.f);
+  }
+}
+
+template <typename T>
+__global__ void packKernel(const T* __restrict__ w, std::int64_t rows, std::int64_t padRows, std::int64_t G, int n,
+                           int m, T* __restrict__ values, std::uint32_t* __restrict__ masks) {
+  const std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (idx >= padRows * G) return;
+  const std::int64_t r = idx / G, g = idx % G;
+  const std::int64_t cell = ((r / 32) * G + g) * 32 + (r % 32);
+  T* v = values + cell * 16;
+  if (r >= rows) {
+    masks[cell] = 0x0000ffffu;
+    for (int k = 0; k < 16; ++k) v[k] = fromF<T>(0.f);
+    return;
+  }
+  float a[32];
+  const T* src = w + r * G * 32 + g * 32;
+  for (int c = 0; c < 32; ++c) a[c] = fabsf(toF<T>(src[c]));
+  std::uint32_t mk = 0;
+  for (int c = 0; c < 32; ++c) {
+    const int g0 = c - c % m;
+    int rank = 0;
+    for (int j = g0; j < g0 + m; ++j) rank += (a[j] > a[c] || (a[j] == a[c] && j < c)) ? 1 : 0;
+    if (rank < n) mk |= 1u << c;
+  }
+  masks[cell] = mk;
+  int k = 0;
+  for (int c = 0; c < 32; ++c)
+    if (mk & (1u << c)) v[k++] = src[c];
+}
+
+template <template <typename> class Launch, typename... Args>
+cudaError_t dispatch(DType d, Args&&... args) {
+  switch (d) {
+    case DType::F32: return Launch<float>::run(args...);
+    case DType::BF16: return Launch<__nv_bfloat16>::run(args...);
+    case DType::F16: return Launch<__half>::run(args...);
+  }
+  return cudaErrorInvalidValue;
+}
+
+int threadsFor(std::int64_t n) {
+  int t = 32;
+  while (t < 1024 && t < n) t *= 2;
+  return t;
+}
+
+template <typename T>
+struct EmbedL {
+  static cudaError_t run(const void* table, std::int64_t hidden, const std::int32_t* ids, int batch, void* h,
+                         cudaStream_t st) {
+    embedKernel<T><<<batch, 256, 0, st>>>(static_cast<const T*>(table), hidden, ids, static_cast<T*>(h));
+    return cudaGetLastError();
+  }
+};
+template <typename T>
+struct AddNormL {
+  static cudaError_t run(void* h, const void* y, std::int64_t ldy, const void* w, std::int64_t hidden, int batch,
+                         float eps, void* x, XLayout l, cudaStream_t st) {
+    const int threads = std::min(1024, threadsFor((hidden + 3) / 4));
+    addRmsNormKernel<T><<<batch, threads, 0, st>>>(static_cast<T*>(h), static_cast<const T*>(y), ldy,
+                                                   static_cast<const T*>(w), hidden, eps, static_cast<T*>(x),
+                                                   l.strideB, l.strideC);
+    return cudaGetLastError();
+  }
+};
+template <typename T>
+struct RopeL {
+  static cudaError_t run(const RopeCacheArgs& a, cudaStream_t st) {
+    const int threads = std::max(32, (a.headDim / 2 + 31) / 32 * 32);
+    ropeCacheKernel<T><<<dim3(static_cast<unsigned>(a.heads + a.kvHeads), static_cast<unsigned>(a.batch)), threads,
+                         0, st>>>(a);
+    return cudaGetLastError();
+  }
+};
+template <typename T>
+struct AttnL {
+  template <int EPL, int MAXREP>
+  static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st) {
+    const int S = attentionSplits(a.capacity);
+    const int rep = a.heads / a.kvHeads;
+    const std::size_t smem =
+        (static_cast<std::size_t>(rep) * a.headDim * (1 + kAttnWarps) + 2 * kAttnWarps * MAXREP) * sizeof(float);
+    if (smem > 48 * 1024) {
+      const cudaError_t e = cudaFuncSetAttribute(attentionKernel<T, EPL, MAXREP>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      if (e != cudaSuccess) return e;
+    }
+    attentionKernel<T, EPL, MAXREP>
+        <<<dim3(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch)),
+           kAttnWarps * 32, smem, st>>>(a, ws);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    attentionMergeKernel<T><<<dim3(static_cast<unsigned>(a.heads), static_cast<unsigned>(a.batch)),
+                              std::max(32, std::min(256, a.headDim)), 0, st>>>(a, S, ws);
+    return cudaGetLastError();
+  }
+  template <int EPL>
+  static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st) {
+    const int r = a.heads / a.kvHeads;
+    if (r <= 4) return go<EPL, 4>(a, ws, st);
+    if (r <= 8) return go<EPL, 8>(a, ws, st);
+    return go<EPL, 16>(a, ws, st);
+  }
+  static cudaError_t run(const AttentionArgs& a, float* ws, cudaStream_t st) {
+    if (a.headDim <= 32) return rep<1>(a, ws, st);
+    if (a.headDim <= 64) return rep<2>(a, ws, st);
+    if (a.headDim <= 128) return rep<4>(a, ws, st);
+    return rep<8>(a, ws, st);
+  }
+};
+template <typename T>
+struct SiluL {
+  static cudaError_t run(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, void* x, XLayout l,
+                         cudaStream_t st) {
+    const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((inter + 255) / 256, 1024));
+    siluMulKernel<T><<<dim3(blocks, static_cast<unsigned>(batch)), 256, 0, st>>>(
+        static_cast<const T*>(gu), ldgu, inter, static_cast<T*>(x), l.strideB, l.strideC);
+    return cudaGetLastError();
+  }
+};
+template <typename T>
+struct ArgmaxL {
+  static cudaError_t run(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, std::int32_t* ids,
+                         cudaStream_t st) {
+    argmaxKernel<T><<<batch, 1024, 0, st>>>(static_cast<const T*>(logits), ldl, vocab, ids);
+    return cudaGetLastError();
+  }
+};
+template <typename V>
+struct UnpackL {
+  template <typename O>
+  static cudaError_t go(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols, void* out,
+                        cudaStream_t st) {
+    const std::int64_t G = cols / 32, n = rows * G;
+    const auto blocks = static_cast<unsigned>((n + 255) / 256);
+    unpackKernel<V, O><<<blocks, 256, 0, st>>>(static_cast<const V*>(values), masks, rows, G, static_cast<O*>(out));
+    return cudaGetLastError();
+  }
+  static cudaError_t run(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
+                         void* out, DType outType, cudaStream_t st) {
+    switch (outType) {
+      case DType::F32: return go<float>(values, masks, rows, cols, out, st);
+      case DType::BF16: return go<__nv_bfloat16>(values, masks, rows, cols, out, st);
+      case DType::F16: return go<__half>(values, masks, rows, cols, out, st);
+    }
+    return cudaErrorInvalidValue;
+  }
+};
+template <typename T>
+struct PackL {
+  static cudaError_t run(const void* w, std::int64_t rows, std::int64_t cols, int n, int m, void* values,
+                         std::uint32_t* masks, cudaStream_t st) {
+    const std::int64_t G = cols / 32, padRows = (rows + 31) / 32 * 32, cells = padRows * G;
+    packKernel<T><<<static_cast<unsigned>((cells + 127) / 128), 128, 0, st>>>(
+        static_cast<const T*>(w), rows, padRows, G, n, m, static_cast<T*>(values), masks);
+    return cudaGetLastError();
+  }
+};
+
+}  // namespace
+
+cudaError_t launchEmbedRows(const void* table, DType dtype, std::int64_t hidden, const std::int32_t* ids, int batch,
+                            void* h, cudaStream_t stream) {
+  return dispatch<EmbedL>(dtype, table, hidden, ids, batch, h, stream);
+}
+
+cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const void* w, DType dtype, std::int64_t hidden,
+                             int batch, float eps, void* x, XLayout layout, cudaStream_t stream) {
+  return dispatch<AddNormL>(dtype, h, y, ldy, w, hidden, batch, eps, x, layout, stream);
+}
+
+cudaError_t launchRopeCache(const RopeCacheArgs& a, DType dtype, cudaStream_t stream) {
+  if (a.headDim % 2 != 0 || a.headDim > 2048) return cudaErrorInvalidValue;
+  return dispatch<RopeL>(dtype, a, stream);
+}
+
+int attentionSplits(std::int64_t capacity) { return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock); }
+
+std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity) {
+  return static_cast<std::size_t>(batch) * static_cast<std::size_t>(heads) *
+         static_cast<std::size_t>(attentionSplits(capacity)) * static_cast<std::size_t>(headDim + 2);
+}
+
+cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream) {
+  if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 ||
+      a.heads / a.kvHeads > 16)
+    return cudaErrorInvalidValue;
+  return dispatch<AttnL>(dtype, a, workspace, stream);
+}
+
+cudaError_t launchSiluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
+                          XLayout layout, cudaStream_t stream) {
+  return dispatch<SiluL>(dtype, gu, ldgu, inter, batch, x, layout, stream);
+}
+
+cudaError_t launchArgmax(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype,
+                         std::int32_t* ids, cudaStream_t stream) {
+  return dispatch<ArgmaxL>(dtype, logits, ldl, vocab, batch, ids, stream);
+}
+
+cudaError_t launchUnpackBitmask(const void* values, const std::uint32_t* masks, DType valueType, std::int64_t rows,
+                                std::int64_t cols, void* out, DType outType, cudaStream_t stream) {
+  if (valueType == DType::F32 || cols % 32 != 0) return cudaErrorInvalidValue;
+  return dispatch<UnpackL>(valueType, values, masks, rows, cols, out, outType, stream);
+}
+
+cudaError_t launchPackNm(const void* w, DType dtype, std::int64_t rows, std::int64_t cols, int n, int m, void* values,
+                         std::uint32_t* masks, cudaStream_t stream) {
+  if (dtype == DType::F32 || cols % 32 != 0 || m < 2 || 32 % m != 0 || 2 * n != m) return cudaErrorInvalidValue;
+  return dispatch<PackL>(dtype, w, rows, cols, n, m, values, masks, stream);
+}
+
+}  // namespace sdw::kernels

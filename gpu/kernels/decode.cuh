@@ -1,0 +1,108 @@
+#pragma once
+// Launchers for the decode engine's fused operations (gpu/kernels/decode.cu):
+// everything of a decode step that is not a projection. Raw pointers only.
+//
+// Element type: one DType for activations, weights of norms, the rotary tables
+// and the KV cache (F32, BF16 or F16). Every operation rounds where the eager
+// forward pass (gpu/llama_forward.cpp) rounds, so fp32 agrees to summation order
+// and 16-bit types to one rounding of a few intermediates.
+//
+// A projection's input buffer has one of two layouts, given as strides: row-major
+// [batch][cols] (cuBLAS, our dense GEMV: strideB = cols, strideC = 1) or the
+// sparse kernel's batch-interleaved [cols][xStride] (strideB = 1, strideC = xStride).
+//
+// The decode position lives on the device (`slot`: the cache slot every row writes
+// this step); row b's model position is slot - pad[b], and attention reads slots
+// [pad[b], slot]. A captured CUDA graph replays unchanged while the host moves `slot`.
+
+#include "gpu/kernels/colstats.cuh"  // DType
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace sdw::kernels {
+
+struct XLayout {
+  std::int64_t strideB = 0;
+  std::int64_t strideC = 1;
+};
+
+// h[b, :] = table[ids[b], :]  (ids int32, batch rows).
+cudaError_t launchEmbedRows(const void* table, DType dtype, std::int64_t hidden, const std::int32_t* ids, int batch,
+                            void* h, cudaStream_t stream);
+
+// With y: h[b] = round(h[b] + y[b]) (y row b at y + b * ldy). Then
+// x[b] = round(w * round(h[b] * rsqrt(mean(h[b]^2) + eps))), written in `layout`.
+cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const void* w, DType dtype, std::int64_t hidden,
+                             int batch, float eps, void* x, XLayout layout, cudaStream_t stream);
+
+// From the fused q|k|v projection output qkv [batch][ldqkv]: per-head RMSNorm of q and
+// k where qNorm/kNorm are given (Qwen3), rotary embedding at position slot - pad[b]
+// (cos/sin: [positions, headDim]), q to qOut [batch, heads, headDim], k and v to the
+// caches [batch, kvHeads, capacity, headDim] at `slot`.
+struct RopeCacheArgs {
+  const void* qkv = nullptr;
+  std::int64_t ldqkv = 0;
+  const void* qNorm = nullptr;
+  const void* kNorm = nullptr;
+  float eps = 1e-6f;
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  int heads = 0, kvHeads = 0, headDim = 0;
+  const int* slot = nullptr;
+  const int* pad = nullptr;  // [batch]
+  int batch = 1;
+  void* kCache = nullptr;
+  void* vCache = nullptr;
+  std::int64_t capacity = 0;
+  void* qOut = nullptr;
+};
+cudaError_t launchRopeCache(const RopeCacheArgs& a, DType dtype, cudaStream_t stream);
+
+// Grouped-query attention of one new token per row over the cache slots
+// [pad[b], slot], split along the slots (flash-decoding): `splits` blocks per
+// (row, KV head) write partial maxima, sums and outputs to `workspace`, a second
+// kernel merges them into out (row b, head h, dim d at
+// b * strideB + (h * headDim + d) * strideC). headDim <= 256, a multiple of 8;
+// heads / kvHeads <= 16.
+struct AttentionArgs {
+  const void* q = nullptr;  // [batch, heads, headDim]
+  const void* kCache = nullptr;
+  const void* vCache = nullptr;
+  int heads = 0, kvHeads = 0, headDim = 0;
+  std::int64_t capacity = 0;
+  const int* slot = nullptr;
+  const int* pad = nullptr;
+  int batch = 1;
+  float scale = 1.f;
+  void* out = nullptr;
+  XLayout layout;
+};
+int attentionSplits(std::int64_t capacity);  // slot blocks of kAttentionSlotsPerBlock
+std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity);
+cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream);
+
+// x[b, i] = round(round(silu(g)) * u) for i < inter, with g = gu[b * ldgu + i] and
+// u = gu[b * ldgu + inter + i] (the fused gate|up projection output).
+cudaError_t launchSiluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
+                          XLayout layout, cudaStream_t stream);
+
+// ids[b] = argmax of logits row b (the lowest index among equal maxima).
+cudaError_t launchArgmax(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype,
+                         std::int32_t* ids, cudaStream_t stream);
+
+// The bitmask device layout (gpu/kernels/spmv.cuh) back to a dense row-major
+// [rows, cols] matrix of `outType` (zeros where pruned), for prefill and fp32.
+cudaError_t launchUnpackBitmask(const void* values, const std::uint32_t* masks, DType valueType, std::int64_t rows,
+                                std::int64_t cols, void* out, DType outType, cudaStream_t stream);
+
+// Prunes a dense row-major [rows, cols] 16-bit matrix to n:m by magnitude (the n
+// largest |w| of each aligned group of m, lower index first among ties; n / m = 1/2,
+// m | 32) and writes it in the bitmask device layout: values [tiles][G][32][16],
+// masks [tiles][G][32], padding rows inert. For synthetic benchmark weights.
+cudaError_t launchPackNm(const void* w, DType dtype, std::int64_t rows, std::int64_t cols, int n, int m, void* values,
+                         std::uint32_t* masks, cudaStream_t stream);
+
+}  // namespace sdw::kernels

@@ -1,0 +1,184 @@
+// The decode engine's model side on the CPU (runs in CI): a pruned checkpoint
+// loaded with --linear sparse keeps only packed projections and decodes the same
+// greedy tokens as the dense checkpoint with zeros; a sparse file that does not
+// belong to the checkpoint is refused with the file and module named; random
+// sparse models and the decode benchmark grid work on the CPU.
+// Label: engine.
+
+#include "core/sparse_file.h"
+#include "gpu/bench_decode.h"
+#include "gpu/model.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+
+using namespace sdw::gpu;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kPruned = fs::path(SDW_SOURCE_DIR) / "samples/workspace/pruned/sgpt24-ar";
+const fs::path kOther = fs::path(SDW_SOURCE_DIR) / "samples/workspace/pruned/sgpt24-fixed";
+const fs::path kDense = fs::path(SDW_SOURCE_DIR) / "samples/model/brown-llama";
+// "The jury said" in the sample's tokenizer, and a second prompt.
+const std::vector<std::int32_t> kPrompt = {260, 1158, 1174, 482};
+const std::vector<std::int32_t> kPrompt2 = {302, 258, 362, 79, 323, 790, 1, 289};
+
+LoadOptions withLinear(Linear l) {
+  LoadOptions o;
+  o.linear = l;
+  return o;
+}
+
+QString errorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestEngineCpu : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void linearNames() {
+    QCOMPARE(QString::fromStdString(linearName(Linear::Sparse)), QStringLiteral("sparse"));
+    QCOMPARE(parseLinear("dense"), Linear::Dense);
+    QVERIFY(errorOf([] { (void)parseLinear("fast"); }).contains("cublas, dense or sparse"));
+  }
+
+  void sparseDecodesAsDense() {
+    const auto dense = Model::load(kPruned, withLinear(Linear::Cublas));
+    const auto sparse = Model::load(kPruned, withLinear(Linear::Sparse));
+    QVERIFY(QString::fromStdString(sparse->engineDescription()).contains("42 of 42 projections packed"));
+    // No dense copy of a packed projection: the packed model holds far fewer bytes.
+    qInfo("device bytes: dense %llu, sparse %llu", static_cast<unsigned long long>(dense->deviceBytes()),
+          static_cast<unsigned long long>(sparse->deviceBytes()));
+    QVERIFY(sparse->deviceBytes() < dense->deviceBytes() * 6 / 10);
+
+    GenerationOptions go;
+    go.maxNewTokens = 40;
+    go.keepLogits = true;
+    const auto a = dense->generate(kPrompt, go);
+    const auto b = sparse->generate(kPrompt, go);
+    QCOMPARE(b.tokens, a.tokens);
+    QCOMPARE(b.tokens.size(), std::size_t{40});
+    double maxDiff = 0;
+    for (std::size_t i = 0; i < a.logits.size(); ++i)
+      maxDiff = std::max(maxDiff, std::abs(double(a.logits[i]) - double(b.logits[i])));
+    qInfo("max |logit difference| sparse vs dense over 40 steps: %g", maxDiff);
+    QVERIFY2(maxDiff < 1e-3, qPrintable(QString::number(maxDiff)));
+
+    // Ragged batches go through the same path.
+    const auto ba = dense->generateBatch({kPrompt, kPrompt2}, go);
+    const auto bb = sparse->generateBatch({kPrompt, kPrompt2}, go);
+    QCOMPARE(bb[0].tokens, ba[0].tokens);
+    QCOMPARE(bb[1].tokens, ba[1].tokens);
+
+    // Teacher-forced logits (prefill path) agree as well.
+    const auto la = dense->logits(kPrompt2), lb = sparse->logits(kPrompt2);
+    for (std::size_t i = 0; i < la.size(); ++i) QVERIFY(std::abs(la[i] - lb[i]) < 1e-3f);
+  }
+
+  void refusesForeignSparseFiles() {
+    // Another pruning of the same model.
+    LoadOptions o = withLinear(Linear::Sparse);
+    o.sparseFile = kOther / "model.sdwsparse";
+    QString e = errorOf([&] { (void)Model::load(kPruned, o); });
+    QVERIFY2(e.contains("sgpt24-fixed/model.sdwsparse") && e.contains("model.layers.0.self_attn.q_proj") &&
+                 e.contains("differ"),
+             qPrintable(e));
+    // No file.
+    e = errorOf([&] { (void)Model::load(kDense, withLinear(Linear::Sparse)); });
+    QVERIFY2(e.contains("no packed sparse file"), qPrintable(e));
+    // Loaded in the other 16-bit dtype.
+    o = withLinear(Linear::Sparse);
+    o.dtype = "float16";
+    e = errorOf([&] { (void)Model::load(kPruned, o); });
+    QVERIFY2(e.contains("holds bf16 values") && e.contains("float16"), qPrintable(e));
+
+    QTemporaryDir tmp;
+    const fs::path dir(tmp.path().toStdString());
+    auto mods = sdw::sparse::readSparseFile(kPruned / "model.sdwsparse");
+    // A name that is no projection of this model.
+    auto renamed = mods;
+    renamed[3].name = "model.layers.99.mlp.up_proj";
+    sdw::sparse::writeSparseFile(dir / "renamed.sdwsparse", renamed);
+    o = withLinear(Linear::Sparse);
+    o.sparseFile = dir / "renamed.sdwsparse";
+    e = errorOf([&] { (void)Model::load(kPruned, o); });
+    QVERIFY2(e.contains("'model.layers.99.mlp.up_proj' is not a projection of this model"), qPrintable(e));
+    // A module of the wrong shape (q_proj's matrix under k_proj's name).
+    auto reshaped = mods;
+    std::size_t q = 0, k = 0;
+    for (std::size_t i = 0; i < mods.size(); ++i) {
+      if (mods[i].name == "model.layers.0.self_attn.q_proj") q = i;
+      if (mods[i].name == "model.layers.0.self_attn.k_proj") k = i;
+    }
+    reshaped[k].matrix = mods[q].matrix;
+    sdw::sparse::writeSparseFile(dir / "reshaped.sdwsparse", reshaped);
+    o.sparseFile = dir / "reshaped.sdwsparse";
+    e = errorOf([&] { (void)Model::load(kPruned, o); });
+    QVERIFY2(e.contains("'model.layers.0.self_attn.k_proj' is [256, 256] in the sparse file, the checkpoint's is [128, 256]"),
+             qPrintable(e));
+    // A file with only some projections: those stay dense.
+    std::vector<sdw::sparse::SparseModule> some(mods.begin(), mods.begin() + 5);
+    sdw::sparse::writeSparseFile(dir / "some.sdwsparse", some);
+    o.sparseFile = dir / "some.sdwsparse";
+    const auto partial = Model::load(kPruned, o);
+    QVERIFY(QString::fromStdString(partial->engineDescription()).contains("5 of 42 projections packed"));
+    const auto dense = Model::load(kPruned);
+    GenerationOptions go;
+    go.maxNewTokens = 12;
+    QCOMPARE(partial->generate(kPrompt, go).tokens, dense->generate(kPrompt, go).tokens);
+  }
+
+  void randomSparseModels() {
+    ModelConfig c = loadModelConfig(kDense);
+    for (const char* pat : {"2:4", "4:8", "8:16", "16:32"}) {
+      LoadOptions o = withLinear(Linear::Sparse);
+      o.randomPattern = pat;
+      const auto m = Model::randomInit(c, o, 3, 0.05);
+      QVERIFY(QString::fromStdString(m->engineDescription()).contains(QStringLiteral("%1 (42 of 42").arg(pat)));
+      const auto l = m->logits(kPrompt);
+      for (const float v : l) QVERIFY(std::isfinite(v));
+    }
+  }
+
+  void benchmarkGrid() {
+    DecodeBenchOptions o;
+    o.device = "cpu";
+    o.dtype = "float32";
+    o.config = loadModelConfig(kDense);
+    o.configName = "brown-llama";
+    o.context = 16;
+    o.tokens = 3;
+    o.warmup = 1;
+    o.readGBs = 10;  // no probe
+    o.linear = Linear::Sparse;
+    o.pattern = "4:8";
+    const auto rs = runDecodeBenchBatches(o, {1, 3});
+    QCOMPARE(rs.size(), std::size_t{2});
+    QCOMPARE(rs[1].batch, 3);
+    QCOMPARE(QString::fromStdString(rs[0].pattern), QStringLiteral("4:8"));
+    QCOMPARE(rs[0].packedProjections, 42);
+    for (const auto& r : rs) {
+      QCOMPARE(r.stepMs.size(), std::size_t{3});
+      QVERIFY(r.tokensPerSecond > 0 && r.gpuMemoryBytes > 0);
+    }
+    // Packed projections read half the values plus one mask bit per weight.
+    o.linear = Linear::Cublas;
+    const auto dense = runDecodeBench(o);
+    const double ratio = double(dense.weightBytesPerStep) / double(rs[0].weightBytesPerStep);
+    QVERIFY2(ratio > 1.2 && ratio < 1.78, qPrintable(QString::number(ratio)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEngineCpu)
+#include "test_engine_cpu.moc"
