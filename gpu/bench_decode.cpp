@@ -135,20 +135,11 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
                                 std::to_string(o.config.maxPositionEmbeddings) + " positions");
   const c10::Device device = parseDevice(o.device);  // throws with the reason when CUDA is unusable
   const bool cuda = device.is_cuda();
-  const ModelConfig& c = o.config;
+  const ModelConfig c = o.checkpoint.empty() ? o.config : loadModelConfig(o.checkpoint);
   const std::string dtype = canonicalDtype(o.dtype);
   const std::uint64_t eb = dtypeBytes(dtype);
   const bool sparse = !o.eager && o.linear == Linear::Sparse;
-  const sparse::Pattern pat = sparse ? sparse::parsePattern(o.pattern) : sparse::Pattern{};
-
-  // Weight bytes one decode step reads (per sequence: one embedding row more).
-  std::uint64_t w = 0;
-  for (const auto& mod : projectionModules(c, dtype)) {  // incl. lm_head (the embedding when tied)
-    const bool packed = sparse && mod.name != "lm_head" && mod.inFeatures % 32 == 0;
-    const auto n = static_cast<std::uint64_t>(mod.outFeatures * mod.inFeatures);
-    w += packed ? n / 2 * eb + n / 32 * 4 : mod.bytes;
-  }
-  w += static_cast<std::uint64_t>(c.numLayers * (2 * c.hiddenSize + (c.hasQkNorm() ? 2 * c.headDim : 0)) + c.hiddenSize) * eb;
+  if (sparse && o.checkpoint.empty()) (void)sparse::parsePattern(o.pattern);  // names the supported ones
 
   const int stepsPerBatch = o.warmup + o.tokens;
   Progress p{0, static_cast<double>(stepsPerBatch) * static_cast<double>(batches.size()), "steps", "random init"};
@@ -161,10 +152,24 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   lo.randomPattern = o.pattern;
   lo.cudaGraph = o.graph;
   lo.tuningFile = o.tuningFile;
-  auto model = Model::randomInit(c, lo, o.seed, 0.02);
+  auto model = o.checkpoint.empty() ? Model::randomInit(c, lo, o.seed, 0.02) : Model::load(o.checkpoint, lo);
   auto& m = model->impl();
   if (cuda) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // sync: init finished
   const double setupSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Weight bytes one decode step reads (per sequence: one embedding row more), packed
+  // projections as packed (values + masks).
+  std::uint64_t w = 0;
+  static const char* const kKinds[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  for (const auto& mod : projectionModules(c, dtype)) {  // incl. lm_head (the embedding when tied)
+    bool packed = false;
+    if (mod.layer >= 0 && m.engine && !m.engine->packed.empty())
+      for (int k = 0; k < 7; ++k)
+        if (mod.kind == kKinds[k])
+          packed = m.engine->packed[static_cast<std::size_t>(mod.layer)][static_cast<std::size_t>(k)].present;
+    const auto n = static_cast<std::uint64_t>(mod.outFeatures * mod.inFeatures);
+    w += packed ? n / 2 * eb + n / 32 * 4 : mod.bytes;
+  }
+  w += static_cast<std::uint64_t>(c.numLayers * (2 * c.hiddenSize + (c.hasQkNorm() ? 2 * c.headDim : 0)) + c.hiddenSize) * eb;
   const bool engine = !o.eager && engineDecodes(m);
 
   std::vector<DecodeBenchResult> results;
@@ -179,7 +184,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
     r.batch = batches[bi];
     r.parameters = c.parameterCount();
     r.linear = o.eager ? "eager" : linearName(o.linear);
-    r.pattern = sparse ? sparse::patternName(pat) : "";
+    r.pattern = sparse && m.engine ? m.engine->pattern : "";
     r.engine = o.eager ? "eager LibTorch forward" : model->engineDescription();
     r.packedProjections = m.engine ? m.engine->packedCount() : 0;
     r.setupSeconds = setupSeconds;
@@ -225,8 +230,10 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
             if (timed) timer.start();
             return;
           }
-          if (timed) r.stepMs.push_back(timer.stopMs());
-          else if (i + 1 == o.warmup) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // drain
+          if (timed) {
+            r.stepMs.push_back(timer.stopMs());
+            if (o.onStep) o.onStep(r.batch, i - o.warmup, r.stepMs.back());
+          } else if (i + 1 == o.warmup) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // drain
           tick(i, timed);
         });
       } else {
@@ -242,6 +249,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
           d.ids = forward(m, d, &cache).argmax(-1).view({B, 1});
           const double ms = timed ? timer.stopMs() : 0.0;
           if (timed) r.stepMs.push_back(ms);
+          if (timed && o.onStep) o.onStep(r.batch, i - o.warmup, ms);
           if (!timed && cuda && i + 1 == o.warmup) (void)d.ids.cpu();  // drain the warm-up queue
           tick(i, timed);
         }

@@ -13,6 +13,7 @@
 #include "gpu/model_config.h"
 
 #include <filesystem>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -40,6 +41,11 @@ struct DecodeBenchOptions {
   bool eager = false;               // the eager LibTorch forward pass instead of the engine
   bool graph = true;                // capture the step (false: the engine's kernels launched one by one)
   std::filesystem::path tuningFile; // our kernels' launch configurations (empty: heuristics)
+  // A real checkpoint instead of random weights from `config` (then `config` is read from it;
+  // Linear::Sparse reads its model.sdwsparse).
+  std::filesystem::path checkpoint;
+  // Called after every timed step (on the benchmark's thread): batch, step index, milliseconds.
+  std::function<void(int batch, int step, double ms)> onStep;
 };
 
 struct DecodeBenchResult {

@@ -6,6 +6,7 @@
 #include "app/cli/bench_modes.h"
 #include "app/cli/cli_util.h"
 #include "gpu/bench_decode.h"
+#include "gpu/bench_decode_report.h"
 #include "gpu/device.h"
 #include "gpu/model_config.h"
 #include "gpu/spmv.h"
@@ -27,102 +28,12 @@ namespace {
 
 double gb(std::uint64_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
-// One benchmark row as JSON (the single-run report and the rows of a grid share it).
-nlohmann::json rowJson(const gpu::DecodeBenchResult& r, const gpu::ModelConfig& config) {
-  return {{"config", r.configName},
-          {"architecture", config.architectureName},
-          {"parameters", r.parameters},
-          {"linear", r.linear},
-          {"pattern", r.pattern},
-          {"engine", r.engine},
-          {"packed_projections", r.packedProjections},
-          {"dtype", r.dtype},
-          {"context", r.context},
-          {"batch", r.batch},
-          {"warmup_steps", r.warmup},
-          {"timed_steps", r.tokens},
-          {"median_ms", r.medianMs},
-          {"p10_ms", r.p10Ms},
-          {"p90_ms", r.p90Ms},
-          {"mean_ms", r.meanMs},
-          {"tokens_per_second", r.tokensPerSecond},
-          {"prefill_ms", r.prefillMs},
-          {"setup_seconds", r.setupSeconds},
-          {"weight_bytes_per_step", r.weightBytesPerStep},
-          {"kv_bytes_per_step", r.kvBytesPerStep},
-          {"bytes_per_step", r.bytesPerStep},
-          {"gb_per_s", r.achievedGBs},
-          {"achieved_gb_per_s", r.achievedGBs},
-          {"gpu_memory_bytes", r.gpuMemoryBytes},
-          {"measured_read_gb_per_s", r.measuredReadGBs},
-          {"limit_tokens_per_second", r.limitTokensPerSecond},
-          {"bandwidth_limit_tokens_per_second", r.limitTokensPerSecond},
-          {"ratio_to_bandwidth_limit", r.ratioToLimit},
-          {"step_ms", r.stepMs},
-          {"method", r.method}};
-}
-
 struct Cell {
   std::string config;
   gpu::ModelConfig shape;
   std::string linear;  // cublas, dense, sparse, eager
   std::string pattern;
 };
-
-// Per config and batch: the dense engines side by side, each pattern's speed-up over
-// our dense engine and over the best dense measured, the limit of that speed-up.
-nlohmann::json summarize(const std::vector<nlohmann::json>& rows) {
-  nlohmann::json out = nlohmann::json::array();
-  std::vector<std::pair<std::string, int>> keys;
-  for (const auto& r : rows) {
-    const std::pair<std::string, int> k{r["config"].get<std::string>(), r["batch"].get<int>()};
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  }
-  for (const auto& [config, batch] : keys) {
-    nlohmann::json s = {{"config", config}, {"batch", batch}};
-    double own = 0, best = 0;
-    std::uint64_t denseBytes = 0;
-    std::string bestName;
-    for (const auto& r : rows) {
-      if (r["config"] != config || r["batch"] != batch) continue;
-      const std::string lin = r["linear"];
-      const double tps = r["tokens_per_second"];
-      if (lin == "sparse") continue;
-      s[lin + "_tokens_per_second"] = tps;
-      s[lin + "_ratio_to_bandwidth_limit"] = r["ratio_to_bandwidth_limit"];
-      if (lin == "dense") own = tps;
-      if ((lin == "dense" || lin == "cublas") && tps > best) {
-        best = tps;
-        bestName = lin;
-        denseBytes = r["bytes_per_step"];
-      }
-    }
-    if (best > 0) {
-      s["best_dense_linear"] = bestName;
-      s["best_dense_tokens_per_second"] = best;
-    }
-    nlohmann::json sp = nlohmann::json::object();
-    double lo = 0, hi = 0;
-    for (const auto& r : rows) {
-      if (r["config"] != config || r["batch"] != batch || r["linear"] != "sparse") continue;
-      const double tps = r["tokens_per_second"];
-      nlohmann::json e = {{"tokens_per_second", tps}, {"ratio_to_bandwidth_limit", r["ratio_to_bandwidth_limit"]}};
-      if (own > 0) e["speedup_over_dense_engine"] = tps / own;
-      if (best > 0) e["speedup_over_best_dense"] = tps / best;
-      if (denseBytes > 0)
-        e["speedup_limit"] = static_cast<double>(denseBytes) / r["bytes_per_step"].get<double>();
-      sp[r["pattern"].get<std::string>()] = e;
-      lo = lo == 0 ? tps : std::min(lo, tps);
-      hi = std::max(hi, tps);
-    }
-    if (!sp.empty()) {
-      s["sparse"] = sp;
-      s["pattern_spread"] = hi / lo - 1.0;
-    }
-    out.push_back(s);
-  }
-  return out;
-}
 
 int runDecode(const Args& a) {
   const std::string device = a.get("device", "cuda");
@@ -197,14 +108,14 @@ int runDecode(const Args& a) {
     });
     if (!json) std::fprintf(stderr, "\n");
     for (auto& r : rs) {
-      rows.push_back(rowJson(r, cell.shape));
+      rows.push_back(gpu::decodeRowJson(r, cell.shape.architectureName));
       results.push_back(std::move(r));
     }
   }
 
   if (!grid) {
     const auto& r = results.front();
-    nlohmann::json j = rowJson(r, cells.front().shape);
+    nlohmann::json j = gpu::decodeRowJson(r, cells.front().shape.architectureName);
     j["benchmark"] = "decode";
     j["device"] = r.device;
     j["measured_copy_gb_per_s"] = r.measuredCopyGBs;
@@ -228,7 +139,7 @@ int runDecode(const Args& a) {
     return 0;
   }
 
-  const nlohmann::json summary = summarize(rows);
+  const nlohmann::json summary = gpu::decodeSummaryJson(rows);
   nlohmann::json j = {{"benchmark", "decode-e2e"},
                       {"device", results.front().device},
                       {"dtype", o.dtype},

@@ -8,7 +8,9 @@
 #include "core/sparse_file.h"
 #include "gpu/bench_decode.h"
 #include "gpu/model.h"
+#include "tests/gpu/sparse_fixture.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
@@ -19,8 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kPruned = fs::path(SDW_SOURCE_DIR) / "samples/workspace/pruned/sgpt24-ar";
-const fs::path kOther = fs::path(SDW_SOURCE_DIR) / "samples/workspace/pruned/sgpt24-fixed";
 const fs::path kDense = fs::path(SDW_SOURCE_DIR) / "samples/model/brown-llama";
 // "The jury said" in the sample's tokenizer, and a second prompt.
 const std::vector<std::int32_t> kPrompt = {260, 1158, 1174, 482};
@@ -46,7 +46,18 @@ QString errorOf(const std::function<void()>& fn) {
 class TestEngineCpu : public QObject {
   Q_OBJECT
 
+  QTemporaryDir tmp_;
+  fs::path kPruned, kOther;  // the sample pruned 2:4 and 4:8 by magnitude, with their packed files
+
  private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    kPruned = fs::path(tmp_.path().toStdString()) / "pruned-2-4";
+    kOther = fs::path(tmp_.path().toStdString()) / "pruned-4-8";
+    sdw::testing::writeNmPruned(kPruned, {2, 4});
+    sdw::testing::writeNmPruned(kOther, {4, 8});
+  }
+
   void linearNames() {
     QCOMPARE(QString::fromStdString(linearName(Linear::Sparse)), QStringLiteral("sparse"));
     QCOMPARE(parseLinear("dense"), Linear::Dense);
@@ -91,7 +102,7 @@ class TestEngineCpu : public QObject {
     LoadOptions o = withLinear(Linear::Sparse);
     o.sparseFile = kOther / "model.sdwsparse";
     QString e = errorOf([&] { (void)Model::load(kPruned, o); });
-    QVERIFY2(e.contains("sgpt24-fixed/model.sdwsparse") && e.contains("model.layers.0.self_attn.q_proj") &&
+    QVERIFY2(e.contains("pruned-4-8/model.sdwsparse") && e.contains("module 'model.layers.0.") &&
                  e.contains("differ"),
              qPrintable(e));
     // No file.

@@ -9,7 +9,9 @@
 #include "gpu/device.h"
 #include "gpu/model.h"
 #include "gpu/spmv.h"
+#include "tests/gpu/sparse_fixture.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
@@ -20,7 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kPruned = fs::path(SDW_SOURCE_DIR) / "samples/workspace/pruned/sgpt24-ar";
 const fs::path kRef = fs::path(SDW_SOURCE_DIR) / "tests/data/reference";
 
 LoadOptions opts(const std::string& dtype, Linear l, bool engine = true, bool graph = true) {
@@ -84,11 +85,17 @@ ModelConfig shape(bool qwen) {
 class TestEngineCuda : public QObject {
   Q_OBJECT
 
+  QTemporaryDir tmp_;
+  fs::path kPruned;  // the sample pruned 2:4 by magnitude, with its packed file
+
  private Q_SLOTS:
   void initTestCase() {
     const auto& d = deviceInfo();
     if (!d.cudaAvailable) QSKIP(qPrintable(QStringLiteral("no usable GPU: %1").arg(QString::fromStdString(d.reason))));
     qInfo("device: %s", describeDevice(d).c_str());
+    QVERIFY(tmp_.isValid());
+    kPruned = fs::path(tmp_.path().toStdString()) / "pruned-2-4";
+    sdw::testing::writeNmPruned(kPruned, {2, 4});
   }
 
   // fp32: the engine's greedy tokens equal the eager forward's, every linear.
