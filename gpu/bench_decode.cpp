@@ -151,6 +151,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   lo.linear = o.eager ? Linear::Cublas : o.linear;
   lo.randomPattern = o.pattern;
   lo.cudaGraph = o.graph;
+  lo.pdl = o.pdl;
   lo.tuningFile = o.tuningFile;
   auto model = o.checkpoint.empty() ? Model::randomInit(c, lo, o.seed, 0.02) : Model::load(o.checkpoint, lo);
   auto& m = model->impl();
@@ -277,8 +278,9 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
     std::tie(readGBs, copyGBs) = measureReadBandwidth(o.device, o.bandwidthBytes);
   }
   const std::string how = o.eager || !cuda ? "eager LibTorch, no CUDA graph"
-                          : o.graph ? "decode engine, one CUDA graph replay per step, argmax fed back on the device"
-                                    : "decode engine, kernels launched one by one";
+                          : std::string(o.graph ? "decode engine, one CUDA graph replay per step, argmax fed back on the device"
+                                                : "decode engine, kernels launched one by one") +
+                                (o.pdl ? ", programmatic dependent launch" : "");
   for (auto& r : results) {
     r.measuredReadGBs = readGBs;
     r.measuredCopyGBs = copyGBs;

@@ -453,6 +453,11 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     g->ops.push_back(std::move(ops));
   }
   g->lmHead = denseOp(e, m.w.lmHead, 0, Bi, false);
+  const auto setPdl = [&](LinOp& op) { op.gemv.pdl = op.spmv.pdl = m.options.pdl; };
+  for (auto& layer : g->ops)
+    for (auto& grp : layer)
+      for (auto& op : grp) setPdl(op);
+  setPdl(g->lmHead);
   g->sHidden = makeSite(B, c.hiddenSize, o, hiddenSpmv);
   g->sAttn = makeSite(B, c.qDim(), o, attnSpmv);
   g->sInter = makeSite(B, c.intermediateSize, o, interSpmv);
@@ -540,13 +545,14 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
   const int B = static_cast<int>(g.B);
   const auto eps = static_cast<float>(c.rmsNormEps);
   const auto hid = c.hiddenSize;
-  ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st),
+  const bool pdl = m.options.pdl;  // our kernels overlap their neighbours' launch and ramp-up
+  ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st, pdl),
      "embedding");
   const void* prevY = nullptr;
   for (std::size_t l = 0; l < m.w.layers.size(); ++l) {
     const LayerWeights& W = m.w.layers[l];
     ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, W.inputNorm.data_ptr(), dt, hid, B, eps, g.sHidden.out(),
-                                 g.sHidden.layout(), st),
+                                 g.sHidden.layout(), st, pdl),
        "input norm");
     for (const auto& op : g.ops[l][0]) runLinear(g, op, g.sHidden, g.yQkv, st);
     kernels::RopeCacheArgs ra;
@@ -567,7 +573,7 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     ra.vCache = cache.v[l].data_ptr();
     ra.capacity = cache.capacity;
     ra.qOut = g.q.data_ptr();
-    ck(kernels::launchRopeCache(ra, dt, st), "rope");
+    ck(kernels::launchRopeCache(ra, dt, st, pdl), "rope");
     kernels::AttentionArgs aa;
     aa.q = g.q.data_ptr();
     aa.kCache = cache.k[l].data_ptr();
@@ -582,23 +588,23 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     aa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
     aa.out = g.sAttn.out();
     aa.layout = g.sAttn.layout();
-    ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st), "attention");
+    ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);
     ck(kernels::launchAddRmsNorm(g.h.data_ptr(), g.yO.data_ptr(), hid, W.postNorm.data_ptr(), dt, hid, B, eps,
-                                 g.sHidden.out(), g.sHidden.layout(), st),
+                                 g.sHidden.out(), g.sHidden.layout(), st, pdl),
        "post-attention norm");
     for (const auto& op : g.ops[l][2]) runLinear(g, op, g.sHidden, g.yGu, st);
     ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
-                              g.sInter.layout(), st),
+                              g.sInter.layout(), st, pdl),
        "SwiGLU");
     for (const auto& op : g.ops[l][3]) runLinear(g, op, g.sInter, g.yDown, st);
     prevY = g.yDown.data_ptr();
   }
   ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, m.w.finalNorm.data_ptr(), dt, hid, B, eps, g.sFinal.out(),
-                               g.sFinal.layout(), st),
+                               g.sFinal.layout(), st, pdl),
      "final norm");
   runLinear(g, g.lmHead, g.sFinal, g.logits, st);
-  ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st),
+  ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st, pdl),
      "argmax");
 }
 

@@ -49,6 +49,7 @@ struct LoadOptions {
   std::string randomPattern = "2:4";
   bool decodeEngine = true;       // CUDA decode steps through the engine; false: the eager forward pass (the reference)
   bool cudaGraph = true;          // capture the decode step (CUDA); false: the same kernels launched one by one
+  bool pdl = true;                // programmatic dependent launch between the step's kernels (sm_90)
   std::filesystem::path tuningFile{};  // launch configurations of our kernels (empty: heuristics)
 };
 

@@ -50,6 +50,7 @@ int runDecode(const Args& a) {
   o.warmup = static_cast<int>(a.getInt("warmup", 50));
   o.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
   o.graph = !a.has("no-graph");
+  o.pdl = !a.has("no-pdl");
   if (a.has("tuning")) o.tuningFile = a.get("tuning");
   else if (device != "cpu")
     o.tuningFile = gpu::defaultTuningPath(std::filesystem::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
@@ -72,12 +73,20 @@ int runDecode(const Args& a) {
   for (const auto& pat : patterns) (void)sparse::parsePattern(pat);
   // On CPU the default is a tiny shape: an 8B model in fp32 does not fit a desk machine.
   std::vector<Cell> cells;
-  for (const auto& spec : splitComma(a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b"))) {
+  // A real checkpoint (--model DIR) or shapes with random weights (--config).
+  const std::filesystem::path checkpoint = a.get("model");
+  std::vector<std::string> specs = splitComma(a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b"));
+  if (!checkpoint.empty()) specs = {checkpoint.string()};
+  o.checkpoint = checkpoint;
+  for (const auto& spec : specs) {
     std::string name;
-    const gpu::ModelConfig shape = resolveModelConfig(spec, name);
+    const gpu::ModelConfig shape =
+        checkpoint.empty() ? resolveModelConfig(spec, name) : gpu::loadModelConfig(checkpoint);
+    if (!checkpoint.empty()) name = checkpoint.filename().string();
     for (const auto& l : linears) {
       if (l == "sparse")
-        for (const auto& pat : patterns) cells.push_back({name, shape, l, pat});
+        for (const auto& pat : checkpoint.empty() ? patterns : std::vector<std::string>{""})
+          cells.push_back({name, shape, l, pat});
       else
         cells.push_back({name, shape, l, ""});
     }
@@ -148,6 +157,7 @@ int runDecode(const Args& a) {
                       {"timed_steps", o.tokens},
                       {"measured_read_gb_per_s", o.readGBs},
                       {"cuda_graph", o.graph},
+                      {"programmatic_dependent_launch", o.pdl},
                       {"tuning", o.tuningFile.string()},
                       {"rows", rows},
                       {"summary", summary}};
@@ -176,11 +186,14 @@ const RegisterBenchMode regDecode{BenchMode{
     "decode",
     "decode tokens/s of the model runtime (random weights from a config) vs the HBM bandwidth limit",
     "bench decode [--config llama3-8b,...] [--linear cublas,dense,sparse,eager] [--patterns 2:4,...] [--batch 1,2,...] "
-    "[--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] [--out FILE] [--json]",
+    "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] [--no-pdl] "
+    "[--out FILE] [--json]",
     {{"config", "NAMES", "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or config.json files", ""},
+     {"model", "DIR", "a real checkpoint instead of --config shapes (sparse: its model.sdwsparse; --patterns ignored)", ""},
      {"linear", "LIST", "engines: cublas, dense (our GEMV), sparse (our bitmask SpMV, per pattern), eager (LibTorch forward, no engine)", "cublas"},
      {"patterns", "LIST", "N:M patterns of the sparse engine (2:4, 4:8, 8:16, 16:32)", "2:4"},
      {"no-graph", "", "launch the engine's kernels one by one instead of replaying a CUDA graph", ""},
+     {"no-pdl", "", "no programmatic dependent launch between the engine's kernels", ""},
      {"tuning", "FILE", "launch configurations of our kernels (default: resources/tuning/<gpu>.json)", ""},
      {"context", "N", "tokens already in the KV cache", "512"},
      {"tokens", "N", "timed decode steps", "50"},

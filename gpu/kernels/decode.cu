@@ -6,6 +6,7 @@
 // the projections.
 
 #include "gpu/kernels/decode.cuh"
+#include "gpu/kernels/splitk.cuh"  // programmatic dependent launch
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -39,6 +40,14 @@ __device__ __forceinline__ __half fromF<__half>(float v) { return __float2half_r
 template <typename T>
 __device__ __forceinline__ float rnd(float v) { return toF<T>(fromF<T>(v)); }
 
+// Launched with programmatic dependent launch (sm_90), a kernel may start while the
+// previous one of the stream still runs: it waits for it before touching anything,
+// then lets the next kernel (a projection streaming its weights) start early.
+__device__ __forceinline__ void prologue() {
+  detail::pdlWait();
+  detail::pdlLaunchDependents();
+}
+
 // Block-wide sum (blockDim a multiple of 32, <= 1024).
 __device__ float blockSum(float v) {
   __shared__ float part[32];
@@ -56,6 +65,7 @@ __device__ float blockSum(float v) {
 template <typename T>
 __global__ void embedKernel(const T* __restrict__ table, std::int64_t hidden, const std::int32_t* __restrict__ ids,
                             T* __restrict__ h) {
+  prologue();
   const int b = blockIdx.x;
   const T* src = table + static_cast<std::int64_t>(ids[b]) * hidden;
   for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) h[b * hidden + i] = src[i];
@@ -64,6 +74,7 @@ __global__ void embedKernel(const T* __restrict__ table, std::int64_t hidden, co
 template <typename T>
 __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std::int64_t ldy, const T* __restrict__ w,
                                  std::int64_t hidden, float eps, T* __restrict__ x, std::int64_t sB, std::int64_t sC) {
+  prologue();
   const int b = blockIdx.x;
   T* hb = h + b * hidden;
   float ss = 0.f;
@@ -85,6 +96,7 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
 // One block per (head of q|k, row): threads own the pairs (i, i + D/2).
 template <typename T>
 __global__ void ropeCacheKernel(RopeCacheArgs a) {
+  prologue();
   const int head = blockIdx.x, b = blockIdx.y;
   const int D = a.headDim, half = D / 2;
   const bool isQ = head < a.heads;
@@ -152,6 +164,7 @@ __device__ __forceinline__ void load8(const T* p, float (&o)[8]) {
 // per query head: [row][head][split] of (max, sum, acc[D]).
 template <typename T, int EPL, int MAXREP>
 __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs a, float* __restrict__ ws) {
+  prologue();
   const int split = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int D = a.headDim, rep = a.heads / a.kvHeads, S = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -178,7 +191,11 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   for (int r = 0; r < MAXREP; ++r) score[r] = 0.f;
   if (valid) {
     const T* kr = K + static_cast<std::int64_t>(s) * D;
-    for (int d = 0; d < D; d += 8) {
+    // Unrolled over the largest head size of this instantiation: every 16-byte load
+    // of the key row is in flight at once.
+#pragma unroll
+    for (int d = 0; d < 32 * EPL; d += 8) {
+      if (d >= D) break;
       float kv[8];
       load8<T>(kr + d, kv);
 #pragma unroll
@@ -208,6 +225,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     for (int e = 0; e < EPL; ++e) acc[r][e] = 0.f;
   }
   const int lo = max(s0, first), hi = min(s0 + 31, slot);
+#pragma unroll 8
   for (int j = lo; j <= hi; ++j) {
     const T* vr = V + static_cast<std::int64_t>(j) * D;
     float vv[EPL];
@@ -263,6 +281,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
 // Block per (head, row): merges the splits' partials.
 template <typename T>
 __global__ void attentionMergeKernel(AttentionArgs a, int S, const float* __restrict__ ws) {
+  prologue();
   const int h = blockIdx.x, b = blockIdx.y, D = a.headDim;
   const float* p = ws + (static_cast<std::int64_t>(b) * a.heads + h) * S * (D + 2);
   float M = -INFINITY;
@@ -284,6 +303,7 @@ __global__ void attentionMergeKernel(AttentionArgs a, int S, const float* __rest
 template <typename T>
 __global__ void siluMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std::int64_t inter, T* __restrict__ x,
                               std::int64_t sB, std::int64_t sC) {
+  prologue();
   const int b = blockIdx.y;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < inter;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -296,6 +316,7 @@ __global__ void siluMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std::
 template <typename T>
 __global__ void argmaxKernel(const T* __restrict__ logits, std::int64_t ldl, std::int64_t vocab,
                              std::int32_t* __restrict__ ids) {
+  prologue();
   const int b = blockIdx.x;
   float best = -INFINITY;
   std::int64_t bi = vocab;  // no candidate yet
@@ -380,6 +401,13 @@ __global__ void packKernel(const T* __restrict__ w, std::int64_t rows, std::int6
     if (mk & (1u << c)) v[k++] = src[c];
 }
 
+template <typename... KArgs, typename... Args>
+cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t st, bool pdl,
+                   Args&&... args) {
+  return detail::launchEx(kernel, grid, block, smem, st, 0, pdl && detail::hopperLaunchSupported(),
+                          std::forward<Args>(args)...);
+}
+
 template <template <typename> class Launch, typename... Args>
 cudaError_t dispatch(DType d, Args&&... args) {
   switch (d) {
@@ -399,35 +427,33 @@ int threadsFor(std::int64_t n) {
 template <typename T>
 struct EmbedL {
   static cudaError_t run(const void* table, std::int64_t hidden, const std::int32_t* ids, int batch, void* h,
-                         cudaStream_t st) {
-    embedKernel<T><<<batch, 256, 0, st>>>(static_cast<const T*>(table), hidden, ids, static_cast<T*>(h));
-    return cudaGetLastError();
+                         cudaStream_t st, bool pdl) {
+    return launch(embedKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(256), 0, st, pdl, static_cast<const T*>(table),
+                  hidden, ids, static_cast<T*>(h));
   }
 };
 template <typename T>
 struct AddNormL {
   static cudaError_t run(void* h, const void* y, std::int64_t ldy, const void* w, std::int64_t hidden, int batch,
-                         float eps, void* x, XLayout l, cudaStream_t st) {
+                         float eps, void* x, XLayout l, cudaStream_t st, bool pdl) {
     const int threads = std::min(1024, threadsFor((hidden + 3) / 4));
-    addRmsNormKernel<T><<<batch, threads, 0, st>>>(static_cast<T*>(h), static_cast<const T*>(y), ldy,
-                                                   static_cast<const T*>(w), hidden, eps, static_cast<T*>(x),
-                                                   l.strideB, l.strideC);
-    return cudaGetLastError();
+    return launch(addRmsNormKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(static_cast<unsigned>(threads)), 0, st,
+                  pdl, static_cast<T*>(h), static_cast<const T*>(y), ldy, static_cast<const T*>(w), hidden, eps,
+                  static_cast<T*>(x), l.strideB, l.strideC);
   }
 };
 template <typename T>
 struct RopeL {
-  static cudaError_t run(const RopeCacheArgs& a, cudaStream_t st) {
+  static cudaError_t run(const RopeCacheArgs& a, cudaStream_t st, bool pdl) {
     const int threads = std::max(32, (a.headDim / 2 + 31) / 32 * 32);
-    ropeCacheKernel<T><<<dim3(static_cast<unsigned>(a.heads + a.kvHeads), static_cast<unsigned>(a.batch)), threads,
-                         0, st>>>(a);
-    return cudaGetLastError();
+    return launch(ropeCacheKernel<T>, dim3(static_cast<unsigned>(a.heads + a.kvHeads), static_cast<unsigned>(a.batch)),
+                  dim3(static_cast<unsigned>(threads)), 0, st, pdl, a);
   }
 };
 template <typename T>
 struct AttnL {
   template <int EPL, int MAXREP>
-  static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st) {
+  static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
     const int S = attentionSplits(a.capacity);
     const int rep = a.heads / a.kvHeads;
     const std::size_t smem =
@@ -437,44 +463,45 @@ struct AttnL {
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
     }
-    attentionKernel<T, EPL, MAXREP>
-        <<<dim3(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch)),
-           kAttnWarps * 32, smem, st>>>(a, ws);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-    attentionMergeKernel<T><<<dim3(static_cast<unsigned>(a.heads), static_cast<unsigned>(a.batch)),
-                              std::max(32, std::min(256, a.headDim)), 0, st>>>(a, S, ws);
-    return cudaGetLastError();
+    if (const cudaError_t e = launch(
+            attentionKernel<T, EPL, MAXREP>,
+            dim3(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch)),
+            dim3(kAttnWarps * 32), smem, st, pdl, a, ws);
+        e != cudaSuccess)
+      return e;
+    return launch(attentionMergeKernel<T>, dim3(static_cast<unsigned>(a.heads), static_cast<unsigned>(a.batch)),
+                  dim3(static_cast<unsigned>(std::max(32, std::min(256, a.headDim)))), 0, st, pdl, a, S,
+                  static_cast<const float*>(ws));
   }
   template <int EPL>
-  static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st) {
+  static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
     const int r = a.heads / a.kvHeads;
-    if (r <= 4) return go<EPL, 4>(a, ws, st);
-    if (r <= 8) return go<EPL, 8>(a, ws, st);
-    return go<EPL, 16>(a, ws, st);
+    if (r <= 4) return go<EPL, 4>(a, ws, st, pdl);
+    if (r <= 8) return go<EPL, 8>(a, ws, st, pdl);
+    return go<EPL, 16>(a, ws, st, pdl);
   }
-  static cudaError_t run(const AttentionArgs& a, float* ws, cudaStream_t st) {
-    if (a.headDim <= 32) return rep<1>(a, ws, st);
-    if (a.headDim <= 64) return rep<2>(a, ws, st);
-    if (a.headDim <= 128) return rep<4>(a, ws, st);
-    return rep<8>(a, ws, st);
+  static cudaError_t run(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
+    if (a.headDim <= 32) return rep<1>(a, ws, st, pdl);
+    if (a.headDim <= 64) return rep<2>(a, ws, st, pdl);
+    if (a.headDim <= 128) return rep<4>(a, ws, st, pdl);
+    return rep<8>(a, ws, st, pdl);
   }
 };
 template <typename T>
 struct SiluL {
   static cudaError_t run(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, void* x, XLayout l,
-                         cudaStream_t st) {
+                         cudaStream_t st, bool pdl) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((inter + 255) / 256, 1024));
-    siluMulKernel<T><<<dim3(blocks, static_cast<unsigned>(batch)), 256, 0, st>>>(
-        static_cast<const T*>(gu), ldgu, inter, static_cast<T*>(x), l.strideB, l.strideC);
-    return cudaGetLastError();
+    return launch(siluMulKernel<T>, dim3(blocks, static_cast<unsigned>(batch)), dim3(256), 0, st, pdl,
+                  static_cast<const T*>(gu), ldgu, inter, static_cast<T*>(x), l.strideB, l.strideC);
   }
 };
 template <typename T>
 struct ArgmaxL {
   static cudaError_t run(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, std::int32_t* ids,
-                         cudaStream_t st) {
-    argmaxKernel<T><<<batch, 1024, 0, st>>>(static_cast<const T*>(logits), ldl, vocab, ids);
-    return cudaGetLastError();
+                         cudaStream_t st, bool pdl) {
+    return launch(argmaxKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(1024), 0, st, pdl,
+                  static_cast<const T*>(logits), ldl, vocab, ids);
   }
 };
 template <typename V>
@@ -511,18 +538,18 @@ struct PackL {
 }  // namespace
 
 cudaError_t launchEmbedRows(const void* table, DType dtype, std::int64_t hidden, const std::int32_t* ids, int batch,
-                            void* h, cudaStream_t stream) {
-  return dispatch<EmbedL>(dtype, table, hidden, ids, batch, h, stream);
+                            void* h, cudaStream_t stream, bool pdl) {
+  return dispatch<EmbedL>(dtype, table, hidden, ids, batch, h, stream, pdl);
 }
 
 cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const void* w, DType dtype, std::int64_t hidden,
-                             int batch, float eps, void* x, XLayout layout, cudaStream_t stream) {
-  return dispatch<AddNormL>(dtype, h, y, ldy, w, hidden, batch, eps, x, layout, stream);
+                             int batch, float eps, void* x, XLayout layout, cudaStream_t stream, bool pdl) {
+  return dispatch<AddNormL>(dtype, h, y, ldy, w, hidden, batch, eps, x, layout, stream, pdl);
 }
 
-cudaError_t launchRopeCache(const RopeCacheArgs& a, DType dtype, cudaStream_t stream) {
+cudaError_t launchRopeCache(const RopeCacheArgs& a, DType dtype, cudaStream_t stream, bool pdl) {
   if (a.headDim % 2 != 0 || a.headDim > 2048) return cudaErrorInvalidValue;
-  return dispatch<RopeL>(dtype, a, stream);
+  return dispatch<RopeL>(dtype, a, stream, pdl);
 }
 
 int attentionSplits(std::int64_t capacity) { return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock); }
@@ -532,21 +559,22 @@ std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int
          static_cast<std::size_t>(attentionSplits(capacity)) * static_cast<std::size_t>(headDim + 2);
 }
 
-cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream) {
+cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
+                                  bool pdl) {
   if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 ||
       a.heads / a.kvHeads > 16)
     return cudaErrorInvalidValue;
-  return dispatch<AttnL>(dtype, a, workspace, stream);
+  return dispatch<AttnL>(dtype, a, workspace, stream, pdl);
 }
 
 cudaError_t launchSiluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
-                          XLayout layout, cudaStream_t stream) {
-  return dispatch<SiluL>(dtype, gu, ldgu, inter, batch, x, layout, stream);
+                          XLayout layout, cudaStream_t stream, bool pdl) {
+  return dispatch<SiluL>(dtype, gu, ldgu, inter, batch, x, layout, stream, pdl);
 }
 
 cudaError_t launchArgmax(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype,
-                         std::int32_t* ids, cudaStream_t stream) {
-  return dispatch<ArgmaxL>(dtype, logits, ldl, vocab, batch, ids, stream);
+                         std::int32_t* ids, cudaStream_t stream, bool pdl) {
+  return dispatch<ArgmaxL>(dtype, logits, ldl, vocab, batch, ids, stream, pdl);
 }
 
 cudaError_t launchUnpackBitmask(const void* values, const std::uint32_t* masks, DType valueType, std::int64_t rows,

@@ -11,6 +11,11 @@
 // [batch][cols] (cuBLAS, our dense GEMV: strideB = cols, strideC = 1) or the
 // sparse kernel's batch-interleaved [cols][xStride] (strideB = 1, strideC = xStride).
 //
+// pdl: launch with programmatic dependent launch (sm_90; ignored elsewhere): the
+// kernel may start while the previous kernel of the stream runs, waits for it, and
+// lets the next kernel start at once (our projections then stream their first
+// weights while this kernel runs).
+//
 // The decode position lives on the device (`slot`: the cache slot every row writes
 // this step); row b's model position is slot - pad[b], and attention reads slots
 // [pad[b], slot]. A captured CUDA graph replays unchanged while the host moves `slot`.
@@ -31,12 +36,12 @@ struct XLayout {
 
 // h[b, :] = table[ids[b], :]  (ids int32, batch rows).
 cudaError_t launchEmbedRows(const void* table, DType dtype, std::int64_t hidden, const std::int32_t* ids, int batch,
-                            void* h, cudaStream_t stream);
+                            void* h, cudaStream_t stream, bool pdl = false);
 
 // With y: h[b] = round(h[b] + y[b]) (y row b at y + b * ldy). Then
 // x[b] = round(w * round(h[b] * rsqrt(mean(h[b]^2) + eps))), written in `layout`.
 cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const void* w, DType dtype, std::int64_t hidden,
-                             int batch, float eps, void* x, XLayout layout, cudaStream_t stream);
+                             int batch, float eps, void* x, XLayout layout, cudaStream_t stream, bool pdl = false);
 
 // From the fused q|k|v projection output qkv [batch][ldqkv]: per-head RMSNorm of q and
 // k where qNorm/kNorm are given (Qwen3), rotary embedding at position slot - pad[b]
@@ -59,7 +64,7 @@ struct RopeCacheArgs {
   std::int64_t capacity = 0;
   void* qOut = nullptr;
 };
-cudaError_t launchRopeCache(const RopeCacheArgs& a, DType dtype, cudaStream_t stream);
+cudaError_t launchRopeCache(const RopeCacheArgs& a, DType dtype, cudaStream_t stream, bool pdl = false);
 
 // Grouped-query attention of one new token per row over the cache slots
 // [pad[b], slot], split along the slots (flash-decoding): `splits` blocks per
@@ -82,16 +87,17 @@ struct AttentionArgs {
 };
 int attentionSplits(std::int64_t capacity);  // slot blocks of kAttentionSlotsPerBlock
 std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity);
-cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream);
+cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
+                                  bool pdl = false);
 
 // x[b, i] = round(round(silu(g)) * u) for i < inter, with g = gu[b * ldgu + i] and
 // u = gu[b * ldgu + inter + i] (the fused gate|up projection output).
 cudaError_t launchSiluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
-                          XLayout layout, cudaStream_t stream);
+                          XLayout layout, cudaStream_t stream, bool pdl = false);
 
 // ids[b] = argmax of logits row b (the lowest index among equal maxima).
 cudaError_t launchArgmax(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype,
-                         std::int32_t* ids, cudaStream_t stream);
+                         std::int32_t* ids, cudaStream_t stream, bool pdl = false);
 
 // The bitmask device layout (gpu/kernels/spmv.cuh) back to a dense row-major
 // [rows, cols] matrix of `outType` (zeros where pruned), for prefill and fp32.

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# On the GPU machine: build sdw-cli and the engine's GPU suites (nvcc, the pip
+# LibTorch, Qt from .debs/ as tools/gpu/check.sh does), run the decode engine's
+# suites, then the end-to-end decode benchmark. Logs and JSON go to $OUT (or out/gpu).
+#
+#   tools/gpu/decode.sh                 suites + Llama-3.1-8B shape, every engine, batch 1 and 8
+#   DECODE_FULL=1 tools/gpu/decode.sh   suites + the committed grid (bench/results/h200-decode-e2e.json:
+#                                       3 shapes x cublas, dense, sparse x 4 patterns x batch 1, 2, 4, 8)
+#                                       and transformers + torch.compile on the Llama-3.1-8B shape
+#   DECODE_TESTS=0 ...                  benchmarks only
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=${OUT:-$root/out/gpu}
+mkdir -p "$out"
+. tools/gpu/env.sh
+status=0
+cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
+  -DOpenGL_GL_PREFERENCE=GLVND > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+cmake --build --preset gpu -j "$(nproc)" --target sdw-cli test_engine_cuda test_model_cuda > "$out/build.log" 2>&1 ||
+  { grep -E "error" -A3 "$out/build.log" | head -60; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/machine.txt"
+if [ "${DECODE_TESTS:-1}" = 1 ]; then
+  (cd build-gpu && ctest -R "test_engine_cuda|test_model_cuda" --output-on-failure -V) > "$out/ctest-decode.log" 2>&1 || status=1
+  grep -E "QINFO|PASS|FAIL|Totals|Loc:" "$out/ctest-decode.log" | cut -c1-200 | grep -vE "^[0-9]+: (PASS|QINFO)" | tail -40
+fi
+bench() {  # out-file, args...
+  local f=$1; shift
+  echo "== sdw-cli bench decode $*" | tee -a "$out/bench.log"
+  build-gpu/bin/sdw-cli bench decode "$@" --json --out "$out/$f" > /dev/null 2>> "$out/bench.log" || { echo "bench failed"; status=1; }
+  python3 - "$out/$f" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["rows"]:
+    print(f'{r["config"]:13} {r["linear"]:6} {r["pattern"] or "-":6} b{r["batch"]}  {r["tokens_per_second"]:8.1f} tok/s  '
+          f'{r["gb_per_s"]:7.0f} GB/s  {100*r["ratio_to_bandwidth_limit"]:5.1f}% of limit  {r["gpu_memory_bytes"]/1e9:6.2f} GB')
+for s in d["summary"]:
+    sp = s.get("sparse", {})
+    print(s["config"], "b%d" % s["batch"], "best dense", s.get("best_dense_linear"),
+          " ".join(f'{p}:{e.get("speedup_over_dense_engine", 0):.2f}x/{e.get("speedup_over_best_dense", 0):.2f}x(lim {e.get("speedup_limit", 0):.2f})'
+                   for p, e in sp.items()))
+PY
+}
+if [ "${DECODE_FULL:-0}" = 1 ]; then
+  timeout 300 python3 tools/gpu/hf_decode_baseline.py "$out/hf-decode-llama3-8b.json" \
+    --config resources/configs/llama-3.1-8b.json > "$out/hf.log" 2>&1 || { tail -5 "$out/hf.log"; status=1; }
+  tail -1 "$out/hf.log"
+  bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
+    --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
+else
+  bench decode-quick.json --config llama3-8b --linear cublas,dense,sparse --patterns 2:4,16:32 --batch 1,8 ${DECODE_ARGS:-}
+fi
+echo "== status $status"
+exit $status

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""The library baseline for `sdw-cli bench decode`: transformers with a static
+KV cache and the decode step compiled by torch.compile (mode "reduce-overhead":
+CUDA graphs), on a model with random bf16 weights built from one of our shape
+configs, timed the way the C++ benchmark times the engine: prefill `context`
+random tokens, then decode steps that each write and read slot `context`, the
+argmax fed back on the device, CUDA events around each step, median of the
+timed steps after warm-up.
+
+    python3 tools/gpu/hf_decode_baseline.py OUT.json [--config resources/configs/llama-3.1-8b.json]
+        [--batch 1] [--context 512] [--warmup 50] [--tokens 50]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import transformers
+from transformers import AutoConfig, AutoModelForCausalLM, StaticCache
+
+
+def make_cache(cfg, batch, length, dtype):
+    try:  # transformers 5: sized lazily by the first update
+        return StaticCache(config=cfg, max_cache_len=length)
+    except TypeError:
+        return StaticCache(config=cfg, max_batch_size=batch, max_cache_len=length, device="cuda", dtype=dtype)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--config", default="resources/configs/llama-3.1-8b.json")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--context", type=int, default=512)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--tokens", type=int, default=50)
+    a = ap.parse_args()
+
+    spec = json.load(open(a.config))
+    spec.pop("architectures", None)
+    model_type = spec.pop("model_type")
+    cfg = AutoConfig.for_model(model_type, **spec)
+    dtype = torch.bfloat16
+    torch.manual_seed(0)
+    t0 = time.time()
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+    model.eval()
+    setup = time.time() - t0
+    B, ctx = a.batch, a.context
+    cache = make_cache(cfg, B, ctx + 64, dtype)
+    ids = torch.randint(cfg.vocab_size, (B, ctx), device="cuda")
+    with torch.no_grad():
+        out = model(ids, past_key_values=cache, cache_position=torch.arange(ctx, device="cuda"), use_cache=True)
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+        pos = torch.tensor([ctx], device="cuda")
+        posb = pos.view(1, 1).expand(B, 1)
+
+        def step(tok):
+            logits = model(tok, past_key_values=cache, cache_position=pos, position_ids=posb, use_cache=True).logits
+            return logits[:, -1].argmax(-1, keepdim=True)
+
+        compiled = torch.compile(step, mode="reduce-overhead", fullgraph=True)
+        t1 = time.time()
+        for _ in range(3):  # compile and record the graphs
+            nxt = compiled(nxt).clone()
+        torch.cuda.synchronize()
+        compile_s = time.time() - t1
+        times = []
+        for i in range(a.warmup + a.tokens):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            nxt = compiled(nxt).clone()
+            e.record()
+            e.synchronize()
+            if i >= a.warmup:
+                times.append(s.elapsed_time(e))
+    med = statistics.median(times)
+    res = {
+        "benchmark": "decode-transformers",
+        "device": torch.cuda.get_device_name(0),
+        "config": a.config,
+        "model_type": model_type,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "dtype": "bfloat16",
+        "batch": B,
+        "context": ctx,
+        "warmup_steps": a.warmup,
+        "timed_steps": a.tokens,
+        "median_ms": med,
+        "tokens_per_second": B * 1000.0 / med,
+        "step_ms": times,
+        "setup_seconds": setup,
+        "compile_seconds": compile_s,
+        "method": "transformers %s, torch %s: StaticCache, torch.compile(mode='reduce-overhead', fullgraph=True) of the "
+                  "decode step (forward + argmax); CUDA events around each step; median of %d after %d warm-up"
+                  % (transformers.__version__, torch.__version__, a.tokens, a.warmup),
+    }
+    json.dump(res, open(a.out, "w"), indent=2)
+    print(json.dumps({k: v for k, v in res.items() if k != "step_ms"}))
+
+
+if __name__ == "__main__":
+    main()
