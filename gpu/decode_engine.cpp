@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -353,15 +354,18 @@ struct DecodeGraph {
   const void* cacheKey = nullptr;
   const void* ropeKey = nullptr;
   at::Tensor ids, slot, pad;  // int32 [B], [1], [B]
-  at::Tensor h, q, yQkv, yO, yGu, yDown, logits, scratch;
+  at::Tensor h, yQkv, yO, yGu, yDown, logits, scratch;
   Site sHidden, sAttn, sInter, sFinal;
-  at::Tensor attnWs, splitWs, counters;
+  at::Tensor attnWs, attnCounters, splitWs, counters;
   std::vector<std::array<std::vector<LinOp>, 4>> ops;  // [layer][qkv, o, gate|up, down]
   LinOp lmHead;
   std::unique_ptr<at::cuda::CUDAGraph> graph;
+  // Profiling aid (SDW_ENGINE_SKIP=linears|others, docs/decode-engine.md): leave out the
+  // projections or everything else, to time the rest of the step. Tokens are then wrong.
+  enum class Skip { None, Linears, Others } skip = Skip::None;
   std::vector<at::Tensor> tensors() const {
-    return {ids, slot, pad, h, q, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
-            sInter.xr, sInter.xi, sFinal.xr, attnWs, splitWs, counters};
+    return {ids, slot, pad, h, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
+            sInter.xr, sInter.xi, sFinal.xr, attnWs, attnCounters, splitWs, counters};
   }
 };
 
@@ -425,6 +429,10 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   const ModelConfig& c = m.config;
   EngineState& e = *m.engine;
   auto g = std::make_unique<DecodeGraph>();
+  if (const char* env = std::getenv("SDW_ENGINE_SKIP")) {
+    const std::string v = env;
+    g->skip = v == "linears" ? DecodeGraph::Skip::Linears : v == "others" ? DecodeGraph::Skip::Others : DecodeGraph::Skip::None;
+  }
   g->B = B;
   g->capacity = cache.capacity;
   g->cacheKey = cache.k.front().data_ptr();
@@ -463,7 +471,6 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   g->sInter = makeSite(B, c.intermediateSize, o, interSpmv);
   g->sFinal = makeSite(B, c.hiddenSize, o, false);
   g->h = at::zeros({B, c.hiddenSize}, o);
-  g->q = at::zeros({B, c.numHeads, c.headDim}, o);
   g->yQkv = at::zeros({B, c.qDim() + 2 * c.kvDim()}, o);
   g->yO = at::zeros({B, c.hiddenSize}, o);
   g->yGu = at::zeros({B, 2 * c.intermediateSize}, o);
@@ -473,6 +480,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   const auto attnN = kernels::attentionWorkspaceFloats(Bi, static_cast<int>(c.numHeads), static_cast<int>(c.headDim),
                                                        cache.capacity);
   g->attnWs = at::empty({static_cast<std::int64_t>(attnN)}, o.dtype(at::kFloat));
+  g->attnCounters = at::zeros({B * c.numKvHeads}, oi);
   std::size_t wsN = 1;
   std::int64_t counters = 1;
   const auto account = [&](const LinOp& op) {
@@ -494,6 +502,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
 }
 
 void runLinear(DecodeGraph& g, const LinOp& op, const Site& site, at::Tensor& y, cudaStream_t st) {
+  if (g.skip == DecodeGraph::Skip::Linears) return;
   const std::int64_t ldy = y.size(1);
   const auto elem = static_cast<std::int64_t>(y.element_size());
   void* yp = static_cast<char*>(y.data_ptr()) + op.yOff * elem;
@@ -546,65 +555,54 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
   const auto eps = static_cast<float>(c.rmsNormEps);
   const auto hid = c.hiddenSize;
   const bool pdl = m.options.pdl;  // our kernels overlap their neighbours' launch and ramp-up
-  ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st, pdl),
+  const bool others = g.skip != DecodeGraph::Skip::Others;
+  if (others) ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st, pdl),
      "embedding");
   const void* prevY = nullptr;
   for (std::size_t l = 0; l < m.w.layers.size(); ++l) {
     const LayerWeights& W = m.w.layers[l];
-    ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, W.inputNorm.data_ptr(), dt, hid, B, eps, g.sHidden.out(),
+    if (others) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, W.inputNorm.data_ptr(), dt, hid, B, eps, g.sHidden.out(),
                                  g.sHidden.layout(), st, pdl),
        "input norm");
     for (const auto& op : g.ops[l][0]) runLinear(g, op, g.sHidden, g.yQkv, st);
-    kernels::RopeCacheArgs ra;
-    ra.qkv = g.yQkv.data_ptr();
-    ra.ldqkv = g.yQkv.size(1);
-    ra.qNorm = c.hasQkNorm() ? W.qNorm.data_ptr() : nullptr;
-    ra.kNorm = c.hasQkNorm() ? W.kNorm.data_ptr() : nullptr;
-    ra.eps = eps;
-    ra.cos = m.ropeCos.data_ptr();
-    ra.sin = m.ropeSin.data_ptr();
-    ra.heads = static_cast<int>(c.numHeads);
-    ra.kvHeads = static_cast<int>(c.numKvHeads);
-    ra.headDim = static_cast<int>(c.headDim);
-    ra.slot = g.slot.data_ptr<int>();
-    ra.pad = g.pad.data_ptr<int>();
-    ra.batch = B;
-    ra.kCache = cache.k[l].data_ptr();
-    ra.vCache = cache.v[l].data_ptr();
-    ra.capacity = cache.capacity;
-    ra.qOut = g.q.data_ptr();
-    ck(kernels::launchRopeCache(ra, dt, st, pdl), "rope");
     kernels::AttentionArgs aa;
-    aa.q = g.q.data_ptr();
+    aa.qkv = g.yQkv.data_ptr();
+    aa.ldqkv = g.yQkv.size(1);
+    aa.qNorm = c.hasQkNorm() ? W.qNorm.data_ptr() : nullptr;
+    aa.kNorm = c.hasQkNorm() ? W.kNorm.data_ptr() : nullptr;
+    aa.eps = eps;
+    aa.cos = m.ropeCos.data_ptr();
+    aa.sin = m.ropeSin.data_ptr();
+    aa.heads = static_cast<int>(c.numHeads);
+    aa.kvHeads = static_cast<int>(c.numKvHeads);
+    aa.headDim = static_cast<int>(c.headDim);
+    aa.capacity = cache.capacity;
+    aa.slot = g.slot.data_ptr<int>();
+    aa.pad = g.pad.data_ptr<int>();
+    aa.batch = B;
     aa.kCache = cache.k[l].data_ptr();
     aa.vCache = cache.v[l].data_ptr();
-    aa.heads = ra.heads;
-    aa.kvHeads = ra.kvHeads;
-    aa.headDim = ra.headDim;
-    aa.capacity = cache.capacity;
-    aa.slot = ra.slot;
-    aa.pad = ra.pad;
-    aa.batch = B;
     aa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
     aa.out = g.sAttn.out();
     aa.layout = g.sAttn.layout();
-    ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
+    aa.counters = reinterpret_cast<unsigned*>(g.attnCounters.data_ptr());
+    if (others) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);
-    ck(kernels::launchAddRmsNorm(g.h.data_ptr(), g.yO.data_ptr(), hid, W.postNorm.data_ptr(), dt, hid, B, eps,
+    if (others) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), g.yO.data_ptr(), hid, W.postNorm.data_ptr(), dt, hid, B, eps,
                                  g.sHidden.out(), g.sHidden.layout(), st, pdl),
        "post-attention norm");
     for (const auto& op : g.ops[l][2]) runLinear(g, op, g.sHidden, g.yGu, st);
-    ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
+    if (others) ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
                               g.sInter.layout(), st, pdl),
        "SwiGLU");
     for (const auto& op : g.ops[l][3]) runLinear(g, op, g.sInter, g.yDown, st);
     prevY = g.yDown.data_ptr();
   }
-  ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, m.w.finalNorm.data_ptr(), dt, hid, B, eps, g.sFinal.out(),
+  if (others) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, m.w.finalNorm.data_ptr(), dt, hid, B, eps, g.sFinal.out(),
                                g.sFinal.layout(), st, pdl),
      "final norm");
   runLinear(g, g.lmHead, g.sFinal, g.logits, st);
-  ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st, pdl),
+  if (others) ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st, pdl),
      "argmax");
 }
 

@@ -1,7 +1,7 @@
 // The decode engine's fused operations (gpu/kernels/decode.cuh): embedding
-// lookup, residual add + RMSNorm, q/k norm + RoPE + KV-cache write, split-slot
-// grouped-query attention with its merge, SwiGLU, argmax, and the bitmask
-// unpack / synthetic N:M pack. Small kernels, one block per row or head: their
+// lookup, residual add + RMSNorm, one attention kernel (q/k norm, RoPE, the
+// KV-cache write, split-slot grouped-query attention and the merge of its
+// splits), SwiGLU, argmax, and the bitmask unpack / synthetic N:M pack. Small kernels, one block per row or head: their
 // job is to keep the step's launch count and the bytes they move small next to
 // the projections.
 
@@ -93,52 +93,7 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
   }
 }
 
-// One block per (head of q|k, row): threads own the pairs (i, i + D/2).
-template <typename T>
-__global__ void ropeCacheKernel(RopeCacheArgs a) {
-  prologue();
-  const int head = blockIdx.x, b = blockIdx.y;
-  const int D = a.headDim, half = D / 2;
-  const bool isQ = head < a.heads;
-  const int kvh = head - a.heads;
-  const T* qkv = static_cast<const T*>(a.qkv) + b * a.ldqkv;
-  const std::int64_t qDim = static_cast<std::int64_t>(a.heads) * D, kvDim = static_cast<std::int64_t>(a.kvHeads) * D;
-  const T* src = isQ ? qkv + static_cast<std::int64_t>(head) * D : qkv + qDim + static_cast<std::int64_t>(kvh) * D;
-  const T* norm = static_cast<const T*>(isQ ? a.qNorm : a.kNorm);
-  const int slot = *a.slot;
-  const int pos = slot - a.pad[b];
-  const T* cs = static_cast<const T*>(a.cos) + static_cast<std::int64_t>(pos) * D;
-  const T* sn = static_cast<const T*>(a.sin) + static_cast<std::int64_t>(pos) * D;
-  const int i = threadIdx.x;
-  const bool active = i < half;
-  float x0 = active ? toF<T>(src[i]) : 0.f, x1 = active ? toF<T>(src[i + half]) : 0.f;
-  if (norm) {
-    const float r = rsqrtf(blockSum(x0 * x0 + x1 * x1) / static_cast<float>(D) + a.eps);
-    if (active) {
-      x0 = rnd<T>(toF<T>(norm[i]) * rnd<T>(x0 * r));
-      x1 = rnd<T>(toF<T>(norm[i + half]) * rnd<T>(x1 * r));
-    }
-  }
-  if (!active) return;
-  const float o0 = rnd<T>(rnd<T>(x0 * toF<T>(cs[i])) + rnd<T>(-x1 * toF<T>(sn[i])));
-  const float o1 = rnd<T>(rnd<T>(x1 * toF<T>(cs[i + half])) + rnd<T>(x0 * toF<T>(sn[i + half])));
-  if (isQ) {
-    T* q = static_cast<T*>(a.qOut) + (static_cast<std::int64_t>(b) * a.heads + head) * D;
-    q[i] = fromF<T>(o0);
-    q[i + half] = fromF<T>(o1);
-  } else {
-    const std::int64_t off = ((static_cast<std::int64_t>(b) * a.kvHeads + kvh) * a.capacity + slot) * D;
-    T* k = static_cast<T*>(a.kCache) + off;
-    T* v = static_cast<T*>(a.vCache) + off;
-    k[i] = fromF<T>(o0);
-    k[i + half] = fromF<T>(o1);
-    const T* vs = qkv + qDim + kvDim + static_cast<std::int64_t>(kvh) * D;
-    v[i] = vs[i];
-    v[i + half] = vs[i + half];
-  }
-}
-
-// ---- attention
+// ---- attention with q/k norm, RoPE and the KV-cache write fused in
 constexpr int kAttnWarps = 4;
 constexpr int kSlotsPerBlock = kAttnWarps * 32;
 
@@ -158,10 +113,36 @@ __device__ __forceinline__ void load8(const T* p, float (&o)[8]) {
   for (int j = 0; j < 8; ++j) o[j] = toF<T>(e[j]);
 }
 
-// Block (split, kv head, row): each lane scores one slot against the rep query
-// heads of this KV head, each warp reduces its 32 slots (max, exp-sum, P V with
-// lanes over the head dims), the block merges its warps and writes one partial
-// per query head: [row][head][split] of (max, sum, acc[D]).
+// One head vector x[0..D) in shared memory, raw from the projection: per-head RMSNorm
+// (where `norm` is given) and RoPE at `pos`, rounded where the eager pass rounds.
+// Called by one warp.
+template <typename T>
+__device__ void normRopeWarp(float* x, int D, const T* norm, float eps, const T* cs, const T* sn) {
+  const int lane = threadIdx.x & 31, half = D / 2;
+  if (norm) {
+    float ss = 0.f;
+    for (int d = lane; d < D; d += 32) ss += x[d] * x[d];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float r = rsqrtf(ss / static_cast<float>(D) + eps);
+    for (int d = lane; d < D; d += 32) x[d] = rnd<T>(toF<T>(norm[d]) * rnd<T>(x[d] * r));
+    __syncwarp();
+  }
+  for (int i = lane; i < half; i += 32) {
+    const float x0 = x[i], x1 = x[i + half];
+    x[i] = rnd<T>(rnd<T>(x0 * toF<T>(cs[i])) + rnd<T>(-x1 * toF<T>(sn[i])));
+    x[i + half] = rnd<T>(rnd<T>(x1 * toF<T>(cs[i + half])) + rnd<T>(x0 * toF<T>(sn[i + half])));
+  }
+  __syncwarp();
+}
+
+// Block (split, kv head, row). Prologue: the rep query heads of this KV head from the
+// fused projection output, normed and rotated into shared memory (every split does
+// this, it is a few hundred values); the block whose split holds `slot` also rotates
+// the new key and writes key and value to the caches. Then each lane scores one slot
+// against the rep query heads, each warp reduces its 32 slots (max, exp-sum, P V with
+// lanes over the head dims), the block merges its warps and writes one partial per
+// query head; the last block of this (row, KV head) to finish (a ticket) merges the
+// splits and writes the output.
 template <typename T, int EPL, int MAXREP>
 __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs a, float* __restrict__ ws) {
   prologue();
@@ -172,16 +153,40 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   float* wm = smem;                                   // [warps][MAXREP] max
   float* wl = wm + kAttnWarps * MAXREP;               // [warps][MAXREP] sum
   float* qs = wl + kAttnWarps * MAXREP;               // [rep][D]
-  float* wacc = qs + rep * D;                         // [warps][rep][D]
-
-  const T* q = static_cast<const T*>(a.q) + (static_cast<std::int64_t>(b) * a.heads + g * rep) * D;
-  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) qs[i] = toF<T>(q[i]) * a.scale;
-  __syncthreads();
+  float* ks = qs + rep * D;                           // [D] the new key
+  float* wacc = ks + D;                               // [warps][rep][D]
 
   const int slot = *a.slot, first = a.pad[b];
+  const int pos = slot - first;
+  const T* cs = static_cast<const T*>(a.cos) + static_cast<std::int64_t>(pos) * D;
+  const T* sn = static_cast<const T*>(a.sin) + static_cast<std::int64_t>(pos) * D;
+  const T* qkv = static_cast<const T*>(a.qkv) + b * a.ldqkv;
+  const std::int64_t qDim = static_cast<std::int64_t>(a.heads) * D, kvDim = static_cast<std::int64_t>(a.kvHeads) * D;
   const std::int64_t base = (static_cast<std::int64_t>(b) * a.kvHeads + g) * a.capacity * D;
-  const T* K = static_cast<const T*>(a.kCache) + base;
-  const T* V = static_cast<const T*>(a.vCache) + base;
+  T* Kc = static_cast<T*>(a.kCache) + base;
+  T* Vc = static_cast<T*>(a.vCache) + base;
+  const bool ownsSlot = split == slot / kSlotsPerBlock;
+
+  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) qs[i] = toF<T>(qkv[static_cast<std::int64_t>(g) * rep * D + i]);
+  if (ownsSlot)
+    for (int i = threadIdx.x; i < D; i += blockDim.x) ks[i] = toF<T>(qkv[qDim + static_cast<std::int64_t>(g) * D + i]);
+  __syncthreads();
+  for (int r = warp; r < rep; r += kAttnWarps)
+    normRopeWarp<T>(qs + r * D, D, static_cast<const T*>(a.qNorm), a.eps, cs, sn);
+  if (ownsSlot && warp == kAttnWarps - 1) {
+    normRopeWarp<T>(ks, D, static_cast<const T*>(a.kNorm), a.eps, cs, sn);
+    const T* vs = qkv + qDim + kvDim + static_cast<std::int64_t>(g) * D;
+    for (int d = lane; d < D; d += 32) {
+      Kc[static_cast<std::int64_t>(slot) * D + d] = fromF<T>(ks[d]);
+      Vc[static_cast<std::int64_t>(slot) * D + d] = vs[d];
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) qs[i] *= a.scale;
+  __syncthreads();
+
+  const T* K = Kc;
+  const T* V = Vc;
   const int s0 = split * kSlotsPerBlock + warp * 32;
   const int s = s0 + lane;
   const bool valid = s >= first && s <= slot;
@@ -241,7 +246,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
       for (int e = 0; e < EPL; ++e) acc[r][e] = fmaf(p, vv[e], acc[r][e]);
     }
   }
-  // Warp partials to shared memory, then warp 0 merges them.
+  // Warp partials to shared memory, then the block's partial per query head.
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) {
     if (r >= rep) continue;
@@ -256,6 +261,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     }
   }
   __syncthreads();
+  const auto partial = [&](int h, int sp) {
+    return ws + ((static_cast<std::int64_t>(b) * a.heads + h) * S + sp) * (D + 2);
+  };
   for (int i = threadIdx.x; i < rep * D; i += blockDim.x) {
     const int r = i / D, d = i % D;
     float M = -INFINITY;
@@ -268,36 +276,39 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
         A += f * wacc[(w * rep + r) * D + d];
       }
     }
-    const int h = g * rep + r;
-    float* p = ws + ((static_cast<std::int64_t>(b) * a.heads + h) * S + split) * (D + 2);
+    float* p = partial(g * rep + r, split);
     if (d == 0) {
       p[0] = M;
       p[1] = L;
     }
     p[2 + d] = A;
   }
-}
-
-// Block per (head, row): merges the splits' partials.
-template <typename T>
-__global__ void attentionMergeKernel(AttentionArgs a, int S, const float* __restrict__ ws) {
-  prologue();
-  const int h = blockIdx.x, b = blockIdx.y, D = a.headDim;
-  const float* p = ws + (static_cast<std::int64_t>(b) * a.heads + h) * S * (D + 2);
-  float M = -INFINITY;
-  for (int s = 0; s < S; ++s) M = fmaxf(M, p[s * (D + 2)]);
+  // The last block of this (row, KV head) merges the splits.
+  __threadfence();
+  __syncthreads();
+  __shared__ unsigned ticket;
+  unsigned* counter = a.counters + b * a.kvHeads + g;
+  if (threadIdx.x == 0) ticket = atomicAdd(counter, 1u);
+  __syncthreads();
+  if (ticket != static_cast<unsigned>(S - 1)) return;
+  __threadfence();
   T* out = static_cast<T*>(a.out);
-  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) {
+    const int r = i / D, d = i % D, h = g * rep + r;
+    float M = -INFINITY;
+    for (int sp = 0; sp < S; ++sp) M = fmaxf(M, __ldcg(partial(h, sp)));
     float L = 0.f, A = 0.f;
-    for (int s = 0; s < S; ++s) {
-      const float* q = p + s * (D + 2);
-      if (q[0] == -INFINITY) continue;
-      const float f = __expf(q[0] - M);
-      L += f * q[1];
-      A += f * q[2 + d];
+    for (int sp = 0; sp < S; ++sp) {
+      const float* q = partial(h, sp);
+      const float mq = __ldcg(q);
+      if (mq == -INFINITY) continue;
+      const float f = __expf(mq - M);
+      L += f * __ldcg(q + 1);
+      A += f * __ldcg(q + 2 + d);
     }
     out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A / L);
   }
+  if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
 }
 
 template <typename T>
@@ -443,35 +454,22 @@ struct AddNormL {
   }
 };
 template <typename T>
-struct RopeL {
-  static cudaError_t run(const RopeCacheArgs& a, cudaStream_t st, bool pdl) {
-    const int threads = std::max(32, (a.headDim / 2 + 31) / 32 * 32);
-    return launch(ropeCacheKernel<T>, dim3(static_cast<unsigned>(a.heads + a.kvHeads), static_cast<unsigned>(a.batch)),
-                  dim3(static_cast<unsigned>(threads)), 0, st, pdl, a);
-  }
-};
-template <typename T>
 struct AttnL {
   template <int EPL, int MAXREP>
   static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
     const int S = attentionSplits(a.capacity);
     const int rep = a.heads / a.kvHeads;
     const std::size_t smem =
-        (static_cast<std::size_t>(rep) * a.headDim * (1 + kAttnWarps) + 2 * kAttnWarps * MAXREP) * sizeof(float);
+        (static_cast<std::size_t>(rep) * a.headDim * (1 + kAttnWarps) + a.headDim + 2 * kAttnWarps * MAXREP) *
+        sizeof(float);
     if (smem > 48 * 1024) {
       const cudaError_t e = cudaFuncSetAttribute(attentionKernel<T, EPL, MAXREP>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
     }
-    if (const cudaError_t e = launch(
-            attentionKernel<T, EPL, MAXREP>,
-            dim3(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch)),
-            dim3(kAttnWarps * 32), smem, st, pdl, a, ws);
-        e != cudaSuccess)
-      return e;
-    return launch(attentionMergeKernel<T>, dim3(static_cast<unsigned>(a.heads), static_cast<unsigned>(a.batch)),
-                  dim3(static_cast<unsigned>(std::max(32, std::min(256, a.headDim)))), 0, st, pdl, a, S,
-                  static_cast<const float*>(ws));
+    return launch(attentionKernel<T, EPL, MAXREP>,
+                  dim3(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch)),
+                  dim3(kAttnWarps * 32), smem, st, pdl, a, ws);
   }
   template <int EPL>
   static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
@@ -547,11 +545,6 @@ cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const voi
   return dispatch<AddNormL>(dtype, h, y, ldy, w, hidden, batch, eps, x, layout, stream, pdl);
 }
 
-cudaError_t launchRopeCache(const RopeCacheArgs& a, DType dtype, cudaStream_t stream, bool pdl) {
-  if (a.headDim % 2 != 0 || a.headDim > 2048) return cudaErrorInvalidValue;
-  return dispatch<RopeL>(dtype, a, stream, pdl);
-}
-
 int attentionSplits(std::int64_t capacity) { return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock); }
 
 std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity) {
@@ -562,7 +555,7 @@ std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
                                   bool pdl) {
   if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 ||
-      a.heads / a.kvHeads > 16)
+      a.heads / a.kvHeads > 16 || !a.counters)
     return cudaErrorInvalidValue;
   return dispatch<AttnL>(dtype, a, workspace, stream, pdl);
 }

@@ -43,11 +43,17 @@ cudaError_t launchEmbedRows(const void* table, DType dtype, std::int64_t hidden,
 cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const void* w, DType dtype, std::int64_t hidden,
                              int batch, float eps, void* x, XLayout layout, cudaStream_t stream, bool pdl = false);
 
-// From the fused q|k|v projection output qkv [batch][ldqkv]: per-head RMSNorm of q and
-// k where qNorm/kNorm are given (Qwen3), rotary embedding at position slot - pad[b]
-// (cos/sin: [positions, headDim]), q to qOut [batch, heads, headDim], k and v to the
-// caches [batch, kvHeads, capacity, headDim] at `slot`.
-struct RopeCacheArgs {
+// Grouped-query attention of one new token per row, from the fused q|k|v projection
+// output qkv [batch][ldqkv]: per-head RMSNorm of q and k where qNorm/kNorm are given
+// (Qwen3), rotary embedding at position slot - pad[b] (cos/sin: [positions, headDim]),
+// the new key and value written to the caches [batch, kvHeads, capacity, headDim] at
+// `slot`, then attention over the cache slots [pad[b], slot], split along the slots
+// (flash-decoding): `splits` blocks per (row, KV head) write partial maxima, sums and
+// outputs to `workspace`; the last of them to finish merges them into out (row b,
+// head h, dim d at b * strideB + (h * headDim + d) * strideC). counters: batch *
+// kvHeads unsigned, zero before the first launch (left zero). headDim <= 256, a
+// multiple of 8; heads / kvHeads <= 16.
+struct AttentionArgs {
   const void* qkv = nullptr;
   std::int64_t ldqkv = 0;
   const void* qNorm = nullptr;
@@ -56,36 +62,18 @@ struct RopeCacheArgs {
   const void* cos = nullptr;
   const void* sin = nullptr;
   int heads = 0, kvHeads = 0, headDim = 0;
+  std::int64_t capacity = 0;
   const int* slot = nullptr;
   const int* pad = nullptr;  // [batch]
   int batch = 1;
   void* kCache = nullptr;
   void* vCache = nullptr;
-  std::int64_t capacity = 0;
-  void* qOut = nullptr;
-};
-cudaError_t launchRopeCache(const RopeCacheArgs& a, DType dtype, cudaStream_t stream, bool pdl = false);
-
-// Grouped-query attention of one new token per row over the cache slots
-// [pad[b], slot], split along the slots (flash-decoding): `splits` blocks per
-// (row, KV head) write partial maxima, sums and outputs to `workspace`, a second
-// kernel merges them into out (row b, head h, dim d at
-// b * strideB + (h * headDim + d) * strideC). headDim <= 256, a multiple of 8;
-// heads / kvHeads <= 16.
-struct AttentionArgs {
-  const void* q = nullptr;  // [batch, heads, headDim]
-  const void* kCache = nullptr;
-  const void* vCache = nullptr;
-  int heads = 0, kvHeads = 0, headDim = 0;
-  std::int64_t capacity = 0;
-  const int* slot = nullptr;
-  const int* pad = nullptr;
-  int batch = 1;
   float scale = 1.f;
   void* out = nullptr;
   XLayout layout;
+  unsigned* counters = nullptr;
 };
-int attentionSplits(std::int64_t capacity);  // slot blocks of kAttentionSlotsPerBlock
+int attentionSplits(std::int64_t capacity);  // slot blocks of 128
 std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity);
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
                                   bool pdl = false);

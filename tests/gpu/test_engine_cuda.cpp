@@ -45,12 +45,18 @@ std::vector<std::vector<std::int32_t>> prompts(int batch, std::int64_t vocab) {
   return out;
 }
 
-// Compares the decode-step logit rows of two runs up to their first different
-// token: returns the largest |difference| relative to max(1, |logit|max) and the
-// number of decode steps compared.
-std::pair<double, int> compareSteps(const GenerationResult& a, const GenerationResult& b, std::int64_t V) {
+// Compares the decode-step logit rows of two runs while their inputs agree (row s
+// is computed from tokens 0..s-1): the largest |difference| relative to
+// max(1, |logit|max), the number of rows compared, and, where the runs pick
+// different tokens, whether that was a near tie in `a` (the two tokens' logits
+// within `tie` relative; two bf16 implementations may then legitimately differ).
+struct StepComparison {
   double worst = 0;
   int steps = 0;
+  bool divergedAtTie = true;
+};
+StepComparison compareSteps(const GenerationResult& a, const GenerationResult& b, std::int64_t V, double tie = 0.03) {
+  StepComparison c;
   const std::size_t n = std::min(a.tokens.size(), b.tokens.size());
   for (std::size_t s = 1; s < n; ++s) {  // row 0 comes from the (shared) prefill
     if (a.tokens[s - 1] != b.tokens[s - 1]) break;
@@ -60,10 +66,16 @@ std::pair<double, int> compareSteps(const GenerationResult& a, const GenerationR
       d = std::max(d, std::abs(x - y));
       m = std::max(m, std::abs(x));
     }
-    worst = std::max(worst, d / m);
-    ++steps;
+    c.worst = std::max(c.worst, d / m);
+    ++c.steps;
+    if (a.tokens[s] != b.tokens[s]) {
+      const double gap = a.logits[s * V + a.tokens[s]] - a.logits[s * V + b.tokens[s]];
+      c.divergedAtTie = gap <= tie * m;
+      qInfo("    tokens differ at step %zu: logit gap %.4f (scale %.2f)", s, gap, m);
+      break;
+    }
   }
-  return {worst, steps};
+  return c;
 }
 
 ModelConfig shape(bool qwen) {
@@ -112,9 +124,9 @@ class TestEngineCuda : public QObject {
       QVERIFY(QString::fromStdString(m->engineDescription()).startsWith("CUDA graph"));
       const auto r = m->generate(p, go);
       QCOMPARE(r.tokens, ref.tokens);
-      const auto [d, steps] = compareSteps(ref, r, m->config().vocabSize);
-      qInfo("  max relative logit difference over %d steps: %g", steps, d);
-      QVERIFY(d < 1e-4);
+      const auto cmp = compareSteps(ref, r, m->config().vocabSize);
+      qInfo("  max relative logit difference over %d steps: %g", cmp.steps, cmp.worst);
+      QVERIFY(cmp.worst < 1e-4);
       // Ragged batch of 3.
       const auto batch = prompts(3, m->config().vocabSize);
       const auto rb = m->generateBatch(batch, go);
@@ -147,11 +159,12 @@ class TestEngineCuda : public QObject {
       const auto a = eager->generateBatch(ps, go);
       const auto b = m->generateBatch(ps, go);
       for (int i = 0; i < batch; ++i) {
-        const auto [d, steps] = compareSteps(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)],
-                                             m->config().vocabSize);
-        qInfo("batch %d row %d: %d decode steps compared, max relative difference %.4f", batch, i, steps, d);
-        QVERIFY2(steps >= 4, qPrintable(QStringLiteral("diverged after %1 steps").arg(steps)));
-        QVERIFY2(d <= 0.03, qPrintable(QString::number(d)));
+        const auto cmp = compareSteps(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)],
+                                      m->config().vocabSize);
+        qInfo("batch %d row %d: %d decode steps compared, max relative difference %.4f", batch, i, cmp.steps,
+              cmp.worst);
+        QVERIFY2(cmp.steps >= 1 && cmp.divergedAtTie, "the engine picked another token where the eager pass had no near tie");
+        QVERIFY2(cmp.worst <= 0.03, qPrintable(QString::number(cmp.worst)));
       }
     }
   }
@@ -190,14 +203,17 @@ class TestEngineCuda : public QObject {
       const auto a = eager->generateBatch(ps, go);
       const auto b = m->generateBatch(ps, go);
       double worst = 0;
-      int minSteps = 1 << 20;
+      int minSteps = 1 << 20, total = 0;
       for (int i = 0; i < batch; ++i) {
-        const auto [d, steps] = compareSteps(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)], c.vocabSize);
-        worst = std::max(worst, d);
-        minSteps = std::min(minSteps, steps);
+        const auto cmp = compareSteps(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)], c.vocabSize);
+        worst = std::max(worst, cmp.worst);
+        minSteps = std::min(minSteps, cmp.steps);
+        total += cmp.steps;
+        QVERIFY2(cmp.divergedAtTie, qPrintable(QStringLiteral("batch %1 row %2: another token without a near tie").arg(batch).arg(i)));
       }
-      qInfo("batch %d: max relative difference %.4f, at least %d decode steps compared per row", batch, worst, minSteps);
-      QVERIFY2(minSteps >= 2, qPrintable(QStringLiteral("batch %1 diverged after %2 steps").arg(batch).arg(minSteps)));
+      qInfo("batch %d: max relative difference %.4f, %d decode steps compared (at least %d per row)", batch, worst, total,
+            minSteps);
+      QVERIFY(minSteps >= 1);
       QVERIFY2(worst <= 0.03, qPrintable(QStringLiteral("batch %1: %2").arg(batch).arg(worst)));
     }
   }
