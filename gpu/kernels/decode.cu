@@ -77,20 +77,37 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
   prologue();
   const int b = blockIdx.x;
   T* hb = h + b * hidden;
+  // The norm's weights are read with the row (their first uses would otherwise wait
+  // on memory after the reduction); rows up to 8 x blockDim.x keep them in registers.
+  constexpr int kKeep = 8;
+  float wk[kKeep];
   float ss = 0.f;
-  for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+  const auto addRow = [&](std::int64_t i) {
     float v = toF<T>(hb[i]);
     if (y) {
       v = rnd<T>(v + toF<T>(y[b * ldy + i]));
       hb[i] = fromF<T>(v);
     }
     ss += v * v;
+  };
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {
+    const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (i < hidden) {
+      wk[k] = toF<T>(w[i]);
+      addRow(i);
+    }
   }
+  for (std::int64_t i = threadIdx.x + static_cast<std::int64_t>(kKeep) * blockDim.x; i < hidden; i += blockDim.x) addRow(i);
   const float r = rsqrtf(blockSum(ss) / static_cast<float>(hidden) + eps);
-  for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
-    const float v = toF<T>(hb[i]);  // this thread wrote it
-    x[b * sB + i * sC] = fromF<T>(toF<T>(w[i]) * rnd<T>(v * r));
+  // Each thread reads back only what it wrote.
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {
+    const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (i < hidden) x[b * sB + i * sC] = fromF<T>(wk[k] * rnd<T>(toF<T>(hb[i]) * r));
   }
+  for (std::int64_t i = threadIdx.x + static_cast<std::int64_t>(kKeep) * blockDim.x; i < hidden; i += blockDim.x)
+    x[b * sB + i * sC] = fromF<T>(toF<T>(w[i]) * rnd<T>(toF<T>(hb[i]) * r));
 }
 
 // ---- attention with q/k norm, RoPE and the KV-cache write fused in
@@ -111,6 +128,14 @@ __device__ __forceinline__ void load8(const T* p, float (&o)[8]) {
   const T* e = reinterpret_cast<const T*>(&u);
 #pragma unroll
   for (int j = 0; j < 8; ++j) o[j] = toF<T>(e[j]);
+}
+
+// 8 consecutive elements copied as they are (16-byte aligned).
+template <typename T>
+__device__ __forceinline__ void copy8(T* dst, const T* src) {
+  constexpr int n = static_cast<int>(sizeof(T)) / 2;  // 16-byte words in 8 elements
+#pragma unroll
+  for (int i = 0; i < n; ++i) reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
 }
 
 // One head vector x[0..D) in shared memory, raw from the projection: per-head RMSNorm
@@ -155,6 +180,11 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   float* qs = wl + kAttnWarps * MAXREP;               // [rep][D]
   float* ks = qs + rep * D;                           // [D] the new key
   float* wacc = ks + D;                               // [warps][rep][D]
+  // [warps][32 slots][D + 8] the warp's key rows, then its value rows (padded: the
+  // lanes' row writes spread over the banks), so scoring and P V read shared memory
+  // instead of waiting on a global load per slot.
+  const int Dp = D + 8;
+  T* vsm = reinterpret_cast<T*>(wacc + kAttnWarps * rep * D) + static_cast<std::int64_t>(warp) * 32 * Dp;
 
   const int slot = *a.slot, first = a.pad[b];
   const int pos = slot - first;
@@ -194,13 +224,20 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   float score[MAXREP];
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) score[r] = 0.f;
+  // Each lane brings its slot's key row into the warp's rows (every load in flight at
+  // once), then scores it against the rep query heads.
   if (valid) {
     const T* kr = K + static_cast<std::int64_t>(s) * D;
-    // Unrolled over the largest head size of this instantiation: every 16-byte load
-    // of the key row is in flight at once.
 #pragma unroll
     for (int d = 0; d < 32 * EPL; d += 8) {
       if (d >= D) break;
+      copy8<T>(vsm + lane * Dp + d, kr + d);
+    }
+  }
+  __syncwarp();
+  if (valid) {
+    const T* kr = vsm + lane * Dp;
+    for (int d = 0; d < D; d += 8) {
       float kv[8];
       load8<T>(kr + d, kv);
 #pragma unroll
@@ -214,6 +251,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
       }
     }
   }
+  __syncwarp();  // the rows are reused for the values below
   float m[MAXREP], l[MAXREP], acc[MAXREP][EPL];
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) {
@@ -229,10 +267,18 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
 #pragma unroll
     for (int e = 0; e < EPL; ++e) acc[r][e] = 0.f;
   }
+  if (valid) {  // each lane brings its slot's value row, every load in flight at once
+    const T* vr = V + static_cast<std::int64_t>(s) * D;
+#pragma unroll
+    for (int d = 0; d < 32 * EPL; d += 8) {
+      if (d >= D) break;
+      copy8<T>(vsm + lane * Dp + d, vr + d);
+    }
+  }
+  __syncwarp();
   const int lo = max(s0, first), hi = min(s0 + 31, slot);
-#pragma unroll 8
   for (int j = lo; j <= hi; ++j) {
-    const T* vr = V + static_cast<std::int64_t>(j) * D;
+    const T* vr = vsm + (j - s0) * Dp;
     float vv[EPL];
 #pragma unroll
     for (int e = 0; e < EPL; ++e) {
@@ -461,7 +507,8 @@ struct AttnL {
     const int rep = a.heads / a.kvHeads;
     const std::size_t smem =
         (static_cast<std::size_t>(rep) * a.headDim * (1 + kAttnWarps) + a.headDim + 2 * kAttnWarps * MAXREP) *
-        sizeof(float);
+            sizeof(float) +
+        static_cast<std::size_t>(kAttnWarps) * 32 * (a.headDim + 8) * sizeof(T);
     if (smem > 48 * 1024) {
       const cudaError_t e = cudaFuncSetAttribute(attentionKernel<T, EPL, MAXREP>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
