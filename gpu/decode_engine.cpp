@@ -305,8 +305,12 @@ at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x
   if (m.device.is_cpu()) {
     const at::Tensor xf = x2.to(at::kFloat).contiguous();
     at::Tensor y = at::empty({N, p.host.rows}, at::TensorOptions().dtype(at::kFloat));
-    spmvCpu(p.host, {xf.data_ptr<float>(), static_cast<std::size_t>(xf.numel())}, static_cast<int>(N),
-            {y.data_ptr<float>(), static_cast<std::size_t>(y.numel())}, p.host.rows);
+    constexpr std::int64_t kRows = 64;  // the CPU kernel's batch limit: longer inputs go in chunks
+    for (std::int64_t r0 = 0; r0 < N; r0 += kRows) {
+      const std::int64_t n = std::min(kRows, N - r0);
+      spmvCpu(p.host, {xf.data_ptr<float>() + r0 * K, static_cast<std::size_t>(n * K)}, static_cast<int>(n),
+              {y.data_ptr<float>() + r0 * p.host.rows, static_cast<std::size_t>(n * p.host.rows)}, p.host.rows);
+    }
     outSizes.back() = p.host.rows;
     return y.view(outSizes).to(x.scalar_type());
   }

@@ -299,4 +299,27 @@ std::vector<ModuleInfo> projectionModules(const ModelConfig& c, const std::strin
   return out;
 }
 
+ModelConfig resolveShapeConfig(const std::string& spec, const std::filesystem::path& configsDir, std::string& name) {
+  namespace fs = std::filesystem;
+  if (spec == "llama3-8b" || spec == "llama-3.1-8b") {
+    name = "llama-3.1-8b";
+    return llama31_8bConfig();
+  }
+  if (fs::is_regular_file(spec)) {
+    name = fs::path(spec).stem().string();
+    return loadModelConfigFile(spec);
+  }
+  if (fs::is_directory(spec) && fs::exists(fs::path(spec) / "config.json")) {
+    name = fs::path(spec).filename().string();
+    return loadModelConfigFile(fs::path(spec) / "config.json");
+  }
+  const fs::path shipped = configsDir / (spec + ".json");
+  if (!spec.empty() && spec.find('/') == std::string::npos && fs::exists(shipped)) {
+    name = spec;
+    return loadModelConfigFile(shipped);
+  }
+  throw std::invalid_argument("model shape '" + spec + "': not llama3-8b, a config file, or a name in " +
+                              configsDir.string());
+}
+
 }  // namespace sdw::gpu

@@ -90,6 +90,12 @@ std::string modelConfigToJson(const ModelConfig& c);
 // Llama-3.1-8B's published shape (bench decode default).
 ModelConfig llama31_8bConfig();
 
+// A benchmark shape by name, as `sdw-cli bench` and the GUI's benchmarks name them:
+// "llama3-8b" (built in), a config.json file, a checkpoint folder, or a name in
+// `configsDir` (resources/configs). `name` gets the name the reports use
+// ("llama-3.1-8b", the file's stem, the folder's name). Throws std::invalid_argument.
+ModelConfig resolveShapeConfig(const std::string& spec, const std::filesystem::path& configsDir, std::string& name);
+
 std::string architectureSummary(const ModelConfig& c);  // "LlamaForCausalLM, 32 layers, ..."
 
 // Bytes per element of "float32" / "bfloat16" / "float16" (also "fp32",

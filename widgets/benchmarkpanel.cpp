@@ -1,6 +1,7 @@
 #include "widgets/benchmarkpanel.h"
 
 #include "widgets/benchresultsmodel.h"
+#include "widgets/decodebenchview.h"
 #include "widgets/sortabletable.h"
 
 #include <QCheckBox>
@@ -22,6 +23,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStyle>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -50,8 +52,17 @@ void setLimitedText(QLabel* label, const QString& text, int lines, int width) {
 BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
   qRegisterMetaType<sdw::widgets::BenchRequest>("sdw::widgets::BenchRequest");
   setObjectName(QStringLiteral("benchmarkPanel"));
-  auto* layout = new QHBoxLayout(this);
-  layout->setContentsMargins(8, 8, 8, 8);
+  // Two pages: single kernels, and whole decode steps of a model through the
+  // decode engine (what the kernels add up to).
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(6, 6, 6, 6);
+  tabs_ = new QTabWidget(this);
+  tabs_->setObjectName(QStringLiteral("benchTabs"));
+  outer->addWidget(tabs_);
+  auto* kernelPage = new QWidget(tabs_);
+  kernelPage->setObjectName(QStringLiteral("benchKernelPage"));
+  auto* layout = new QHBoxLayout(kernelPage);
+  layout->setContentsMargins(0, 4, 0, 0);
 
   // The controls column is as wide as its widest row needs, so nothing in
   // it is ever cut off at the right; should the panel get too short for the
@@ -116,6 +127,9 @@ BenchmarkPanel::BenchmarkPanel(QWidget* parent) : QWidget(parent) {
   split->setStretchFactor(1, 2);
   split->setChildrenCollapsible(false);
   layout->addWidget(split, 1);
+  tabs_->addTab(kernelPage, tr("Kernels"));
+  decode_ = new DecodeBenchView(tabs_);
+  tabs_->addTab(decode_, tr("End-to-end decode"));
   updateButtons();
 }
 

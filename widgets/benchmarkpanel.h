@@ -1,10 +1,12 @@
 #pragma once
-// The Benchmark panel: choose shapes, patterns, batch sizes, dtype, baselines
-// and repeats; watch the run live (rolling time and GB/s charts, speedup bars
-// with the bandwidth limit, a sortable results table and a summary line);
-// open a results JSON written by `sdw-cli bench kernels --out FILE`; export.
-// Display only: the controller runs the benchmark and computes speedups and
-// medians; the panel asks through signals.
+// The Benchmark panel. Its Kernels tab: choose shapes, patterns, batch
+// sizes, dtype, baselines and repeats; watch the run live (rolling time and
+// GB/s charts, speedup bars with the bandwidth limit, a sortable results
+// table and a summary line); open a results JSON written by `sdw-cli bench
+// kernels --out FILE`; export. Display only: the controller runs the
+// benchmark and computes speedups and medians; the panel asks through
+// signals. Its End-to-end decode tab is a DecodeBenchView
+// (widgets/decodebenchview.h) with a controller of its own.
 
 #include "gpu/bench.h"  // BenchSettings, BenchShape: what a run asks for (results: benchrowdata.h)
 #include "widgets/benchcharts.h"
@@ -22,12 +24,14 @@ class QProgressBar;
 class QPushButton;
 class QSortFilterProxyModel;
 class QSpinBox;
+class QTabWidget;
 class QTableView;
 class QTreeWidget;
 
 namespace sdw::widgets {
 
 class BenchResultsModel;
+class DecodeBenchView;
 
 // The projections of one known model, as the shape chooser lists them.
 struct ShapeGroup {
@@ -74,6 +78,8 @@ class BenchmarkPanel : public QWidget {
   QSortFilterProxyModel* proxyModel() const { return proxy_; }
   QTableView* tableView() const { return table_; }
   BenchCharts* charts() const { return charts_; }
+  QTabWidget* innerTabs() const { return tabs_; }
+  DecodeBenchView* decodeView() const { return decode_; }
   QString deviceText() const;
   QString summaryText() const;
   QString statusText() const;
@@ -115,6 +121,8 @@ class BenchmarkPanel : public QWidget {
   BenchResultsModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  DecodeBenchView* decode_ = nullptr;
   bool running_ = false;
   bool gpu_ = false;
   QString deviceText_, statusText_;  // in full; the labels may show them shortened

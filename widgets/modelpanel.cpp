@@ -17,6 +17,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardItemModel>
@@ -234,6 +235,33 @@ QWidget* ModelPanel::buildGenerateBox() {
   }
   v->addLayout(grid);
 
+  // How each projection runs while decoding. Another choice reloads the
+  // model: the sparse engine keeps only the packed weights, so it is a
+  // different model in memory, not a switch.
+  auto* engineRow = new QHBoxLayout();
+  engine_ = new QComboBox(box);
+  engine_->setObjectName(QStringLiteral("engine"));
+  engine_->addItem(tr("cuBLAS"), QStringLiteral("cublas"));
+  engine_->addItem(tr("our dense GEMV"), QStringLiteral("dense"));
+  engine_->addItem(tr("our bitmask SpMV"), QStringLiteral("sparse"));
+  if (auto* m = qobject_cast<QStandardItemModel*>(engine_->model()))
+    m->item(2)->setEnabled(false);  // until a folder with a model.sdwsparse is loaded
+  engine_->setToolTip(
+      tr("The decode engine's linear: cuBLAS, our dense GEMV, or our bitmask N:M SpMV over the "
+         "folder's model.sdwsparse. Changing it reloads the model."));
+  engineText_ = new QLabel(tr("no model loaded"), box);
+  engineText_->setObjectName(QStringLiteral("engineDescription"));
+  engineText_->setWordWrap(true);
+  engineText_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  engineText_->setStyleSheet(QStringLiteral("color: #555;"));
+  auto* engineLabel = new QLabel(tr("Engine"), box);
+  engineLabel->setBuddy(engine_);
+  engineRow->addWidget(engineLabel);
+  engineRow->addWidget(engine_);
+  engineRow->addWidget(engineText_, 1);
+  v->addLayout(engineRow);
+  connect(engine_, &QComboBox::currentIndexChanged, this, &ModelPanel::engineChosen);
+
   auto* buttons = new QHBoxLayout();
   generateButton_ = new QPushButton(tr("Generate"), box);
   generateButton_->setObjectName(QStringLiteral("generate"));
@@ -316,8 +344,31 @@ void ModelPanel::requestLoad() {
     setStatus(tr("Choose a checkpoint folder first."), true);
     return;
   }
-  Q_EMIT loadRequested(dir, device_->currentData().toString(), dtype_->currentData().toString());
+  Q_EMIT loadRequested(dir, device_->currentData().toString(), dtype_->currentData().toString(), engineChoice());
 }
+
+void ModelPanel::engineChosen() {
+  // The loaded model again, with the new linear (and the device and dtype the
+  // controls show, as Load would).
+  if (!haveModel_ || loading_ || engineChoice() == summary_.linear) return;
+  Q_EMIT loadRequested(summary_.dir, device_->currentData().toString(), dtype_->currentData().toString(),
+                       engineChoice());
+}
+
+QString ModelPanel::engineChoice() const { return engine_->currentData().toString(); }
+
+void ModelPanel::setEngineChoice(const QString& linear) {
+  const int i = engine_->findData(linear);
+  if (i >= 0 && (i != 2 || sparseSelectable())) engine_->setCurrentIndex(i);
+}
+
+bool ModelPanel::sparseSelectable() const {
+  const auto* m = qobject_cast<const QStandardItemModel*>(engine_->model());
+  const QStandardItem* item = m ? m->item(2) : nullptr;
+  return item && item->isEnabled();
+}
+
+QString ModelPanel::engineDescription() const { return engineText_->text(); }
 
 void ModelPanel::beginLoading(const QString& dir) {
   loading_ = true;
@@ -371,6 +422,19 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
                                                    .arg(ModuleTreeModel::formatBytes(s.bytesLoaded), s.dtype,
                                                         s.device));
   setSummaryValue(QStringLiteral("Tokenizer"), s.tokenizer);
+  // The engine as loaded; sparse only where the folder has its packed file.
+  if (auto* m = qobject_cast<QStandardItemModel*>(engine_->model()); QStandardItem* item = m ? m->item(2) : nullptr) {
+    item->setEnabled(s.hasSparseFile);
+    item->setToolTip(s.hasSparseFile ? tr("our bitmask N:M SpMV over %1/model.sdwsparse").arg(s.dir)
+                                     : tr("this folder has no model.sdwsparse (sdw-cli prune writes one)"));
+  }
+  {
+    const QSignalBlocker block(engine_);
+    if (const int i = engine_->findData(s.linear.isEmpty() ? QStringLiteral("cublas") : s.linear); i >= 0)
+      engine_->setCurrentIndex(i);
+  }
+  engineText_->setText(s.engine.isEmpty() ? tr("engine unknown") : s.engine);
+  engineText_->setToolTip(engineText_->text());
   modules_->setRows(modules);
   tree_->collapseAll();
   if (modules_->rowCount() > 1) tree_->expand(modules_->index(1, 0));  // the first layer shows the pattern
@@ -381,6 +445,11 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
 void ModelPanel::endLoading(const QString& message, bool isError) {
   loading_ = false;
   loadBar_->hide();
+  if (haveModel_) {
+    // The model on display keeps its engine: the choice shows it again.
+    const QSignalBlocker block(engine_);
+    if (const int i = engine_->findData(summary_.linear); i >= 0) engine_->setCurrentIndex(i);
+  }
   setStatus(message, isError);
   updateButtons();
 }
@@ -481,6 +550,7 @@ void ModelPanel::updateButtons() {
                               : !summary_.canGenerate ? tr("This checkpoint has no tokenizer.json")
                                                       : QString());
   stopButton_->setEnabled(generating_);
+  engine_->setEnabled(!loading_);
 }
 
 }  // namespace sdw::widgets

@@ -2,7 +2,8 @@
 // The Model panel: pick a checkpoint folder (or the sample), see its
 // architecture and every weight matrix, and generate text from it. Display
 // only: it is told what was loaded and what was generated, and asks for
-// loading, generation and stop through signals.
+// loading (with the decode engine's linear), generation and stop through
+// signals.
 
 #include "widgets/moduletreemodel.h"
 
@@ -52,6 +53,9 @@ struct ModelSummary {
   QString tokenizer;        // "byte-level BPE, 4096 tokens" or why there is none
   QString chatFamily;       // "plain", "qwen3", "llama3"
   bool canGenerate = false; // a tokenizer was found
+  QString linear;           // how the projections decode: "cublas", "dense", "sparse"
+  QString engine;           // one line on how decode steps run (the runtime's engine description)
+  bool hasSparseFile = false;  // the folder holds a model.sdwsparse: the sparse engine can load it
 };
 
 struct GenerateSettings {
@@ -93,6 +97,14 @@ class ModelPanel : public QWidget {
   GenerateSettings generateSettings() const;
   void setGenerateSettings(const GenerateSettings& s);
 
+  // The decode engine's linear: "cublas", "dense" or "sparse" (the last only
+  // where the loaded folder has a model.sdwsparse). Choosing another one with
+  // a model loaded reloads that model with it (loadRequested).
+  QString engineChoice() const;
+  void setEngineChoice(const QString& linear);
+  bool sparseSelectable() const;
+  QString engineDescription() const;  // as shown: the loaded model's engine
+
   // For tests and for the window.
   const ModelSummary& summary() const { return summary_; }
   QString summaryValue(const QString& key) const;  // the text shown next to "Layers", ...
@@ -109,7 +121,7 @@ class ModelPanel : public QWidget {
   QString cudaToolTip() const;
 
  Q_SIGNALS:
-  void loadRequested(const QString& dir, const QString& device, const QString& dtype);
+  void loadRequested(const QString& dir, const QString& device, const QString& dtype, const QString& linear);
   void cancelLoadRequested();
   void generateRequested(const sdw::widgets::GenerateSettings& settings);
   void stopRequested();
@@ -120,6 +132,7 @@ class ModelPanel : public QWidget {
   QWidget* buildModulesBox();
   QWidget* buildGenerateBox();
   void requestLoad();
+  void engineChosen();
   void chooseFolder();
   void updateButtons();
   void setStatus(const QString& text, bool isError);
@@ -148,6 +161,8 @@ class ModelPanel : public QWidget {
   QDoubleSpinBox* topP_ = nullptr;
   QSpinBox* seed_ = nullptr;
   QComboBox* chat_ = nullptr;
+  QComboBox* engine_ = nullptr;
+  QLabel* engineText_ = nullptr;
   QPushButton* generateButton_ = nullptr;
   QPushButton* stopButton_ = nullptr;
   QPlainTextEdit* output_ = nullptr;

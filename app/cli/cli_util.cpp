@@ -21,25 +21,11 @@ std::string fmt(const char* f, double v) {
 }
 
 gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name) {
-  namespace fs = std::filesystem;
-  if (spec == "llama3-8b" || spec == "llama-3.1-8b") {
-    name = "llama-3.1-8b";
-    return gpu::llama31_8bConfig();
+  try {
+    return gpu::resolveShapeConfig(spec, std::filesystem::path(SDW_SOURCE_DIR) / "resources/configs", name);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--config: ") + e.what());
   }
-  if (fs::is_regular_file(spec)) {
-    name = fs::path(spec).stem().string();
-    return gpu::loadModelConfigFile(spec);
-  }
-  if (fs::is_directory(spec) && fs::exists(fs::path(spec) / "config.json")) {
-    name = fs::path(spec).filename().string();
-    return gpu::loadModelConfigFile(fs::path(spec) / "config.json");
-  }
-  const fs::path shipped = fs::path(SDW_SOURCE_DIR) / "resources/configs" / (spec + ".json");
-  if (fs::exists(shipped)) {
-    name = spec;
-    return gpu::loadModelConfigFile(shipped);
-  }
-  throw UsageError("--config '" + spec + "': not llama3-8b, a config file, or a name in resources/configs/");
 }
 
 bool emitJson(const Args& a, const std::string& text) {

@@ -76,6 +76,15 @@ gpu::Baseline mainBaseline(const QVector<gpu::BenchRow>& rows) {
 }
 }  // namespace
 
+QString modelTitle(const std::string& model) {
+  QFile f(QStringLiteral(SDW_SOURCE_DIR "/resources/shapes/%1.json").arg(QString::fromStdString(model)));
+  if (f.open(QIODevice::ReadOnly)) {
+    const QString t = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("model")).toString();
+    if (!t.isEmpty()) return t;
+  }
+  return QString::fromStdString(model);
+}
+
 QString seriesName(const gpu::BenchRow& r) {
   const auto& k = gpu::kernelInfo(r.id);
   const QString label = QString::fromUtf8(k.label.data(), static_cast<qsizetype>(k.label.size()));
@@ -234,15 +243,6 @@ QString deviceLine() {
   return QObject::tr("no GPU: benchmarking the CPU kernels (%1)").arg(QString::fromStdString(d.reason));
 }
 
-QString modelTitle(const std::string& model) {
-  QFile f(QStringLiteral(SDW_SOURCE_DIR "/resources/shapes/%1.json").arg(QString::fromStdString(model)));
-  if (f.open(QIODevice::ReadOnly)) {
-    const QString t = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("model")).toString();
-    if (!t.isEmpty()) return t;
-  }
-  return QString::fromStdString(model);
-}
-
 LoadedBench readResults(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) throw std::runtime_error(path.toStdString() + ": " + f.errorString().toStdString());
@@ -290,7 +290,7 @@ void BenchmarkController::attach(widgets::BenchmarkPanel* panel) {
   panel->setDevice(gpu::deviceInfo().cudaAvailable, deviceLine());
   QVector<widgets::ShapeGroup> groups;
   for (const std::string& m : gpu::knownModels()) {
-    widgets::ShapeGroup g{QString::fromStdString(m), modelTitle(m), {}};
+    widgets::ShapeGroup g{QString::fromStdString(m), bench::modelTitle(m), {}};
     for (const auto& s : gpu::modelShapes(m)) g.shapes.push_back(s);
     groups.push_back(g);
   }

@@ -34,6 +34,10 @@ QVector<double> speedups(const QVector<gpu::BenchRow>& rows);
 widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows);
 // One line: batch-1 medians per pattern over the measured projection shapes.
 QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& meta);
+// A known model's published name ("Llama-3.1-8B" for "llama3-8b", from
+// resources/shapes/), else the name itself. The shape catalogs of both
+// Benchmark tabs title their models with it.
+QString modelTitle(const std::string& model);
 // The series name a row is plotted under: "sparse 2:4", "dense (ours)", ...
 QString seriesName(const gpu::BenchRow& row);
 // A row as the panel shows it (widgets/benchrowdata.h): the one adapter from

@@ -1,13 +1,17 @@
 // sdw: the workbench GUI. `sdw --screenshot FILE [--panel NAME] [--size WxH]`
 // renders the window offscreen with the sample workspace and writes a PNG.
 // `--bench-results FILE.json` shows saved kernel benchmark results in the
-// Benchmark panel; a screenshot of that panel without one runs a short CPU
-// benchmark on small shapes first, so the charts have something to show.
+// Benchmark panel, `--decode-results FILE.json` saved end-to-end decode
+// results in its End-to-end decode tab; a screenshot of either tab without
+// one runs a short CPU benchmark first (small shapes; the bench-tiny model),
+// so the charts have something to show.
 
 #include "app/gui/benchmarkcontroller.h"
+#include "app/gui/decodebenchcontroller.h"
 #include "app/gui/mainwindow.h"
 #include "app/gui/workspace.h"
 #include "core/version.h"
+#include "widgets/benchmarkpanel.h"
 #include "widgets/jobsview.h"
 #include "widgets/logview.h"
 
@@ -18,6 +22,7 @@
 #include <QPixmap>
 #include <QSize>
 #include <QStringList>
+#include <QTabWidget>
 #include <QThread>
 
 #include <cstdio>
@@ -32,6 +37,7 @@ struct Options {
   QString panel;
   QString workspace;
   QString benchResults;
+  QString decodeResults;
   QSize size;  // --size; invalid: the default
 };
 
@@ -48,12 +54,14 @@ QSize parseSize(const QString& text) {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: sdw [--workspace DIR] [--panel NAME] [--bench-results FILE.json] [--size WxH]\n"
-               "           [--screenshot FILE.png]\n\n"
+               "usage: sdw [--workspace DIR] [--panel NAME] [--bench-results FILE.json]\n"
+               "           [--decode-results FILE.json] [--size WxH] [--screenshot FILE.png]\n\n"
                "  --workspace DIR     open this workspace folder (default: the last one, else the sample)\n"
                "  --panel NAME        start on a panel: Model, Calibration, Analysis, Pruning, Benchmark, Study;\n"
-               "                      PANEL/TAB for an inner tab, e.g. Analysis/Drift\n"
+               "                      PANEL/TAB for an inner tab, e.g. Analysis/Drift, \"Benchmark/End-to-end decode\"\n"
                "  --bench-results F   show kernel benchmark results (sdw-cli bench kernels --out F) in Benchmark\n"
+               "  --decode-results F  show decode benchmark results (sdw-cli bench decode --json --out F) in\n"
+               "                      Benchmark/End-to-end decode\n"
                "  --size WxH          window size, e.g. 1920x1080 (default for --screenshot: 1440x900)\n"
                "  --screenshot FILE   render the window offscreen with the sample workspace, write a PNG, exit\n"
                "\nHeadless use: sdw-cli --help\n");
@@ -87,6 +95,7 @@ int main(int argc, char** argv) {
     else if (a == "--panel") value(opt.panel);
     else if (a == "--workspace") value(opt.workspace);
     else if (a == "--bench-results") value(opt.benchResults);
+    else if (a == "--decode-results") value(opt.decodeResults);
     else if (a == "--size") {
       QString text;
       value(text);
@@ -143,9 +152,29 @@ int main(int argc, char** argv) {
   window.show();
   window.openWorkspace(ws);
   const bool benchShot = shot && window.currentPanel() == QLatin1String("Benchmark");
+  sdw::widgets::BenchmarkPanel* bench = window.benchmarkPanel();
+  const bool decodeTab = bench->innerTabs()->currentWidget() == bench->decodeView();
+  if (!opt.decodeResults.isEmpty()) {
+    window.decodeBenchController()->openResults(opt.decodeResults);
+  } else if (benchShot && decodeTab) {
+    // A few seconds of the tiny shape on the CPU: the live chart, the bars and the table get data.
+    sdw::widgets::DecodeBenchRequest demo;
+    demo.configs = {QStringLiteral("bench-tiny")};
+    demo.linears = {QStringLiteral("cublas"), QStringLiteral("dense"), QStringLiteral("sparse")};
+    demo.patterns = {QStringLiteral("2:4"), QStringLiteral("4:8")};
+    demo.batches = {1, 2};
+    demo.context = 16;  // batch x context within what the CPU sparse engine takes in one call (64 rows)
+    demo.warmup = 5;
+    demo.tokens = 40;
+    demo.device = QStringLiteral("cpu");
+    demo.dtype = QStringLiteral("float32");
+    bench->decodeView()->setRequest(demo);
+    window.decodeBenchController()->setBandwidthProbeBytes(64ull << 20);
+    window.decodeBenchController()->start(demo);
+  }
   if (!opt.benchResults.isEmpty()) {
     window.benchmarkController()->openResults(opt.benchResults);
-  } else if (benchShot) {
+  } else if (benchShot && !decodeTab) {
     // A few seconds of the CPU kernels on small shapes: every chart gets data.
     sdw::widgets::BenchRequest demo;
     demo.settings.batches = {1, 2, 4};
@@ -165,7 +194,7 @@ int main(int argc, char** argv) {
     QApplication::processEvents(QEventLoop::AllEvents, 50);
     QThread::msleep(10);
   }
-  if (benchShot || !opt.benchResults.isEmpty()) {  // the charts' coalesced replots
+  if (benchShot || !opt.benchResults.isEmpty() || !opt.decodeResults.isEmpty()) {  // the charts' coalesced replots
     QElapsedTimer settle;
     settle.start();
     while (settle.elapsed() < 300) QApplication::processEvents(QEventLoop::AllEvents, 50);

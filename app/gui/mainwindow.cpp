@@ -1,6 +1,7 @@
 #include "app/gui/mainwindow.h"
 
 #include "app/gui/benchmarkcontroller.h"
+#include "app/gui/decodebenchcontroller.h"
 #include "app/gui/analysiscontroller.h"
 #include "app/gui/calibrationcontroller.h"
 #include "app/gui/driftcontroller.h"
@@ -205,6 +206,7 @@ void MainWindow::buildControllers() {
   calibrationController_ = addController(new CalibrationController(&jobs_, this), calibrationPanel_);
   analysisController_ = addController(new AnalysisController(&jobs_, this), analysisPanel_);
   benchmarkController_ = addController(new BenchmarkController(&jobs_, this), benchmarkPanel_);
+  decodeBenchController_ = addController(new DecodeBenchController(&jobs_, this), benchmarkPanel_->decodeView());
   pruningController_ = addController(new PruningController(&jobs_, this), pruningPanel_);
   driftController_ = addController(new DriftController(&jobs_, this), analysisPanel_);
   studyController_ = addController(new StudyController(&jobs_, this), studyPage_);

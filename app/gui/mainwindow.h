@@ -28,6 +28,7 @@ namespace sdw::app {
 class AnalysisController;
 class CalibrationController;
 class BenchmarkController;
+class DecodeBenchController;
 class ModelController;
 class PruningController;
 class DriftController;
@@ -66,6 +67,7 @@ class MainWindow : public QMainWindow {
   DriftController* driftController() const { return driftController_; }
   widgets::BenchmarkPanel* benchmarkPanel() const { return benchmarkPanel_; }
   BenchmarkController* benchmarkController() const { return benchmarkController_; }
+  DecodeBenchController* decodeBenchController() const { return decodeBenchController_; }
   widgets::StudyPage* studyPage() const { return studyPage_; }
   StudyController* studyController() const { return studyController_; }
   QString workspace() const { return workspace_; }
@@ -111,6 +113,7 @@ class MainWindow : public QMainWindow {
   DriftController* driftController_ = nullptr;
   widgets::BenchmarkPanel* benchmarkPanel_ = nullptr;
   BenchmarkController* benchmarkController_ = nullptr;
+  DecodeBenchController* decodeBenchController_ = nullptr;
   widgets::StudyPage* studyPage_ = nullptr;
   StudyController* studyController_ = nullptr;
   QLabel* deviceLabel_ = nullptr;

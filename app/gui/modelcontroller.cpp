@@ -4,6 +4,7 @@
 #include "core/tokenizer.h"
 #include "gpu/device.h"
 #include "gpu/model.h"
+#include "gpu/spmv.h"  // defaultTuningPath
 
 #include <QCoreApplication>
 #include <QDir>
@@ -115,6 +116,9 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOp
   s.tokenizer = tokText;
   s.chatFamily = QString::fromLatin1(chatFamilyName(out->family));
   s.canGenerate = out->tokenizer != nullptr;
+  s.linear = QString::fromStdString(gpu::linearName(out->model->options().linear));
+  s.engine = QString::fromStdString(out->model->engineDescription());
+  s.hasSparseFile = std::filesystem::exists(out->dir / "model.sdwsparse");
 
   // embeddings first, then the projections in checkpoint order (lm_head last)
   widgets::ModuleRow embed;
@@ -174,7 +178,9 @@ void ModelController::attach(widgets::ModelPanel* panel) {
   panel->setCudaAvailable(dev.cudaAvailable, QString::fromStdString(dev.reason));
   panel->setSampleDir(sampleModelDir());
   connect(panel, &widgets::ModelPanel::loadRequested, this,
-          [this](const QString& dir, const QString& device, const QString& dtype) { load(dir, device, dtype); });
+          [this](const QString& dir, const QString& device, const QString& dtype, const QString& linear) {
+            load(dir, device, dtype, linear);
+          });
   connect(panel, &widgets::ModelPanel::cancelLoadRequested, this, &ModelController::cancelLoad);
   connect(panel, &widgets::ModelPanel::generateRequested, this,
           [this](const widgets::GenerateSettings& s) { generate(s); });
@@ -195,9 +201,25 @@ widgets::ModelSummary ModelController::summary() const {
   return current_ ? current_->summary : widgets::ModelSummary{};
 }
 
-JobId ModelController::load(const QString& dir, const QString& device, const QString& dtype) {
+JobId ModelController::load(const QString& dir, const QString& device, const QString& dtype, const QString& linear) {
   if (!jobs_) return 0;
-  const gpu::LoadOptions options{device.toStdString(), dtype.toStdString()};
+  gpu::LoadOptions options{device.toStdString(), dtype.toStdString()};
+  try {
+    options.linear = gpu::parseLinear(linear.toStdString());
+  } catch (const std::invalid_argument& e) {
+    Q_EMIT error(tr("%1; loading with cuBLAS").arg(QString::fromUtf8(e.what())));
+  }
+  // The sparse engine reads the folder's packed file; a folder without one
+  // still loads, with the default engine, rather than failing.
+  if (options.linear == gpu::Linear::Sparse &&
+      !QFileInfo::exists(QDir(dir).filePath(QStringLiteral("model.sdwsparse")))) {
+    options.linear = gpu::Linear::Cublas;
+    Q_EMIT info(tr("%1 has no model.sdwsparse: loading it with cuBLAS instead of the sparse engine").arg(dir));
+  }
+  // Our kernels' launch configurations for this GPU, as sdw-cli generate uses them.
+  if (options.device != "cpu")
+    options.tuningFile =
+        gpu::defaultTuningPath(std::filesystem::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
   // A load already running is replaced: its result is dropped.
   const JobId id = jobs_->start(Job<std::shared_ptr<LoadedModel>>{
       .name = tr("Load model"),
@@ -217,11 +239,11 @@ JobId ModelController::load(const QString& dir, const QString& device, const QSt
             current_ = loaded;
             const widgets::ModelSummary& s = current_->summary;
             Q_EMIT modelLoaded(s, current_->modules);
-            Q_EMIT info(tr("model loaded: %1 (%2 layers, %3 parameters, %4 on %5)")
+            Q_EMIT info(tr("model loaded: %1 (%2 layers, %3 parameters, %4 on %5; %6)")
                             .arg(s.dir)
                             .arg(s.layers)
                             .arg(s.parameters)
-                            .arg(s.dtype, s.device));
+                            .arg(s.dtype, s.device, s.engine));
           },
       .failed =
           [this](const QString& message) {
@@ -238,7 +260,8 @@ JobId ModelController::load(const QString& dir, const QString& device, const QSt
           },
   });
   Q_EMIT loadStarted(dir);
-  Q_EMIT info(tr("loading model %1 (%2, %3)").arg(dir, device, dtype));
+  Q_EMIT info(tr("loading model %1 (%2, %3, %4)")
+                  .arg(dir, device, dtype, QString::fromStdString(gpu::linearName(options.linear))));
   return id;
 }
 

@@ -35,9 +35,11 @@ class ModelController : public QObject {
   void attach(widgets::ModelPanel* panel);
 
   // Starts a load job and returns its id. A load already running is
-  // cancelled and its result dropped.
+  // cancelled and its result dropped. `linear` is the decode engine's
+  // ("cublas", "dense", "sparse"); sparse needs the folder's model.sdwsparse,
+  // without one the model loads with cuBLAS and the log says so.
   JobId load(const QString& dir, const QString& device = QStringLiteral("cpu"),
-             const QString& dtype = QStringLiteral("float32"));
+             const QString& dtype = QStringLiteral("float32"), const QString& linear = QStringLiteral("cublas"));
   void cancelLoad();
   // Starts a generation job; 0 (with generationEnded carrying the reason)
   // when there is no model, no tokenizer, or a generation is running.

@@ -11,6 +11,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QFileInfo>
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QRegularExpression>
@@ -304,6 +305,39 @@ class TestCli : public QObject {
     w = warningsOf(r.out);
     QCOMPARE(w.size(), 1);
     QVERIFY2(w[0].contains(QStringLiteral("decoded the same prompts file (brown-calib.jsonl)")), qPrintable(w[0]));
+  }
+
+  // The decode engine's promise on any machine: prune the sample 2:4 with SparseGPT,
+  // then the packed model (our bitmask SpMV over model.sdwsparse) and the dense one
+  // with zeros decode the same tokens.
+  void sparseAndDenseLinearsDecodeAlike() {
+    QTemporaryDir tmp;
+    const QString calib = tmp.filePath(QStringLiteral("calib.sdw.h5")), pruned = tmp.filePath(QStringLiteral("p"));
+    Result r = cli(arCalibration(kCalibPrompts, calib), 300000);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    r = cli({QStringLiteral("prune"), QStringLiteral("--model"), kModel, QStringLiteral("--calibration"), calib,
+             QStringLiteral("--method"), QStringLiteral("sparsegpt"), QStringLiteral("--pattern"), QStringLiteral("2:4"),
+             QStringLiteral("--out"), pruned},
+            300000);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(QFileInfo::exists(pruned + QStringLiteral("/model.sdwsparse")));
+    QJsonObject out[2];
+    const char* linears[2] = {"sparse", "dense"};
+    for (int i = 0; i < 2; ++i) {
+      r = cli({QStringLiteral("generate"), QStringLiteral("--model"), pruned, QStringLiteral("--linear"),
+               QString::fromLatin1(linears[i]), QStringLiteral("--prompt"), QStringLiteral("The jury said"),
+               QStringLiteral("--max-new-tokens"), QStringLiteral("40"), QStringLiteral("--seed"), QStringLiteral("0"),
+               QStringLiteral("--json")});
+      QVERIFY2(r.code == 0, qPrintable(r.err));
+      out[i] = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    }
+    QVERIFY2(out[0].value(QStringLiteral("engine")).toString().contains(QStringLiteral("bitmask SpMV 2:4 (42 of 42")),
+             qPrintable(out[0].value(QStringLiteral("engine")).toString()));
+    QCOMPARE(out[0].value(QStringLiteral("tokens")).toArray().size(), 40);
+    QCOMPARE(out[0].value(QStringLiteral("tokens")).toArray(), out[1].value(QStringLiteral("tokens")).toArray());
+    // The packed model holds less: no dense copy of a packed projection.
+    QVERIFY(out[0].value(QStringLiteral("device_memory_bytes")).toDouble() <
+            0.6 * out[1].value(QStringLiteral("device_memory_bytes")).toDouble());
   }
 
   void deviceReports() {

@@ -303,8 +303,9 @@ class TestGui : public QObject {
     QTest::qWait(200);
     QVERIFY(w.jobs()->waitForDone(30000));
     int checked = 0;
-    for (const QString& panel : {QStringLiteral("Analysis"), QStringLiteral("Analysis/Drift"), QStringLiteral("Pruning"),
-                                 QStringLiteral("Benchmark"), QStringLiteral("Study")}) {
+    for (const QString& panel :
+         {QStringLiteral("Analysis"), QStringLiteral("Analysis/Drift"), QStringLiteral("Pruning"),
+          QStringLiteral("Benchmark"), QStringLiteral("Benchmark/End-to-end decode"), QStringLiteral("Study")}) {
       QVERIFY(w.selectPanel(panel));
       QTest::qWait(300);  // layout, then the queued replots (and a second one where a legend re-wrapped)
       for (const auto* plot : w.findChildren<sdw::widgets::PlotView*>()) {
@@ -314,7 +315,8 @@ class TestGui : public QObject {
                  qPrintable(QStringLiteral("%1 on %2").arg(plot->objectName(), panel)));
       }
     }
-    QVERIFY2(checked >= 5, qPrintable(QString::number(checked)));  // eps bars, spectra, drift, pruning layers, speedup
+    // eps bars, spectra, drift, pruning layers, kernel speedup, decode speed-up
+    QVERIFY2(checked >= 6, qPrintable(QString::number(checked)));
   }
 
   void settingsPersistPanel() {

@@ -1,7 +1,8 @@
 // The Model panel offscreen, driven through its controller: loading the
 // sample model (summary and module tree against config.json), streamed
 // generation checked against a direct greedy run, a prompt stop, clear
-// errors that keep the previous model, cancelled loads, and the CUDA choice.
+// errors that keep the previous model, cancelled loads, the CUDA choice, and
+// the decode engine's linear reaching the model (sparse on a pruned copy).
 
 #include "app/gui/mainwindow.h"
 #include "app/gui/modelcontroller.h"
@@ -10,6 +11,7 @@
 #include "core/tokenizer.h"
 #include "gpu/device.h"
 #include "gpu/model.h"
+#include "tests/gpu/sparse_fixture.h"
 #include "widgets/logview.h"
 #include "widgets/modelpanel.h"
 #include "widgets/moduletreemodel.h"
@@ -22,6 +24,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QLocale>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -329,6 +332,81 @@ class TestModelPanel : public QObject {
     QCOMPARE(panel_->summary().bytesLoaded, panel_->summary().bytesBf16);
     QCOMPARE(panel_->moduleModel()->index(0, ModuleTreeModel::DType, panel_->moduleModel()->index(1, 0)).data(),
              QVariant(QStringLiteral("bfloat16")));
+  }
+
+  void engineChoiceReachesTheModel() {
+    // The sample has no packed file: the sparse engine is not on offer.
+    QVERIFY(controller_->hasModel());
+    QCOMPARE(QDir(controller_->modelDir()).dirName(), QStringLiteral("brown-llama"));
+    QVERIFY(!panel_->summary().hasSparseFile);
+    QVERIFY(!panel_->sparseSelectable());
+    QCOMPARE(panel_->engineChoice(), QStringLiteral("cublas"));
+    QCOMPARE(controller_->summary().linear, QStringLiteral("cublas"));
+    QVERIFY2(panel_->engineDescription().contains(QStringLiteral("LibTorch matmul")),
+             qPrintable(panel_->engineDescription()));
+
+    // The sample pruned 2:4 by magnitude, as sdw-cli prune writes it (the
+    // checkpoint with zeros and its model.sdwsparse), loaded through the panel.
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString pruned = tmp.filePath(QStringLiteral("pruned-2-4"));
+    sdw::testing::writeNmPruned(QFile::encodeName(pruned).toStdString(), {2, 4});
+    QVERIFY(QFile::exists(pruned + QStringLiteral("/model.sdwsparse")));
+    QSignalSpy loaded(controller_.get(), &ModelController::modelLoaded);
+    QSignalSpy requested(panel_.get(), &ModelPanel::loadRequested);
+    panel_->setModelDir(pruned);
+    button(panel_.get(), "loadModel")->click();
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+    QCOMPARE(requested.first().at(3).toString(), QStringLiteral("cublas"));
+    QVERIFY(panel_->summary().hasSparseFile);
+    QVERIFY(panel_->sparseSelectable());
+
+    GenerateSettings s;
+    s.prompt = QStringLiteral("The jury said");
+    s.maxNewTokens = 10;
+    s.temperature = 0;
+    s.chatFormat = false;
+    panel_->setGenerateSettings(s);
+    const auto generate = [&]() -> QString {
+      QSignalSpy ended(controller_.get(), &ModelController::generationEnded);
+      button(panel_.get(), "generate")->click();
+      if (!ended.wait(30000) && ended.isEmpty()) return QStringLiteral("<no end>");
+      return panel_->generatedText();
+    };
+    const QString dense = generate();
+    QVERIFY(!dense.trimmed().isEmpty());
+
+    // Choosing the sparse engine reloads the model with it.
+    panel_->setEngineChoice(QStringLiteral("sparse"));
+    QCOMPARE(requested.count(), 2);
+    QCOMPARE(requested.last().at(0).toString(), controller_->modelDir());
+    QCOMPARE(requested.last().at(3).toString(), QStringLiteral("sparse"));
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 30000);
+    QCOMPARE(controller_->summary().linear, QStringLiteral("sparse"));
+    QCOMPARE(panel_->engineChoice(), QStringLiteral("sparse"));
+    const QString engine = panel_->engineDescription();
+    QVERIFY2(engine.contains(QStringLiteral("bitmask SpMV 2:4 (42 of 42 projections packed)")), qPrintable(engine));
+    QCOMPARE(engine, controller_->summary().engine);
+    QCOMPARE(panel_->findChild<QLabel*>(QStringLiteral("engineDescription"))->text(), engine);
+
+    // It decodes the same greedy text from the packed weights (the checkpoint
+    // holds the same values with zeros where pruned), at a measured rate.
+    QCOMPARE(generate(), dense);
+    QVERIFY(panel_->tokensPerSecond() > 0);
+    QVERIFY(panel_->generationStatusText().contains(QStringLiteral("tokens/s")));
+
+    // A folder without a packed file loads with cuBLAS, and says so.
+    QSignalSpy infos(controller_.get(), &ModelController::info);
+    panel_->setModelDir(sdw::app::sampleModelDir());
+    button(panel_.get(), "loadModel")->click();
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 3, 30000);
+    QCOMPARE(requested.last().at(3).toString(), QStringLiteral("sparse"));
+    QCOMPARE(controller_->summary().linear, QStringLiteral("cublas"));
+    QCOMPARE(panel_->engineChoice(), QStringLiteral("cublas"));
+    QVERIFY(!panel_->sparseSelectable());
+    bool said = false;
+    for (const auto& i : infos) said = said || i.at(0).toString().contains(QStringLiteral("no model.sdwsparse"));
+    QVERIFY(said);
   }
 
   void cudaChoiceSaysWhy() {

@@ -1,0 +1,86 @@
+#pragma once
+// The End-to-end decode view's charts: tokens/s of every timed decode step,
+// one line per engine cell (config, linear, pattern, batch), against the
+// timed steps since the run started (cells run one after another, so each
+// line has its own stretch of the axis); while a run is live the axis
+// scrolls with the newest step. Below, per (config, batch) each sparse
+// pattern's speed-up over the dense baseline as bars, with the bandwidth
+// limit of that speed-up drawn as a dashed line over the group. Display only:
+// points and speed-ups arrive computed; replots are coalesced by a short
+// single-shot timer.
+
+#include "widgets/decodebenchdata.h"
+
+#include <QPointF>
+#include <QString>
+#include <QStringList>
+#include <QTimer>
+#include <QVector>
+#include <QWidget>
+
+#include <map>
+
+class QCPBars;
+class QCPGraph;
+class QCPItemLine;
+class QCPItemStraightLine;
+
+namespace sdw::widgets {
+
+class LegendStrip;
+class PlotView;
+
+class DecodeBenchCharts : public QWidget {
+  Q_OBJECT
+ public:
+  explicit DecodeBenchCharts(QWidget* parent = nullptr);
+
+  void clear();
+  void addSteps(const QVector<DecodeStepPoint>& points);
+  // While following, the step axis shows the newest `scrollWindow` steps;
+  // otherwise the whole run.
+  void setFollowing(bool on);
+  void setScrollWindow(int steps);
+  void setSpeedupBars(const DecodeSpeedupBars& bars);
+
+  PlotView* stepView() const { return stepView_; }
+  PlotView* speedupView() const { return speedupView_; }
+  LegendStrip* legendStrip() const { return strip_; }
+
+  // For tests and exports.
+  QStringList cellSeries() const;  // in the order they first appeared
+  int pointCount(const QString& cell) const;
+  QVector<QPointF> points(const QString& cell) const;  // (step index, tokens/s)
+  bool isFollowing() const { return following_; }
+  int barCount() const;  // bars with a value
+  const DecodeSpeedupBars& speedupBars() const { return bars_; }
+  // The limit lines as drawn: one per group with a known limit, its height.
+  QVector<double> limitLineValues() const;
+  QStringList groupTickLabels() const;
+  // group,pattern,baseline,speedup,speedup_limit: one line per bar.
+  QString speedupCsv() const;
+
+ private:
+  void scheduleReplot();
+  void replotNow();
+  QCPGraph* graphFor(const DecodeStepPoint& p);
+
+  PlotView* stepView_;
+  PlotView* speedupView_;
+  LegendStrip* strip_ = nullptr;
+  std::map<QString, QCPGraph*> graphs_;
+  QStringList cells_;
+  QVector<QCPBars*> barPlottables_;
+  QVector<QCPItemLine*> limitLines_;
+  QVector<double> limitValues_;
+  QCPGraph* limitLegend_ = nullptr;  // no data: the limit lines' entry in the legend
+  QCPItemStraightLine* unitLine_ = nullptr;
+  DecodeSpeedupBars bars_;
+  QStringList tickLabels_;
+  int lastIndex_ = -1;
+  int window_ = 250;
+  bool following_ = false;
+  QTimer replotTimer_;
+};
+
+}  // namespace sdw::widgets
