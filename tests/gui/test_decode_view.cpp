@@ -573,6 +573,18 @@ class TestDecodeView : public QObject {
     QVERIFY(!j["rows"][0].contains("benchmark"));
   }
 
+  void opensTheCommittedGrid() {
+    // The H200 grid of bench/results: 3 shapes x (cuBLAS, dense, 4 patterns) x 4 batches.
+    QVERIFY(open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/h200-decode-e2e.json")));
+    const QVector<DecodeRowData>& rows = view_->resultsModel()->rows();
+    QCOMPARE(rows.size(), 72);
+    // One bar per (config, batch, pattern) with its limit line per (config, batch).
+    QCOMPARE(view_->charts()->barCount(), 3 * 4 * 4);
+    QCOMPARE(view_->charts()->limitLineValues().size(), 3 * 4);
+    for (const double limit : view_->charts()->limitLineValues()) QVERIFY(limit > 1.6 && limit < 1.8);
+    QVERIFY(view_->statusText().contains(QStringLiteral("NVIDIA H200")));
+  }
+
   void runsACheckpoint() {
     // A real checkpoint instead of random weights: the sample pruned 2:4, whose
     // sparse cell decodes its own model.sdwsparse (the pattern comes from the file).
