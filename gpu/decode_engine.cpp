@@ -206,6 +206,7 @@ void fuseGroups(Model::Impl& m, EngineState& e) {
   e.guDense.assign(L, {});
   e.qkvPacked.assign(L, {});
   e.guPacked.assign(L, {});
+  e.qkvBias.assign(L, {});
   for (std::size_t l = 0; l < L; ++l) {
     LayerWeights& W = m.w.layers[l];
     const auto fuse = [&](std::initializer_list<int> kinds, at::Tensor& dense, DeviceBitmask& packed) {
@@ -255,6 +256,7 @@ void fuseGroups(Model::Impl& m, EngineState& e) {
       }
     };
     fuse({kProjQ, kProjK, kProjV}, e.qkvDense[l], e.qkvPacked[l]);
+    if (W.qBias.defined()) e.qkvBias[l] = at::cat({W.qBias, W.kBias, W.vBias}, 0);
     fuse({kProjGate, kProjUp}, e.guDense[l], e.guPacked[l]);
   }
 }
@@ -572,6 +574,8 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     kernels::AttentionArgs aa;
     aa.qkv = g.yQkv.data_ptr();
     aa.ldqkv = g.yQkv.size(1);
+    aa.qkvBias = m.engine->qkvBias[l].defined() ? m.engine->qkvBias[l].data_ptr() : nullptr;
+    aa.window = static_cast<int>(c.slidingWindow);
     aa.qNorm = c.hasQkNorm() ? W.qNorm.data_ptr() : nullptr;
     aa.kNorm = c.hasQkNorm() ? W.kNorm.data_ptr() : nullptr;
     aa.eps = eps;
@@ -713,8 +717,8 @@ std::uint64_t Model::deviceBytes() const {
   add(m.w.lmHead);
   add(m.w.finalNorm);
   for (const auto& L : m.w.layers)
-    for (const at::Tensor* t : {&L.inputNorm, &L.q, &L.k, &L.v, &L.o, &L.qNorm, &L.kNorm, &L.postNorm, &L.gate, &L.up,
-                                &L.down})
+    for (const at::Tensor* t : {&L.inputNorm, &L.q, &L.k, &L.v, &L.o, &L.qNorm, &L.kNorm, &L.qBias, &L.kBias, &L.vBias,
+                                &L.postNorm, &L.gate, &L.up, &L.down})
       add(*t);
   for (const auto& t : m.cache.k) add(t);
   for (const auto& t : m.cache.v) add(t);

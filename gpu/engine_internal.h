@@ -38,6 +38,7 @@ struct EngineState {
   // are views of, or packed storage whose row tiles the members' DeviceBitmask views are.
   std::vector<at::Tensor> qkvDense, guDense;
   std::vector<DeviceBitmask> qkvPacked, guPacked;   // values undefined where not fused
+  std::vector<at::Tensor> qkvBias;                  // [layer] q|k|v biases in one vector (Qwen2), else undefined
   TuningTable tuning;
   bool haveTuning = false;
   std::shared_ptr<DecodeGraph> graph;

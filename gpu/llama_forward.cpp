@@ -56,9 +56,11 @@ void observe(Model::Impl& m, const ObserveContext* ctx, const at::Tensor& x, int
 enum Kind { kQ = 0, kK, kV, kO, kGate, kUp, kDown };
 
 // A projection: the dense weight where the model holds one, else its packed form.
-at::Tensor project(Model::Impl& m, int layer, const at::Tensor& w, int kind, const at::Tensor& x) {
-  if (w.defined()) return at::linear(x, w);
-  return packedLinear(m, layer, kind, x);
+at::Tensor project(Model::Impl& m, int layer, const at::Tensor& w, int kind, const at::Tensor& x,
+                   const at::Tensor& bias = {}) {
+  if (w.defined()) return at::linear(x, w, bias);
+  const at::Tensor y = packedLinear(m, layer, kind, x);
+  return bias.defined() ? y + bias : y;
 }
 
 }  // namespace
@@ -140,11 +142,14 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
   // Additive mask [B, 1, rep*T, S]: causal, padding keys hidden. A padding
   // query may see itself, so no softmax row is empty (its output is unused).
   at::Tensor mask;
-  if (T > 1 || in.keyValid.defined()) {
+  const std::int64_t W = c.slidingWindow;  // > 0: keys within the last W positions only (Mistral)
+  if (T > 1 || in.keyValid.defined() || (W > 0 && S > W)) {
     const auto lopts = at::TensorOptions().dtype(at::kLong).device(m.device);
     const at::Tensor qSlot = at::arange(in.cacheStart, S, lopts).unsqueeze(1);  // [T, 1]
     const at::Tensor kSlot = at::arange(0, S, lopts).unsqueeze(0);             // [1, S]
-    at::Tensor allowed = kSlot.le(qSlot).unsqueeze(0);                          // [1, T, S]
+    at::Tensor allowed = kSlot.le(qSlot);                                       // [T, S]
+    if (W > 0) allowed = allowed.logical_and(kSlot.gt(qSlot - W));
+    allowed = allowed.unsqueeze(0);                                             // [1, T, S]
     if (in.keyValid.defined()) {
       const at::Tensor valid = in.keyValid.narrow(1, 0, S).unsqueeze(1);        // [B, 1, S]
       allowed = allowed.logical_and(valid.logical_or(kSlot.eq(qSlot).unsqueeze(0)));
@@ -162,9 +167,9 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
     // ---- attention
     at::Tensor x = rmsNorm(h, L.inputNorm, c.rmsNormEps);  // [B, T, hidden]
     observe(m, in.observe, x, li, {kQ, kK, kV});
-    at::Tensor q = project(m, li, L.q, kQ, x).view({B, T, H, D});
-    at::Tensor k = project(m, li, L.k, kK, x).view({B, T, KV, D});
-    at::Tensor v = project(m, li, L.v, kV, x).view({B, T, KV, D});
+    at::Tensor q = project(m, li, L.q, kQ, x, L.qBias).view({B, T, H, D});
+    at::Tensor k = project(m, li, L.k, kK, x, L.kBias).view({B, T, KV, D});
+    at::Tensor v = project(m, li, L.v, kV, x, L.vBias).view({B, T, KV, D});
     if (c.hasQkNorm()) {  // Qwen3: per-head RMSNorm before RoPE
       q = rmsNorm(q, L.qNorm, c.rmsNormEps);
       k = rmsNorm(k, L.kNorm, c.rmsNormEps);

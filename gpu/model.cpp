@@ -87,6 +87,11 @@ std::vector<Slot> expectedTensors(Model::Impl& m, bool withLmHead) {
     s.push_back({p + "self_attn.q_proj.weight", {c.qDim(), c.hiddenSize}, &L.q});
     s.push_back({p + "self_attn.k_proj.weight", {c.kvDim(), c.hiddenSize}, &L.k});
     s.push_back({p + "self_attn.v_proj.weight", {c.kvDim(), c.hiddenSize}, &L.v});
+    if (c.qkvBias) {
+      s.push_back({p + "self_attn.q_proj.bias", {c.qDim()}, &L.qBias});
+      s.push_back({p + "self_attn.k_proj.bias", {c.kvDim()}, &L.kBias});
+      s.push_back({p + "self_attn.v_proj.bias", {c.kvDim()}, &L.vBias});
+    }
     s.push_back({p + "self_attn.o_proj.weight", {c.hiddenSize, c.qDim()}, &L.o});
     if (c.hasQkNorm()) {
       s.push_back({p + "self_attn.q_norm.weight", {c.headDim}, &L.qNorm});
@@ -186,7 +191,8 @@ std::unique_ptr<Model> Model::randomInit(const ModelConfig& config, const LoadOp
   else at::manual_seed(seed);  // CUDA: the default generators (global state)
   for (const auto& s : slots) {
     at::Tensor t = at::empty(s.shape, opts);
-    if (s.shape.size() == 1) t.fill_(1.0);  // norms
+    const bool bias = s.name.size() > 5 && s.name.compare(s.name.size() - 5, 5, ".bias") == 0;
+    if (s.shape.size() == 1 && !bias) t.fill_(1.0);  // norms
     else if (gen.defined()) t.normal_(0.0, stddev, gen);
     else t.normal_(0.0, stddev);
     if (m->device.is_cpu() && m->storeDtype != at::kFloat) t = t.to(m->storeDtype).to(at::kFloat);

@@ -106,10 +106,20 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& sou
     c.architecture = Architecture::Qwen3;
     c.architectureName = "Qwen3ForCausalLM";
     c.modelType = "qwen3";
+  } else if (arch == "Qwen2ForCausalLM" || (arch.empty() && modelType == "qwen2")) {
+    c.architecture = Architecture::Qwen2;
+    c.architectureName = "Qwen2ForCausalLM";
+    c.modelType = "qwen2";
+    c.qkvBias = true;  // Qwen2's q/k/v projections always carry biases
+  } else if (arch == "MistralForCausalLM" || (arch.empty() && modelType == "mistral")) {
+    c.architecture = Architecture::Mistral;
+    c.architectureName = "MistralForCausalLM";
+    c.modelType = "mistral";
   } else {
     const std::string named = !arch.empty() ? arch : !modelType.empty() ? "model_type " + modelType : "(none given)";
     throw configError(source, "unsupported architecture " + named +
-                                  " (supported: LlamaForCausalLM, Qwen3ForCausalLM)");
+                                  " (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                                  "Qwen3ForCausalLM)");
   }
 
   c.vocabSize = requireInt(j, "vocab_size", source);
@@ -137,6 +147,11 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& sou
   if (optional<bool>(j, "mlp_bias", false, source)) throw configError(source, "mlp_bias = true is not supported");
   if (optional<bool>(j, "use_sliding_window", false, source))
     throw configError(source, "use_sliding_window = true is not supported");
+  if (c.architecture == Architecture::Mistral && j.contains("sliding_window") && !j["sliding_window"].is_null()) {
+    c.slidingWindow = optional<std::int64_t>(j, "sliding_window", 0, source);
+    if (c.slidingWindow < 1) throw configError(source, "sliding_window must be positive or null");
+    if (c.slidingWindow >= c.maxPositionEmbeddings) c.slidingWindow = 0;  // never reached: full attention
+  }
   c.validate(source);
   return c;
 }
@@ -175,7 +190,7 @@ void ModelConfig::validate(const std::string& source) const {
 std::int64_t ModelConfig::parameterCount() const {
   const std::int64_t perLayer = hiddenSize * qDim() + 2 * hiddenSize * kvDim() + qDim() * hiddenSize +
                                 3 * hiddenSize * intermediateSize + 2 * hiddenSize +
-                                (hasQkNorm() ? 2 * headDim : 0);
+                                (hasQkNorm() ? 2 * headDim : 0) + (qkvBias ? qDim() + 2 * kvDim() : 0);
   return vocabSize * hiddenSize * (tieWordEmbeddings ? 1 : 2) + numLayers * perLayer + hiddenSize;
 }
 
@@ -218,6 +233,7 @@ std::string modelConfigToJson(const ModelConfig& c) {
             {"tie_word_embeddings", c.tieWordEmbeddings},
             {"hidden_act", "silu"}};
   if (!c.torchDtype.empty()) j["torch_dtype"] = c.torchDtype;
+  if (c.architecture == Architecture::Mistral) j["sliding_window"] = c.slidingWindow > 0 ? json(c.slidingWindow) : json(nullptr);
   if (c.bosTokenId) j["bos_token_id"] = *c.bosTokenId;
   if (c.eosTokenIds.size() == 1) j["eos_token_id"] = c.eosTokenIds[0];
   else if (!c.eosTokenIds.empty()) j["eos_token_id"] = c.eosTokenIds;
@@ -258,6 +274,8 @@ std::string architectureSummary(const ModelConfig& c) {
   s << c.architectureName << ", " << c.numLayers << " layers, hidden " << c.hiddenSize << ", intermediate "
     << c.intermediateSize << ", " << c.numHeads << " heads / " << c.numKvHeads << " kv heads, head_dim "
     << c.headDim << ", vocab " << c.vocabSize;
+  if (c.qkvBias) s << ", q/k/v biases";
+  if (c.slidingWindow > 0) s << ", sliding window " << c.slidingWindow;
   return s.str();
 }
 

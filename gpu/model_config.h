@@ -15,7 +15,7 @@
 
 namespace sdw::gpu {
 
-enum class Architecture { Llama, Qwen3 };
+enum class Architecture { Llama, Qwen3, Qwen2, Mistral };
 
 struct RopeScaling {
   std::string type;  // "" (none) or "llama3"
@@ -66,6 +66,9 @@ struct ModelConfig {
   static constexpr std::int64_t kMaxHeadDim = 1024;
   static constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;
   static constexpr std::int64_t kMaxParameters = std::int64_t{1} << 42;  // 4.4 T
+
+  bool qkvBias = false;             // q/k/v projections carry biases (Qwen2)
+  std::int64_t slidingWindow = 0;   // > 0: each query sees its last `slidingWindow` positions (Mistral)
 
   bool hasQkNorm() const { return architecture == Architecture::Qwen3; }
   std::int64_t qDim() const { return numHeads * headDim; }

@@ -21,6 +21,7 @@ struct LayerWeights {
   at::Tensor inputNorm;                 // [hidden]
   at::Tensor q, k, v, o;                // [qDim, hidden], [kvDim, hidden] x2, [hidden, qDim]
   at::Tensor qNorm, kNorm;              // [headDim] (Qwen3 only)
+  at::Tensor qBias, kBias, vBias;       // [qDim], [kvDim] x2 (Qwen2 only)
   at::Tensor postNorm;                  // [hidden]
   at::Tensor gate, up, down;            // [inter, hidden] x2, [hidden, inter]
 };

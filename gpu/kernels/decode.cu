@@ -186,8 +186,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   const int Dp = D + 8;
   T* vsm = reinterpret_cast<T*>(wacc + kAttnWarps * rep * D) + static_cast<std::int64_t>(warp) * 32 * Dp;
 
-  const int slot = *a.slot, first = a.pad[b];
-  const int pos = slot - first;
+  const int slot = *a.slot, pad = a.pad[b];
+  const int pos = slot - pad;
+  const int first = a.window > 0 ? max(pad, slot - a.window + 1) : pad;  // the first slot attended to
   const T* cs = static_cast<const T*>(a.cos) + static_cast<std::int64_t>(pos) * D;
   const T* sn = static_cast<const T*>(a.sin) + static_cast<std::int64_t>(pos) * D;
   const T* qkv = static_cast<const T*>(a.qkv) + b * a.ldqkv;
@@ -197,18 +198,21 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   T* Vc = static_cast<T*>(a.vCache) + base;
   const bool ownsSlot = split == slot / kSlotsPerBlock;
 
-  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) qs[i] = toF<T>(qkv[static_cast<std::int64_t>(g) * rep * D + i]);
+  const T* bias = static_cast<const T*>(a.qkvBias);
+  // The projection output plus its bias, rounded as the projection's output.
+  const auto in = [&](std::int64_t j) { return bias ? rnd<T>(toF<T>(qkv[j]) + toF<T>(bias[j])) : toF<T>(qkv[j]); };
+  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) qs[i] = in(static_cast<std::int64_t>(g) * rep * D + i);
   if (ownsSlot)
-    for (int i = threadIdx.x; i < D; i += blockDim.x) ks[i] = toF<T>(qkv[qDim + static_cast<std::int64_t>(g) * D + i]);
+    for (int i = threadIdx.x; i < D; i += blockDim.x) ks[i] = in(qDim + static_cast<std::int64_t>(g) * D + i);
   __syncthreads();
   for (int r = warp; r < rep; r += kAttnWarps)
     normRopeWarp<T>(qs + r * D, D, static_cast<const T*>(a.qNorm), a.eps, cs, sn);
   if (ownsSlot && warp == kAttnWarps - 1) {
     normRopeWarp<T>(ks, D, static_cast<const T*>(a.kNorm), a.eps, cs, sn);
-    const T* vs = qkv + qDim + kvDim + static_cast<std::int64_t>(g) * D;
+    const std::int64_t vs = qDim + kvDim + static_cast<std::int64_t>(g) * D;
     for (int d = lane; d < D; d += 32) {
       Kc[static_cast<std::int64_t>(slot) * D + d] = fromF<T>(ks[d]);
-      Vc[static_cast<std::int64_t>(slot) * D + d] = vs[d];
+      Vc[static_cast<std::int64_t>(slot) * D + d] = fromF<T>(in(vs + d));
     }
   }
   __syncthreads();

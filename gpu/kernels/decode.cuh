@@ -47,7 +47,8 @@ cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const voi
 // output qkv [batch][ldqkv]: per-head RMSNorm of q and k where qNorm/kNorm are given
 // (Qwen3), rotary embedding at position slot - pad[b] (cos/sin: [positions, headDim]),
 // the new key and value written to the caches [batch, kvHeads, capacity, headDim] at
-// `slot`, then attention over the cache slots [pad[b], slot], split along the slots
+// `slot`, then attention over the cache slots [pad[b], slot] (the last `window` of
+// them with a sliding window), split along the slots
 // (flash-decoding): `splits` blocks per (row, KV head) write partial maxima, sums and
 // outputs to `workspace`; the last of them to finish merges them into out (row b,
 // head h, dim d at b * strideB + (h * headDim + d) * strideC). counters: batch *
@@ -56,6 +57,8 @@ cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const voi
 struct AttentionArgs {
   const void* qkv = nullptr;
   std::int64_t ldqkv = 0;
+  const void* qkvBias = nullptr;  // [heads + 2 kvHeads] x headDim, added to qkv (Qwen2); or none
+  int window = 0;                 // > 0: a sliding window of that many positions (Mistral)
   const void* qNorm = nullptr;
   const void* kNorm = nullptr;
   float eps = 1e-6f;

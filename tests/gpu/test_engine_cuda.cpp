@@ -139,7 +139,7 @@ class TestEngineCuda : public QObject {
   void bf16CheckpointsWithinTolerance_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<int>("linear");
-    for (const char* m : {"llama-tiny", "llama-tiny-tied", "qwen3-tiny"})
+    for (const char* m : {"llama-tiny", "llama-tiny-tied", "qwen3-tiny", "qwen2-tiny", "mistral-tiny"})
       for (const Linear l : {Linear::Cublas, Linear::Dense})
         QTest::newRow(qPrintable(QStringLiteral("%1 %2").arg(m).arg(QString::fromStdString(linearName(l)))))
             << m << static_cast<int>(l);

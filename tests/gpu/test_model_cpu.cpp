@@ -176,7 +176,7 @@ class TestModelCpu : public QObject {
         R"({"architectures":["%1"],"vocab_size":10,"hidden_size":8,"intermediate_size":16,)"
         R"("num_hidden_layers":1,"num_attention_heads":2%2})";
     QTest::newRow("unsupported architecture") << base.arg("GPT2LMHeadModel", "") << "GPT2LMHeadModel";
-    QTest::newRow("names the supported ones") << base.arg("MistralForCausalLM", "") << "Qwen3ForCausalLM";
+    QTest::newRow("names the supported ones") << base.arg("GemmaForCausalLM", "") << "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
     QTest::newRow("missing field")
         << R"({"architectures":["LlamaForCausalLM"],"vocab_size":10,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2})"
         << "hidden_size";
@@ -200,7 +200,8 @@ class TestModelCpu : public QObject {
 
   void ropeMatchesReference_data() {
     QTest::addColumn<QString>("model");
-    for (const char* m : {"llama-tiny", "llama-tiny-tied", "qwen3-tiny"}) QTest::newRow(m) << m;
+    for (const char* m : {"llama-tiny", "llama-tiny-tied", "qwen3-tiny", "qwen2-tiny", "mistral-tiny"})
+      QTest::newRow(m) << m;
   }
   void ropeMatchesReference() {
     QFETCH(QString, model);
@@ -301,7 +302,11 @@ class TestModelCpu : public QObject {
   // ---------------------------------------------------------------- goldens
   void goldenLogits_data() {
     QTest::addColumn<QString>("model");
-    for (const char* m : {"llama-tiny", "llama-tiny-tied", "qwen3-tiny", "qwen3-tiny-sharded"}) QTest::newRow(m) << m;
+    // qwen2-tiny: q/k/v biases; mistral-tiny: a sliding window of 16 positions, crossed by
+    // the 24-position input and the 40-position greedy runs.
+    for (const char* m :
+         {"llama-tiny", "llama-tiny-tied", "qwen3-tiny", "qwen3-tiny-sharded", "qwen2-tiny", "mistral-tiny"})
+      QTest::newRow(m) << m;
   }
   void goldenLogits() {
     QFETCH(QString, model);
@@ -384,6 +389,8 @@ class TestModelCpu : public QObject {
     QTest::addColumn<QString>("model");
     QTest::newRow("llama") << "llama-tiny";
     QTest::newRow("qwen3") << "qwen3-tiny";
+    QTest::newRow("qwen2") << "qwen2-tiny";
+    QTest::newRow("mistral") << "mistral-tiny";
   }
   void kvCacheMatchesTeacherForcing() {
     QFETCH(QString, model);
@@ -479,6 +486,8 @@ class TestModelCpu : public QObject {
     QTest::newRow("llama") << "llama-tiny";
     QTest::newRow("qwen3") << "qwen3-tiny";
     QTest::newRow("llama tied") << "llama-tiny-tied";
+    QTest::newRow("mistral") << "mistral-tiny";
+    QTest::newRow("qwen2") << "qwen2-tiny";
   }
   void batchEqualsOneByOne() {
     QFETCH(QString, model);

@@ -76,7 +76,9 @@ class TestModelCuda : public QObject {
 
   void models_data() {
     QTest::addColumn<QString>("model");
-    for (const char* m : {"llama-tiny", "llama-tiny-tied", "qwen3-tiny", "qwen3-tiny-sharded"}) QTest::newRow(m) << m;
+    for (const char* m :
+         {"llama-tiny", "llama-tiny-tied", "qwen3-tiny", "qwen3-tiny-sharded", "qwen2-tiny", "mistral-tiny"})
+      QTest::newRow(m) << m;
   }
 
   void bf16Logits_data() { models_data(); }

@@ -163,13 +163,16 @@ def legacy_config(path):
     return cfg
 
 
-def model_golden(name, cls, cfg_dict, out_dir, input_ids, prompt_ids, legacy=False, shard_copy=None):
-    """Build, save, re-load and record one model. Returns the golden dict."""
+def model_golden(name, cls, cfg_dict, out_dir, input_ids, prompt_ids, legacy=False, shard_copy=None, tweak=None):
+    """Build, save, re-load and record one model. Returns the golden dict. tweak(model), when
+    given, changes the freshly initialised model before it is saved (e.g. non-zero biases)."""
     log(f"== {name}")
     save_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg_dict["dtype"]]
     cfg = make_config(cls.config_class, cfg_dict)
     torch.manual_seed(SEED)
     model = cls(cfg).eval()
+    if tweak:
+        tweak(model)
     # Cast the parameters only: the rotary inv_freq buffer stays float32, as from_pretrained makes it.
     for p in model.parameters():
         p.data = p.data.to(save_dtype)
