@@ -156,6 +156,29 @@ void loadPacked(Model::Impl& m, EngineState& e, const std::filesystem::path& dir
   }
 }
 
+// Projections a compressed-tensors checkpoint delivered packed (the loader made no dense copy).
+void usePrepacked(Model::Impl& m, EngineState& e, std::vector<sparse::SparseModule> mods,
+                  const std::filesystem::path& dir) {
+  if (mods.empty())
+    throw std::runtime_error(dir.string() + ": no projection of this compressed-tensors checkpoint has a pattern the "
+                             "bitmask kernel takes");
+  std::map<std::string, std::pair<int, int>> index;
+  for (std::size_t l = 0; l < m.names.size(); ++l)
+    for (int k = 0; k < 7; ++k) index[m.names[l][static_cast<std::size_t>(k)]] = {static_cast<int>(l), k};
+  e.pattern = sparse::patternName(mods.front().matrix.pattern);
+  for (auto& mod : mods) {
+    const auto it = index.find(mod.name);
+    if (it == index.end()) throw std::runtime_error(dir.string() + ": '" + mod.name + "' is not a projection of this model");
+    PackedProj& p = e.packed[static_cast<std::size_t>(it->second.first)][static_cast<std::size_t>(it->second.second)];
+    if (m.storeDtype != at::kFloat && sparseDTypeOf(m.storeDtype) != mod.matrix.dtype)
+      throw std::runtime_error(dir.string() + ": '" + mod.name + "' holds " + std::string(sparse::dtypeName(mod.matrix.dtype)) +
+                               " values, the model is loaded as " + m.options.dtype);
+    if (m.device.is_cpu()) p.host = std::move(mod.matrix);
+    else p.dev = toDeviceLayout(mod.matrix, m.device);
+    p.present = true;
+  }
+}
+
 // Random weights pruned by magnitude to the pattern, packed; the dense copies dropped.
 void packRandom(Model::Impl& m, EngineState& e) {
   const sparse::Pattern pat = sparse::parsePattern(m.options.randomPattern);
@@ -274,7 +297,8 @@ int EngineState::packedCount() const {
 }
 
 void setupEngine(Model::Impl& m, const std::filesystem::path& checkpointDir,
-                 const std::map<std::string, std::string>& checkpointDtypes) {
+                 const std::map<std::string, std::string>& checkpointDtypes,
+                 std::vector<sparse::SparseModule> prepacked, bool fromCompressed) {
   auto e = std::make_shared<EngineState>();
   e->linear = m.options.linear;
   e->packed.resize(m.w.layers.size());
@@ -286,6 +310,7 @@ void setupEngine(Model::Impl& m, const std::filesystem::path& checkpointDir,
     }
     if (e->linear == Linear::Sparse) {
       if (checkpointDir.empty()) packRandom(m, *e);
+      else if (fromCompressed) usePrepacked(m, *e, std::move(prepacked), checkpointDir);
       else loadPacked(m, *e, checkpointDir, checkpointDtypes);
     }
     if (m.device.is_cuda()) fuseGroups(m, *e);

@@ -3,6 +3,7 @@
 // packed projections of a sparse model, the fused q|k|v and gate|up weights, and
 // the captured decode step. Include only from gpu/*.cpp and engine tests.
 
+#include "core/sparse_file.h"
 #include "core/sparse_format.h"
 #include "gpu/model_internal.h"
 #include "gpu/spmv_ops.h"
@@ -49,8 +50,11 @@ struct EngineState {
 // sparse file (load) or prunes the random weights (randomInit), drops the dense
 // copies of packed projections, fuses q|k|v and gate|up storage on CUDA.
 // checkpointDtypes: safetensors dtype per projection name ("BF16"...), empty for randomInit.
+// prepacked: projections a compressed-tensors checkpoint delivered packed (their dense
+// tensors were never made); fromCompressed: the checkpoint is one (no model.sdwsparse read).
 void setupEngine(Model::Impl& m, const std::filesystem::path& checkpointDir,
-                 const std::map<std::string, std::string>& checkpointDtypes);
+                 const std::map<std::string, std::string>& checkpointDtypes,
+                 std::vector<sparse::SparseModule> prepacked, bool fromCompressed);
 
 // x [..., cols] -> [..., rows] through a packed projection (eager path: prefill,
 // teacher forcing, observed decode steps).

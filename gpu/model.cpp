@@ -4,7 +4,9 @@
 
 #include "gpu/model.h"
 
+#include "core/compressed_tensors.h"
 #include "core/safetensors.h"
+#include "core/sparse_file.h"
 #include "gpu/device.h"
 #include "gpu/engine_internal.h"
 #include "gpu/model_internal.h"
@@ -14,6 +16,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace sdw::gpu {
@@ -140,6 +143,22 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   const auto slots = expectedTensors(*m, !config.tieWordEmbeddings);
 
   std::map<std::string, std::string> dtypes;  // per tensor, as stored in the checkpoint
+  // A compressed-tensors sparse checkpoint: its projections are decompressed, or go
+  // straight to the packed format when the sparse linear runs and the pattern allows.
+  std::unique_ptr<ct::Reader> compressed;
+  if (ct::declaredFormat(dir)) compressed = std::make_unique<ct::Reader>(dir);
+  std::optional<sparse::Pattern> packPattern;
+  if (compressed && options.linear == Linear::Sparse) {
+    try {
+      const sparse::Pattern pat = sparse::parsePattern(compressed->structure());
+      if (sparse::isSupported(pat)) packPattern = pat;
+    } catch (const std::exception&) {
+    }
+    if (!packPattern)
+      throw std::runtime_error(dir.string() + ": the checkpoint's sparsity (" + compressed->structure() +
+                               ") is no 50% N:M pattern the bitmask kernel takes (2:4, 4:8, 8:16, 16:32)");
+  }
+  std::vector<sparse::SparseModule> prepacked;
   Progress p;
   p.unit = "bytes";
   for (const auto& s : slots) {
@@ -149,6 +168,24 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   reportOrThrow(progress, p);
   for (const auto& s : slots) {
     const auto e = ckpt.find(s.name);
+    const std::string prefix = s.name.size() > 7 ? s.name.substr(0, s.name.size() - 7) : s.name;
+    if (!e.view && compressed && compressed->compressed(prefix)) {
+      if (packPattern) {
+        if (auto pk = compressed->packed(prefix, *packPattern); pk && std::vector<std::int64_t>{pk->rows, pk->cols} == s.shape) {
+          dtypes[s.name] = pk->dtype == sparse::DType::BF16 ? "BF16" : "F16";
+          prepacked.push_back({prefix, std::move(*pk)});
+          continue;  // held packed only
+        }
+      }
+      const ct::DenseWeight d = compressed->dense(prefix);
+      if (std::vector<std::int64_t>{d.rows, d.cols} != s.shape)
+        throw std::runtime_error(dir.string() + ": compressed tensor '" + prefix + "' has shape " +
+                                 shapeString({d.rows, d.cols}) + ", the config needs " + shapeString(s.shape));
+      const at::Tensor src = at::from_blob(const_cast<float*>(d.values.data()), s.shape, at::TensorOptions().dtype(at::kFloat));
+      *s.dst = place(*m, src.to(scalarTypeOf(d.dtype == "BF16" ? "bfloat16" : d.dtype == "F16" ? "float16" : "float32")));
+      dtypes[s.name] = d.dtype;
+      continue;
+    }
     if (!e.view)
       throw std::runtime_error(dir.string() + ": tensor '" + s.name + "' is missing from the checkpoint (" +
                                std::to_string(ckpt.files().size()) + " file(s))");
@@ -177,7 +214,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     reportOrThrow(progress, p);
   }
   if (config.tieWordEmbeddings) m->w.lmHead = m->w.embed;
-  setupEngine(*m, dir, dtypes);
+  setupEngine(*m, dir, dtypes, std::move(prepacked), compressed != nullptr);
   return std::unique_ptr<Model>(new Model(std::move(m)));
 }
 
@@ -199,7 +236,7 @@ std::unique_ptr<Model> Model::randomInit(const ModelConfig& config, const LoadOp
     *s.dst = t;
   }
   if (config.tieWordEmbeddings) m->w.lmHead = m->w.embed;
-  setupEngine(*m, {}, {});
+  setupEngine(*m, {}, {}, {}, false);
   return std::unique_ptr<Model>(new Model(std::move(m)));
 }
 

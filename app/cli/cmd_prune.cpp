@@ -4,6 +4,7 @@
 // stderr, the per-module table on stdout (or JSON).
 
 #include "app/cli/command.h"
+#include "core/compressed_tensors.h"
 #include "gpu/pruning.h"
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 
 namespace sdw::cli {
 namespace {
@@ -38,6 +40,9 @@ int runPrune(const Args& a) {
     throw UsageError(e.what());
   }
   const bool json = a.has("json");
+  const std::string exportFormat = a.get("export");
+  if (!exportFormat.empty() && exportFormat != "compressed-tensors")
+    throw UsageError("--export expects compressed-tensors, got '" + exportFormat + "'");
 
   const auto r = gpu::pruneModel(
       s,
@@ -51,6 +56,18 @@ int runPrune(const Args& a) {
                      row.dampingSteps > 0 ? " (damping raised)" : "");
       });
   std::fprintf(stderr, "\n");
+
+  // The compressed-tensors export: OUT/compressed-tensors, a checkpoint llm-compressor's tools read.
+  std::optional<ct::ExportResult> exported;
+  if (!exportFormat.empty()) {
+    const gpu::PruningPattern pat = gpu::parsePruningPattern(s.pattern);
+    const bool is24 = pat.name() == "2:4";
+    const std::filesystem::path dst = s.out / "compressed-tensors";
+    if (std::filesystem::exists(dst)) std::filesystem::remove_all(dst);  // pruneModel replaced the checkpoint
+    const std::string structure = pat.name().rfind("unstructured", 0) == 0 ? "unstructured" : pat.name();
+    exported = ct::exportCompressedTensors(s.out, dst,
+                                           is24 ? ct::Format::Sparse24Bitmask : ct::Format::SparseBitmask, structure);
+  }
 
   // Per layer: summed output loss, mean relative output error.
   std::map<int, std::pair<double, double>> perLayer;
@@ -84,6 +101,12 @@ int runPrune(const Args& a) {
                               {"checkpoint", r.checkpoint.string()},
                               {"sparse_file", r.sparseFile.string()},
                               {"record", r.record.string()},
+                              {"compressed_tensors", exported ? nlohmann::json{{"dir", exported->outDir.string()},
+                                                                               {"format", ct::formatName(exported->format)},
+                                                                               {"modules", exported->compressedModules},
+                                                                               {"dense_bytes", exported->denseBytes},
+                                                                               {"compressed_bytes", exported->compressedBytes}}
+                                                              : nlohmann::json()},
                               {"total_seconds", r.seconds},
                               {"recapture_seconds", r.recaptureSeconds},
                               {"layers", layers},
@@ -100,6 +123,10 @@ int runPrune(const Args& a) {
   for (const auto& [l, v] : perLayer) std::printf("%5d %13.5g %18.5f\n", l, v.first, v.second / perLayerCount[l]);
   std::printf("\ncheckpoint:  %s\n", r.checkpoint.string().c_str());
   if (!r.sparseFile.empty()) std::printf("bitmask:     %s\n", r.sparseFile.string().c_str());
+  if (exported)
+    std::printf("export:      %s (%s, %d projections, %.1f MB -> %.1f MB)\n", exported->outDir.string().c_str(),
+                ct::formatName(exported->format).c_str(), exported->compressedModules, exported->denseBytes / 1e6,
+                exported->compressedBytes / 1e6);
   std::printf("record:      %s\n", r.record.string().c_str());
   std::printf("total:       %.2f s%s\n", r.seconds, s.order == gpu::PruneOrder::Sequential ? " (incl. re-capture)" : "");
   return 0;
@@ -110,7 +137,7 @@ const Register reg{Command{
     "prune a checkpoint's projections (SparseGPT, Wanda, magnitude) from a calibration run",
     "prune --model DIR --calibration RUN --method sparsegpt|wanda|magnitude --pattern "
     "2:4|4:8|8:16|16:32|unstructured50 [--order parallel|sequential] [--percdamp 0.01] [--blocksize 128] "
-    "[--device cpu|cuda] --out DIR [--record RUN.sdw.h5] [--json]",
+    "[--device cpu|cuda] --out DIR [--record RUN.sdw.h5] [--export compressed-tensors] [--json]",
     "Prunes every attention and MLP projection (never embeddings or lm_head) of the checkpoint in --model "
     "with the statistics of the calibration run --calibration, and writes to --out a Hugging Face checkpoint "
     "(dense with zeros, the model's dtype, config and tokenizer copied), the packed bitmask file "
@@ -129,6 +156,7 @@ const Register reg{Command{
      {"out", "DIR", "output folder", ""},
      {"record", "RUN", "pruning record (default: OUT/pruning.sdw.h5)", ""},
      {"overwrite", "", "replace an existing checkpoint and record", ""},
+     {"export", "FORMAT", "also write OUT/compressed-tensors: the llm-compressor format (sparse-24-bitmask for 2:4, else sparse-bitmask)", ""},
      {"json", "", "machine-readable output", ""}},
     0,
     0,

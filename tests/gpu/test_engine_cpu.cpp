@@ -5,6 +5,7 @@
 // sparse models and the decode benchmark grid work on the CPU.
 // Label: engine.
 
+#include "core/compressed_tensors.h"
 #include "core/sparse_file.h"
 #include "gpu/bench_decode.h"
 #include "gpu/model.h"
@@ -148,6 +149,40 @@ class TestEngineCpu : public QObject {
     GenerationOptions go;
     go.maxNewTokens = 12;
     QCOMPARE(partial->generate(kPrompt, go).tokens, dense->generate(kPrompt, go).tokens);
+  }
+
+  // A compressed-tensors export opens as a checkpoint: decompressed for the dense
+  // linears, straight to the packed format for the sparse one (no model.sdwsparse read).
+  void compressedTensorsCheckpoints() {
+    const fs::path base(tmp_.path().toStdString());
+    struct Case {
+      fs::path src;
+      sdw::ct::Format format;
+      const char* structure;
+      const char* described;
+    };
+    for (const Case& c : {Case{kPruned, sdw::ct::Format::Sparse24Bitmask, "2:4", "2:4 (42 of 42"},
+                          Case{kOther, sdw::ct::Format::SparseBitmask, "4:8", "4:8 (42 of 42"}}) {
+      const fs::path out = base / ("ct-" + sdw::ct::formatName(c.format));
+      sdw::ct::exportCompressedTensors(c.src, out, c.format, c.structure);
+      fs::remove(out / "model.sdwsparse");  // the packed projections must come from the compressed tensors
+      const auto ref = Model::load(c.src);
+      const auto dense = Model::load(out);
+      const auto sparse = Model::load(out, withLinear(Linear::Sparse));
+      QVERIFY2(QString::fromStdString(sparse->engineDescription()).contains(QString::fromLatin1(c.described)),
+               sparse->engineDescription().c_str());
+      GenerationOptions go;
+      go.maxNewTokens = 24;
+      const auto want = ref->generate(kPrompt, go).tokens;
+      QCOMPARE(dense->generate(kPrompt, go).tokens, want);
+      QCOMPARE(sparse->generate(kPrompt, go).tokens, want);
+      QCOMPARE(dense->logits(kPrompt2), ref->logits(kPrompt2));  // the decompressed weights are the pruned ones
+    }
+    // The sparse linear on an unstructured export: a clear refusal.
+    const fs::path un = base / "ct-unstructured";
+    sdw::ct::exportCompressedTensors(kPruned, un, sdw::ct::Format::SparseBitmask, "unstructured");
+    const QString e = errorOf([&] { (void)Model::load(un, withLinear(Linear::Sparse)); });
+    QVERIFY2(e.contains("sparsity (unstructured) is no 50% N:M pattern"), qPrintable(e));
   }
 
   void randomSparseModels() {
