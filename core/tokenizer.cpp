@@ -131,6 +131,9 @@ std::string Tokenizer::Impl::normalize(std::string_view text) const {
         case NormalizerStep::Kind::Nfc:
             s = unicode::nfc(s);
             break;
+        case NormalizerStep::Kind::Nfkc:
+            s = unicode::nfkc(s);
+            break;
         case NormalizerStep::Kind::Prepend:
             if (!s.empty()) s.insert(0, step.text);
             break;

@@ -123,7 +123,7 @@ struct Tokenizer::Impl {
 
     // Normalizers in file order.
     struct NormalizerStep {
-        enum class Kind { Nfc, Prepend, Replace, Strip } kind;
+        enum class Kind { Nfc, Nfkc, Prepend, Replace, Strip } kind;
         std::string text;         // Prepend: what; Replace: the pattern
         std::string replacement;  // Replace: by what
         bool left = false, right = false;  // Strip: which ends lose their white space

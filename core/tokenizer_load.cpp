@@ -266,6 +266,8 @@ void Tokenizer::Impl::loadNormalizer(const json& n, int depth) {
     const std::string type = n.value("type", "");
     if (type == "NFC") {
         normalizers.push_back({NormalizerStep::Kind::Nfc, {}, {}});
+    } else if (type == "NFKC") {
+        normalizers.push_back({NormalizerStep::Kind::Nfkc, {}, {}});
     } else if (type == "Prepend") {
         normalizers.push_back({NormalizerStep::Kind::Prepend, n.value("prepend", ""), {}});
     } else if (type == "Replace") {
@@ -283,7 +285,7 @@ void Tokenizer::Impl::loadNormalizer(const json& n, int depth) {
     } else if (type == "Sequence") {
         for (const auto& sub : n.value("normalizers", json::array())) loadNormalizer(sub, depth + 1);
     } else {
-        fail("unsupported normalizer \"" + type + "\" (supported: NFC, Prepend, Replace, Strip, Sequence)");
+        fail("unsupported normalizer \"" + type + "\" (supported: NFC, NFKC, Prepend, Replace, Strip, Sequence)");
     }
 }
 

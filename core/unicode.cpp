@@ -91,6 +91,16 @@ void decomposeInto(std::u32string& out, char32_t cp) {
     out.push_back(cp);
 }
 
+// NFKD of one code point where it differs from NFD (already fully decomposed).
+bool compatDecomposeInto(std::u32string& out, char32_t cp) {
+    const auto* end = t::kCompatDecomposition + t::kCompatDecompositionSize;
+    const auto* it = std::lower_bound(t::kCompatDecomposition, end, cp,
+                                      [](const t::CompatDecomposition& d, char32_t c) { return d.codePoint < c; });
+    if (it == end || it->codePoint != cp) return false;
+    out.append(t::kCompatPool + it->offset, it->length);
+    return true;
+}
+
 std::optional<char32_t> compose(char32_t a, char32_t b) {
     if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
         return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
@@ -234,19 +244,18 @@ std::uint8_t combiningClass(char32_t cp) {
     return cp <= it->last ? it->combiningClass : 0;
 }
 
-std::string nfc(std::string_view text) {
-    // Everything below U+0300 is stable under NFC; its UTF-8 never has a
-    // lead byte of 0xCC or more.
-    if (std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0xCC; }))
-        return std::string(text);
+namespace {
 
+// NFC (compat false) or NFKC (compat true) of UTF-8 text: decomposition (canonical,
+// or compatibility), canonical ordering, canonical composition (UAX #15).
+std::string normalize(std::string_view text, bool compat) {
     const DecodedText in = decodeUtf8(text);
     std::u32string buf;
     buf.reserve(in.codePoints.size() + 8);
     for (char32_t cp : in.codePoints) {
         if (cp >= kInvalidByteBase)
             buf.push_back(cp);
-        else
+        else if (!compat || !compatDecomposeInto(buf, cp))
             decomposeInto(buf, cp);
     }
     // Canonical ordering: stable sort of every run of non-starters.
@@ -291,6 +300,23 @@ std::string nfc(std::string_view text) {
     out.reserve(text.size());
     for (char32_t cp : buf) appendCodePoint(out, cp);
     return out;
+}
+
+}  // namespace
+
+std::string nfc(std::string_view text) {
+    // Everything below U+0300 is stable under NFC; its UTF-8 never has a
+    // lead byte of 0xCC or more.
+    if (std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0xCC; }))
+        return std::string(text);
+    return normalize(text, false);
+}
+
+std::string nfkc(std::string_view text) {
+    // ASCII is stable under NFKC (compatibility mappings start at U+00A0).
+    if (std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
+        return std::string(text);
+    return normalize(text, true);
 }
 
 const char* unicodeVersion() { return t::kUnicodeVersion; }

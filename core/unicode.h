@@ -52,6 +52,8 @@ std::size_t utf8CompletePrefix(std::string_view bytes);
 std::uint8_t combiningClass(char32_t cp);
 // Canonical composition (NFC) of UTF-8 text; invalid bytes pass through.
 std::string nfc(std::string_view text);
+// Compatibility composition (NFKC): compatibility decomposition, then as NFC.
+std::string nfkc(std::string_view text);
 
 const char* unicodeVersion();
 

@@ -24,6 +24,12 @@ struct Decomposition {
     char32_t mapping[4];  // full canonical decomposition
 };
 
+struct CompatDecomposition {
+    char32_t codePoint;
+    std::uint16_t offset;  // into kCompatPool
+    std::uint8_t length;
+};
+
 struct Composition {
     char32_t first;
     char32_t second;
@@ -58,6 +64,9 @@ extern const CombiningClassRange kCombiningClass[];  // non-zero classes only
 extern const std::size_t kCombiningClassSize;
 extern const Decomposition kDecomposition[];         // sorted by code point
 extern const std::size_t kDecompositionSize;
+extern const CompatDecomposition kCompatDecomposition[];  // sorted by code point; NFKD where it differs from NFD
+extern const std::size_t kCompatDecompositionSize;
+extern const char32_t kCompatPool[];
 extern const Composition kComposition[];             // sorted by (first, second)
 extern const std::size_t kCompositionSize;
 

@@ -4,7 +4,7 @@
 The tokenizer's pre-tokenizer regexes need the general categories L, N and M
 (with a few sub-categories) and the White_Space property; its NFC normalizer
 needs canonical combining classes, full canonical decompositions and the
-primary composite pairs. All of it is emitted as sorted tables.
+primary composite pairs; NFKC adds the full compatibility decompositions. All of it is emitted as sorted tables.
 
     python3 tools/unicode/gen_unicode_tables.py > core/unicode_tables.cpp
 
@@ -133,6 +133,35 @@ def main():
         out.append(f"    {{0x{cp:X},{len(d)},{{" + ",".join(f"0x{c:X}" for c in padded) + "}},")
     out.append("};")
     out.append("const std::size_t kDecompositionSize = std::size(kDecomposition);")
+    out.append("")
+
+    # Full compatibility decompositions (NFKD) where they differ from the canonical
+    # ones, as offsets into one pool of code points (a mapping has up to 18).
+    compat, pool = [], []
+    for cp in range(MAX_CP):
+        if is_hangul_syllable(cp) or cats[cp] in ("Cs", "Cn"):
+            continue
+        k = unicodedata.normalize("NFKD", chr(cp))
+        if k != unicodedata.normalize("NFD", chr(cp)):
+            compat.append((cp, len(pool), len(k)))
+            pool += [ord(c) for c in k]
+    assert len(pool) < 65536
+    out.append("// {code point, offset into kCompatPool, length}: full compatibility decompositions")
+    out.append("const CompatDecomposition kCompatDecomposition[] = {")
+    row = []
+    for cp, off, n in compat:
+        row.append(f"{{0x{cp:X},{off},{n}}}")
+        if len(row) == 6:
+            out.append("    " + ",".join(row) + ",")
+            row = []
+    if row:
+        out.append("    " + ",".join(row) + ",")
+    out.append("};")
+    out.append("const std::size_t kCompatDecompositionSize = std::size(kCompatDecomposition);")
+    out.append("const char32_t kCompatPool[] = {")
+    for i in range(0, len(pool), 12):
+        out.append("    " + ",".join(f"0x{c:X}" for c in pool[i:i + 12]) + ",")
+    out.append("};")
     out.append("")
 
     # Primary composites: canonical decomposition of exactly two code points
