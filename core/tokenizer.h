@@ -13,10 +13,10 @@
 //    Fuse [+ Strip] or Metaspace.
 // Both: model "BPE" (vocab, merges as "a b" or ["a","b"], ignore_merges),
 // added tokens (special or not; lstrip, rstrip, single_word, normalized),
-// normalizer NFC / Prepend / Replace(String) / Strip / Sequence, pre-tokenizer
+// normalizer NFC / NFKC / Prepend / Replace(String) / Strip / Sequence, pre-tokenizer
 // Split (Regex or String, every behaviour, invert), post-processor
 // TemplateProcessing / BertProcessing / RobertaProcessing / ByteLevel /
-// Sequence. Other components (NFKC, Lowercase, WordPiece, ...) are rejected
+// Sequence. Other components (NFKD, Lowercase, WordPiece, ...) are rejected
 // with a TokenizerError naming them.
 
 #include <cstdint>
