@@ -8,6 +8,7 @@
 #include "widgets/sortabletable.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -181,6 +182,11 @@ QWidget* PruningPanel::buildForm() {
   g->addWidget(percdamp_, 4, 1);
   g->addWidget(new QLabel(tr("Block size:"), box), 4, 2);
   g->addWidget(blocksize_, 4, 3);
+  exportCt_ = new QCheckBox(tr("Also export in the compressed-tensors format (llm-compressor)"), box);
+  exportCt_->setObjectName(QStringLiteral("pruneExportCompressedTensors"));
+  exportCt_->setToolTip(tr("Writes <pruned>/compressed-tensors next to the dense checkpoint: sparse-24-bitmask for "
+                           "2:4, sparse-bitmask otherwise (docs/sparse-format.md)"));
+  g->addWidget(exportCt_, 5, 0, 1, 4);
   connect(method_, &QComboBox::currentIndexChanged, this, [this] {
     const bool gpt = method_->currentData().toString() == QLatin1String("sparsegpt");
     percdamp_->setEnabled(gpt);
@@ -330,6 +336,7 @@ PruneForm PruningPanel::form() const {
   f.blocksize = blocksize_->value();
   f.device = device_->currentData().toString();
   f.outputDir = output_->text().trimmed();
+  f.exportCompressedTensors = exportCt_->isChecked();
   return f;
 }
 
@@ -341,6 +348,7 @@ void PruningPanel::setForm(const PruneForm& f) {
   setComboData(order_, f.order);
   percdamp_->setValue(f.percdamp);
   blocksize_->setValue(f.blocksize);
+  exportCt_->setChecked(f.exportCompressedTensors);
   setComboData(device_, f.device);
   if (!f.outputDir.isEmpty()) output_->setText(f.outputDir);
   updateOutputPreview();

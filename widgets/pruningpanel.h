@@ -28,6 +28,7 @@ class QListWidget;
 class QProgressBar;
 class QPushButton;
 class QSortFilterProxyModel;
+class QCheckBox;
 class QSpinBox;
 class QTabWidget;
 class QTableView;
@@ -50,6 +51,9 @@ struct PruneForm {
   QString device = QStringLiteral("cpu");
   // Parent of the pruned models: run r goes to <outputDir>/<defaultPruneFolderName(method, pattern, r)>.
   QString outputDir;
+  // Also write <pruned>/compressed-tensors: the llm-compressor sparse format
+  // (sparse-24-bitmask for 2:4, sparse-bitmask otherwise).
+  bool exportCompressedTensors = false;
 };
 
 class PruningPanel : public QWidget {
@@ -146,6 +150,7 @@ class PruningPanel : public QWidget {
   QComboBox* order_ = nullptr;
   QDoubleSpinBox* percdamp_ = nullptr;
   QSpinBox* blocksize_ = nullptr;
+  QCheckBox* exportCt_ = nullptr;
   QComboBox* device_ = nullptr;
   QLineEdit* output_ = nullptr;
   QLabel* outputPreview_ = nullptr;

@@ -2,6 +2,7 @@
 
 #include "app/gui/modelcontroller.h"
 #include "app/gui/workspace.h"
+#include "core/compressed_tensors.h"
 #include "gpu/device.h"
 #include "gpu/evaluation_run.h"
 #include "gpu/model_config.h"
@@ -237,7 +238,8 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
       .slot = &prune_,
       .context = this,
       .work =
-          [steps, model](const sdw::ProgressFn& p, const JobChannel<PruneEvent>& channel) {
+          [steps, model, exportCt = form.exportCompressedTensors](const sdw::ProgressFn& p,
+                                                                 const JobChannel<PruneEvent>& channel) {
             const std::vector<int> layerOf = moduleLayers(model);
             const int perRun = static_cast<int>(layerOf.size());
             const int layers = layerOf.empty() ? 0 : *std::max_element(layerOf.begin(), layerOf.end()) + 1;
@@ -277,6 +279,14 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
                 channel.send(pruneModuleData(row));
               };
               const gpu::PruneResult r = gpu::pruneModel(step.settings, progress, onModule);
+              if (exportCt) {  // <pruned>/compressed-tensors, as `sdw-cli prune --export compressed-tensors`
+                const std::string pattern = gpu::parsePruningPattern(step.settings.pattern).name();
+                const fs::path dst = step.settings.out / "compressed-tensors";
+                if (fs::exists(dst)) fs::remove_all(dst);
+                ct::exportCompressedTensors(step.settings.out, dst,
+                                            pattern == "2:4" ? ct::Format::Sparse24Bitmask : ct::Format::SparseBitmask,
+                                            pattern.rfind("unstructured", 0) == 0 ? "unstructured" : pattern);
+              }
               const QString record = fromPath(r.record);
               outcome.records << record;
               channel.send(RunDone{record});

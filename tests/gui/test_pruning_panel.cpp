@@ -25,6 +25,7 @@
 #include "widgets/qualitypage.h"
 
 #include <QAbstractItemModelTester>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -327,7 +328,9 @@ class TestPruningPanel : public QObject {
     f.method = QStringLiteral("sparsegpt");
     f.pattern = QStringLiteral("2:4");
     f.order = QStringLiteral("parallel");
+    f.exportCompressedTensors = true;
     panel_->setForm(f);
+    QVERIFY(panel_->findChild<QCheckBox*>(QStringLiteral("pruneExportCompressedTensors"))->isChecked());
     QSignalSpy ended(controller_.get(), &PruningController::jobEnded);
     QSignalSpy written(controller_.get(), &PruningController::runWritten);
     int rowsWhileRunning = 0;
@@ -350,6 +353,11 @@ class TestPruningPanel : public QObject {
     const QString record = QDir(dir_.path()).filePath(QStringLiteral("pruning-sparsegpt24-calib-tiny.sdw.h5"));
     QVERIFY(QFileInfo::exists(QDir(pruned_).filePath(QStringLiteral("model.safetensors"))));
     QVERIFY(QFileInfo::exists(QDir(pruned_).filePath(QStringLiteral("config.json"))));
+    // The compressed-tensors export beside it: 2:4 as sparse-24-bitmask.
+    QFile ctConfig(QDir(pruned_).filePath(QStringLiteral("compressed-tensors/config.json")));
+    QVERIFY(ctConfig.open(QIODevice::ReadOnly));
+    QVERIFY(ctConfig.readAll().contains("\"sparse-24-bitmask\""));
+    QVERIFY(QFileInfo::exists(QDir(pruned_).filePath(QStringLiteral("compressed-tensors/model.safetensors"))));
     QVERIFY(QFileInfo::exists(record));
     QCOMPARE(written.size(), 1);
     QCOMPARE(written.first().at(0).toString(), record);
