@@ -63,10 +63,15 @@ std::vector<std::byte> encodeFromFloat(const std::string& dtype, const float* da
 void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
                         const std::map<std::string, PrunedTensor>& pruned, const PruneRecordInfo& info,
                         PruneResult& result) {
-  fs::create_directories(s.out);
+  // Everything goes to OUT.partial first; OUT never holds a model.safetensors
+  // before the files that belong with it (a kill leaves OUT.partial, or the old OUT).
+  fs::path tmp = s.out;
+  tmp += ".partial";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
   for (const auto& e : fs::directory_iterator(s.model))
     if (e.is_regular_file() && isModelSideFile(e.path()))
-      fs::copy_file(e.path(), s.out / e.path().filename(), fs::copy_options::overwrite_existing);
+      fs::copy_file(e.path(), tmp / e.path().filename(), fs::copy_options::overwrite_existing);
 
   // Every source tensor in name order; pruned projections replaced, same dtype.
   const auto ckpt = SafetensorsCheckpoint::open(s.model);
@@ -87,7 +92,7 @@ void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
   std::map<std::string, std::string> metadata = calibrationMetadata(info.calibration, record);
   metadata["format"] = "pt";
   metadata["sdw_pruning"] = pruneMethodName(s.method) + " " + pattern.name() + " " + pruneOrderName(s.order);
-  writeSafetensors(result.checkpoint, tensors, metadata);
+  writeSafetensors(tmp / "model.safetensors", tensors, metadata);
 
   // The bitmask file: 50% N:M with M | 32, values in the model's 16-bit dtype
   // (bf16 for fp32 models).
@@ -105,9 +110,22 @@ void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
     }
     if (!mods.empty()) {
       result.sparseFile = s.out / "model.sdwsparse";
-      sparse::writeSparseFile(result.sparseFile, mods);
+      sparse::writeSparseFile(tmp / "model.sdwsparse", mods);
     }
   }
+
+  // Into place: a new folder by one rename; into an existing one (overwrite), the
+  // old weights go first and the new model.safetensors comes last.
+  if (!fs::exists(s.out)) {
+    fs::rename(tmp, s.out);
+    return;
+  }
+  fs::remove(s.out / "model.safetensors");
+  fs::remove(s.out / "model.sdwsparse");
+  for (const auto& e : fs::directory_iterator(tmp))
+    if (e.path().filename() != "model.safetensors") fs::rename(e.path(), s.out / e.path().filename());
+  fs::rename(tmp / "model.safetensors", s.out / "model.safetensors");
+  fs::remove(tmp);
 }
 
 }  // namespace sdw::gpu
