@@ -154,9 +154,17 @@ QCPGraph* DecodeBenchCharts::graphFor(const DecodeStepPoint& p) {
   g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, c, 3));
   graphs_[p.cell] = g;
   cells_ << p.cell;
+  // One legend entry per colour (engine and batch): the configs of a run share
+  // the colours and follow each other along the step axis, so naming every
+  // (config, engine, batch) cell would only repeat the engines.
+  const qsizetype sep = p.cell.indexOf(QStringLiteral(" · "));
+  const QString name = sep >= 0 ? p.cell.mid(sep + 3) : p.cell;
   QVector<LegendStrip::Entry> entries = strip_->entries();
-  entries.push_back({p.cell, c, true, false});
-  strip_->setEntries(entries);
+  const bool known = std::any_of(entries.begin(), entries.end(), [&](const LegendStrip::Entry& e) { return e.name == name; });
+  if (!known) {
+    entries.push_back({name, c, true, false});
+    strip_->setEntries(entries);
+  }
   return g;
 }
 
