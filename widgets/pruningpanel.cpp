@@ -182,11 +182,10 @@ QWidget* PruningPanel::buildForm() {
   g->addWidget(percdamp_, 4, 1);
   g->addWidget(new QLabel(tr("Block size:"), box), 4, 2);
   g->addWidget(blocksize_, 4, 3);
-  exportCt_ = new QCheckBox(tr("Also export in the compressed-tensors format (llm-compressor)"), box);
+  exportCt_ = new QCheckBox(tr("Also export as compressed-tensors"), box);
   exportCt_->setObjectName(QStringLiteral("pruneExportCompressedTensors"));
-  exportCt_->setToolTip(tr("Writes <pruned>/compressed-tensors next to the dense checkpoint: sparse-24-bitmask for "
-                           "2:4, sparse-bitmask otherwise (docs/sparse-format.md)"));
-  g->addWidget(exportCt_, 5, 0, 1, 4);
+  exportCt_->setToolTip(tr("Writes <pruned>/compressed-tensors, llm-compressor's format, next to the dense "
+                           "checkpoint: sparse-24-bitmask for 2:4, sparse-bitmask otherwise (docs/sparse-format.md)"));
   connect(method_, &QComboBox::currentIndexChanged, this, [this] {
     const bool gpt = method_->currentData().toString() == QLatin1String("sparsegpt");
     percdamp_->setEnabled(gpt);
@@ -213,6 +212,7 @@ QWidget* PruningPanel::buildForm() {
   outputPreview_->setStyleSheet(QStringLiteral("color: #555;"));
   outputPreview_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   g->addWidget(outputPreview_, 6, 1, 1, 3);
+  g->addWidget(exportCt_, 7, 1, 1, 3);
 
   prune_ = new QPushButton(tr("Prune"), box);
   prune_->setObjectName(QStringLiteral("prune"));
@@ -223,7 +223,7 @@ QWidget* PruningPanel::buildForm() {
   buttons->addWidget(prune_);
   buttons->addWidget(cancel_);
   buttons->addStretch(1);
-  g->addLayout(buttons, 7, 0, 1, 4);
+  g->addLayout(buttons, 8, 0, 1, 4);
   g->setColumnStretch(1, 1);
   g->setColumnStretch(3, 1);
   connect(prune_, &QPushButton::clicked, this, [this] { Q_EMIT pruneRequested(form()); });
