@@ -15,6 +15,31 @@
 
 namespace sdw::widgets {
 
+QVector<QCPBars*> addSideBySideBars(QCPAxis* xAxis, QCPAxis* yAxis, const QStringList& names,
+                                    const QVector<QVector<double>>& values, const QVector<double>& centers,
+                                    QColor (*color)(const QString& name)) {
+  QVector<QCPBars*> out;
+  const int n = static_cast<int>(names.size());
+  const double width = n > 0 ? 0.8 / n : 0.8;
+  for (int s = 0; s < n; ++s) {
+    auto* b = new QCPBars(xAxis, yAxis);
+    b->setName(names[s]);
+    b->setWidth(width);
+    const QColor c = color(names[s]);
+    b->setPen(QPen(c.darker(130)));
+    b->setBrush(c);
+    QVector<double> keys, vals;
+    for (int i = 0; i < centers.size() && s < values.size() && i < values[s].size(); ++i)
+      if (values[s][i] > 0) {
+        keys.push_back(centers[i] + (s - (n - 1) / 2.0) * width);
+        vals.push_back(values[s][i]);
+      }
+    b->setData(keys, vals);
+    out.push_back(b);
+  }
+  return out;
+}
+
 namespace {
 
 // The same kernel keeps its colour in every chart.
@@ -236,24 +261,8 @@ void BenchCharts::setSpeedupBars(const SpeedupBars& bars) {
   }
   applyShapeTicks();
 
-  const int n = static_cast<int>(bars.series.size());
-  const double width = n > 0 ? 0.8 / n : 0.8;
-  for (int s = 0; s < n; ++s) {
-    auto* b = new QCPBars(sp->xAxis, sp->yAxis);
-    b->setName(bars.series[s]);
-    b->setWidth(width);
-    const QColor c = colorFor(bars.series[s]);
-    b->setPen(QPen(c.darker(130)));
-    b->setBrush(c);
-    QVector<double> keys, values;
-    for (int i = 0; i < bars.shapes.size() && s < bars.values.size() && i < bars.values[s].size(); ++i)
-      if (bars.values[s][i] > 0) {
-        keys.push_back(positionOf[i] + (s - (n - 1) / 2.0) * width);
-        values.push_back(bars.values[s][i]);
-      }
-    b->setData(keys, values);
+  for (QCPBars* b : addSideBySideBars(sp->xAxis, sp->yAxis, bars.series, bars.values, positionOf, colorFor))
     barPlottables_.push_back(b);
-  }
   // The limit's entry after the bars' ones.
   limitLegend_->removeFromLegend();
   limitLegend_->addToLegend();

@@ -7,6 +7,7 @@
 // axes: one strip above time and bandwidth, a row above the bars. Display only: measurements and speedups arrive computed;
 // replots are coalesced by a short single-shot timer.
 
+#include <QColor>
 #include <QRect>
 #include <QString>
 #include <QStringList>
@@ -26,6 +27,13 @@ namespace sdw::widgets {
 
 class LegendStrip;
 class PlotView;
+
+// Side-by-side bars on `axis` (its key axis x, value axis y): series s at
+// centers[i] + its offset within a group of width 0.8, values[s][i] > 0 only
+// (0: not measured), coloured by color(name). Returns the bars in series order.
+QVector<QCPBars*> addSideBySideBars(QCPAxis* xAxis, QCPAxis* yAxis, const QStringList& names,
+                                    const QVector<QVector<double>>& values, const QVector<double>& centers,
+                                    QColor (*color)(const QString& name));
 
 // One timed kernel as the time and bandwidth charts show it.
 struct BenchMeasurement {

@@ -1,4 +1,5 @@
 #include "widgets/benchmarkpanel.h"
+#include "widgets/runactions.h"
 
 #include "widgets/benchresultsmodel.h"
 #include "widgets/decodebenchview.h"
@@ -223,37 +224,18 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   bl->addWidget(forceCpu_);
   v->addWidget(baseBox);
 
-  auto* buttons = new QGridLayout();
-  start_ = new QPushButton(tr("Start"), w);
-  start_->setObjectName(QStringLiteral("benchStart"));
-  cancel_ = new QPushButton(tr("Cancel"), w);
-  cancel_->setObjectName(QStringLiteral("benchCancel"));
-  open_ = new QPushButton(tr("Open results…"), w);
-  open_->setObjectName(QStringLiteral("benchOpen"));
-  open_->setToolTip(tr("A JSON file written by sdw-cli bench kernels --json --out FILE"));
-  export_ = new QPushButton(tr("Export table…"), w);
-  export_->setObjectName(QStringLiteral("benchExport"));
-  export_->setToolTip(tr("The results as CSV, or as JSON that Open results… reads back"));
-  buttons->addWidget(start_, 0, 0);
-  buttons->addWidget(cancel_, 0, 1);
-  buttons->addWidget(open_, 1, 0);
-  buttons->addWidget(export_, 1, 1);
   // The actions stay in sight under the settings, however far those scroll.
-  auto* actions = new QWidget(this);
-  auto* al = new QVBoxLayout(actions);
-  al->setContentsMargins(0, 4, 0, 0);
-  al->addLayout(buttons);
-  bar_ = new QProgressBar(w);
-  bar_->setObjectName(QStringLiteral("benchProgress"));
-  bar_->setTextVisible(false);
-  bar_->setMaximumHeight(8);
-  bar_->setRange(0, 1000);
-  bar_->setValue(0);
-  al->addWidget(bar_);
-  status_ = new QLabel(w);
-  status_->setObjectName(QStringLiteral("benchStatus"));
-  status_->setWordWrap(true);
-  al->addWidget(status_);
+  const RunActions ra = makeRunActions(
+      this, {QStringLiteral("bench"), tr("A JSON file written by sdw-cli bench kernels --json --out FILE"),
+             tr("Export table…"), QStringLiteral("benchExport"),
+             tr("The results as CSV, or as JSON that Open results… reads back")});
+  start_ = ra.start;
+  cancel_ = ra.cancel;
+  open_ = ra.open;
+  export_ = ra.save;
+  bar_ = ra.bar;
+  status_ = ra.status;
+  QWidget* actions = ra.widget;
   *actionsOut = actions;
 
   connect(start_, &QPushButton::clicked, this, [this] { Q_EMIT startRequested(request()); });

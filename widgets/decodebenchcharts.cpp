@@ -1,5 +1,6 @@
 #include "widgets/decodebenchcharts.h"
 
+#include "widgets/benchcharts.h"  // addSideBySideBars
 #include "widgets/csv.h"
 #include "widgets/legendstrip.h"
 #include "widgets/plotview.h"
@@ -201,24 +202,10 @@ void DecodeBenchCharts::setSpeedupBars(const DecodeSpeedupBars& bars) {
   tickLabels_ = bars.groups;
   for (int g = 0; g < bars.groups.size(); ++g) ticker->addTick(g + 1.0, bars.groups[g]);
 
-  const int n = static_cast<int>(bars.patterns.size());
-  const double width = n > 0 ? 0.8 / n : 0.8;
-  for (int s = 0; s < n; ++s) {
-    auto* b = new QCPBars(sp->xAxis, sp->yAxis);
-    b->setName(bars.patterns[s]);
-    b->setWidth(width);
-    const QColor c = patternColor(bars.patterns[s]);
-    b->setPen(QPen(c.darker(130)));
-    b->setBrush(c);
-    QVector<double> keys, values;
-    for (int g = 0; g < bars.groups.size() && s < bars.speedups.size() && g < bars.speedups[s].size(); ++g)
-      if (bars.speedups[s][g] > 0) {
-        keys.push_back(g + 1.0 + (s - (n - 1) / 2.0) * width);
-        values.push_back(bars.speedups[s][g]);
-      }
-    b->setData(keys, values);
+  QVector<double> centers;
+  for (int g = 0; g < bars.groups.size(); ++g) centers.push_back(g + 1.0);
+  for (QCPBars* b : addSideBySideBars(sp->xAxis, sp->yAxis, bars.patterns, bars.speedups, centers, patternColor))
     barPlottables_.push_back(b);
-  }
   // The limit of each group's speed-up over its bars: the batch changes the
   // KV cache's share of the bytes, so the limit is a group's own.
   for (int g = 0; g < bars.groups.size() && g < bars.limits.size(); ++g) {

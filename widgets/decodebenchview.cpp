@@ -1,4 +1,5 @@
 #include "widgets/decodebenchview.h"
+#include "widgets/runactions.h"
 
 #include "widgets/decodebenchcharts.h"
 #include "widgets/decoderesultsmodel.h"
@@ -240,38 +241,18 @@ QWidget* DecodeBenchView::buildSettings(QWidget** actionsOut) {
   connect(deviceBox_, &QComboBox::currentIndexChanged, this, &DecodeBenchView::deviceChanged);
   v->addWidget(runBox);
 
-  auto* buttons = new QGridLayout();
-  start_ = new QPushButton(tr("Start"), w);
-  start_->setObjectName(QStringLiteral("decodeStart"));
-  cancel_ = new QPushButton(tr("Cancel"), w);
-  cancel_->setObjectName(QStringLiteral("decodeCancel"));
-  open_ = new QPushButton(tr("Open results…"), w);
-  open_->setObjectName(QStringLiteral("decodeOpen"));
-  open_->setToolTip(tr("A JSON file written by sdw-cli bench decode --json (or saved here)"));
-  save_ = new QPushButton(tr("Save results…"), w);
-  save_->setObjectName(QStringLiteral("decodeSave"));
-  save_->setToolTip(
-      tr("The results as the JSON sdw-cli bench decode writes (Open results… reads it back), "
-         "or the table as CSV"));
-  buttons->addWidget(start_, 0, 0);
-  buttons->addWidget(cancel_, 0, 1);
-  buttons->addWidget(open_, 1, 0);
-  buttons->addWidget(save_, 1, 1);
-  auto* actions = new QWidget(this);
-  auto* al = new QVBoxLayout(actions);
-  al->setContentsMargins(0, 4, 0, 0);
-  al->addLayout(buttons);
-  bar_ = new QProgressBar(w);
-  bar_->setObjectName(QStringLiteral("decodeProgress"));
-  bar_->setTextVisible(false);
-  bar_->setMaximumHeight(8);
-  bar_->setRange(0, 1000);
-  bar_->setValue(0);
-  al->addWidget(bar_);
-  status_ = new QLabel(w);
-  status_->setObjectName(QStringLiteral("decodeStatus"));
-  status_->setWordWrap(true);
-  al->addWidget(status_);
+  const RunActions ra = makeRunActions(
+      this, {QStringLiteral("decode"), tr("A JSON file written by sdw-cli bench decode --json (or saved here)"),
+             tr("Save results…"), QStringLiteral("decodeSave"),
+             tr("The results as the JSON sdw-cli bench decode writes (Open results… reads it back), "
+                "or the table as CSV")});
+  start_ = ra.start;
+  cancel_ = ra.cancel;
+  open_ = ra.open;
+  save_ = ra.save;
+  bar_ = ra.bar;
+  status_ = ra.status;
+  QWidget* actions = ra.widget;
   *actionsOut = actions;
 
   connect(start_, &QPushButton::clicked, this, [this] { Q_EMIT startRequested(request()); });
