@@ -160,13 +160,12 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   // Weight bytes one decode step reads (per sequence: one embedding row more), packed
   // projections as packed (values + masks).
   std::uint64_t w = 0;
-  static const char* const kKinds[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  const auto index = projectionIndex(m);
   for (const auto& mod : projectionModules(c, dtype)) {  // incl. lm_head (the embedding when tied)
     bool packed = false;
-    if (mod.layer >= 0 && m.engine && !m.engine->packed.empty())
-      for (int k = 0; k < 7; ++k)
-        if (mod.kind == kKinds[k])
-          packed = m.engine->packed[static_cast<std::size_t>(mod.layer)][static_cast<std::size_t>(k)].present;
+    if (const auto it = index.find(mod.name); it != index.end() && m.engine && !m.engine->packed.empty())
+      packed = m.engine->packed[static_cast<std::size_t>(it->second.first)][static_cast<std::size_t>(it->second.second)]
+                   .present;
     const auto n = static_cast<std::uint64_t>(mod.outFeatures * mod.inFeatures);
     w += packed ? n / 2 * eb + n / 32 * 4 : mod.bytes;
   }

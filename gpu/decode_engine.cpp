@@ -83,6 +83,17 @@ int smCount() {
 std::string tuningDtype(at::ScalarType t) { return t == at::kHalf ? "fp16" : "bf16"; }
 #endif
 
+}  // namespace
+
+std::map<std::string, std::pair<int, int>> projectionIndex(const Model::Impl& m) {
+  std::map<std::string, std::pair<int, int>> index;
+  for (std::size_t l = 0; l < m.names.size(); ++l)
+    for (int k = 0; k < 7; ++k) index[m.names[l][static_cast<std::size_t>(k)]] = {static_cast<int>(l), k};
+  return index;
+}
+
+namespace {
+
 // The dense tensor unpacked from a packed projection, in `dtype` on the model's device.
 at::Tensor unpackToDense(const Model::Impl& m, const PackedProj& p, at::ScalarType dtype) {
   if (m.device.is_cpu()) {
@@ -112,9 +123,7 @@ void loadPacked(Model::Impl& m, EngineState& e, const std::filesystem::path& dir
                              "checkpoint; --linear sparse reads it)");
   std::vector<sparse::SparseModule> mods = sparse::readSparseFile(file);
   if (mods.empty()) throw std::runtime_error(file.string() + ": the sparse file holds no module");
-  std::map<std::string, std::pair<int, int>> index;
-  for (std::size_t l = 0; l < m.names.size(); ++l)
-    for (int k = 0; k < 7; ++k) index[m.names[l][static_cast<std::size_t>(k)]] = {static_cast<int>(l), k};
+  const auto index = projectionIndex(m);
   e.pattern = sparse::patternName(mods.front().matrix.pattern);
   for (auto& mod : mods) {
     const auto it = index.find(mod.name);
@@ -162,9 +171,7 @@ void usePrepacked(Model::Impl& m, EngineState& e, std::vector<sparse::SparseModu
   if (mods.empty())
     throw std::runtime_error(dir.string() + ": no projection of this compressed-tensors checkpoint has a pattern the "
                              "bitmask kernel takes");
-  std::map<std::string, std::pair<int, int>> index;
-  for (std::size_t l = 0; l < m.names.size(); ++l)
-    for (int k = 0; k < 7; ++k) index[m.names[l][static_cast<std::size_t>(k)]] = {static_cast<int>(l), k};
+  const auto index = projectionIndex(m);
   e.pattern = sparse::patternName(mods.front().matrix.pattern);
   for (auto& mod : mods) {
     const auto it = index.find(mod.name);
@@ -385,6 +392,7 @@ struct DecodeGraph {
   const void* cacheKey = nullptr;
   const void* ropeKey = nullptr;
   at::Tensor ids, slot, pad;  // int32 [B], [1], [B]
+  std::vector<std::int32_t> padHost;  // what `pad` holds
   at::Tensor h, yQkv, yO, yGu, yDown, logits, scratch;
   Site sHidden, sAttn, sInter, sFinal;
   at::Tensor attnWs, attnCounters, splitWs, counters;
@@ -650,7 +658,10 @@ DecodeGraph& prepare(Model::Impl& m, KvCache& cache, std::int64_t B, const std::
   }
   std::vector<std::int32_t> p(static_cast<std::size_t>(B), 0);
   for (std::size_t b = 0; b < p.size() && b < pad.size(); ++b) p[b] = static_cast<std::int32_t>(pad[b]);
-  g->pad.copy_(at::from_blob(p.data(), {B}, at::TensorOptions().dtype(at::kInt)));
+  if (p != g->padHost) {  // once per generation call, not per step
+    g->pad.copy_(at::from_blob(p.data(), {B}, at::TensorOptions().dtype(at::kInt)));
+    g->padHost = std::move(p);
+  }
   return *g;
 }
 

@@ -46,6 +46,9 @@ struct EngineState {
   int packedCount() const;
 };
 
+// Checkpoint name of each projection ("model.layers.3.mlp.up_proj") -> (layer, ProjKind).
+std::map<std::string, std::pair<int, int>> projectionIndex(const Model::Impl& m);
+
 // Builds the engine state after the weights are in place: reads and checks the
 // sparse file (load) or prunes the random weights (randomInit), drops the dense
 // copies of packed projections, fuses q|k|v and gate|up storage on CUDA.
