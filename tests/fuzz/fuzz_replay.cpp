@@ -1,10 +1,14 @@
 // Deterministic fuzz replay (CI, built with ASan + UBSan): for every target of
 // tests/fuzz/fuzz_targets.h, every file of its seed corpus
-// (tests/fuzz/corpus/<target>/, the issue's regression inputs among them) and a
-// fixed number of deterministic mutations of each (bit flips, interesting bytes,
-// truncations, deletions, duplications, digit runs, nesting), each run through
-// the parser. A crash or sanitizer report ends the process; an input slower than
-// the time limit fails the run. Prints per target: inputs, time, the slowest.
+// (tests/fuzz/corpus/<target>/) and a fixed number of deterministic mutations of
+// each (bit flips, interesting bytes, truncations, deletions, duplications, digit
+// runs, nesting), each run through the parser. A crash or sanitizer report ends
+// the process. The run fails when an input is slower than the time limit, when a
+// `seed-*` file (a valid input) is refused, when a `refuse-*` file (a hostile
+// input of the report: deep nesting, 2^40 layers, an empty run file) is
+// accepted, or when no mutation of a target was refused (the mutator did not
+// bite). `regress-*` files (catastrophic regexes) only have to finish in time.
+// Prints per target: inputs, refusals, time, the slowest.
 //
 //   fuzz_replay CORPUS_DIR [--mutations N] [--target NAME] [--limit-seconds S]
 //   fuzz_replay --write-seeds CORPUS_DIR    (re-creates the generated seeds)
@@ -117,13 +121,13 @@ void writeSeeds(const fs::path& corpus) {
                           {{"model.layers.0.mlp.up_proj", sparse::packDense(w, 8, 64, {2, 4}, sparse::DType::BF16)}});
   // Regression inputs (the hostile-input report): deep nesting, huge layer counts,
   // catastrophic pre-tokenizer regexes, nested normalizers.
-  writeFile(corpus / "config" / "regress-deep-array.json",
+  writeFile(corpus / "config" / "refuse-deep-array.json",
             R"({"architectures":["LlamaForCausalLM"],"vocab_size":)" + std::string(50000, '[') + "1" +
                 std::string(50000, ']') + "}");
-  writeFile(corpus / "config" / "regress-2pow40-layers.json",
+  writeFile(corpus / "config" / "refuse-2pow40-layers.json",
             R"({"architectures":["LlamaForCausalLM"],"vocab_size":32,"hidden_size":8,"intermediate_size":16,)"
             R"("num_hidden_layers":1099511627776,"num_attention_heads":2})");
-  writeFile(corpus / "tokenizer" / "regress-deep-normalizer.json",
+  writeFile(corpus / "tokenizer" / "refuse-deep-normalizer.json",
             R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"normalizer":)" + std::string(30000, '{') +
                 std::string(30000, '}') + "}");
   for (const char* re : {"(a|a)*$", "(?:a*)*b", "(.*)*x"}) {
@@ -132,8 +136,8 @@ void writeSeeds(const fs::path& corpus) {
               std::string(R"({"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]},"pre_tokenizer":{"type":"Split",)") +
                   R"("pattern":{"Regex":")" + re + R"("},"behavior":"Isolated","invert":false}})");
   }
-  writeFile(corpus / "json" / "regress-deep-object.json", std::string(60000, '{'));
-  writeFile(corpus / "runfile" / "regress-empty.sdw.h5", "");
+  writeFile(corpus / "json" / "refuse-deep-object.json", std::string(60000, '{'));
+  writeFile(corpus / "runfile" / "refuse-empty.sdw.h5", "");
 }
 
 }  // namespace
@@ -171,7 +175,7 @@ int main(int argc, char** argv) {
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_regular_file()) seeds.push_back(e.path());
     std::sort(seeds.begin(), seeds.end());
-    long inputs = 0;
+    long inputs = 0, refusedMutations = 0;
     double slowest = 0, all = 0;
     std::string slowestName;
     Rng rng{0x5D3Bull};
@@ -182,7 +186,17 @@ int main(int argc, char** argv) {
       for (int m = -1; m < n; ++m) {
         const Bytes in = m < 0 ? seed : mutate(seed, rng);
         const auto t0 = std::chrono::steady_clock::now();
-        t.run(in.data(), in.size());
+        const bool ok = t.run(in.data(), in.size());
+        const std::string file = s.filename().string();
+        if (m < 0 && file.rfind("seed-", 0) == 0 && !ok) {
+          std::printf("%-20s REFUSED a valid seed: %s\n", t.name, file.c_str());
+          ++failures;
+        }
+        if (m < 0 && file.rfind("refuse-", 0) == 0 && ok) {
+          std::printf("%-20s ACCEPTED a hostile input: %s\n", t.name, file.c_str());
+          ++failures;
+        }
+        if (m >= 0 && !ok) ++refusedMutations;
         const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         all += sec;
         ++inputs;
@@ -197,9 +211,14 @@ int main(int argc, char** argv) {
       }
     }
     total += inputs;
-    std::printf("%-20s %zu seeds, %ld inputs, %.1f s, slowest %.3f s (%s)\n", t.name, seeds.size(), inputs, all,
-                slowest, slowestName.c_str());
+    if (refusedMutations == 0) {
+      std::printf("%-20s no mutation was refused: the mutator did not reach the parser's checks\n", t.name);
+      ++failures;
+    }
+    std::printf("%-20s %zu seeds, %ld inputs, %ld mutations refused, %.1f s, slowest %.3f s (%s)\n", t.name,
+                seeds.size(), inputs, refusedMutations, all, slowest, slowestName.c_str());
   }
   std::printf("fuzz replay: %ld inputs, %d failures, no crash\n", total, failures);
+  if (total == 0) return 1;
   return failures == 0 ? 0 : 1;
 }

@@ -43,23 +43,25 @@ fs::path writeFile(const std::string& name, const std::uint8_t* data, std::size_
 std::string text(const std::uint8_t* data, std::size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
 template <class Fn>
-void refusalsAllowed(Fn fn) {
+bool accepted(Fn fn) {
   try {
     fn();
+    return true;
   } catch (const std::exception&) {
+    return false;
   }
 }
 
-void modelConfig(const std::uint8_t* d, std::size_t n) {
-  refusalsAllowed([&] {
+bool modelConfig(const std::uint8_t* d, std::size_t n) {
+  return accepted([&] {
     const gpu::ModelConfig c = gpu::parseModelConfig(text(d, n), "fuzz/config.json");
     (void)gpu::projectionModules(c, "bfloat16");  // what model-info and the memory estimate walk
     (void)gpu::architectureSummary(c);
   });
 }
 
-void tokenizerJson(const std::uint8_t* d, std::size_t n) {
-  refusalsAllowed([&] {
+bool tokenizerJson(const std::uint8_t* d, std::size_t n) {
+  return accepted([&] {
     const Tokenizer t = Tokenizer::fromJson(text(d, n), "fuzz/tokenizer.json");
     for (const char* s : {"Hello world", " leading  spaces\n\nand lines", "日本語 émoji 👍🏽", "<s>[INST] x [/INST]"}) {
       const auto ids = t.encode(s);
@@ -68,9 +70,9 @@ void tokenizerJson(const std::uint8_t* d, std::size_t n) {
   });
 }
 
-void safetensors(const std::uint8_t* d, std::size_t n) {
+bool safetensors(const std::uint8_t* d, std::size_t n) {
   const fs::path p = writeFile("model.safetensors", d, n);
-  refusalsAllowed([&] {
+  return accepted([&] {
     const SafetensorsFile f = SafetensorsFile::open(p);
     std::uint64_t sum = 0;
     for (const auto& [name, v] : f.tensors())
@@ -79,34 +81,34 @@ void safetensors(const std::uint8_t* d, std::size_t n) {
   });
 }
 
-void sparseFile(const std::uint8_t* d, std::size_t n) {
+bool sparseFile(const std::uint8_t* d, std::size_t n) {
   const fs::path p = writeFile("model.sdwsparse", d, n);
-  refusalsAllowed([&] {
+  return accepted([&] {
     for (const auto& m : sparse::readSparseFile(p)) (void)sparse::unpack(m.matrix);
   });
 }
 
-void runFile(const std::uint8_t* d, std::size_t n) {
+bool runFile(const std::uint8_t* d, std::size_t n) {
   const fs::path p = writeFile("run.sdw.h5", d, n);
-  refusalsAllowed([&] {
+  return accepted([&] {
     const auto r = runstore::RunReader::open(p);
     (void)r.status();
     (void)r.kind();
   });
 }
 
-void compressedTensorsConfig(const std::uint8_t* d, std::size_t n) {
+bool compressedTensorsConfig(const std::uint8_t* d, std::size_t n) {
   const fs::path dir = scratch() / "ct";
   fs::create_directories(dir);
   std::ofstream(dir / "config.json", std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(d),
                                                                               static_cast<std::streamsize>(n));
-  refusalsAllowed([&] { (void)ct::declaredFormat(dir); });
+  return accepted([&] { (void)ct::declaredFormat(dir); });
 }
 
-void boundedJson(const std::uint8_t* d, std::size_t n) {
+bool boundedJson(const std::uint8_t* d, std::size_t n) {
   // Every JSON the workbench reads goes through this parser (prompts and corpus
   // lines, settings attributes of run files, benchmark results).
-  refusalsAllowed([&] { (void)parseJsonBounded(text(d, n), "fuzz.json"); });
+  return accepted([&] { (void)parseJsonBounded(text(d, n), "fuzz.json"); });
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ namespace sdw::fuzz {
 
 struct Target {
   const char* name;  // also the corpus folder: tests/fuzz/corpus/<name>/
-  void (*run)(const std::uint8_t* data, std::size_t size);
+  // True when the parser accepted the input, false when it refused it (a
+  // std::exception); anything else (a crash, a sanitizer report) ends the process.
+  bool (*run)(const std::uint8_t* data, std::size_t size);
 };
 
 const std::vector<Target>& targets();
