@@ -160,6 +160,12 @@ fs::path partialPathFor(const fs::path& finalPath) {
     return p;
 }
 
+fs::path creatingPathFor(const fs::path& finalPath) {
+    fs::path p = finalPath.parent_path() / ("." + finalPath.filename().string());
+    p += std::string(kCreatingSuffix);
+    return p;
+}
+
 bool isPartialPath(const fs::path& path) { return endsWith(path.filename().string(), kPartialSuffix); }
 
 std::string makeRunId() {

@@ -31,6 +31,9 @@ inline constexpr int kSchemaVersion = 1;
 inline constexpr std::string_view kFormatMagic = "sdw-run";   // root attribute sdw_format
 inline constexpr std::string_view kRunSuffix = ".sdw.h5";
 inline constexpr std::string_view kPartialSuffix = ".partial";
+// A run file being created: ".NAME.sdw.h5.creating" next to NAME.sdw.h5,
+// renamed to NAME.sdw.h5.partial once its header is written.
+inline constexpr std::string_view kCreatingSuffix = ".creating";
 inline constexpr std::string_view kStatusIncomplete = "incomplete";
 inline constexpr std::string_view kStatusComplete = "complete";
 // Free space RunWriter keeps on the volume by default (see setMinFreeSpace).
@@ -170,6 +173,7 @@ RunSummary inspectRun(const std::filesystem::path& path);
 std::vector<WorkspaceEntry> listWorkspace(const std::filesystem::path& dir);
 
 std::filesystem::path partialPathFor(const std::filesystem::path& finalPath);
+std::filesystem::path creatingPathFor(const std::filesystem::path& finalPath);
 bool isPartialPath(const std::filesystem::path& path);
 // "20250131T120000Z-3f9a2c1b": sortable by creation time, unique enough.
 std::string makeRunId();

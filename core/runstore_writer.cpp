@@ -431,16 +431,23 @@ RunWriter RunWriter::create(const fs::path& finalPath, const Provenance& provena
     st->writable = true;
     st->overwrite = options.overwrite;
 
+    // The file is born under a hidden name and becomes NAME.partial only once
+    // its header is on disk, so a kill during creation never leaves a
+    // .partial that does not open (only the hidden file, which the next
+    // create of this run removes and the workspace never lists).
+    const fs::path creating = creatingPathFor(finalPath);
+    fs::remove(creating, ec);
+
     Hdf5Lock lock;
     // Room for the headers and provenance; the reserve applies to data writes,
     // so callers can lower it with setMinFreeSpace() first.
     checkFreeSpace(*st, 64 * 1024, "/", false);
     H5Handle fapl = fileAccessPlist();
-    st->file = h5File(H5Fcreate(partial.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
+    st->file = h5File(H5Fcreate(creating.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
     if (!st->file) {
-        // EXCL and the check above mean any file there now is our own failed attempt.
+        // EXCL and the removal above mean any file there now is our own failed attempt.
         const std::string detail = hdf5ErrorDetail();
-        fs::remove(partial, ec);
+        fs::remove(creating, ec);
         st->fail(looksLikeDiskFull(detail) ? ErrorCode::DiskFull : ErrorCode::Io, {},
                  withDetail("cannot create " + quoted(partial), detail));
     }
@@ -454,10 +461,11 @@ RunWriter RunWriter::create(const fs::path& finalPath, const Provenance& provena
         writeIntAttr(*st, "/", "checkpoint", 0);
         writeProvenance(*st, prov);
         flushFile(*st);
+        renameRun(creating, partial, false);
     } catch (...) {
         // A half-initialised file is not a run: remove it.
         st->file.reset();
-        fs::remove(partial, ec);
+        fs::remove(creating, ec);
         throw;
     }
     st->minFree = kDefaultMinFreeSpace;

@@ -5,6 +5,7 @@
 #include "runstore_test_util.h"
 
 #include <atomic>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -40,6 +41,7 @@ private Q_SLOTS:
     // Protocol
     void commitRenamesPartial();
     void commitRefusesExistingFinal();
+    void creationIsHidden();
     void createRefusals();
     void destructorLeavesValidPartial();
     void keepIncompleteThenResume();
@@ -110,6 +112,32 @@ void TestRunStoreProtocol::commitRenamesPartial() {
     EXPECT_RUN_ERROR(a.checkpoint(), ErrorCode::InvalidArgument);  // NOLINT(bugprone-use-after-move)
     b.commit();
     QCOMPARE(inspectRun(m).status, std::string("complete"));
+}
+
+// A run killed while its header is written leaves only the hidden
+// ".NAME.sdw.h5.creating" (never a .partial that does not open); the workspace
+// does not list it and the next create of that run removes it.
+void TestRunStoreProtocol::creationIsHidden() {
+    QTemporaryDir dir;
+    const fs::path p = tempPath(dir, "born.sdw.h5");
+    const fs::path creating = creatingPathFor(p);
+    QCOMPARE(creating.filename().string(), std::string(".born.sdw.h5.creating"));
+    QCOMPARE(creating.parent_path(), p.parent_path());
+    {
+        std::ofstream stale(creating, std::ios::binary);
+        stale << std::string(48, '\x89');  // what a kill during H5Fcreate leaves
+    }
+    QVERIFY(listWorkspace(p.parent_path()).empty());
+    RunWriter w = RunWriter::create(p, sampleProvenance(), "sample");
+    QVERIFY(!fs::exists(creating));
+    QVERIFY(fs::exists(partialPathFor(p)));
+    QCOMPARE(inspectRun(partialPathFor(p)).status, std::string("incomplete"));
+    const auto listed = listWorkspace(p.parent_path());
+    QCOMPARE(listed.size(), std::size_t(1));
+    QVERIFY(listed[0].partial);
+    QVERIFY(listed[0].error.empty());
+    w.commit();
+    QCOMPARE(listWorkspace(p.parent_path()).size(), std::size_t(1));
 }
 
 void TestRunStoreProtocol::commitRefusesExistingFinal() {
