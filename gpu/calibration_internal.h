@@ -124,6 +124,9 @@ struct ForwardRows {
   int half = -1;  // the half the rows go to when the accumulator keeps halves
 };
 void forwardCollect(Model& model, const std::vector<ForwardRows>& seqs, StatsAccumulator& acc);
+// The same pass with any observer: one event per sequence and input (its
+// promptIndex is the sequence's index in `seqs`), x = that sequence's counted rows.
+void forwardObserve(Model& model, const std::vector<ForwardRows>& seqs, const TensorObserver& observer);
 
 // The sequences and counted rows of a complete calibration run, rebuilt from
 // the run itself: fixed text re-draws windows 0 .. windows_done-1 from the

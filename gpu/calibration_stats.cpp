@@ -192,6 +192,13 @@ void splitBudget(std::vector<GenerationRecord>& batch, bool includePrefill, std:
 // ---------------------------------------------------------------- teacher-forced pass
 
 void forwardCollect(Model& model, const std::vector<ForwardRows>& seqs, StatsAccumulator& acc) {
+  // One event per sequence (promptIndex = its row b): its rows go to its half.
+  forwardObserve(model, seqs, [&acc, &seqs](const ActivationEvent& ev, const at::Tensor& x) {
+    acc.add(ev.modules.front(), x, seqs[static_cast<std::size_t>(ev.promptIndex)].half);
+  });
+}
+
+void forwardObserve(Model& model, const std::vector<ForwardRows>& seqs, const TensorObserver& observer) {
   auto& m = model.impl();
   if (seqs.empty()) return;
   const auto B = static_cast<std::int64_t>(seqs.size());
@@ -233,10 +240,7 @@ void forwardCollect(Model& model, const std::vector<ForwardRows>& seqs, StatsAcc
       in.keyValid = at::from_blob(validHost.data(), {B, T}, at::TensorOptions().dtype(at::kByte)).to(m.device, at::kBool);
     in.lastOnly = true;  // no logits needed beyond one row
     in.observe = &ctx;
-    // One event per sequence (promptIndex = its row b): its rows go to its half.
-    const ObserverGuard guard(model, [&acc, &seqs](const ActivationEvent& ev, const at::Tensor& x) {
-      acc.add(ev.modules.front(), x, seqs[static_cast<std::size_t>(ev.promptIndex)].half);
-    });
+    const ObserverGuard guard(model, observer);
     (void)forward(m, in, nullptr);
   } catch (const c10::Error& e) {
     throw std::runtime_error(std::string("calibration forward failed: ") + e.what_without_backtrace());

@@ -696,7 +696,8 @@ void launchStep(Model::Impl& m, DecodeGraph& g, KvCache& cache, const std::vecto
 
 bool engineDecodes(const Model::Impl& m) {
   const ModelConfig& c = m.config;
-  return m.device.is_cuda() && m.engine && m.options.decodeEngine && !m.observed() && c.headDim % 8 == 0 && c.headDim <= 256 &&
+  return m.device.is_cuda() && m.engine && m.options.decodeEngine && !m.observed() && m.actSparsity.empty() &&
+         c.headDim % 8 == 0 && c.headDim <= 256 &&
          c.numHeads % c.numKvHeads == 0 && c.numHeads / c.numKvHeads <= 16;
 }
 
@@ -793,6 +794,11 @@ std::string Model::engineDescription() const {
     s << " " << m.engine->pattern << " (" << m.engine->packedCount() << " of " << total << " projections packed)";
   }
   if (m.device.is_cuda()) s << ", lm_head " << denseName;
+  if (!m.actSparsity.empty()) {
+    const auto [lo, hi] = std::minmax_element(m.actSparsity.begin(), m.actSparsity.end());
+    s << ", activation sparsity " << *lo;
+    if (*hi != *lo) s << ".." << *hi << " by layer";
+  }
   return s.str();
 }
 

@@ -208,7 +208,9 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
     me.label = me.isDense ? "dense" : labelFor(me.dir);
     std::unique_ptr<Model> owned;
     if (!me.isDense) {
-      owned = Model::load(me.dir, lo);
+      LoadOptions mlo = lo;
+      mlo.activationSparsity = settings.activationSparsity;
+      owned = Model::load(me.dir, mlo);
       if (owned->config().vocabSize != dense->config().vocabSize)
         throw std::invalid_argument("evaluate: " + me.dir.string() + " has a different vocabulary than the dense model");
     }

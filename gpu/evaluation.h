@@ -63,6 +63,10 @@ struct EvaluationSettings {
   int sideBySidePrompts = 1;  // the first N prompts, greedy, through every model
   std::string device = "cpu";
   std::string dtype = "float32";
+  // Run-time activation sparsity of the compared models (LoadOptions); the
+  // dense model stays dense as the reference and scorer (pass its folder in
+  // `models` too to see it under p_x).
+  double activationSparsity = 0;
 };
 
 struct Spread {

@@ -41,7 +41,8 @@ std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::f
                              {"top_p", s.topP},
                              {"stop_at_eos", s.stopAtEos},
                              {"device", s.device},
-                             {"dtype", s.dtype}};
+                             {"dtype", s.dtype},
+                             {"activation_sparsity", s.activationSparsity}};
   nlohmann::json models = nlohmann::json::array();
   for (const auto& m : s.models) models.push_back(recordedPath(m));
   settings["models"] = models;
@@ -160,6 +161,7 @@ EvaluationResult readEvaluationRun(const std::filesystem::path& path) {
   s.stopAtEos = setting(recorded, "stop_at_eos", s.stopAtEos);
   s.device = setting(recorded, "device", s.device);
   s.dtype = setting(recorded, "dtype", s.dtype);
+  s.activationSparsity = setting(recorded, "activation_sparsity", s.activationSparsity);
   res.prompts = static_cast<int>(intAttr(r, g, "prompts"));
   res.windows = static_cast<int>(intAttr(r, g, "windows"));
   res.seconds = doubleAttr(r, g, "seconds");

@@ -9,9 +9,12 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <stdexcept>
+#include <string>
 
 namespace sdw::gpu {
 
@@ -64,6 +67,28 @@ at::Tensor project(Model::Impl& m, int layer, const at::Tensor& w, int kind, con
 }
 
 }  // namespace
+
+at::Tensor sparsifyActivations(const at::Tensor& x, double p) {
+  if (!(p > 0)) return x;
+  const std::int64_t d = x.size(-1);
+  const std::int64_t keep = std::clamp<std::int64_t>(std::llround((1.0 - p) * static_cast<double>(d)), 1, d);
+  if (keep >= d) return x;
+  const at::Tensor mag = x.abs();
+  // The keep-th largest magnitude per row: the threshold.
+  const at::Tensor threshold = std::get<0>(at::topk(mag, keep, -1, /*largest=*/true, /*sorted=*/false)).amin(-1, true);
+  return x.masked_fill(mag.lt(threshold), 0);
+}
+
+void setActivationSparsity(Model::Impl& m, std::vector<double> perLayer) {
+  if (!perLayer.empty() && static_cast<int>(perLayer.size()) != m.config.numLayers)
+    throw std::invalid_argument("activation sparsity: " + std::to_string(perLayer.size()) + " values for " +
+                                std::to_string(m.config.numLayers) + " layers");
+  for (const double p : perLayer)
+    if (!(p >= 0 && p < 1)) throw std::invalid_argument("activation sparsity must be in [0, 1)");
+  bool any = false;
+  for (const double p : perLayer) any = any || p > 0;
+  m.actSparsity = any ? std::move(perLayer) : std::vector<double>{};
+}
 
 at::Tensor ropeInverseFrequencies(const ModelConfig& c) {
   // As transformers: inv_freq = 1 / base^(arange(0, dim, 2) / dim) in fp32.
@@ -164,9 +189,11 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
   for (std::int64_t l = 0; l < c.numLayers; ++l) {
     const LayerWeights& L = m.w.layers[static_cast<std::size_t>(l)];
     const int li = static_cast<int>(l);
+    const double px = m.actSparsity.empty() ? 0.0 : m.actSparsity[static_cast<std::size_t>(l)];
     // ---- attention
     at::Tensor x = rmsNorm(h, L.inputNorm, c.rmsNormEps);  // [B, T, hidden]
     observe(m, in.observe, x, li, {kQ, kK, kV});
+    x = sparsifyActivations(x, px);
     at::Tensor q = project(m, li, L.q, kQ, x, L.qBias).view({B, T, H, D});
     at::Tensor k = project(m, li, L.k, kK, x, L.kBias).view({B, T, KV, D});
     at::Tensor v = project(m, li, L.v, kV, x, L.vBias).view({B, T, KV, D});
@@ -196,13 +223,14 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
                           .transpose(1, 2)
                           .reshape({B, T, H * D});
     observe(m, in.observe, attn, li, {kO});
-    h = h + project(m, li, L.o, kO, attn);
+    h = h + project(m, li, L.o, kO, sparsifyActivations(attn, px));
     // ---- MLP
     x = rmsNorm(h, L.postNorm, c.rmsNormEps);
     observe(m, in.observe, x, li, {kGate, kUp});
+    x = sparsifyActivations(x, px);
     const at::Tensor act = at::silu(project(m, li, L.gate, kGate, x)) * project(m, li, L.up, kUp, x);  // [B, T, inter]
     observe(m, in.observe, act, li, {kDown});
-    h = h + project(m, li, L.down, kDown, act);
+    h = h + project(m, li, L.down, kDown, sparsifyActivations(act, px));
   }
   if (in.lastOnly) h = h.narrow(1, T - 1, 1);
   h = rmsNorm(h, m.w.finalNorm, c.rmsNormEps);

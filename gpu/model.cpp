@@ -50,6 +50,19 @@ c10::Device parseDevice(const std::string& device) {
   throw std::invalid_argument("unknown device '" + device + "' (supported: cpu, cuda, cuda:N)");
 }
 
+void validateActivationSparsity(const LoadOptions& o, int numLayers) {
+  const auto check = [](double p) {
+    if (!(p >= 0 && p < 1))
+      throw std::invalid_argument("activation sparsity " + std::to_string(p) + " is outside [0, 1)");
+  };
+  check(o.activationSparsity);
+  if (o.activationSparsityPerLayer.empty()) return;
+  if (static_cast<int>(o.activationSparsityPerLayer.size()) != numLayers)
+    throw std::invalid_argument("activation sparsity per layer: " + std::to_string(o.activationSparsityPerLayer.size()) +
+                                " values for a model of " + std::to_string(numLayers) + " layers");
+  for (const double p : o.activationSparsityPerLayer) check(p);
+}
+
 namespace {
 
 std::unique_ptr<Model::Impl> makeImpl(const ModelConfig& config, const LoadOptions& options) {
@@ -63,6 +76,11 @@ std::unique_ptr<Model::Impl> makeImpl(const ModelConfig& config, const LoadOptio
   // No fp16 matmul on CPU and bf16 is slow there: weights are rounded to the
   // requested dtype but kept and computed in fp32.
   m->computeDtype = m->device.is_cpu() ? at::kFloat : m->storeDtype;
+  validateActivationSparsity(options, static_cast<int>(config.numLayers));
+  setActivationSparsity(*m, !options.activationSparsityPerLayer.empty()
+                                ? options.activationSparsityPerLayer
+                                : std::vector<double>(static_cast<std::size_t>(config.numLayers),
+                                                      options.activationSparsity));
   for (std::int64_t l = 0; l < config.numLayers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     m->names.push_back({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj",

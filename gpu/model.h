@@ -51,7 +51,19 @@ struct LoadOptions {
   bool cudaGraph = true;          // capture the decode step (CUDA); false: the same kernels launched one by one
   bool pdl = true;                // programmatic dependent launch between the step's kernels (sm_90)
   std::filesystem::path tuningFile{};  // launch configurations of our kernels (empty: heuristics)
+  // Activation sparsity at run time (DuoGPT's p_x, TEAL): per token, every
+  // projection's input keeps its round((1 - p) * d_in) largest-magnitude
+  // entries, the rest are zero (ties at the threshold are kept). One p for
+  // every layer, or per layer (activationSparsityPerLayer, one value per
+  // layer, overrides it when not empty). 0: dense inputs. Observers see the
+  // inputs before they are sparsified. Decode steps then run the eager forward
+  // pass (the CUDA graph engine has no activation sparsity).
+  double activationSparsity = 0;
+  std::vector<double> activationSparsityPerLayer{};
 };
+// Throws std::invalid_argument unless every value is in [0, 1) and a
+// per-layer list has one value per layer.
+void validateActivationSparsity(const LoadOptions& options, int numLayers);
 
 enum class Phase { Prefill, Decode };
 const char* phaseName(Phase p);

@@ -84,6 +84,7 @@ struct Model::Impl {
   std::map<int, ActivationObserver> observers;
   int nextObserverId = 1;
   std::shared_ptr<EngineState> engine;  // packed projections, fused weights, the decode graph
+  std::vector<double> actSparsity;      // p_x per layer (LoadOptions); empty: dense inputs
 
   bool observed() const { return !tensorObservers.empty() || !observers.empty(); }
 };
@@ -99,6 +100,13 @@ void ensureRope(Model::Impl& m, std::int64_t n);
 KvCache& ensureKvCache(Model::Impl& m, std::int64_t batch, std::int64_t capacity);
 // Llama-3 / default inverse frequencies, [headDim/2] fp32, as transformers computes them.
 at::Tensor ropeInverseFrequencies(const ModelConfig& c);
+
+// Keeps, per row of x ([..., d]), the round((1 - p) * d) entries of largest
+// magnitude (at least one; ties at the threshold kept) and zeroes the rest.
+// p <= 0 returns x itself.
+at::Tensor sparsifyActivations(const at::Tensor& x, double p);
+// Sets the per-layer p_x (empty or one value per layer, each in [0, 1)).
+void setActivationSparsity(Model::Impl& m, std::vector<double> perLayer);
 
 // ---- model.cpp ----
 int addTensorObserver(Model& m, TensorObserver observer);

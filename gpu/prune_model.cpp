@@ -65,6 +65,11 @@ SolverInput readInput(const runstore::RunFile& run, const std::string& group, bo
   return s;
 }
 
+std::vector<float> hostFloats(const at::Tensor& t) {
+  const at::Tensor h = t.to(at::kCPU, at::kFloat).contiguous();
+  return {h.data_ptr<float>(), h.data_ptr<float>() + h.numel()};
+}
+
 at::Tensor& layerTensor(LayerWeights& L, const std::string& kind) {
   if (kind == "q_proj") return L.q;
   if (kind == "k_proj") return L.k;
@@ -95,15 +100,23 @@ void validatePruneSettings(const PruneSettings& s) {
   if (fs::exists(s.out) && fs::equivalent(s.out, s.model)) bad("the output folder must differ from the model folder");
   if (!s.record.empty() && s.record.string().find(".sdw.h5") == std::string::npos)
     bad("the pruning record must end in .sdw.h5");
+  if (s.method == PruneMethod::DuoGpt && !(s.activationSparsity >= 0 && s.activationSparsity < 1))
+    bad("activation sparsity must be in [0, 1)");
+  if (s.method == PruneMethod::DuoGpt && !(s.residualScale >= 0 && s.residualScale <= 1))
+    bad("the residual scale must be in [0, 1]");
 }
 
-PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
+PruneResult pruneModel(const PruneSettings& settings, const ProgressFn& progress,
                        const std::function<void(const ModulePruneRow&)>& onModule) {
-  validatePruneSettings(s);
+  validatePruneSettings(settings);
+  const bool duo = settings.method == PruneMethod::DuoGpt;
+  PruneSettings s = settings;
+  if (duo) s.order = PruneOrder::Sequential;  // inputs through the pruned layers, as the method needs
+  else s.activationSparsity = 0;
   c10::NoGradGuard noGrad;
   const auto t0 = Clock::now();
   const PruningPattern pattern = parsePruningPattern(s.pattern);
-  const bool sparsegpt = s.method == PruneMethod::SparseGpt;
+  const bool sparsegpt = s.method == PruneMethod::SparseGpt || duo;  // blocked OBS
   if (!s.overwrite && fs::exists(s.out / "model.safetensors"))
     throw std::runtime_error(s.out.string() + " already holds a model.safetensors (pass overwrite to replace it)");
 
@@ -150,6 +163,7 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
   // Sequential order: the dense model once, its layers replaced by their
   // pruned versions as the loop moves on, and the run's counted sequences.
   std::unique_ptr<Model> recaptureModel;
+  std::unique_ptr<Model> denseModel;  // DuoGPT: the targets' inputs
   std::vector<ForwardRows> replay;
   int replayBatch = 1;
   if (sequential) {
@@ -160,6 +174,7 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
     lo.device = s.device;
     lo.dtype = cs.dtype;
     recaptureModel = Model::load(s.model, lo);
+    if (duo) denseModel = Model::load(s.model, lo);
     replay = replaySequences(calib, cs);
     replayBatch = std::max(cs.batch, 1);
     result.recaptureSeconds += since(tr);
@@ -170,8 +185,14 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
     reportOrThrow(progress, Progress{static_cast<double>(done), static_cast<double>(total), "modules", layerText, "prune"});
     // Statistics for this layer's inputs: the run's, or re-captured through the pruned layers.
     std::map<std::string, SolverInput> stats;
+    std::map<std::string, DuoInput> duoStats;
+    const auto recaptureProgress = [&](std::size_t b, std::size_t n) {
+      reportOrThrow(progress, Progress{static_cast<double>(b), static_cast<double>(n), "batches",
+                                       "recapture " + layerText + ": batch " + std::to_string(b) + "/" +
+                                           std::to_string(n),
+                                       "recapture"});
+    };
     if (sequential && layer > 0) {
-      const auto tr = Clock::now();
       auto& impl = recaptureModel->impl();
       for (const auto& mod : modules) {
         if (mod.layer != layer - 1) continue;
@@ -182,13 +203,22 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
                 .to(t.device(), t.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
         prunedFloat.erase(mod.name);
       }
+    }
+    if (duo) {
+      // The pruned layers < layer decode with activation sparsity; this layer's
+      // inputs are sparsified in the pairing (collectDuoStats).
+      const auto tr = Clock::now();
+      std::vector<double> px(static_cast<std::size_t>(config.numLayers), 0.0);
+      for (int l = 0; l < layer; ++l) px[static_cast<std::size_t>(l)] = s.activationSparsity;
+      setActivationSparsity(recaptureModel->impl(), px);
+      duoStats = collectDuoStats(*denseModel, *recaptureModel, replay, replayBatch, layer, s.activationSparsity,
+                                 recaptureProgress);
+      result.recaptureSeconds += since(tr);
+    } else if (sequential && layer > 0) {
+      const auto tr = Clock::now();
+      auto& impl = recaptureModel->impl();
       StatsAccumulator acc(recaptureModel->config(), impl.device, layer);
-      replayCollect(*recaptureModel, replay, replayBatch, acc, [&](std::size_t b, std::size_t n) {
-        reportOrThrow(progress, Progress{static_cast<double>(b), static_cast<double>(n), "batches",
-                                         "recapture " + layerText + ": batch " + std::to_string(b) + "/" +
-                                             std::to_string(n),
-                                         "recapture"});
-      });
+      replayCollect(*recaptureModel, replay, replayBatch, acc, recaptureProgress);
       for (const auto& in : acc.inputs()) {
         SolverInput si;
         si.dIn = in.dIn;
@@ -205,6 +235,15 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
     for (const auto& mod : modules) {
       if (mod.layer != layer) continue;
       const std::string& group = inputOf.at(mod.name);
+      if (duo && !stats.count(group)) {
+        const auto it = duoStats.find(group);
+        if (it == duoStats.end()) throw std::logic_error("DuoGPT: no statistics captured for " + group);
+        SolverInput si;
+        si.dIn = it->second.dIn;
+        si.tokens = it->second.tokens;
+        si.xtx = hostFloats(it->second.shh);
+        stats.emplace(group, std::move(si));
+      }
       if (!stats.count(group)) stats[group] = readInput(calib, group, sparsegpt);
       const SolverInput& in = stats.at(group);
       if (in.dIn != mod.inFeatures)
@@ -228,6 +267,12 @@ PruneResult pruneModel(const PruneSettings& s, const ProgressFn& progress,
         case PruneMethod::Magnitude:
           r = solveMagnitude(w, mod.outFeatures, mod.inFeatures, in.xtx, in.tokens, pattern, s.device);
           break;
+        case PruneMethod::DuoGpt: {
+          const DuoInput& d = duoStats.at(group);
+          r = solveDuoGpt(w, mod.outFeatures, mod.inFeatures, in.xtx, hostFloats(d.cross), hostFloats(d.sdd),
+                          in.tokens, pattern, gptOptions, s.residualScale);
+          break;
+        }
       }
 
       ModulePruneRow row;

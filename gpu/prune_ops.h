@@ -8,7 +8,10 @@
 #include <span>
 #include <ATen/core/Tensor.h>
 
+#include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace sdw::gpu {
 
@@ -20,10 +23,49 @@ struct SparseGptOutcome {
   int deadInputs = 0;
 };
 
+// Where blocked OBS starts: dead inputs handled (H_jj = 1, W[:, j] = 0), the
+// damping ladder run, hinv the upper Cholesky factor of (H + damp I)^-1 and w
+// the start point (W, or DuoGPT's shifted W + W C (H + damp I)^-1 with `cross`).
+struct ObsStart {
+  at::Tensor w, hinv;
+  double percdampUsed = 0;
+  int dampingSteps = 0;
+  int deadInputs = 0;
+};
+ObsStart obsStart(const at::Tensor& w, const at::Tensor& h, const SparseGptOptions& options,
+                  const at::Tensor& cross = {});
+// The saliency the first block's mask is chosen by: w^2 / hinv_jj^2, [rows, cols]:
+// per weight, twice the increase of the damped objective
+// F = ||W X~ - W' X^||^2 / N + damp/2 ||W' - W||^2 (SparseGPT: X~ = X^) when it
+// alone is set to zero and the columns after it move optimally (the columns
+// before it held at the start point).
+at::Tensor obsScores(const ObsStart& start);
+
 // w: [rows, cols] fp32; h: [cols, cols] fp32 (H = 2 xtx / tokens), same device.
-// Neither is modified.
+// Neither is modified. cross (DuoGPT, docs/pruning.md "DuoGPT"): [cols, cols]
+// fp32, C = 2 sum (x~ - x^) x^T / tokens with h built from the sparsified x^;
+// then w first moves to the minimiser of the damped asymmetric objective,
+// W + W C (H + damp I)^-1 (from the same factorisation the columns use), and
+// the blocked OBS proceeds from there: its loss is the objective's increase.
 SparseGptOutcome sparseGptPrune(const at::Tensor& w, const at::Tensor& h, const PruningPattern& pattern,
-                                const SparseGptOptions& options);
+                                const SparseGptOptions& options, const at::Tensor& cross = {});
+
+// DuoGPT's statistics of one shared projection input over one layer's rows:
+// sums of x^ x^T (x^: the pruned model's input, sparsified), (x~ - x^) x^T
+// and x~ x~^T (x~: the dense model's input), on the pruned model's device.
+struct DuoInput {
+  std::int64_t dIn = 0, tokens = 0;
+  at::Tensor shh, cross, sdd;  // [dIn, dIn] fp32
+};
+class Model;
+struct ForwardRows;
+// Teacher-forces `seqs` (in batches of `batch`) through the dense model and
+// through `pruned` (its layers < `layer` already pruned, with their activation
+// sparsity set), pairs the rows of layer `layer`'s inputs and sums them, x^
+// sparsified at `activationSparsity`. Keyed by the input's first module name.
+std::map<std::string, DuoInput> collectDuoStats(Model& dense, Model& pruned, const std::vector<ForwardRows>& seqs,
+                                                int batch, int layer, double activationSparsity,
+                                                const std::function<void(std::size_t, std::size_t)>& onBatch = {});
 
 // score: [rows, cols]. Returns keep: [rows, cols] bool. Unstructured: per row,
 // the floor(cols * sparsity) lowest scores are dropped (ties: lower column

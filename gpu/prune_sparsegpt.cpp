@@ -41,17 +41,14 @@ at::Tensor choleskyInverseUpper(const at::Tensor& h, double damp) {
 
 }  // namespace
 
-SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, const PruningPattern& pattern,
-                                const SparseGptOptions& o) {
+ObsStart obsStart(const at::Tensor& wIn, const at::Tensor& hIn, const SparseGptOptions& o, const at::Tensor& cross) {
   c10::NoGradGuard noGrad;
-  const std::int64_t rows = wIn.size(0), cols = wIn.size(1);
+  const std::int64_t cols = wIn.size(1);
   if (hIn.dim() != 2 || hIn.size(0) != cols || hIn.size(1) != cols)
     throw std::invalid_argument("SparseGPT: H must be [" + std::to_string(cols) + ", " + std::to_string(cols) + "]");
-  if (o.blocksize < 1) throw std::invalid_argument("SparseGPT: blocksize must be >= 1");
-  checkPatternFits(pattern, cols, o.blocksize);
   if (!at::isfinite(hIn).all().item<bool>()) throw std::invalid_argument("SparseGPT: H has non-finite entries");
 
-  SparseGptOutcome out;
+  ObsStart out;
   at::Tensor w = wIn.to(at::kFloat).clone();  // [rows, cols] fp32
   at::Tensor h = hIn.to(at::kFloat).clone();  // [cols, cols] fp32
 
@@ -83,6 +80,36 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
     ++out.dampingSteps;
   }
   out.percdampUsed = percdamp;
+  if (cross.defined()) {
+    // DuoGPT: the unconstrained minimiser of ||W X~ - W' X^||^2 / N + damp/2 ||W' - W||^2
+    // is W' = W + W C (H + damp I)^-1, and (H + damp I)^-1 = Hinv^T Hinv.
+    if (cross.dim() != 2 || cross.size(0) != cols || cross.size(1) != cols)
+      throw std::invalid_argument("DuoGPT: the cross term must be [" + std::to_string(cols) + ", " +
+                                  std::to_string(cols) + "]");
+    at::Tensor c = cross.to(w.device(), at::kFloat);
+    if (out.deadInputs > 0) c = c.masked_fill(dead.unsqueeze(0), 0.0);  // x^_j is always 0 there
+    w.add_(w.matmul(c).matmul(hinv.t()).matmul(hinv));
+  }
+  out.w = w;
+  out.hinv = hinv;
+  return out;
+}
+
+at::Tensor obsScores(const ObsStart& start) { return start.w.square() / start.hinv.diagonal().square().unsqueeze(0); }
+
+SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, const PruningPattern& pattern,
+                                const SparseGptOptions& o, const at::Tensor& cross) {
+  c10::NoGradGuard noGrad;
+  const std::int64_t rows = wIn.size(0), cols = wIn.size(1);
+  if (o.blocksize < 1) throw std::invalid_argument("SparseGPT: blocksize must be >= 1");
+  checkPatternFits(pattern, cols, o.blocksize);
+  const ObsStart start = obsStart(wIn, hIn, o, cross);
+  SparseGptOutcome out;
+  out.percdampUsed = start.percdampUsed;
+  out.dampingSteps = start.dampingSteps;
+  out.deadInputs = start.deadInputs;
+  at::Tensor w = start.w;
+  const at::Tensor& hinv = start.hinv;
 
   const auto fopts = w.options();
   at::Tensor losses = at::zeros({rows}, fopts);

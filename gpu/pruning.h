@@ -65,6 +65,20 @@ struct SolveResult {
 SolveResult solveSparseGpt(std::span<const float> w, std::int64_t rows, std::int64_t cols,
                            std::span<const float> xtx, std::int64_t tokens, const PruningPattern& pattern,
                            const SparseGptOptions& options = {});
+// DuoGPT (docs/pruning.md "DuoGPT"): SparseGPT's solve of the asymmetric
+// objective ||W X~ - W' X^||^2. xtx: [cols, cols] sum x^ x^T of the
+// sparsified inputs; cross: sum (x~ - x^) x^T; xtxDense: sum x~ x~^T (may be
+// empty: then outputLoss and relOutputError are 0). outputLoss is
+// ||W X~ - W' X^||^2 / tokens (SparseGPT's outputLoss when x^ = x~),
+// relOutputError that over ||W X~||^2; loss the damped objective's increase
+// over its unconstrained minimum. residualScale (alpha, in [0, 1]) scales the
+// cross term: the targets' inputs become X^ + alpha (X~ - X^), alpha = 1 the
+// full asymmetric objective, 0 SparseGPT on X^. With cross = 0 or alpha = 0
+// it is solveSparseGpt.
+SolveResult solveDuoGpt(std::span<const float> w, std::int64_t rows, std::int64_t cols, std::span<const float> xtx,
+                        std::span<const float> cross, std::span<const float> xtxDense, std::int64_t tokens,
+                        const PruningPattern& pattern, const SparseGptOptions& options = {},
+                        double residualScale = 1.0);
 // xtx may be empty (then relOutputError and loss are 0).
 SolveResult solveWanda(std::span<const float> w, std::int64_t rows, std::int64_t cols,
                        std::span<const float> sumSq, std::span<const float> xtx, std::int64_t tokens,
@@ -75,9 +89,11 @@ SolveResult solveMagnitude(std::span<const float> w, std::int64_t rows, std::int
 
 // The settings' choices. The names are what the CLI, the GUI forms, the
 // settings JSON and the run files carry: never rename them.
-enum class PruneMethod { SparseGpt, Wanda, Magnitude };
-inline constexpr NameEntry<PruneMethod> kPruneMethodNames[] = {
-    {PruneMethod::SparseGpt, "sparsegpt"}, {PruneMethod::Wanda, "wanda"}, {PruneMethod::Magnitude, "magnitude"}};
+enum class PruneMethod { SparseGpt, Wanda, Magnitude, DuoGpt };
+inline constexpr NameEntry<PruneMethod> kPruneMethodNames[] = {{PruneMethod::SparseGpt, "sparsegpt"},
+                                                               {PruneMethod::Wanda, "wanda"},
+                                                               {PruneMethod::Magnitude, "magnitude"},
+                                                               {PruneMethod::DuoGpt, "duogpt"}};
 // Parallel: every layer from the dense calibration statistics; sequential:
 // layer i from statistics re-captured through the already pruned layers < i.
 enum class PruneOrder { Parallel, Sequential };
@@ -95,7 +111,13 @@ struct PruneSettings {
   std::filesystem::path calibration;  // run of kind "calibration"
   PruneMethod method = PruneMethod::SparseGpt;
   std::string pattern = "2:4";
-  PruneOrder order = PruneOrder::Parallel;
+  PruneOrder order = PruneOrder::Parallel;  // DuoGPT is always sequential
+  // DuoGPT: the run-time activation sparsity p_x the model will decode with
+  // (each projection input keeps its largest 1 - p_x share); in [0, 1).
+  double activationSparsity = 0.5;
+  // DuoGPT: alpha, the share of the dense model's output residual the solve
+  // corrects (docs/pruning.md "DuoGPT"), in [0, 1].
+  double residualScale = 0.25;
   double percdamp = 0.01;
   int blocksize = 128;
   std::string device = "cpu";

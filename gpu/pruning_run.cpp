@@ -34,6 +34,10 @@ void writePruningRun(const PruningRun& run, const std::filesystem::path& file) {
                              {"order", pruneOrderName(s.order)},  {"percdamp", s.percdamp},
                              {"blocksize", s.blocksize},          {"device", s.device},
                              {"out", s.out.string()}};
+  if (s.method == PruneMethod::DuoGpt) {
+    settings["activation_sparsity"] = s.activationSparsity;
+    settings["residual_scale"] = s.residualScale;
+  }
   Provenance prov = engineProvenance(s.model.string(), settings.dump(), s.device);
   prov.addModelFiles(s.model);
   auto w = rs::RunWriter::create(file, prov, "pruning", {.overwrite = s.overwrite});
@@ -43,6 +47,9 @@ void writePruningRun(const PruningRun& run, const std::filesystem::path& file) {
   w.setStringAttribute(g, "pattern", pattern);
   w.setStringAttribute(g, "order", pruneOrderName(s.order));
   w.setDoubleAttribute(g, "percdamp", s.percdamp);
+  // DuoGPT's p_x (0 for the other methods: they see dense inputs).
+  w.setDoubleAttribute(g, "activation_sparsity", s.method == PruneMethod::DuoGpt ? s.activationSparsity : 0.0);
+  if (s.method == PruneMethod::DuoGpt) w.setDoubleAttribute(g, "residual_scale", s.residualScale);
   w.setIntAttribute(g, "blocksize", s.blocksize);
   w.setStringAttribute(g, "device", s.device);
   w.setStringAttribute(g, "model_dir", recordedPath(s.model));
@@ -116,6 +123,8 @@ PruningRun readPruningRun(const std::filesystem::path& file) {
   s.pattern = stringAttr(r, kGroup, "pattern");
   if (r.hasAttribute(kGroup, "order")) s.order = parsePruneOrder(stringAttr(r, kGroup, "order"));
   s.percdamp = doubleAttr(r, kGroup, "percdamp");
+  s.activationSparsity = r.hasAttribute(kGroup, "activation_sparsity") ? doubleAttr(r, kGroup, "activation_sparsity") : 0.0;
+  if (r.hasAttribute(kGroup, "residual_scale")) s.residualScale = doubleAttr(r, kGroup, "residual_scale");
   s.blocksize = static_cast<int>(intAttr(r, kGroup, "blocksize"));
   s.device = stringAttr(r, kGroup, "device");
   s.out = stringAttr(r, kGroup, "out_dir");

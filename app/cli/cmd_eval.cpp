@@ -69,6 +69,7 @@ json evaluationJson(const gpu::EvaluationResult& r) {
           {"warnings", r.warnings},
           {"notes", r.notes},
           {"seeds", st.seeds},
+          {"activation_sparsity", st.activationSparsity},
           {"seconds", r.seconds},
           {"models", models},
           {"side_by_side", side}};
@@ -90,6 +91,9 @@ int runEval(const Args& a) {
   s.setDecoding(decodingFrom(a));
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
+  s.activationSparsity = a.getDouble("activation-sparsity", 0.0);
+  if (!(s.activationSparsity >= 0 && s.activationSparsity < 1))
+    throw UsageError("--activation-sparsity must be in [0, 1)");
   if (s.maxNewTokens < 1) throw UsageError("--max-new-tokens must be >= 1");
   if (s.window < 2) throw UsageError("--window must be >= 2");
   const bool asJson = a.has("json");
@@ -142,7 +146,7 @@ Command makeEvalCommand() {
     "eval",
     "quality of pruned models against the dense model (perplexity, on-policy KL and agreement)",
     "eval --dense DIR --models DIR [DIR...] [--text F] [--prompts F] [--seeds 0,1,2] [--max-new-tokens 64] "
-    "[--window 256] [--out RUN] [--json]",
+    "[--window 256] [--activation-sparsity P] [--out RUN] [--json]",
     "Teacher-forced perplexity on held-out fixed text (seeded windows) and on the dense model's\n"
     "continuations of the held-out prompts (generated positions only); on-policy agreement: each\n"
     "model decodes its own trajectory, the dense model scores it (mean KL(dense || model),\n"
@@ -151,7 +155,9 @@ Command makeEvalCommand() {
     "Trajectories and dense generations follow the workbench's decoding protocol (sampled from the\n"
     "model's own distribution, temperature 1, top-k off, top-p 1) unless --temperature / --top-k /\n"
     "--top-p say otherwise: the default of calibrate and analyze drift too. A warning says when a\n"
-    "pruned model's calibration (found through its pruning provenance) decoded otherwise.",
+    "pruned model's calibration (found through its pruning provenance) decoded otherwise.\n"
+    "--activation-sparsity P runs every compared model with run-time activation sparsity (each\n"
+    "projection input keeps its largest 1-P share, DuoGPT's p_x); the dense reference stays dense.",
     {{"dense", "DIR", "the dense checkpoint", ""},
      {"models", "DIR", "pruned checkpoints; more may follow as arguments", ""},
      {"text", "F", "held-out corpus", SDW_SOURCE_DIR "/samples/corpus/brown-heldout.txt"},
@@ -163,6 +169,7 @@ Command makeEvalCommand() {
      {"max-prompts", "N", "use the first N prompts (0: all)", "0"},
      {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},
      {"dtype", "T", "float32, bfloat16 or float16", "float32"},
+     {"activation-sparsity", "P", "run-time activation sparsity of the compared models, in [0, 1)", "0"},
      {"out", "RUN", "write an evaluation run (*.sdw.h5)", ""},
      {"overwrite", "", "replace RUN if it exists", ""},
      {"json", "", "machine-readable output", ""}},

@@ -54,6 +54,9 @@ int runGenerate(const Args& a) {
   lo.dtype = gpu::canonicalDtype(a.get("dtype", "float32"));
   lo.linear = gpu::parseLinear(a.get("linear", "cublas"));
   if (a.has("sparse-file")) lo.sparseFile = a.get("sparse-file");
+  lo.activationSparsity = a.getDouble("activation-sparsity", 0.0);
+  if (!(lo.activationSparsity >= 0 && lo.activationSparsity < 1))
+    throw UsageError("--activation-sparsity must be in [0, 1)");
   if (lo.device != "cpu")
     lo.tuningFile = gpu::defaultTuningPath(fs::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
   const auto model = gpu::Model::load(dir, lo);
@@ -85,6 +88,7 @@ int runGenerate(const Args& a) {
                               {"compute_dtype", model->computeDtype()},
                               {"linear", gpu::linearName(lo.linear)},
                               {"engine", model->engineDescription()},
+                              {"activation_sparsity", lo.activationSparsity},
                               {"device_memory_bytes", model->deviceBytes()},
                               {"chat_format", chatFamilyName(family)},
                               {"prompt", prompt},
@@ -204,7 +208,7 @@ const Register regGenerate{Command{
     "generate",
     "generate text with a checkpoint, streaming tokens",
     "generate --model DIR --prompt TEXT [--max-new-tokens N] [--device cpu|cuda] [--dtype float32|bfloat16|float16] "
-    "[--linear cublas|dense|sparse] [--sparse-file FILE] "
+    "[--linear cublas|dense|sparse] [--sparse-file FILE] [--activation-sparsity P] "
     "[--seed S] [--temperature T] [--top-k K] [--top-p P] [--chat auto|plain] [--json]",
     "Loads a Hugging Face checkpoint folder (config.json, safetensors, tokenizer.json) and\n"
     "continues the prompt, printing text as tokens arrive; tokens/s go to stderr. Greedy\n"
@@ -218,6 +222,7 @@ const Register regGenerate{Command{
      {"dtype", "DTYPE", "float32, bfloat16 or float16", "float32"},
      {"linear", "KIND", "how projections run: cublas, dense (our GEMV) or sparse (our bitmask SpMV over DIR/model.sdwsparse)", "cublas"},
      {"sparse-file", "FILE", "the packed file for --linear sparse (default DIR/model.sdwsparse)", ""},
+     {"activation-sparsity", "P", "run-time activation sparsity: each projection input keeps its largest 1-P share", "0"},
      {"seed", "S", "sampling seed", "0"},
      {"temperature", "T", "0 = greedy", "0"},
      {"top-k", "K", "keep the K most likely tokens (0 = off)", "0"},

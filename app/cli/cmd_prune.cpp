@@ -35,6 +35,15 @@ int runPrune(const Args& a) {
   try {
     s.method = gpu::parsePruneMethod(a.get("method"));
     if (a.has("order")) s.order = gpu::parsePruneOrder(a.get("order"));
+    if (s.method == gpu::PruneMethod::DuoGpt) {
+      if (s.order == gpu::PruneOrder::Parallel && a.has("order"))
+        throw std::invalid_argument("duogpt prunes in sequential order (inputs through the pruned layers)");
+      s.order = gpu::PruneOrder::Sequential;
+      s.activationSparsity = a.getDouble("activation-sparsity", 0.5);
+      s.residualScale = a.getDouble("residual-scale", 0.25);
+    } else if (a.has("activation-sparsity") || a.has("residual-scale")) {
+      throw std::invalid_argument("--activation-sparsity and --residual-scale are DuoGPT's settings (--method duogpt)");
+    }
     gpu::validatePruneSettings(s);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
@@ -90,7 +99,7 @@ int runPrune(const Args& a) {
     for (const auto& [l, v] : perLayer)
       layers.push_back({{"layer", l}, {"output_loss", v.first},
                         {"mean_rel_output_error", v.second / perLayerCount[l]}});
-    const nlohmann::json j = {{"method", gpu::pruneMethodName(s.method)},
+    nlohmann::json j = {{"method", gpu::pruneMethodName(s.method)},
                               {"pattern", gpu::parsePruningPattern(s.pattern).name()},
                               {"order", gpu::pruneOrderName(s.order)},
                               {"percdamp", s.percdamp},
@@ -111,6 +120,10 @@ int runPrune(const Args& a) {
                               {"recapture_seconds", r.recaptureSeconds},
                               {"layers", layers},
                               {"modules", mods}};
+    if (s.method == gpu::PruneMethod::DuoGpt) {
+      j["activation_sparsity"] = s.activationSparsity;
+      j["residual_scale"] = s.residualScale;
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -134,22 +147,27 @@ int runPrune(const Args& a) {
 
 const Register reg{Command{
     "prune",
-    "prune a checkpoint's projections (SparseGPT, Wanda, magnitude) from a calibration run",
-    "prune --model DIR --calibration RUN --method sparsegpt|wanda|magnitude --pattern "
-    "2:4|4:8|8:16|16:32|unstructured50 [--order parallel|sequential] [--percdamp 0.01] [--blocksize 128] "
+    "prune a checkpoint's projections (SparseGPT, Wanda, magnitude, DuoGPT) from a calibration run",
+    "prune --model DIR --calibration RUN --method sparsegpt|wanda|magnitude|duogpt --pattern "
+    "2:4|4:8|8:16|16:32|unstructured50 [--order parallel|sequential] [--activation-sparsity 0.5] [--residual-scale 0.25] "
+    "[--percdamp 0.01] [--blocksize 128] "
     "[--device cpu|cuda] --out DIR [--record RUN.sdw.h5] [--export compressed-tensors] [--json]",
     "Prunes every attention and MLP projection (never embeddings or lm_head) of the checkpoint in --model "
     "with the statistics of the calibration run --calibration, and writes to --out a Hugging Face checkpoint "
     "(dense with zeros, the model's dtype, config and tokenizer copied), the packed bitmask file "
     "model.sdwsparse for 50% N:M patterns, and a run file of kind \"pruning\" (per-module losses, damping, "
     "times). Sequential order re-captures each layer's statistics from the same calibration source through "
-    "the already pruned layers. General N:M patterns (N kept per M) are accepted; only 50% ones with M | 32 "
+    "the already pruned layers. DuoGPT (always sequential) solves SparseGPT's problem for a model that will "
+    "decode with activation sparsity --activation-sparsity: inputs through the pruned layers sparsified, "
+    "targets from the dense model (docs/pruning.md \"DuoGPT\"). General N:M patterns (N kept per M) are accepted; only 50% ones with M | 32 "
     "get a bitmask file. See docs/pruning.md.",
     {{"model", "DIR", "Hugging Face checkpoint folder", ""},
      {"calibration", "RUN", "calibration run (.sdw.h5) of this model", ""},
-     {"method", "NAME", "sparsegpt, wanda or magnitude", ""},
+     {"method", "NAME", "sparsegpt, wanda, magnitude or duogpt", ""},
      {"pattern", "P", "2:4, 4:8, 8:16, 16:32 (any N:M) or unstructured50", ""},
-     {"order", "ORDER", "parallel or sequential", "parallel"},
+     {"order", "ORDER", "parallel or sequential (default: parallel; duogpt: sequential)", ""},
+     {"activation-sparsity", "P", "duogpt: run-time activation sparsity p_x in [0, 1) (default: 0.5)", ""},
+     {"residual-scale", "A", "duogpt: share of the dense model's output residual corrected, in [0, 1] (default: 0.25)", ""},
      {"percdamp", "X", "SparseGPT damping, a fraction of mean(diag H)", "0.01"},
      {"blocksize", "N", "SparseGPT columns per block", "128"},
      {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},

@@ -360,11 +360,12 @@ void TestSolvers::badPatternsAreRefused() {
 // Every method and order goes to its name and back; the names are the ones
 // run files and the CLI carry; anything else is refused, naming the choices.
 void TestSolvers::settingNamesRoundTrip() {
-  QCOMPARE(std::size(gpu::kPruneMethodNames), std::size_t{3});
+  QCOMPARE(std::size(gpu::kPruneMethodNames), std::size_t{4});
   for (const auto& e : gpu::kPruneMethodNames) QCOMPARE(gpu::parsePruneMethod(gpu::pruneMethodName(e.value)), e.value);
   QCOMPARE(gpu::pruneMethodName(gpu::PruneMethod::SparseGpt), std::string("sparsegpt"));
   QCOMPARE(gpu::pruneMethodName(gpu::PruneMethod::Wanda), std::string("wanda"));
   QCOMPARE(gpu::pruneMethodName(gpu::PruneMethod::Magnitude), std::string("magnitude"));
+  QCOMPARE(gpu::pruneMethodName(gpu::PruneMethod::DuoGpt), std::string("duogpt"));
   QCOMPARE(std::size(gpu::kPruneOrderNames), std::size_t{2});
   for (const auto& e : gpu::kPruneOrderNames) QCOMPARE(gpu::parsePruneOrder(gpu::pruneOrderName(e.value)), e.value);
   QCOMPARE(gpu::pruneOrderName(gpu::PruneOrder::Parallel), std::string("parallel"));
@@ -373,7 +374,7 @@ void TestSolvers::settingNamesRoundTrip() {
     (void)gpu::parsePruneMethod("SparseGPT");
     QFAIL("a misspelt method was accepted");
   } catch (const std::invalid_argument& e) {
-    QCOMPARE(std::string(e.what()), std::string("method must be sparsegpt, wanda or magnitude, got 'SparseGPT'"));
+    QCOMPARE(std::string(e.what()), std::string("method must be sparsegpt, wanda, magnitude or duogpt, got 'SparseGPT'"));
   }
   try {
     (void)gpu::parsePruneOrder("");
