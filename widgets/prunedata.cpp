@@ -18,6 +18,7 @@ QString PruningRecordData::summaryLine() const {
   const QLocale en(QLocale::English);
   QString order_ = order.isEmpty() ? QStringLiteral("?") : order;
   QString calib = calibrationSource.isEmpty() ? QStringLiteral("?") : calibrationSource;
+  if (method == QLatin1String("duogpt")) order_ += QStringLiteral(", ") + activationSparsityText(activationSparsity);
   QString line = QStringLiteral("%1 %2, %3 · calibration %4, %5 tokens (%6) · %7 modules in %8 s")
                      .arg(method, pattern, order_, calib, en.toString(calibrationTokens), runStem(calibrationRun))
                      .arg(modules.size())
@@ -32,15 +33,21 @@ QString QualityData::summaryLine() const {
   const QString sampling = decoding.isEmpty() ? (temperature > 0 ? QStringLiteral("T = %1").arg(temperature, 0, 'g', 3)
                                                                   : QStringLiteral("greedy"))
                                               : decoding;
-  return QStringLiteral("%1 · %2 models, %3 seeds, %4 prompts, %5 new tokens, %6, %7 text windows")
-      .arg(QFileInfo(path).fileName())
-      .arg(models.size())
-      .arg(seeds)
-      .arg(prompts)
-      .arg(maxNewTokens)
-      .arg(sampling)
-      .arg(windows);
+  QString line = QStringLiteral("%1 · %2 models, %3 seeds, %4 prompts, %5 new tokens, %6, %7 text windows")
+                     .arg(QFileInfo(path).fileName())
+                     .arg(models.size())
+                     .arg(seeds)
+                     .arg(prompts)
+                     .arg(maxNewTokens)
+                     .arg(sampling)
+                     .arg(windows);
+  if (activationSparsity > 0)
+    line += QStringLiteral(" · compared models at activation sparsity %1 (dense reference dense)")
+                .arg(activationSparsityText(activationSparsity));
+  return line;
 }
+
+QString activationSparsityText(double p) { return QStringLiteral("p_x %1").arg(p, 0, 'f', 2); }
 
 QString runStem(const QString& path) {
   QString name = QFileInfo(path).fileName();
@@ -48,9 +55,13 @@ QString runStem(const QString& path) {
   return name;
 }
 
-QString defaultPruneFolderName(const QString& method, const QString& pattern, const QString& calibrationRun) {
+QString defaultPruneFolderName(const QString& method, const QString& pattern, const QString& calibrationRun,
+                               double activationSparsity) {
   QString p = pattern;
   p.remove(QLatin1Char(':'));
+  // DuoGPT models of different p_x differ: the name tells them apart.
+  if (method == QLatin1String("duogpt"))
+    p += QStringLiteral("-px%1").arg(static_cast<int>(std::lround(activationSparsity * 100)));
   return QStringLiteral("%1%2-%3").arg(method, p, runStem(calibrationRun));
 }
 

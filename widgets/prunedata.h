@@ -34,6 +34,7 @@ struct PruningRecordData {
   QString method, pattern, order, device;
   double percdamp = 0;
   qint64 blocksize = 0;
+  double activationSparsity = 0;  // DuoGPT's p_x; 0 for the other methods
   QString modelDir;
   QString calibrationRun;     // absolute path at pruning time
   QString calibrationSource;  // "fixed", "ar", ...
@@ -46,7 +47,7 @@ struct PruningRecordData {
 
   double meanRelError() const;  // over modules; 0 without any
   // "sparsegpt 2:4, parallel · calibration fixed, 20,000 tokens (calib-fixed) · 42 modules in 3.1 s · mean rel.
-  // error 0.0123"
+  // error 0.0123"; DuoGPT's p_x after the order ("duogpt 2:4, sequential, p_x 0.50 · ...").
   QString summaryLine() const;
 };
 
@@ -88,6 +89,9 @@ struct QualityData {
   int topK = 0;
   double topP = 1.0;
   QString decoding;        // in words: "sampled, T=1.0, top-k off, top-p 1.0" or "greedy"
+  // Run-time activation sparsity p_x of the compared (pruned) models; the
+  // dense reference stays dense.
+  double activationSparsity = 0;
   // Recorded by the engine (core/decoding_checks.h): a pruned model whose
   // calibration decoded otherwise, or decoded these prompts; what each model
   // was calibrated on.
@@ -96,13 +100,18 @@ struct QualityData {
   QVector<QualityModelData> models;  // [0] dense
   QVector<SideBySideData> sideBySide;
 
-  // "eval-sample.sdw.h5 · 3 models, 3 seeds, 8 prompts, 32 new tokens, T = 0.8"
+  // "eval-sample.sdw.h5 · 3 models, 3 seeds, 8 prompts, 32 new tokens, T = 0.8"; with p_x > 0
+  // " · compared models at activation sparsity p_x 0.50 (dense reference dense)" after it.
   QString summaryLine() const;
 };
 
 // The default folder name of a pruned model: <method><pattern>-<run stem>,
-// the pattern without ':' ("sparsegpt24-calib-fixed").
-QString defaultPruneFolderName(const QString& method, const QString& pattern, const QString& calibrationRun);
+// the pattern without ':' ("sparsegpt24-calib-fixed"); DuoGPT's p_x in
+// percent after the pattern ("duogpt24-px50-calib-fixed").
+QString defaultPruneFolderName(const QString& method, const QString& pattern, const QString& calibrationRun,
+                               double activationSparsity = 0);
+// "p_x 0.50": an activation sparsity as the panels show it.
+QString activationSparsityText(double p);
 // A run file's name without ".sdw.h5".
 QString runStem(const QString& path);
 

@@ -102,10 +102,14 @@ QVariant PruneModuleModel::headerData(int section, Qt::Orientation o, int role) 
   if (o != Qt::Horizontal) return QAbstractTableModel::headerData(section, o, role);
   if (role == Qt::ToolTipRole) {
     switch (section) {
-      case Loss: return tr("SparseGPT: sum (w - q)^2 / Hinv_jj^2 / 2; Wanda, magnitude: the output loss");
+      case Loss:
+        return tr(
+            "SparseGPT: sum (w - q)^2 / Hinv_jj^2 / 2; DuoGPT: its damped objective's increase over the "
+            "unconstrained minimum; Wanda, magnitude: the output loss");
       case OutputLoss: return tr("tr(dW H dW^T) / 2 with the undamped H: comparable across methods");
-      case RelError: return tr("||(W - W_pruned) X||^2 / ||W X||^2");
-      case Damping: return tr("SparseGPT damping used (fraction of mean(diag H)); (+n): ladder steps taken");
+      case RelError:
+        return tr("||(W - W_pruned) X||^2 / ||W X||^2; DuoGPT: ||W X_dense - W_pruned X_sparse||^2 / ||W X_dense||^2");
+      case Damping: return tr("SparseGPT / DuoGPT damping used (fraction of mean(diag H)); (+n): ladder steps taken");
       default: return {};
     }
   }

@@ -143,6 +143,10 @@ QWidget* PruningPanel::buildForm() {
   method_->addItem(QStringLiteral("SparseGPT"), QStringLiteral("sparsegpt"));
   method_->addItem(QStringLiteral("Wanda"), QStringLiteral("wanda"));
   method_->addItem(tr("Magnitude"), QStringLiteral("magnitude"));
+  method_->addItem(QStringLiteral("DuoGPT"), QStringLiteral("duogpt"));
+  method_->setItemData(method_->count() - 1,
+                       tr("SparseGPT's solver, calibrated for the activation sparsity p_x the model decodes with"),
+                       Qt::ToolTipRole);
   pattern_ = new QComboBox(box);
   pattern_->setObjectName(QStringLiteral("prunePattern"));
   for (const char* p : {"2:4", "4:8", "8:16", "16:32"}) pattern_->addItem(QLatin1String(p), QLatin1String(p));
@@ -153,6 +157,7 @@ QWidget* PruningPanel::buildForm() {
   order_->addItem(tr("sequential"), QStringLiteral("sequential"));
   order_->setToolTip(tr("parallel: every statistic from the dense model; sequential: layer i re-captured through "
                         "the pruned layers before it"));
+  orderTip_ = order_->toolTip();
   device_ = new QComboBox(box);
   device_->setObjectName(QStringLiteral("pruneDevice"));
   device_->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
@@ -170,6 +175,18 @@ QWidget* PruningPanel::buildForm() {
   blocksize_->setRange(1, 1 << 16);
   blocksize_->setValue(128);
   blocksize_->setToolTip(tr("SparseGPT columns per lazy-update block (a multiple of M)"));
+  activationSparsity_ = new QDoubleSpinBox(box);
+  activationSparsity_->setObjectName(QStringLiteral("pruneActivationSparsity"));
+  activationSparsity_->setDecimals(2);
+  activationSparsity_->setRange(0.0, 0.95);
+  activationSparsity_->setSingleStep(0.05);
+  activationSparsity_->setValue(0.5);
+  activationSparsity_->setToolTip(
+      tr("DuoGPT: the run-time activation sparsity p_x the pruned model decodes with: at "
+         "decode time each projection input keeps its largest (1 - p_x) share. DuoGPT "
+         "calibrates the weights for it; the other methods see dense inputs."));
+  auto* activationLabel = new QLabel(tr("Activation sparsity p_x:"), box);
+  activationLabel->setToolTip(activationSparsity_->toolTip());
   g->addWidget(new QLabel(tr("Method:"), box), 2, 0);
   g->addWidget(method_, 2, 1);
   g->addWidget(new QLabel(tr("Pattern:"), box), 2, 2);
@@ -182,17 +199,19 @@ QWidget* PruningPanel::buildForm() {
   g->addWidget(percdamp_, 4, 1);
   g->addWidget(new QLabel(tr("Block size:"), box), 4, 2);
   g->addWidget(blocksize_, 4, 3);
+  g->addWidget(activationLabel, 5, 0, 1, 3);
+  g->addWidget(activationSparsity_, 5, 3);
   exportCt_ = new QCheckBox(tr("Also export as compressed-tensors"), box);
   exportCt_->setObjectName(QStringLiteral("pruneExportCompressedTensors"));
   exportCt_->setToolTip(tr("Writes <pruned>/compressed-tensors, llm-compressor's format, next to the dense "
                            "checkpoint: sparse-24-bitmask for 2:4, sparse-bitmask otherwise (docs/sparse-format.md)"));
   connect(method_, &QComboBox::currentIndexChanged, this, [this] {
-    const bool gpt = method_->currentData().toString() == QLatin1String("sparsegpt");
-    percdamp_->setEnabled(gpt);
-    blocksize_->setEnabled(gpt);
+    updateMethodFields();
     updateOutputPreview();
   });
   connect(pattern_, &QComboBox::currentIndexChanged, this, &PruningPanel::updateOutputPreview);
+  connect(activationSparsity_, &QDoubleSpinBox::valueChanged, this, &PruningPanel::updateOutputPreview);
+  updateMethodFields();
 
   const PathField output = makePathField(box, tr("Output folder"), true, {}, [this] { return workspace_; });
   output_ = output.edit;
@@ -334,6 +353,7 @@ PruneForm PruningPanel::form() const {
   f.order = order_->currentData().toString();
   f.percdamp = percdamp_->value();
   f.blocksize = blocksize_->value();
+  f.activationSparsity = activationSparsity_->value();
   f.device = device_->currentData().toString();
   f.outputDir = output_->text().trimmed();
   f.exportCompressedTensors = exportCt_->isChecked();
@@ -345,9 +365,10 @@ void PruningPanel::setForm(const PruneForm& f) {
   setCheckedRuns(f.calibrationRuns);
   setComboData(method_, f.method);
   setComboData(pattern_, f.pattern);
-  setComboData(order_, f.order);
+  if (!orderForced_) setComboData(order_, f.order);  // DuoGPT's order is fixed
   percdamp_->setValue(f.percdamp);
   blocksize_->setValue(f.blocksize);
+  activationSparsity_->setValue(f.activationSparsity);
   exportCt_->setChecked(f.exportCompressedTensors);
   setComboData(device_, f.device);
   if (!f.outputDir.isEmpty()) output_->setText(f.outputDir);
@@ -423,8 +444,31 @@ QStringList PruningPanel::outputFolders() const {
   const PruneForm f = form();
   QStringList out;
   for (const QString& r : f.calibrationRuns)
-    out << QDir(f.outputDir).filePath(defaultPruneFolderName(f.method, f.pattern, r));
+    out << QDir(f.outputDir).filePath(defaultPruneFolderName(f.method, f.pattern, r, f.activationSparsity));
   return out;
+}
+
+void PruningPanel::updateMethodFields() {
+  const QString method = method_->currentData().toString();
+  const bool duo = method == QLatin1String("duogpt");
+  const bool gpt = duo || method == QLatin1String("sparsegpt");  // SparseGPT's solver
+  percdamp_->setEnabled(gpt);
+  blocksize_->setEnabled(gpt);
+  activationSparsity_->setEnabled(duo);
+  if (duo && !orderForced_) {
+    orderForced_ = true;
+    userOrder_ = order_->currentData().toString();
+    setComboData(order_, QStringLiteral("sequential"));
+    order_->setEnabled(false);
+    order_->setToolTip(
+        tr("DuoGPT prunes in sequential order: layer i's inputs come through the pruned layers "
+           "before it, sparsified to p_x; its targets from the dense model"));
+  } else if (!duo && orderForced_) {
+    orderForced_ = false;
+    setComboData(order_, userOrder_);
+    order_->setEnabled(true);
+    order_->setToolTip(orderTip_);
+  }
 }
 
 void PruningPanel::updateOutputPreview() {

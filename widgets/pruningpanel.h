@@ -5,8 +5,8 @@
 // pruning and evaluation jobs run in app/gui/pruningcontroller.
 //
 // Left: the prune form (model, calibration runs to prune one after the
-// other, method, pattern, order, SparseGPT damping and block size, device,
-// output folder) and the progress (bar, elapsed / ETA, one bar per decoder
+// other, method, pattern, order, SparseGPT damping and block size, DuoGPT's
+// activation sparsity, device, output folder) and the progress (bar, elapsed / ETA, one bar per decoder
 // layer). Right: the Modules tab (a pruning record's per-module table, live
 // while a pruning runs) and the Quality tab (QualityPage).
 
@@ -43,13 +43,17 @@ class QualityPage;
 struct PruneForm {
   QString model;
   QStringList calibrationRuns;  // pruned one after the other
-  QString method = QStringLiteral("sparsegpt");  // "sparsegpt" | "wanda" | "magnitude"
+  QString method = QStringLiteral("sparsegpt");  // "sparsegpt" | "wanda" | "magnitude" | "duogpt"
   QString pattern = QStringLiteral("2:4");       // "2:4" ... "16:32" | "unstructured50"
-  QString order = QStringLiteral("parallel");    // "parallel" | "sequential"
+  QString order = QStringLiteral("parallel");    // "parallel" | "sequential" (duogpt: always sequential)
   double percdamp = 0.01;
   int blocksize = 128;
+  // DuoGPT: the run-time activation sparsity p_x the pruned model decodes
+  // with (each projection input keeps its largest 1 - p_x share).
+  double activationSparsity = 0.5;
   QString device = QStringLiteral("cpu");
-  // Parent of the pruned models: run r goes to <outputDir>/<defaultPruneFolderName(method, pattern, r)>.
+  // Parent of the pruned models: run r goes to
+  // <outputDir>/<defaultPruneFolderName(method, pattern, r, activationSparsity)>.
   QString outputDir;
   // Also write <pruned>/compressed-tensors: the llm-compressor sparse format
   // (sparse-24-bitmask for 2:4, sparse-bitmask otherwise).
@@ -136,6 +140,9 @@ class PruningPanel : public QWidget {
   void addCalibrationRun(const RunChoice& c, bool checked);
   void updateOutputPreview();
   void updateButtons();
+  // The fields the chosen method uses: SparseGPT's damping and block size
+  // (SparseGPT, DuoGPT), DuoGPT's p_x, and the order DuoGPT fixes.
+  void updateMethodFields();
   void setStatus(const QString& text, bool isError);
   void exportCsv(const QString& what, const QString& csv);
   void askEvaluate();
@@ -150,6 +157,7 @@ class PruningPanel : public QWidget {
   QComboBox* order_ = nullptr;
   QDoubleSpinBox* percdamp_ = nullptr;
   QSpinBox* blocksize_ = nullptr;
+  QDoubleSpinBox* activationSparsity_ = nullptr;
   QCheckBox* exportCt_ = nullptr;
   QComboBox* device_ = nullptr;
   QLineEdit* output_ = nullptr;
@@ -172,6 +180,11 @@ class PruningPanel : public QWidget {
   QPointer<EvaluateDialog> evaluateDialog_;
   QVector<PruningRecordChoice> recordChoices_;
   PruningRecordData record_;
+  // While DuoGPT is chosen the order shows "sequential", disabled; the
+  // user's own choice comes back when another method is chosen.
+  bool orderForced_ = false;
+  QString userOrder_;
+  QString orderTip_;
   bool outputEdited_ = false;
   bool settingOutput_ = false;
   bool busy_ = false;

@@ -119,6 +119,18 @@ EvaluateDialog::EvaluateDialog(const EvaluateForm& form, const QStringList& cand
   decoding->addWidget(topP_);
   decoding->addStretch(1);
   f->addRow(tr("Temperature:"), decoding);
+  activationSparsity_ = new QDoubleSpinBox(this);
+  activationSparsity_->setObjectName(QStringLiteral("qualityActivationSparsity"));
+  activationSparsity_->setRange(0.0, 0.95);
+  activationSparsity_->setSingleStep(0.05);
+  activationSparsity_->setDecimals(2);
+  activationSparsity_->setValue(form.activationSparsity);
+  activationSparsity_->setSpecialValueText(tr("0 (dense inputs)"));
+  activationSparsity_->setToolTip(
+      tr("Run every compared model with run-time activation sparsity p_x (each projection "
+         "input keeps its largest (1 - p_x) share); the dense reference stays dense. SparseGPT, "
+         "Wanda and DuoGPT models are then compared under the same p_x."));
+  f->addRow(tr("Activation sparsity p_x:"), activationSparsity_);
   device_ = new QComboBox(this);
   device_->addItem(QStringLiteral("cpu"));
   if (cudaAvailable) device_->addItem(QStringLiteral("cuda"));
@@ -157,6 +169,7 @@ EvaluateForm EvaluateDialog::form() const {
   f.temperature = temperature_->value();
   f.topK = topK_->value();
   f.topP = topP_->value();
+  f.activationSparsity = activationSparsity_->value();
   f.device = device_->currentText();
   return f;
 }
@@ -177,6 +190,7 @@ void EvaluateDialog::setForm(const EvaluateForm& form) {
   temperature_->setValue(form.temperature);
   topK_->setValue(form.topK);
   topP_->setValue(form.topP);
+  activationSparsity_->setValue(form.activationSparsity);
   device_->setCurrentText(form.device);
 }
 

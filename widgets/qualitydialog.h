@@ -1,8 +1,9 @@
 #pragma once
 // The "Evaluate…" dialog of the Pruning panel: the dense model, the pruned
 // checkpoints to compare (checkable; folders can be added), the held-out
-// text and prompts, seeds, lengths and device of a quality evaluation
-// (gpu/evaluation.h). It only edits an EvaluateForm.
+// text and prompts, seeds, lengths, the compared models' run-time activation
+// sparsity and device of a quality evaluation (gpu/evaluation.h). It only
+// edits an EvaluateForm.
 
 #include "core/decoding.h"
 
@@ -36,6 +37,10 @@ struct EvaluateForm {
   double temperature = kDefaultDecoding.temperature;
   int topK = kDefaultDecoding.topK;
   double topP = kDefaultDecoding.topP;
+  // Run-time activation sparsity p_x of every compared model (each
+  // projection input keeps its largest 1 - p_x share); the dense reference
+  // stays dense. 0: dense inputs.
+  double activationSparsity = 0;
   QString device = QStringLiteral("cpu");
   QString output;  // the evaluation run; "" : a new name in the workspace
 
@@ -70,6 +75,7 @@ class EvaluateDialog : public QDialog {
   QDoubleSpinBox* temperature_ = nullptr;
   QSpinBox* topK_ = nullptr;
   QDoubleSpinBox* topP_ = nullptr;
+  QDoubleSpinBox* activationSparsity_ = nullptr;
   QComboBox* device_ = nullptr;
 };
 

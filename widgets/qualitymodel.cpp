@@ -10,6 +10,7 @@ namespace sdw::widgets {
 void QualityModel::setData(const QualityData& data) {
   beginResetModel();
   rows_ = data.models;
+  activationSparsity_ = data.activationSparsity;
   endResetModel();
 }
 
@@ -78,6 +79,12 @@ QVariant QualityModel::headerData(int section, Qt::Orientation o, int role) cons
   if (o != Qt::Horizontal) return QAbstractTableModel::headerData(section, o, role);
   if (role == Qt::ToolTipRole) {
     switch (section) {
+      case Model:
+        if (activationSparsity_ > 0)
+          return tr("Every compared model ran with run-time activation sparsity %1 (each projection input keeps its "
+                    "largest (1 - p_x) share); the dense reference stays dense")
+              .arg(activationSparsityText(activationSparsity_));
+        return {};
       case PplText: return tr("Perplexity on seeded windows of the held-out text, teacher-forced");
       case PplDenseGen: return tr("Perplexity of the dense model's continuations of the held-out prompts");
       case Kl: return tr("Mean KL(dense || model) in nats along the model's own trajectories; mean ± std over seeds");
@@ -90,7 +97,8 @@ QVariant QualityModel::headerData(int section, Qt::Orientation o, int role) cons
   }
   if (role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
   switch (section) {
-    case Model: return tr("Model");
+    case Model:
+      return activationSparsity_ > 0 ? tr("Model (%1)").arg(activationSparsityText(activationSparsity_)) : tr("Model");
     case PplText: return tr("PPL (text)");
     case PplDenseGen: return tr("PPL (dense gen)");
     case Kl: return tr("KL");
@@ -105,12 +113,13 @@ QString QualityModel::toCsv() const {
   QString out;
   QTextStream s(&out);
   s << "model,dir,ppl_text,ppl_dense_gen,kl_mean,kl_std,agreement_mean,agreement_std,first_divergence_mean,"
-       "first_divergence_std,seeds\n";
+       "first_divergence_std,seeds,activation_sparsity\n";
   for (const QualityModelData& r : rows_)
     s << csvField(r.label) << ',' << csvField(r.dir) << ',' << csvNumber(r.pplText) << ',' << csvNumber(r.pplDenseGen)
       << ',' << csvNumber(r.kl.mean) << ',' << csvNumber(r.kl.std) << ',' << csvNumber(r.agreement.mean) << ','
       << csvNumber(r.agreement.std) << ',' << csvNumber(r.firstDivergence.mean) << ','
-      << csvNumber(r.firstDivergence.std) << ',' << r.seeds << '\n';
+      << csvNumber(r.firstDivergence.std) << ',' << r.seeds << ',' << csvNumber(r.dense ? 0.0 : activationSparsity_)
+      << '\n';
   return out;
 }
 

@@ -3,7 +3,8 @@
 // then the pruned ones), columns PPL on held-out text, PPL of the dense
 // model's generations, and the on-policy figures over seeds (KL, greedy
 // agreement, first-divergence median) as mean ± std. ValueRole carries the
-// mean (for sorting), StdRole the spread.
+// mean (for sorting), StdRole the spread. A run whose compared models ran
+// with activation sparsity names its p_x in the Model column's header.
 
 #include "widgets/prunedata.h"
 
@@ -23,7 +24,11 @@ class QualityModel : public QAbstractTableModel {
   void setData(const QualityData& data);
   const QualityModelData* rowAt(int r) const;
 
-  // One line per model; mean and std in separate columns.
+  // The compared models' run-time activation sparsity (0: dense inputs).
+  double activationSparsity() const { return activationSparsity_; }
+
+  // One line per model; mean and std in separate columns; the last column
+  // the p_x the model ran with.
   QString toCsv() const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -33,6 +38,7 @@ class QualityModel : public QAbstractTableModel {
 
  private:
   QVector<QualityModelData> rows_;
+  double activationSparsity_ = 0;
 };
 
 }  // namespace sdw::widgets

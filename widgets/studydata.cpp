@@ -20,6 +20,7 @@ QString studySourceName(const QString& source) {
 QString studySolverName(const QString& solver) {
   if (solver == QLatin1String("sparsegpt")) return QStringLiteral("SparseGPT");
   if (solver == QLatin1String("wanda")) return QStringLiteral("Wanda");
+  if (solver == QLatin1String("duogpt")) return QStringLiteral("DuoGPT");
   return solver;
 }
 

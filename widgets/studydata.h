@@ -108,7 +108,7 @@ struct StudyRequest {
 };
 
 // Display names: "fixed text", "AR", "cross-model"; "SparseGPT", "Wanda",
-// "magnitude"; "2:4", "50% unstructured". Unknown names pass through.
+// "DuoGPT", "magnitude"; "2:4", "50% unstructured". Unknown names pass through.
 QString studySourceName(const QString& source);
 QString studySolverName(const QString& solver);
 QString studyPatternName(const QString& pattern);

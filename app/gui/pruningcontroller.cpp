@@ -70,6 +70,19 @@ QString samplesFile(const QString& rel) {
   return QDir::cleanPath(QDir(sampleModelDir()).filePath(QStringLiteral("../../") + rel));
 }
 
+// "sparsegpt 2:4", "duogpt 2:4 p_x 0.50": the method as the job's texts name it.
+QString methodText(const widgets::PruneForm& form) {
+  QString text = QStringLiteral("%1 %2").arg(form.method, form.pattern);
+  if (form.method == QLatin1String("duogpt"))
+    text += QLatin1Char(' ') + widgets::activationSparsityText(form.activationSparsity);
+  return text;
+}
+
+// DuoGPT always prunes in sequential order.
+QString orderOf(const widgets::PruneForm& form) {
+  return form.method == QLatin1String("duogpt") ? QStringLiteral("sequential") : form.order;
+}
+
 // Which decoder layer each projection belongs to, in checkpoint order (the
 // order the engine solves them in).
 std::vector<int> moduleLayers(const QString& model) {
@@ -163,7 +176,8 @@ PruningController::Target PruningController::targetFor(const widgets::PruneForm&
                                                        const QStringList& taken) const {
   QString parent = form.outputDir;
   if (parent.isEmpty() && !workspace_.isEmpty()) parent = QDir(workspace_).filePath(QStringLiteral("pruned"));
-  const QString base = widgets::defaultPruneFolderName(form.method, form.pattern, calibrationRun);
+  const QString base =
+      widgets::defaultPruneFolderName(form.method, form.pattern, calibrationRun, form.activationSparsity);
   Target t;
   for (int n = 1;; ++n) {
     const QString name = n == 1 ? base : QStringLiteral("%1-%2").arg(base).arg(n);
@@ -215,12 +229,13 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
     s.settings.pattern = form.pattern.toStdString();
     s.settings.percdamp = form.percdamp;
     s.settings.blocksize = form.blocksize;
+    s.settings.activationSparsity = form.activationSparsity;
     s.settings.device = form.device.toStdString();
     s.settings.out = toPath(t.out);
     s.settings.record = t.record.isEmpty() ? fs::path() : toPath(t.record);
     try {
       s.settings.method = gpu::parsePruneMethod(form.method.toStdString());
-      s.settings.order = gpu::parsePruneOrder(form.order.toStdString());
+      s.settings.order = gpu::parsePruneOrder(orderOf(form).toStdString());
       gpu::validatePruneSettings(s.settings);
     } catch (const std::exception& e) {
       refuse(tr("Cannot prune %1: %2").arg(QFileInfo(run).fileName(), QString::fromUtf8(e.what())));
@@ -234,7 +249,7 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
   currentRun_.clear();
   const QString model = form.model;
   const JobId id = jobs_->start(Job<PruneOutcome, PruneEvent>{
-      .name = tr("Pruning (%1 %2)").arg(form.method, form.pattern),
+      .name = tr("Pruning (%1)").arg(methodText(form)),
       .slot = &prune_,
       .context = this,
       .work =
@@ -341,10 +356,10 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
   });
   QStringList names;
   for (const Step& s : steps) names << s.name;
-  Q_EMIT jobStarted(tr("Pruning %1 with %2 %3 (%4)…")
-                        .arg(names.join(QStringLiteral(", ")), form.method, form.pattern, form.order));
-  Q_EMIT info(tr("pruning started: %1 %2 %3 of %4 from %5")
-                  .arg(form.method, form.pattern, form.order, form.model, names.join(QStringLiteral(", "))));
+  Q_EMIT jobStarted(
+      tr("Pruning %1 with %2 (%3)…").arg(names.join(QStringLiteral(", ")), methodText(form), orderOf(form)));
+  Q_EMIT info(tr("pruning started: %1 %2 of %3 from %4")
+                  .arg(methodText(form), orderOf(form), form.model, names.join(QStringLiteral(", "))));
   return id;
 }
 
@@ -378,13 +393,19 @@ JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
   s.temperature = form.temperature;
   s.topK = form.topK;
   s.topP = form.topP;
+  s.activationSparsity = form.activationSparsity;
   s.device = form.device.toStdString();
-  const QString out =
-      !form.output.isEmpty()
-          ? form.output
-          : QDir(workspace_).filePath(
-                QStringLiteral("eval-%1.sdw.h5")
-                    .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
+  QString out = form.output;
+  if (out.isEmpty()) {
+    // eval-<time>.sdw.h5; "-2", "-3" for a second evaluation in the same second.
+    const QString stem =
+        QStringLiteral("eval-%1").arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+    for (int n = 1;; ++n) {
+      out = QDir(workspace_)
+                .filePath((n == 1 ? stem : QStringLiteral("%1-%2").arg(stem).arg(n)) + QStringLiteral(".sdw.h5"));
+      if (!QFileInfo::exists(out) && !QFileInfo::exists(out + QStringLiteral(".partial"))) break;
+    }
+  }
   const JobId id = jobs_->start(Job<EvaluateOutcome>{
       .name = tr("Evaluation"),
       .slot = &evaluate_,
@@ -418,8 +439,11 @@ JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
             Q_EMIT jobEnded(tr("Evaluation cancelled; no run written."), widgets::PruningPanel::Outcome::Cancelled);
           },
   });
-  Q_EMIT jobStarted(tr("Evaluating %n pruned model(s) against %1…", nullptr, static_cast<int>(form.models.size()))
-                        .arg(QFileInfo(form.dense).fileName()));
+  QString evaluating = tr("Evaluating %n pruned model(s) against %1", nullptr, static_cast<int>(form.models.size()))
+                           .arg(QFileInfo(form.dense).fileName());
+  if (form.activationSparsity > 0)
+    evaluating += tr(" at activation sparsity %1").arg(widgets::activationSparsityText(form.activationSparsity));
+  Q_EMIT jobStarted(evaluating + QStringLiteral("…"));
   Q_EMIT info(tr("evaluation started: %1 vs %2 -> %3").arg(form.dense, form.models.join(QStringLiteral(", ")), out));
   return id;
 }

@@ -14,7 +14,8 @@
 //  - openRecord / openEvaluation read run files off the GUI thread.
 //
 // Where a pruning goes: run r is pruned into <outputDir>/<method><pattern>-<stem
-// of r> (a "-2", "-3" suffix when that name is taken), and its record is
+// of r> (DuoGPT: <method><pattern>-px<p_x in percent>-<stem of r>; a "-2",
+// "-3" suffix when that name is taken), and its record is
 // written into the workspace as pruning-<folder name>.sdw.h5 rather than the
 // engine's default <out>/pruning.sdw.h5: the workspace browser and this
 // panel's record picker list the workspace folder only, so a record inside

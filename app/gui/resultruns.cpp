@@ -20,8 +20,12 @@ namespace {
 namespace rs = sdw::runstore;
 namespace fs = std::filesystem;
 
-QString recordLabel(const QString& method, const QString& pattern, const QString& order, const QString& source) {
-  return QStringLiteral("%1 %2 %3, %4").arg(method, pattern, order, source.isEmpty() ? QStringLiteral("?") : source);
+QString recordLabel(const gpu::PruneSettings& s, const QString& source) {
+  QString order = qs(gpu::pruneOrderName(s.order));
+  if (s.method == gpu::PruneMethod::DuoGpt)
+    order += QLatin1Char(' ') + widgets::activationSparsityText(s.activationSparsity);
+  return QStringLiteral("%1 %2 %3, %4")
+      .arg(qs(gpu::pruneMethodName(s.method)), qs(s.pattern), order, source.isEmpty() ? QStringLiteral("?") : source);
 }
 
 QStringList qsList(const std::vector<std::string>& v) {
@@ -66,6 +70,7 @@ widgets::PruningRecordData readPruningRecord(const QString& path) {
   d.device = qs(s.device);
   d.percdamp = s.percdamp;
   d.blocksize = s.blocksize;
+  d.activationSparsity = s.method == gpu::PruneMethod::DuoGpt ? s.activationSparsity : 0.0;
   d.modelDir = qs(s.model.string());
   d.calibrationRun = qs(s.calibration.string());
   d.calibrationSource = qs(run.info.calibrationSource);
@@ -96,6 +101,7 @@ widgets::QualityData readEvaluationRun(const QString& path) {
   d.topK = s.topK;
   d.topP = s.topP;
   d.decoding = qs(s.decoding().describe());
+  d.activationSparsity = s.activationSparsity;
   d.warnings = qsList(r.warnings);
   d.notes = qsList(r.notes);
   d.seconds = r.seconds;
@@ -136,8 +142,7 @@ PruningInputs findPruningInputs(const QString& dir) {
         const gpu::PruningRun run = gpu::readPruningRun(e.path);
         widgets::PruningRecordChoice c;
         c.path = path;
-        c.label = recordLabel(qs(gpu::pruneMethodName(run.settings.method)), qs(run.settings.pattern), qs(gpu::pruneOrderName(run.settings.order)),
-                              qs(run.info.calibrationSource));
+        c.label = recordLabel(run.settings, qs(run.info.calibrationSource));
         c.outDir = resolved(run.settings.out, path);
         c.checkpointExists = fs::exists(resolveRecordedPath(run.result.checkpoint.string(), e.path));
         out.records.push_back(c);

@@ -6,7 +6,10 @@
 // calibration run made here (rows arrive live, every layer reached, the
 // checkpoint and the record written), a sequential pruning cancelled while
 // it re-captures (reported, nothing left), a tiny evaluation of the pruned
-// model written into the workspace, and clear errors for bad files.
+// model written into the workspace, and clear errors for bad files. DuoGPT
+// in the form (its p_x, the order it fixes, its folder names) and a pruning
+// with it; an evaluation under run-time activation sparsity (the dialog's
+// p_x recorded in the run and named in the quality table).
 
 #include "app/gui/modelcontroller.h"
 #include "app/gui/pruningcontroller.h"
@@ -34,6 +37,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -114,6 +118,8 @@ class TestPruningPanel : public QObject {
   QTemporaryDir dir_;
   QString calib_;
   QString pruned_;  // the checkpoint folder of the completed pruning
+  QString duo_;     // ... of the DuoGPT pruning
+  QString tinyEval_;  // the evaluation run evaluateTiny wrote
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<PruningPanel> panel_;
   std::unique_ptr<PruningController> controller_;
@@ -323,6 +329,113 @@ class TestPruningPanel : public QObject {
     QCOMPARE(dialog.form().topP, 0.9);
   }
 
+  void duoGptForm() {
+    auto* method = panel_->findChild<QComboBox*>(QStringLiteral("pruneMethod"));
+    auto* order = panel_->findChild<QComboBox*>(QStringLiteral("pruneOrder"));
+    auto* px = panel_->findChild<QDoubleSpinBox*>(QStringLiteral("pruneActivationSparsity"));
+    auto* percdamp = panel_->findChild<QDoubleSpinBox*>(QStringLiteral("prunePercdamp"));
+    auto* blocksize = panel_->findChild<QSpinBox*>(QStringLiteral("pruneBlocksize"));
+    QVERIFY(method && order && px && percdamp && blocksize);
+    const int duo = method->findData(QStringLiteral("duogpt"));
+    QVERIFY(duo >= 0);
+    QCOMPARE(method->itemText(duo), QStringLiteral("DuoGPT"));
+    QCOMPARE(px->minimum(), 0.0);
+    QCOMPARE(px->maximum(), 0.95);
+    QCOMPARE(px->singleStep(), 0.05);
+    QCOMPARE(px->decimals(), 2);
+    QCOMPARE(px->value(), 0.5);
+    QCOMPARE(panel_->form().activationSparsity, 0.5);
+    QVERIFY(!px->toolTip().isEmpty());
+
+    // SparseGPT: p_x off, the order the user's
+    method->setCurrentIndex(method->findData(QStringLiteral("sparsegpt")));
+    order->setCurrentIndex(order->findData(QStringLiteral("parallel")));
+    QVERIFY(!px->isEnabled());
+    QVERIFY(order->isEnabled());
+    QVERIFY(percdamp->isEnabled() && blocksize->isEnabled());
+    const QString orderTip = order->toolTip();
+
+    // DuoGPT: p_x on, SparseGPT's damping and block size kept, the order sequential and fixed
+    method->setCurrentIndex(duo);
+    QVERIFY(px->isEnabled());
+    QVERIFY(percdamp->isEnabled() && blocksize->isEnabled());
+    QCOMPARE(order->currentData().toString(), QStringLiteral("sequential"));
+    QVERIFY(!order->isEnabled());
+    QVERIFY2(order->toolTip().contains(QStringLiteral("DuoGPT prunes in sequential order")),
+             qPrintable(order->toolTip()));
+    PruneForm f = panel_->form();
+    QCOMPARE(f.method, QStringLiteral("duogpt"));
+    QCOMPARE(f.order, QStringLiteral("sequential"));
+    px->setValue(0.3);
+    QCOMPARE(panel_->form().activationSparsity, 0.3);
+    // the folder names p_x: different p_x, different models
+    QCOMPARE(panel_->outputFolders(),
+             QStringList{QDir(dir_.path()).filePath(QStringLiteral("pruned/duogpt24-px30-calib-tiny"))});
+    f = panel_->form();
+    QCOMPARE(controller_->targetFor(f, calib_).out,
+             QDir(dir_.path()).filePath(QStringLiteral("pruned/duogpt24-px30-calib-tiny")));
+    f.activationSparsity = 0.5;
+    QCOMPARE(controller_->targetFor(f, calib_).out,
+             QDir(dir_.path()).filePath(QStringLiteral("pruned/duogpt24-px50-calib-tiny")));
+    QCOMPARE(sdw::widgets::defaultPruneFolderName(QStringLiteral("duogpt"), QStringLiteral("4:8"),
+                                                  QStringLiteral("/w/calib-ar.sdw.h5"), 0.75),
+             QStringLiteral("duogpt48-px75-calib-ar"));
+    // ... the other methods' names do not change with it
+    QCOMPARE(sdw::widgets::defaultPruneFolderName(QStringLiteral("sparsegpt"), QStringLiteral("2:4"),
+                                                  QStringLiteral("/w/calib-ar.sdw.h5"), 0.75),
+             QStringLiteral("sparsegpt24-calib-ar"));
+    QCOMPARE(sdw::widgets::defaultPruneFolderName(QStringLiteral("wanda"), QStringLiteral("2:4"),
+                                                  QStringLiteral("/w/calib-ar.sdw.h5")),
+             QStringLiteral("wanda24-calib-ar"));
+
+    // Back to Wanda: the user's order again, p_x off, SparseGPT's fields off
+    method->setCurrentIndex(method->findData(QStringLiteral("wanda")));
+    QCOMPARE(order->currentData().toString(), QStringLiteral("parallel"));
+    QVERIFY(order->isEnabled());
+    QCOMPARE(order->toolTip(), orderTip);
+    QVERIFY(!px->isEnabled());
+    QVERIFY(!percdamp->isEnabled() && !blocksize->isEnabled());
+    QCOMPARE(panel_->form().activationSparsity, 0.3);  // kept for the next DuoGPT pruning
+    // ... and a sequential choice survives a visit to DuoGPT too
+    order->setCurrentIndex(order->findData(QStringLiteral("sequential")));
+    method->setCurrentIndex(duo);
+    method->setCurrentIndex(method->findData(QStringLiteral("sparsegpt")));
+    QCOMPARE(order->currentData().toString(), QStringLiteral("sequential"));
+    QVERIFY(order->isEnabled());
+
+    // form() / setForm() round-trip p_x; setForm with DuoGPT fixes the order too
+    f = panel_->form();
+    f.method = QStringLiteral("duogpt");
+    f.order = QStringLiteral("parallel");
+    f.activationSparsity = 0.65;
+    f.percdamp = 0.02;
+    f.blocksize = 64;
+    panel_->setForm(f);
+    PruneForm back = panel_->form();
+    QCOMPARE(back.method, QStringLiteral("duogpt"));
+    QCOMPARE(back.order, QStringLiteral("sequential"));
+    QCOMPARE(back.activationSparsity, 0.65);
+    QCOMPARE(px->value(), 0.65);
+    QCOMPARE(back.percdamp, 0.02);
+    QCOMPARE(back.blocksize, 64);
+    QVERIFY(px->isEnabled());
+    QVERIFY(!order->isEnabled());
+    f.method = QStringLiteral("sparsegpt");
+    f.order = QStringLiteral("parallel");
+    f.activationSparsity = 0.5;
+    f.percdamp = 0.01;
+    f.blocksize = 128;
+    panel_->setForm(f);
+    back = panel_->form();
+    QCOMPARE(back.method, QStringLiteral("sparsegpt"));
+    QCOMPARE(back.order, QStringLiteral("parallel"));
+    QCOMPARE(back.activationSparsity, 0.5);
+    QVERIFY(order->isEnabled());
+    QVERIFY(!px->isEnabled());
+    QCOMPARE(panel_->outputFolders(),
+             QStringList{QDir(dir_.path()).filePath(QStringLiteral("pruned/sparsegpt24-calib-tiny"))});
+  }
+
   void pruneLive() {
     PruneForm f = panel_->form();
     f.method = QStringLiteral("sparsegpt");
@@ -425,6 +538,52 @@ class TestPruningPanel : public QObject {
     panel_->setForm(back);
   }
 
+  void pruneDuoGpt() {
+    PruneForm f = panel_->form();
+    f.method = QStringLiteral("duogpt");
+    f.pattern = QStringLiteral("2:4");
+    f.order = QStringLiteral("parallel");  // DuoGPT's is sequential whatever the form says
+    f.activationSparsity = 0.5;
+    f.exportCompressedTensors = false;
+    panel_->setForm(f);
+    duo_ = QDir(dir_.path()).filePath(QStringLiteral("pruned/duogpt24-px50-calib-tiny"));
+    const QString record = QDir(dir_.path()).filePath(QStringLiteral("pruning-duogpt24-px50-calib-tiny.sdw.h5"));
+    QCOMPARE(panel_->outputFolders(), QStringList{duo_});
+    QSignalSpy started(controller_.get(), &PruningController::jobStarted);
+    QSignalSpy ended(controller_.get(), &PruningController::jobEnded);
+    QVERIFY(controller_->prune(panel_->form()) != 0);
+    QCOMPARE(started.size(), 1);
+    QVERIFY2(started.first().at(0).toString().contains(QStringLiteral("duogpt 2:4 p_x 0.50 (sequential)")),
+             qPrintable(started.first().at(0).toString()));
+    QCOMPARE(waitEnd(ended, 300000), PruningPanel::Outcome::Complete);
+    QVERIFY(QFileInfo::exists(QDir(duo_).filePath(QStringLiteral("model.safetensors"))));
+    QVERIFY(QFileInfo::exists(record));
+    const sdw::widgets::PruningRecordData& shown = panel_->shownRecord();
+    QCOMPARE(shown.path, record);
+    QCOMPARE(shown.method, QStringLiteral("duogpt"));
+    QCOMPARE(shown.order, QStringLiteral("sequential"));
+    QCOMPARE(shown.activationSparsity, 0.5);
+    QCOMPARE(shown.modules.size(), 42);
+    for (const PruneModuleData& m : shown.modules) QCOMPARE(m.sparsity, 0.5);
+    const auto r = rs::RunReader::open(record.toStdString());
+    QCOMPARE(r.readDoubleAttribute("/pruning", "activation_sparsity"), 0.5);
+    QCOMPARE(QString::fromStdString(r.readStringAttribute("/pruning", "order")), QStringLiteral("sequential"));
+    QVERIFY2(panel_->modulesSummary().startsWith(QStringLiteral("duogpt 2:4, sequential, p_x 0.50 · ")),
+             qPrintable(panel_->modulesSummary()));
+    auto* records = panel_->findChild<QComboBox*>(QStringLiteral("pruningRecords"));
+    QTRY_VERIFY_WITH_TIMEOUT(records->findData(record) >= 0 &&
+                                 records->itemText(records->findData(record)).contains(QStringLiteral("p_x 0.50")),
+                             20000);
+    QVERIFY2(
+        records->itemText(records->findData(record)).endsWith(QStringLiteral("duogpt 2:4 sequential p_x 0.50, fixed")),
+        qPrintable(records->itemText(records->findData(record))));
+    PruneForm back = panel_->form();
+    back.method = QStringLiteral("sparsegpt");
+    back.order = QStringLiteral("parallel");
+    panel_->setForm(back);
+    QCOMPARE(panel_->form().order, QStringLiteral("parallel"));
+  }
+
   void evaluateTiny() {
     QVERIFY(!pruned_.isEmpty());
     QVERIFY(panel_->prunedCandidates().contains(pruned_));  // offered by the Evaluate… dialog
@@ -441,6 +600,7 @@ class TestPruningPanel : public QObject {
     QVERIFY(controller_->evaluate(e) != 0);
     QCOMPARE(waitEnd(ended, 180000), PruningPanel::Outcome::Complete);
     const sdw::widgets::QualityData& d = panel_->qualityPage()->data();
+    tinyEval_ = d.path;
     QCOMPARE(QFileInfo(d.path).absolutePath(), QFileInfo(dir_.path()).absoluteFilePath());
     const auto r = rs::RunReader::open(d.path.toStdString());
     QCOMPARE(r.kind(), std::string("evaluation"));
@@ -471,6 +631,79 @@ class TestPruningPanel : public QObject {
     QCOMPARE(panel_->qualityPage()->shownWarnings(), warned.warnings);
     panel_->qualityPage()->setData(shown);
     QCOMPARE(panel_->qualityPage()->shownWarnings(), QStringList());
+    // dense inputs: no p_x named
+    QCOMPARE(d.activationSparsity, 0.0);
+    QCOMPARE(panel_->qualityPage()->model()->headerData(QualityModel::Model, Qt::Horizontal).toString(),
+             QStringLiteral("Model"));
+    QVERIFY(!panel_->qualityPage()->summaryText().contains(QStringLiteral("p_x")));
+  }
+
+  void evaluateDialogActivationSparsity() {
+    sdw::widgets::EvaluateForm e = panel_->evaluateDefaults();
+    QCOMPARE(e.activationSparsity, 0.0);
+    sdw::widgets::EvaluateDialog dialog(e, {}, false);
+    auto* px = dialog.findChild<QDoubleSpinBox*>(QStringLiteral("qualityActivationSparsity"));
+    QVERIFY(px);
+    QCOMPARE(px->value(), 0.0);
+    QCOMPARE(px->minimum(), 0.0);
+    QCOMPARE(px->maximum(), 0.95);
+    QVERIFY2(px->toolTip().contains(QStringLiteral("the dense reference stays dense")), qPrintable(px->toolTip()));
+    QCOMPARE(dialog.form().activationSparsity, 0.0);
+    px->setValue(0.4);
+    QCOMPARE(dialog.form().activationSparsity, 0.4);
+    e.activationSparsity = 0.25;
+    dialog.setForm(e);
+    QCOMPARE(px->value(), 0.25);
+    QCOMPARE(dialog.form().activationSparsity, 0.25);
+    sdw::widgets::EvaluateDialog opened(e, {}, false);
+    QCOMPARE(opened.findChild<QDoubleSpinBox*>(QStringLiteral("qualityActivationSparsity"))->value(), 0.25);
+  }
+
+  void evaluateUnderActivationSparsity() {
+    QVERIFY(!pruned_.isEmpty());
+    QVERIFY(!duo_.isEmpty());
+    sdw::widgets::EvaluateForm e = panel_->evaluateDefaults();
+    e.models = QStringList{pruned_, duo_};  // SparseGPT and DuoGPT under the same p_x
+    e.seeds = QStringLiteral("0");
+    e.maxNewTokens = 4;
+    e.maxPrompts = 2;
+    e.windows = 2;
+    e.window = 16;
+    e.sideBySide = 1;
+    e.activationSparsity = 0.5;
+    QSignalSpy started(controller_.get(), &PruningController::jobStarted);
+    QSignalSpy ended(controller_.get(), &PruningController::jobEnded);
+    QVERIFY(controller_->evaluate(e) != 0);
+    QVERIFY2(started.first().at(0).toString().contains(QStringLiteral("at activation sparsity p_x 0.50")),
+             qPrintable(started.first().at(0).toString()));
+    QCOMPARE(waitEnd(ended, 180000), PruningPanel::Outcome::Complete);
+    const sdw::widgets::QualityData& d = panel_->qualityPage()->data();
+    // a new run next to the first, even within the same second
+    QVERIFY2(d.path != tinyEval_ && QFileInfo::exists(tinyEval_), qPrintable(d.path));
+    QCOMPARE(QFileInfo(d.path).absolutePath(), QFileInfo(dir_.path()).absoluteFilePath());
+    QCOMPARE(d.models.size(), 3);
+    QCOMPARE(d.models[1].label, QStringLiteral("sparsegpt24-calib-tiny"));
+    QCOMPARE(d.models[2].label, QStringLiteral("duogpt24-px50-calib-tiny"));
+    // the dialog's p_x is the settings' value, recorded in the run and read back
+    QCOMPARE(d.activationSparsity, 0.5);
+    QCOMPARE(sdw::app::readEvaluationRun(d.path).activationSparsity, 0.5);
+    const QualityModel* m = panel_->qualityPage()->model();
+    QCOMPARE(m->activationSparsity(), 0.5);
+    QCOMPARE(m->headerData(QualityModel::Model, Qt::Horizontal).toString(), QStringLiteral("Model (p_x 0.50)"));
+    QVERIFY(m->headerData(QualityModel::Model, Qt::Horizontal, Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("dense reference stays dense")));
+    QVERIFY2(panel_->qualityPage()->summaryText().contains(
+                 QStringLiteral("compared models at activation sparsity p_x 0.50 (dense reference dense)")),
+             qPrintable(panel_->qualityPage()->summaryText()));
+    const QStringList csv = m->toCsv().trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(csv.size(), 4);
+    QVERIFY(csv[0].endsWith(QStringLiteral(",seeds,activation_sparsity")));
+    QVERIFY2(csv[1].startsWith(QStringLiteral("dense,")) && csv[1].endsWith(QStringLiteral(",0")), qPrintable(csv[1]));
+    QVERIFY2(csv[2].endsWith(QStringLiteral(",0.5")), qPrintable(csv[2]));
+    QVERIFY2(csv[3].endsWith(QStringLiteral(",0.5")), qPrintable(csv[3]));
+    // the dense reference is the same dense model: its figures do not change with p_x
+    QCOMPARE(d.models[0].agreement.mean, 1.0);
   }
 
   void badFilesShowErrors() {
