@@ -2,12 +2,14 @@
 
 #include "core/compressed_tensors.h"
 
+#include "core/disk_checks.h"
 #include "core/json_limits.h"
 #include "core/safetensors.h"
 
 #include <nlohmann/json.hpp>
 
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -76,6 +78,14 @@ ExportResult exportCompressedTensors(const fs::path& prunedDir, const fs::path& 
     throw std::runtime_error((prunedDir / "config.json").string() +
                              ": the checkpoint already declares a quantization_config");
   const SafetensorsCheckpoint ckpt = SafetensorsCheckpoint::open(prunedDir);
+  if (fs::exists(outDir)) throw std::runtime_error(outDir.string() + " exists");
+  {
+    std::uint64_t sourceBytes = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(prunedDir, ec))
+      if (e.is_regular_file(ec)) sourceBytes += e.file_size(ec);
+    checkCanWrite(outDir, sourceBytes + (std::uint64_t(16) << 20));  // at most the source's size, plus slack
+  }
 
   ExportResult res;
   res.outDir = outDir;
@@ -156,12 +166,19 @@ ExportResult exportCompressedTensors(const fs::path& prunedDir, const fs::path& 
 
   fs::path partial = outDir;
   partial += ".partial";
-  fs::remove_all(partial);
-  fs::create_directories(partial);
-  writeSafetensors(partial / "model.safetensors", out, {{"format", "pt"}});
-  for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                        "model.sdwsparse"})
-    if (fs::exists(prunedDir / f)) fs::copy_file(prunedDir / f, partial / f, fs::copy_options::overwrite_existing);
+  // A failed write (disk full, read-only) leaves nothing behind: OUT.partial goes.
+  const RemoveOnFailure cleanup(partial);
+  try {
+    fs::remove_all(partial);
+    fs::create_directories(partial);
+    writeSafetensors(partial / "model.safetensors", out, {{"format", "pt"}});
+    for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                          "model.sdwsparse"})
+      if (fs::exists(prunedDir / f)) fs::copy_file(prunedDir / f, partial / f, fs::copy_options::overwrite_existing);
+  } catch (const fs::filesystem_error& e) {
+    const fs::path where = !e.path2().empty() ? e.path2() : !e.path1().empty() ? e.path1() : partial;  // the destination
+    throw std::runtime_error(writeFailure(where, e.code().value()));
+  }
   config["quantization_config"] = {
       {"quant_method", "compressed-tensors"},
       {"version", kFormatVersion},
@@ -173,12 +190,15 @@ ExportResult exportCompressedTensors(const fs::path& prunedDir, const fs::path& 
         {"sparsity_structure", format == Format::Sparse24Bitmask ? "2:4" : sparsityStructure}}},
       {"transform_config", json::object()}};
   {
+    errno = 0;
     std::ofstream f(partial / "config.json");
     f << config.dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write " + (partial / "config.json").string());
+    f.flush();
+    if (!f) throw std::runtime_error(writeFailure(partial / "config.json", errno));
   }
   if (fs::exists(outDir)) throw std::runtime_error(outDir.string() + " exists");
   fs::rename(partial, outDir);
+  cleanup.release();
   return res;
 }
 

@@ -1,5 +1,7 @@
 #include "core/safetensors.h"
 
+#include "core/disk_checks.h"
+
 #include "core/json_limits.h"
 
 #include <nlohmann/json.hpp>
@@ -246,8 +248,12 @@ void writeSafetensors(const std::filesystem::path& path, const std::vector<Tenso
   while ((h.size() + 8) % 8 != 0) h.push_back(' ');  // data 8-byte aligned, as the reference writer does
   const std::filesystem::path tmp = path.string() + ".partial";
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot create");
+    if (!out) {
+      const int err = errno;
+      throw std::runtime_error(err ? writeFailure(tmp, err) : tmp.string() + ": cannot create");
+    }
     std::uint64_t n = h.size();
     char len[8];
     for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (8 * i)) & 0xff);
@@ -256,7 +262,13 @@ void writeSafetensors(const std::filesystem::path& path, const std::vector<Tenso
     for (const auto& t : tensors)
       out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
     out.flush();
-    if (!out) throw std::runtime_error(tmp.string() + ": write failed");
+    if (!out) {
+      const int err = errno;
+      out.close();
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);  // nothing half-written stays behind
+      throw std::runtime_error(writeFailure(tmp, err));
+    }
   }
   std::filesystem::rename(tmp, path);
 }

@@ -1,6 +1,9 @@
 #include "core/sparse_file.h"
 
+#include "core/disk_checks.h"
+
 #include <algorithm>
+#include <cerrno>
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -103,7 +106,13 @@ void writeSparseFile(const std::filesystem::path& path, const std::vector<Sparse
     }
     padTo(offset);
     out.flush();
-    if (!out) throw std::runtime_error(tmp.string() + ": write failed");
+    if (!out) {
+      const int err = errno;
+      out.close();
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);  // nothing half-written stays behind
+      throw std::runtime_error(writeFailure(tmp, err));
+    }
   }
   std::filesystem::rename(tmp, path);
 }

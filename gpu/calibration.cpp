@@ -3,6 +3,7 @@
 // the capture modes live in calibration_stats.cpp.
 
 #include "gpu/calibration_internal.h"
+#include "core/disk_checks.h"
 #include "core/json_limits.h"
 #include "core/paths.h"
 #include "gpu/calibration_sources.h"
@@ -245,13 +246,9 @@ class Run {
   void create(const fs::path& out) {
     const auto est = estimateCalibration(model_->config(), s_);
     fs::path dir = fs::absolute(out).parent_path();
+    checkCanWrite(out, est.fileBytes + rs::kDefaultMinFreeSpace);  // read-only, permissions, space
     std::error_code ec;
     fs::create_directories(dir, ec);
-    const auto space = fs::space(dir, ec);
-    const std::uint64_t need = est.fileBytes + rs::kDefaultMinFreeSpace;
-    if (!ec && space.available < need)
-      throw std::runtime_error("not enough disk space for " + out.string() + ": the run needs about " + humanBytes(need) +
-                               ", " + humanBytes(space.available) + " free on " + dir.string());
     Provenance p = engineProvenance(s_.model.string(), calibrationSettingsToJson(s_), s_.device);
     p.addModelFiles(s_.model);
     writer_ = std::make_unique<rs::RunWriter>(rs::RunWriter::create(out, p, "calibration"));

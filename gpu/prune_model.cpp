@@ -5,6 +5,7 @@
 // stored) teacher-forced again, collecting layer i only; nothing is generated
 // again and nothing is written to disk.
 
+#include "core/disk_checks.h"
 #include "core/runstore.h"
 #include "core/safetensors.h"
 #include "gpu/calibration.h"
@@ -119,6 +120,16 @@ PruneResult pruneModel(const PruneSettings& settings, const ProgressFn& progress
   const bool sparsegpt = s.method == PruneMethod::SparseGpt || duo;  // blocked OBS
   if (!s.overwrite && fs::exists(s.out / "model.safetensors"))
     throw std::runtime_error(s.out.string() + " already holds a model.safetensors (pass overwrite to replace it)");
+  {
+    // Before any solving: the outputs' folder is writable and holds the
+    // checkpoint (the source's size) plus the bitmask file (under 0.6 of it).
+    std::uint64_t sourceBytes = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(s.model, ec))
+      if (e.is_regular_file(ec) && e.path().extension() == ".safetensors") sourceBytes += e.file_size(ec);
+    checkCanWrite(s.out, sourceBytes + sourceBytes * 3 / 5 + (std::uint64_t(16) << 20));
+    if (!s.record.empty()) checkCanWrite(s.record, std::uint64_t(16) << 20);
+  }
 
   const auto calib = runstore::RunReader::open(s.calibration);
   if (calib.kind() != "calibration")

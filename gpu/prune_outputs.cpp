@@ -1,6 +1,7 @@
 // What pruneModel leaves behind: the dense-with-zeros Hugging Face checkpoint,
 // and the packed bitmask file for the kernels (the run record: gpu/pruning_run.cpp).
 
+#include "core/disk_checks.h"
 #include "core/safetensors.h"
 #include "core/sparse_file.h"
 #include "gpu/prune_internal.h"
@@ -60,13 +61,10 @@ std::vector<std::byte> encodeFromFloat(const std::string& dtype, const float* da
   return out;
 }
 
-void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
-                        const std::map<std::string, PrunedTensor>& pruned, const PruneRecordInfo& info,
-                        PruneResult& result) {
-  // Everything goes to OUT.partial first; OUT never holds a model.safetensors
-  // before the files that belong with it (a kill leaves OUT.partial, or the old OUT).
-  fs::path tmp = s.out;
-  tmp += ".partial";
+namespace {
+
+void writeInto(const fs::path& tmp, const PruneSettings& s, const PruningPattern& pattern,
+               const std::map<std::string, PrunedTensor>& pruned, const PruneRecordInfo& info, PruneResult& result) {
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   for (const auto& e : fs::directory_iterator(s.model))
@@ -126,6 +124,26 @@ void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
     if (e.path().filename() != "model.safetensors") fs::rename(e.path(), s.out / e.path().filename());
   fs::rename(tmp / "model.safetensors", s.out / "model.safetensors");
   fs::remove(tmp);
+}
+
+}  // namespace
+
+void writePrunedOutputs(const PruneSettings& s, const PruningPattern& pattern,
+                        const std::map<std::string, PrunedTensor>& pruned, const PruneRecordInfo& info,
+                        PruneResult& result) {
+  // Everything goes to OUT.partial first; OUT never holds a model.safetensors
+  // before the files that belong with it (a kill leaves OUT.partial, or the old OUT).
+  fs::path tmp = s.out;
+  tmp += ".partial";
+  // A failed write (disk full, read-only) leaves nothing behind: OUT.partial goes.
+  const RemoveOnFailure cleanup(tmp);
+  try {
+    writeInto(tmp, s, pattern, pruned, info, result);
+  } catch (const fs::filesystem_error& e) {
+    const fs::path where = !e.path2().empty() ? e.path2() : !e.path1().empty() ? e.path1() : tmp;  // the destination
+    throw std::runtime_error(writeFailure(where, e.code().value()));
+  }
+  cleanup.release();
 }
 
 }  // namespace sdw::gpu
