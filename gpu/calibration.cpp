@@ -23,7 +23,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 namespace sdw::gpu {
@@ -65,7 +67,8 @@ std::string calibrationSettingsToJson(const CalibrationSettings& s) {
                             {"chat", chatModeName(s.chat)},
                             {"checkpoint_seconds", s.checkpointSeconds},
                             {"checkpoint_every", s.checkpointEvery},
-                            {"halves", s.halves}};
+                            {"halves", s.halves},
+                            {"sample_rows", s.sampleRows}};
   return j.dump();
 }
 
@@ -97,10 +100,12 @@ CalibrationSettings calibrationSettingsFromJson(const std::string& text, const f
   s.checkpointEvery = j.value("checkpoint_every", 0);
   // Runs from before half statistics existed did not collect them.
   s.halves = j.value("halves", false);
+  s.sampleRows = j.value("sample_rows", 0);
   return s;
 }
 
 void validateCalibrationSettings(const CalibrationSettings& s) {
+  if (s.sampleRows < 0) throw std::invalid_argument("sample rows must be >= 0");
   const auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
   if (s.model.empty()) bad("no model folder given");
   if (!fs::exists(s.model / "config.json")) bad("model folder " + s.model.string() + " has no config.json");
@@ -159,8 +164,10 @@ CalibrationEstimate estimateCalibration(const ModelConfig& config, const Calibra
     e.generationBytes = static_cast<std::uint64_t>(s.tokenBudget / std::max(1, s.window) + 1) * 16;
   }
   constexpr std::uint64_t kOverhead = 1 << 20;  // provenance, attributes, HDF5 metadata
-  e.fileBytesFull = full + e.generationBytes + kOverhead;
-  e.fileBytesTopk = topk + e.generationBytes + kOverhead;
+  const auto samples = static_cast<std::uint64_t>(std::min<std::int64_t>(std::max(s.sampleRows, 0), s.tokenBudget)) *
+                       (static_cast<std::uint64_t>(e.sumDIn) * 4 + 24);  // rows + their four labels
+  e.fileBytesFull = full + e.generationBytes + samples + kOverhead;
+  e.fileBytesTopk = topk + e.generationBytes + samples + kOverhead;
   e.fileBytes = s.storage == StatsStorage::Topk ? e.fileBytesTopk : e.fileBytesFull;
   return e;
 }
@@ -643,6 +650,85 @@ class Run {
     report(static_cast<double>(collected_), "checkpoint " + std::to_string(writer_->checkpointCount()));
   }
 
+  // A uniform sample of the counted rows (sampleRows > 0): the run's own
+  // positions teacher-forced once more (replaySequences: the stored windows or
+  // generations), the chosen rows of every input copied out. The same rows for
+  // every input, chosen without replacement from the run's seed.
+  void writeActivationSamples() {
+    const std::vector<ForwardRows> seqs = replaySequences(*writer_, s_);
+    std::vector<std::int64_t> offset;
+    std::int64_t total = 0;
+    for (const auto& f : seqs) {
+      offset.push_back(total);
+      total += f.count;
+    }
+    const std::int64_t n = std::min<std::int64_t>(s_.sampleRows, total);
+    if (n <= 0) return;
+    std::mt19937_64 rng(s_.seed * 0x9E3779B97F4A7C15ULL + 0x5A3B1E5ULL);
+    std::set<std::int64_t> chosen;  // Floyd's algorithm: n distinct of [0, total), each set equally likely
+    for (std::int64_t j = total - n; j < total; ++j) {
+      const std::int64_t t = std::uniform_int_distribution<std::int64_t>(0, j)(rng);
+      if (!chosen.insert(t).second) chosen.insert(j);
+    }
+    // Per sequence: its chosen rows (local row, slot); the labels per slot.
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> perSeq(seqs.size());
+    std::vector<std::int64_t> rowIndex, sequence;
+    std::vector<std::int32_t> position, decodeStep;
+    std::int64_t slot = 0;
+    for (const std::int64_t g : chosen) {
+      const auto k = static_cast<std::size_t>(std::upper_bound(offset.begin(), offset.end(), g) - offset.begin() - 1);
+      const std::int64_t r = g - offset[k];
+      const ForwardRows& f = seqs[k];
+      const std::int64_t pos = f.begin + r;
+      perSeq[k].push_back({r, slot++});
+      rowIndex.push_back(g);
+      sequence.push_back(f.sequence);
+      position.push_back(static_cast<std::int32_t>(pos));
+      decodeStep.push_back(static_cast<std::int32_t>(f.decodeFrom >= 0 && pos >= f.decodeFrom ? pos - f.decodeFrom : -1));
+    }
+    std::map<std::string, at::Tensor> rows;  // input -> [n, dIn] fp32 on the host
+    for (const auto& in : acc_->inputs()) rows[in.name] = at::zeros({n, in.dIn}, at::kFloat);
+
+    const std::size_t step = static_cast<std::size_t>(std::max(s_.batch, 1));
+    for (std::size_t b = 0; b < seqs.size(); b += step) {
+      const std::vector<ForwardRows> chunk(seqs.begin() + static_cast<std::ptrdiff_t>(b),
+                                           seqs.begin() + static_cast<std::ptrdiff_t>(std::min(seqs.size(), b + step)));
+      bool any = false;
+      for (std::size_t k = b; k < b + chunk.size(); ++k) any = any || !perSeq[k].empty();
+      if (!any) continue;
+      forwardObserve(*model_, chunk, [&](const ActivationEvent& ev, const at::Tensor& x) {
+        const auto& want = perSeq[b + static_cast<std::size_t>(ev.promptIndex)];
+        if (want.empty()) return;
+        const auto it = rows.find(ev.modules.front());
+        if (it == rows.end()) return;
+        std::vector<std::int64_t> local, slots;
+        for (const auto& [r, sl] : want) {
+          local.push_back(r);
+          slots.push_back(sl);
+        }
+        const at::Tensor idx = at::tensor(local, at::kLong).to(x.device());
+        const at::Tensor picked = x.index_select(0, idx).to(at::kCPU, at::kFloat);
+        it->second.index_copy_(0, at::tensor(slots, at::kLong), picked);
+      });
+      report(static_cast<double>(collected_), "activation samples: " + std::to_string(std::min(seqs.size(), b + step)) +
+                                                  "/" + std::to_string(seqs.size()) + " sequences");
+    }
+
+    const std::string g = std::string(kCal) + "/samples";
+    if (writer_->exists(g)) writer_->remove(g);
+    writer_->createGroup(g);
+    writer_->setIntAttribute(g, "rows", n);
+    writer_->setIntAttribute(g, "rows_counted", total);
+    writer_->setStringAttribute(g, "method", "uniform without replacement over the counted rows (Floyd), the run's seed; "
+                                             "teacher-forced replay of the counted positions");
+    const auto n1 = std::vector<hsize_t>{static_cast<hsize_t>(n)};
+    writer_->writeDataset(g + "/row", std::span<const std::int64_t>(rowIndex), n1);
+    writer_->writeDataset(g + "/sequence", std::span<const std::int64_t>(sequence), n1);
+    writer_->writeDataset(g + "/position", std::span<const std::int32_t>(position), n1);
+    writer_->writeDataset(g + "/decode_step", std::span<const std::int32_t>(decodeStep), n1);
+    for (const auto& in : acc_->inputs()) replace(inputGroup(in.name) + "/sample_rows", rows.at(in.name));
+  }
+
   void finish() {
     acc_->flush();
     if (s_.storage == StatsStorage::Full) writeFullStats();
@@ -653,6 +739,10 @@ class Run {
     persistedWindows_ = windowsDone_;
     persistedGenerated_ = generated_;
     writeCounters();
+    if (s_.sampleRows > 0) {
+      writer_->checkpoint();  // the sums are safe before the extra pass
+      writeActivationSamples();
+    }
     result_.run = writer_->commit();
     result_.complete = true;
     result_.source = s_.source;

@@ -85,6 +85,12 @@ struct CalibrationSettings {
   // Costs one more [d_in, d_in] per input on the device, and in the file
   // with full storage (two [k, k] with top-k storage).
   bool halves = true;
+  // Also keep a uniform sample of this many counted rows (positions) of every
+  // projection input, the same rows for every input, with each row's
+  // sequence, position and decode step (docs/calibration.md "Activation
+  // samples"). 0: none. Taken by one more teacher-forced pass over the
+  // counted positions when the run completes.
+  int sampleRows = 0;
 };
 
 // What a run will take, before it starts.

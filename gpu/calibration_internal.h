@@ -122,6 +122,11 @@ struct ForwardRows {
   std::int64_t begin = 0;
   std::int64_t count = 0;
   int half = -1;  // the half the rows go to when the accumulator keeps halves
+  // What replaySequences knows of it: the window or generation number in the
+  // run, and the position of the first generated token (the prompt's length;
+  // -1 for fixed text).
+  std::int64_t sequence = -1;
+  std::int64_t decodeFrom = -1;
 };
 void forwardCollect(Model& model, const std::vector<ForwardRows>& seqs, StatsAccumulator& acc);
 // The same pass with any observer: one event per sequence and input (its

@@ -42,6 +42,7 @@ std::vector<ForwardRows> replaySequences(const runstore::RunFile& run, const Cal
                                  std::to_string(w.start) + ", the run has document " + std::to_string(docs[i]) +
                                  " at " + std::to_string(starts[i]) + ")");
       ForwardRows f;
+      f.sequence = static_cast<std::int64_t>(i);
       f.count = std::min<std::int64_t>(counted[i], static_cast<std::int64_t>(w.ids.size()));
       f.ids.assign(w.ids.begin(), w.ids.begin() + f.count);
       out.push_back(std::move(f));
@@ -70,6 +71,8 @@ std::vector<ForwardRows> replaySequences(const runstore::RunFile& run, const Cal
       f.ids.insert(f.ids.end(), tokens.begin() + offsets[i], tokens.begin() + offsets[i] + k);
       f.begin = prefill ? 0 : L;
       f.count = prefillCounted[i] + k;
+      f.sequence = static_cast<std::int64_t>(i);
+      f.decodeFrom = L;
       if (f.count > 0) out.push_back(std::move(f));
     }
   }

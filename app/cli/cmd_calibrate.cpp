@@ -63,6 +63,8 @@ gpu::CalibrationSettings settingsFrom(const Args& a) {
   if (a.has("chat")) s.chat = gpu::parseChatMode(a.get("chat"));
   s.checkpointSeconds = a.getDouble("checkpoint-seconds", 30.0);
   s.halves = !a.has("no-halves");
+  s.sampleRows = static_cast<int>(a.getInt("sample-rows", 0));
+  if (s.sampleRows < 0) throw UsageError("--sample-rows must be >= 0");
   return s;
 }
 
@@ -242,6 +244,8 @@ Command makeCommand() {
      {"topk", "K", "eigenpairs kept with --store topk (default 64)", ""},
      {"chat", "MODE", "auto (the model's chat template) or plain", ""},
      {"checkpoint-seconds", "S", "write the statistics at least this often (default 30; 0: every batch)", ""},
+     {"sample-rows", "N", "also keep a uniform sample of N counted rows of every projection input, with their "
+      "sequence, position and decode step (one more teacher-forced pass at the end; default 0: none)", ""},
      {"no-halves", "", "do not also sum two halves of the sequences apart (saves one d_in x d_in per input on the "
                        "device and two in a full-storage file; the epsilon analysis then has no noise floor)", ""},
      {"resume", "", "continue the incomplete run --out with its stored settings (--device may change)", ""},
