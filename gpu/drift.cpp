@@ -175,7 +175,9 @@ DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progre
   res.layers = static_cast<int>(dense->config().numLayers);
   const double total = static_cast<double>(settings.pruned.size() * ids.size());
   for (std::size_t k = 0; k < settings.pruned.size(); ++k) {
-    std::unique_ptr<Model> pruned = Model::load(settings.pruned[k], lo);
+    LoadOptions plo = lo;
+    plo.activationSparsity = settings.activationSparsity;
+    std::unique_ptr<Model> pruned = Model::load(settings.pruned[k], plo);
     DriftModelResult mr;
     mr.dir = settings.pruned[k];
     mr.label = labelFor(mr.dir);

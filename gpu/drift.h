@@ -83,6 +83,10 @@ struct DriftSettings {
   std::uint64_t seed = 0;                     // prompt i: seed * 1000003 + i
   std::string device = "cpu";
   std::string dtype = "float32";
+  // Run-time activation sparsity of the pruned models (LoadOptions); the
+  // dense model stays dense. The compared activation is read before it is
+  // sparsified (it carries the upstream layers' sparsification).
+  double activationSparsity = 0;
 };
 
 struct DriftModelResult {

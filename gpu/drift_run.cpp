@@ -40,7 +40,8 @@ std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem:
                                    {"steps", s.steps},          {"modes", modes},         {"max_prompts", s.maxPrompts},
                                    {"temperature", s.decoding.temperature}, {"top_k", s.decoding.topK},
                                    {"top_p", s.decoding.topP},  {"seed", s.seed},
-                                   {"device", s.device},        {"dtype", s.dtype}};
+                                   {"device", s.device},        {"dtype", s.dtype},
+                                   {"activation_sparsity", s.activationSparsity}};
   Provenance prov = engineProvenance(recordedPath(s.dense), settings.dump(), s.device);
   prov.addModelFiles(s.dense);
 
@@ -112,6 +113,7 @@ DriftResult readDriftRun(const std::filesystem::path& path) {
   s.maxPrompts = setting(recorded, "max_prompts", s.maxPrompts);
   s.device = setting(recorded, "device", s.device);
   s.dtype = setting(recorded, "dtype", s.dtype);
+  s.activationSparsity = setting(recorded, "activation_sparsity", s.activationSparsity);
   s.modes.clear();
   res.prompts = static_cast<int>(r.readIntAttribute(g, "prompts"));
   res.layers = static_cast<int>(r.readIntAttribute(g, "layers"));

@@ -249,7 +249,7 @@ const std::vector<CommandMode>& modes() {
       {"drift",
        "activation drift of pruned models by decode step and layer (own / shared trajectory)",
        "analyze drift --dense DIR --pruned DIR [DIR2] --prompts F [--steps 128] [--mode own|shared|both] "
-       "[--out RUN] [--json]",
+       "[--activation-sparsity P] [--out RUN] [--json]",
        analyzeDriftOptions(),
        1,
        runAnalyzeDrift},

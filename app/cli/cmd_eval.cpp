@@ -204,6 +204,7 @@ std::vector<OptionSpec> analyzeDriftOptions() {
           {"max-prompts", "N", "use the first N prompts (0: all)", "0"},
           {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},
           {"dtype", "T", "float32, bfloat16 or float16", "float32"},
+          {"activation-sparsity", "P", "run-time activation sparsity of the pruned models, in [0, 1)", "0"},
           {"out", "RUN", "write a drift run (*.sdw.h5)", ""},
           {"overwrite", "", "replace RUN if it exists", ""},
           {"json", "", "machine-readable output, curves included", ""}};
@@ -238,6 +239,9 @@ int runAnalyzeDrift(const Args& a) {
   s.seed = static_cast<std::uint64_t>(seed);
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
+  s.activationSparsity = a.getDouble("activation-sparsity", 0.0);
+  if (!(s.activationSparsity >= 0 && s.activationSparsity < 1))
+    throw UsageError("--activation-sparsity must be in [0, 1)");
   const bool asJson = a.has("json");
   const bool tty = !asJson && ::isatty(STDERR_FILENO);
 
@@ -257,6 +261,7 @@ int runAnalyzeDrift(const Args& a) {
               {"dense", s.dense.string()},
               {"prompts", r.prompts},
               {"steps", s.steps},
+              {"activation_sparsity", s.activationSparsity},
               {"layers", r.layers},
               {"temperature", s.decoding.temperature},
               {"top_k", s.decoding.topK},

@@ -11,6 +11,7 @@
 //   comes close to the exact constrained minimiser; it beats SparseGPT on the
 //   asymmetric objective.
 
+#include "gpu/drift.h"
 #include "gpu/model.h"
 #include "gpu/model_config.h"
 #include "gpu/model_internal.h"
@@ -241,6 +242,33 @@ class TestDuoGpt : public QObject {
     const auto d = Model::randomInit(c2, all, 3, 0.05)->logits(ids);
     QVERIFY(a != b);
     QVERIFY(b != d);
+  }
+
+  // Activation drift with the "pruned" model being the dense one itself: none
+  // without activation sparsity, some with it (on the shared trajectory, from
+  // layer 1 on: layer 0's input is the embedding, read before sparsification).
+  void driftUnderActivationSparsity() {
+    DriftSettings s;
+    s.dense = kModel;
+    s.pruned = {kModel};
+    s.prompts = fs::path(SDW_SOURCE_DIR) / "samples/prompts/brown-heldout.jsonl";
+    s.steps = 6;
+    s.maxPrompts = 2;
+    s.modes = {DriftMode::Shared};
+    s.decoding = sdw::Decoding{0.0, 0, 1.0};
+    for (const double px : {0.0, 0.5}) {
+      s.activationSparsity = px;
+      const DriftResult r = analyzeDrift(s);
+      const DriftCurves& c = r.models.at(0).curves.at(0);
+      double layer0 = 0, later = 0;
+      for (int t = 0; t < c.steps; ++t) {
+        layer0 = std::max(layer0, c.ratio[static_cast<std::size_t>(t * c.layers)]);
+        for (int l = 1; l < c.layers; ++l) later = std::max(later, c.ratio[static_cast<std::size_t>(t * c.layers + l)]);
+      }
+      QCOMPARE(layer0, 0.0);
+      if (px == 0.0) QCOMPARE(later, 0.0);
+      else QVERIFY2(later > 0.05, qPrintable(QString::number(later)));
+    }
   }
 
   // With no residual (x~ = x^) DuoGPT is SparseGPT, bit for bit.
