@@ -53,6 +53,9 @@ struct DriftData {
   double topP = 1.0;
   qint64 seed = 0;
   QString decoding;  // in words: "sampled, T=1.0, top-k off, top-p 1.0" or "greedy"
+  // Run-time activation sparsity p_x of the pruned models (the dense model
+  // stays dense); 0 for runs without it.
+  double activationSparsity = 0;
   QStringList warnings, notes;
   QStringList modes;    // "own", "shared": only those stored
   QVector<DriftModelData> models;
@@ -89,6 +92,8 @@ struct DriftRequest {
   double topP = kDefaultDecoding.topP;
   quint64 seed = 0;
   QString device = QStringLiteral("cpu");
+  // Run-time activation sparsity p_x of the pruned models (DriftSettings::activationSparsity).
+  double activationSparsity = 0;
 };
 
 // "own trajectory", "shared trajectory".

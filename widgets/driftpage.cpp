@@ -4,6 +4,7 @@
 #include "widgets/driftlayermodel.h"
 #include "widgets/jobprogress.h"
 #include "widgets/pathfield.h"
+#include "widgets/prunedata.h"  // activationSparsityText
 #include "widgets/sortabletable.h"
 
 #include <QCheckBox>
@@ -304,6 +305,22 @@ QWidget* DriftPage::buildNewAnalysis() {
   dec->addSpacing(6);
   dec->addWidget(new QLabel(tr("Seed:"), box));
   dec->addWidget(seed_);
+  dec->addSpacing(6);
+  // Run-time activation sparsity of the pruned models; the dense model stays dense.
+  activation_ = new QDoubleSpinBox(box);
+  activation_->setObjectName(QStringLiteral("driftActivationSparsity"));
+  activation_->setDecimals(2);
+  activation_->setRange(0.0, 0.95);
+  activation_->setSingleStep(0.05);
+  activation_->setValue(0.0);
+  activation_->setToolTip(tr("Run-time activation sparsity of the pruned models: each projection input keeps its "
+                             "largest (1 - p_x) share; the dense model stays dense. The compared activation is "
+                             "read before it is sparsified."));
+  auto* activationLabel = new QLabel(tr("Activation sparsity p_x:"), box);
+  activationLabel->setBuddy(activation_);
+  activationLabel->setToolTip(activation_->toolTip());
+  dec->addWidget(activationLabel);
+  dec->addWidget(activation_);
   dec->addStretch(1);
   g->addLayout(dec, 3, 0, 1, 6);
 
@@ -355,14 +372,19 @@ void DriftPage::setData(const DriftData& data) {
   }
   QStringList models;
   for (const DriftModelData& m : data.models) models << m.label;
-  title_->setText(tr("%1 — dense %2 vs %3; %4 prompts (%5), %6 decode steps, %7; %8 layers; activation: q/k/v "
+  // The pruned models' run-time activation sparsity, where the run used one.
+  const QString sparsity =
+      data.activationSparsity > 0
+          ? tr("; pruned models at activation sparsity %1").arg(activationSparsityText(data.activationSparsity))
+          : QString();
+  title_->setText(tr("%1 — dense %2 vs %3; %4 prompts (%5), %6 decode steps, %7%8; %9 layers; activation: q/k/v "
                      "input")
                       .arg(QFileInfo(data.path).fileName(), QFileInfo(data.denseDir).fileName(),
                            models.join(QStringLiteral(", ")))
                       .arg(data.prompts)
                       .arg(QFileInfo(data.promptsFile).fileName())
                       .arg(data.steps)
-                      .arg(data.decoding.isEmpty() ? tr("greedy") : data.decoding)
+                      .arg(data.decoding.isEmpty() ? tr("greedy") : data.decoding, sparsity)
                       .arg(data.layers));
   checks_->setChecks(data.warnings, data.notes);
   title_->setToolTip(tr("dense: %1\npruned: %2\nprompts: %3\nactivation: %4\n%5 s")
@@ -482,6 +504,7 @@ void DriftPage::setRequest(const DriftRequest& r) {
   topK_->setValue(r.topK);
   topP_->setValue(r.topP);
   seed_->setValue(static_cast<int>(std::min<quint64>(r.seed, static_cast<quint64>(seed_->maximum()))));
+  activation_->setValue(r.activationSparsity);
   const int d = device_->findText(r.device);
   if (d >= 0) device_->setCurrentIndex(d);
 }
@@ -500,6 +523,7 @@ DriftRequest DriftPage::request() const {
   r.topP = topP_->value();
   r.seed = static_cast<quint64>(seed_->value());
   r.device = device_->currentText();
+  r.activationSparsity = activation_->value();
   return r;
 }
 

@@ -125,6 +125,7 @@ class DriftPage : public QWidget {
   QSpinBox* topK_ = nullptr;
   QDoubleSpinBox* topP_ = nullptr;
   QSpinBox* seed_ = nullptr;
+  QDoubleSpinBox* activation_ = nullptr;
   QComboBox* device_ = nullptr;
   QPushButton* analyze_ = nullptr;
   QPushButton* cancel_ = nullptr;

@@ -1,6 +1,7 @@
 #include "widgets/modelpanel.h"
 
 #include "core/decoding.h"
+#include "widgets/prunedata.h"  // activationSparsityText
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -256,11 +257,28 @@ QWidget* ModelPanel::buildGenerateBox() {
   engineText_->setStyleSheet(QStringLiteral("color: #555;"));
   auto* engineLabel = new QLabel(tr("Engine"), box);
   engineLabel->setBuddy(engine_);
+  // Run-time activation sparsity: a load option, taken with the next load.
+  activationSparsity_ = new QDoubleSpinBox(box);
+  activationSparsity_->setObjectName(QStringLiteral("modelActivationSparsity"));
+  activationSparsity_->setDecimals(2);
+  activationSparsity_->setRange(0.0, 0.95);
+  activationSparsity_->setSingleStep(0.05);
+  activationSparsity_->setValue(0.0);
+  activationSparsity_->setToolTip(tr("run-time activation sparsity: each projection input keeps its largest "
+                                     "(1 - p_x) share; decoding then runs the eager forward pass"));
+  auto* activationLabel = new QLabel(tr("Activation sparsity p_x"), box);
+  activationLabel->setBuddy(activationSparsity_);
+  activationLabel->setToolTip(activationSparsity_->toolTip());
   engineRow->addWidget(engineLabel);
   engineRow->addWidget(engine_);
+  engineRow->addSpacing(8);
+  engineRow->addWidget(activationLabel);
+  engineRow->addWidget(activationSparsity_);
+  engineRow->addSpacing(8);
   engineRow->addWidget(engineText_, 1);
   v->addLayout(engineRow);
   connect(engine_, &QComboBox::currentIndexChanged, this, &ModelPanel::engineChosen);
+  connect(activationSparsity_, &QDoubleSpinBox::valueChanged, this, &ModelPanel::activationSparsityChanged);
 
   auto* buttons = new QHBoxLayout();
   generateButton_ = new QPushButton(tr("Generate"), box);
@@ -344,16 +362,33 @@ void ModelPanel::requestLoad() {
     setStatus(tr("Choose a checkpoint folder first."), true);
     return;
   }
-  Q_EMIT loadRequested(dir, device_->currentData().toString(), dtype_->currentData().toString(), engineChoice());
+  Q_EMIT loadRequested(dir, device_->currentData().toString(), dtype_->currentData().toString(), engineChoice(),
+                       activationSparsity());
 }
 
 void ModelPanel::engineChosen() {
-  // The loaded model again, with the new linear (and the device and dtype the
-  // controls show, as Load would).
+  // The loaded model again, with the new linear (and the device, dtype and
+  // activation sparsity the controls show, as Load would).
   if (!haveModel_ || loading_ || engineChoice() == summary_.linear) return;
   Q_EMIT loadRequested(summary_.dir, device_->currentData().toString(), dtype_->currentData().toString(),
-                       engineChoice());
+                       engineChoice(), activationSparsity());
 }
+
+void ModelPanel::activationSparsityChanged() {
+  // Like the dtype, p_x is fixed when the model loads: say what a reload
+  // would change (and take it back when the value returns to the loaded one).
+  if (!haveModel_ || loading_) return;
+  if (qFuzzyCompare(1.0 + activationSparsity(), 1.0 + summary_.activationSparsity))
+    setStatus(tr("Loaded %1 (%2, %3).").arg(summary_.dir, summary_.device, summary_.dtype), false);
+  else
+    setStatus(tr("Activation sparsity %1 applies when the model is loaded again: press Load to reload %2.")
+                  .arg(activationSparsityText(activationSparsity()), summary_.dir),
+              false);
+}
+
+double ModelPanel::activationSparsity() const { return activationSparsity_->value(); }
+
+void ModelPanel::setActivationSparsity(double p) { activationSparsity_->setValue(p); }
 
 QString ModelPanel::engineChoice() const { return engine_->currentData().toString(); }
 
@@ -398,6 +433,10 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
   dirEdit_->setText(s.dir);
   setDevice(s.device);
   setDtype(s.dtype);
+  {
+    const QSignalBlocker block(activationSparsity_);
+    activationSparsity_->setValue(s.activationSparsity);
+  }
   setSummaryValue(QStringLiteral("Architecture"), s.architecture);
   setSummaryValue(QStringLiteral("Layers"), count(s.layers));
   setSummaryValue(QStringLiteral("Hidden size"), count(s.hiddenSize));
@@ -418,9 +457,9 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
   setSummaryValue(QStringLiteral("Size fp32"), bytesText(s.bytesFp32));
   setSummaryValue(QStringLiteral("Size bf16"), bytesText(s.bytesBf16));
   setSummaryValue(QStringLiteral("Size fp16"), bytesText(s.bytesFp16));
-  setSummaryValue(QStringLiteral("As loaded"), tr("%1, %2 on %3")
-                                                   .arg(ModuleTreeModel::formatBytes(s.bytesLoaded), s.dtype,
-                                                        s.device));
+  QString asLoaded = tr("%1, %2 on %3").arg(ModuleTreeModel::formatBytes(s.bytesLoaded), s.dtype, s.device);
+  if (s.activationSparsity > 0) asLoaded += QStringLiteral(", ") + activationSparsityText(s.activationSparsity);
+  setSummaryValue(QStringLiteral("As loaded"), asLoaded);
   setSummaryValue(QStringLiteral("Tokenizer"), s.tokenizer);
   // The engine as loaded; sparse only where the folder has its packed file.
   if (auto* m = qobject_cast<QStandardItemModel*>(engine_->model()); QStandardItem* item = m ? m->item(2) : nullptr) {

@@ -55,6 +55,7 @@ struct ModelSummary {
   bool canGenerate = false; // a tokenizer was found
   QString linear;           // how the projections decode: "cublas", "dense", "sparse"
   QString engine;           // one line on how decode steps run (the runtime's engine description)
+  double activationSparsity = 0;  // run-time activation sparsity p_x as loaded (0: dense inputs)
   bool hasSparseFile = false;  // the folder holds a model.sdwsparse: the sparse engine can load it
 };
 
@@ -105,6 +106,12 @@ class ModelPanel : public QWidget {
   bool sparseSelectable() const;
   QString engineDescription() const;  // as shown: the loaded model's engine
 
+  // Run-time activation sparsity p_x (0 to 0.95): a load option like the
+  // dtype, so a new value takes effect when the model is loaded again (Load,
+  // or another engine choice); until then the status line says so.
+  double activationSparsity() const;
+  void setActivationSparsity(double p);
+
   // For tests and for the window.
   const ModelSummary& summary() const { return summary_; }
   QString summaryValue(const QString& key) const;  // the text shown next to "Layers", ...
@@ -121,7 +128,8 @@ class ModelPanel : public QWidget {
   QString cudaToolTip() const;
 
  Q_SIGNALS:
-  void loadRequested(const QString& dir, const QString& device, const QString& dtype, const QString& linear);
+  void loadRequested(const QString& dir, const QString& device, const QString& dtype, const QString& linear,
+                     double activationSparsity);
   void cancelLoadRequested();
   void generateRequested(const sdw::widgets::GenerateSettings& settings);
   void stopRequested();
@@ -133,6 +141,7 @@ class ModelPanel : public QWidget {
   QWidget* buildGenerateBox();
   void requestLoad();
   void engineChosen();
+  void activationSparsityChanged();
   void chooseFolder();
   void updateButtons();
   void setStatus(const QString& text, bool isError);
@@ -162,6 +171,7 @@ class ModelPanel : public QWidget {
   QSpinBox* seed_ = nullptr;
   QComboBox* chat_ = nullptr;
   QComboBox* engine_ = nullptr;
+  QDoubleSpinBox* activationSparsity_ = nullptr;
   QLabel* engineText_ = nullptr;
   QPushButton* generateButton_ = nullptr;
   QPushButton* stopButton_ = nullptr;

@@ -4,6 +4,7 @@
 #include "gpu/device.h"
 #include "gpu/drift_run.h"
 #include "widgets/driftpage.h"
+#include "widgets/prunedata.h"  // activationSparsityText
 
 #include <QDateTime>
 #include <QDir>
@@ -143,6 +144,8 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   else if (request.pruned.size() > 2) refusal = tr("choose at most two pruned checkpoints");
   else if (request.prompts.isEmpty()) refusal = tr("choose a prompts file");
   else if (request.modes.isEmpty()) refusal = tr("choose a mode");
+  else if (!(request.activationSparsity >= 0 && request.activationSparsity < 1))
+    refusal = tr("the activation sparsity p_x must be in [0, 1)");
   else if (outputDir_.isEmpty()) refusal = tr("open a workspace first (the run is written there)");
   if (!refusal.isEmpty()) {
     Q_EMIT error(tr("cannot run the drift analysis: %1").arg(refusal));
@@ -160,6 +163,7 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   s.decoding = Decoding{request.temperature, request.topK, request.topP};
   s.seed = request.seed;
   s.device = request.device.toStdString();
+  s.activationSparsity = request.activationSparsity;
   const QString out = newRunPath(outputDir_);
   const JobId id = jobs_->start(Job<DriftOutcome>{
       .name = tr("Drift analysis"),
@@ -196,8 +200,12 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   Q_EMIT jobStarted(tr("Measuring the drift of %1 against %2 (%3 decode steps)…")
                         .arg(names.join(tr(" and ")), QFileInfo(request.dense).fileName())
                         .arg(request.steps));
-  Q_EMIT info(tr("drift analysis started: dense %1, pruned %2, prompts %3, %4 steps, decoding %5, device %6")
-                  .arg(request.dense, request.pruned.join(QStringLiteral(", ")), request.prompts)
+  Q_EMIT info(tr("drift analysis started: dense %1, pruned %2%3, prompts %4, %5 steps, decoding %6, device %7")
+                  .arg(request.dense, request.pruned.join(QStringLiteral(", ")),
+                       request.activationSparsity > 0
+                           ? tr(" at activation sparsity %1").arg(widgets::activationSparsityText(request.activationSparsity))
+                           : QString(),
+                       request.prompts)
                   .arg(request.steps)
                   .arg(QString::fromStdString(s.decoding.describe()), request.device));
   return id;

@@ -4,6 +4,7 @@
 #include "core/drift.h"
 #include "core/runstore.h"
 #include "gpu/drift_run.h"
+#include "widgets/prunedata.h"  // activationSparsityText
 
 #include <QDir>
 #include <QFile>
@@ -85,6 +86,7 @@ widgets::DriftData readDriftRun(const QString& path) {
   d.topP = s.decoding.topP;
   d.seed = static_cast<qint64>(s.seed);
   d.decoding = qs(s.decoding.describe());
+  d.activationSparsity = s.activationSparsity;
   for (const auto& line : r.warnings) d.warnings << qs(line);
   for (const auto& line : r.notes) d.notes << qs(line);
   for (const gpu::DriftMode mode : s.modes) d.modes << QString::fromLatin1(gpu::driftModeName(mode));
@@ -136,6 +138,8 @@ DriftInputs findDriftInputs(const QString& dir) {
                           .arg(labels.join(QStringLiteral(" vs ")))
                           .arg(r.settings.steps)
                           .arg(r.prompts);
+      if (r.settings.activationSparsity > 0)
+        c.description += QStringLiteral(", ") + widgets::activationSparsityText(r.settings.activationSparsity);
     } catch (const std::exception&) {
       continue;  // not a usable drift run: not offered (opening it by hand says why)
     }

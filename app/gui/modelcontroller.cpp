@@ -5,6 +5,7 @@
 #include "gpu/device.h"
 #include "gpu/model.h"
 #include "gpu/spmv.h"  // defaultTuningPath
+#include "widgets/prunedata.h"  // activationSparsityText
 
 #include <QCoreApplication>
 #include <QDir>
@@ -118,6 +119,7 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOp
   s.canGenerate = out->tokenizer != nullptr;
   s.linear = QString::fromStdString(gpu::linearName(out->model->options().linear));
   s.engine = QString::fromStdString(out->model->engineDescription());
+  s.activationSparsity = out->model->options().activationSparsity;
   s.hasSparseFile = std::filesystem::exists(out->dir / "model.sdwsparse");
 
   // embeddings first, then the projections in checkpoint order (lm_head last)
@@ -178,9 +180,8 @@ void ModelController::attach(widgets::ModelPanel* panel) {
   panel->setCudaAvailable(dev.cudaAvailable, QString::fromStdString(dev.reason));
   panel->setSampleDir(sampleModelDir());
   connect(panel, &widgets::ModelPanel::loadRequested, this,
-          [this](const QString& dir, const QString& device, const QString& dtype, const QString& linear) {
-            load(dir, device, dtype, linear);
-          });
+          [this](const QString& dir, const QString& device, const QString& dtype, const QString& linear,
+                 double activationSparsity) { load(dir, device, dtype, linear, activationSparsity); });
   connect(panel, &widgets::ModelPanel::cancelLoadRequested, this, &ModelController::cancelLoad);
   connect(panel, &widgets::ModelPanel::generateRequested, this,
           [this](const widgets::GenerateSettings& s) { generate(s); });
@@ -201,9 +202,11 @@ widgets::ModelSummary ModelController::summary() const {
   return current_ ? current_->summary : widgets::ModelSummary{};
 }
 
-JobId ModelController::load(const QString& dir, const QString& device, const QString& dtype, const QString& linear) {
+JobId ModelController::load(const QString& dir, const QString& device, const QString& dtype, const QString& linear,
+                            double activationSparsity) {
   if (!jobs_) return 0;
   gpu::LoadOptions options{device.toStdString(), dtype.toStdString()};
+  options.activationSparsity = activationSparsity;  // outside [0, 1): the load fails and says why
   try {
     options.linear = gpu::parseLinear(linear.toStdString());
   } catch (const std::invalid_argument& e) {
@@ -260,8 +263,9 @@ JobId ModelController::load(const QString& dir, const QString& device, const QSt
           },
   });
   Q_EMIT loadStarted(dir);
-  Q_EMIT info(tr("loading model %1 (%2, %3, %4)")
-                  .arg(dir, device, dtype, QString::fromStdString(gpu::linearName(options.linear))));
+  QString how = QString::fromStdString(gpu::linearName(options.linear));
+  if (activationSparsity != 0) how += QStringLiteral(", ") + widgets::activationSparsityText(activationSparsity);
+  Q_EMIT info(tr("loading model %1 (%2, %3, %4)").arg(dir, device, dtype, how));
   return id;
 }
 

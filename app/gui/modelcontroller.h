@@ -38,8 +38,12 @@ class ModelController : public QObject {
   // cancelled and its result dropped. `linear` is the decode engine's
   // ("cublas", "dense", "sparse"); sparse needs the folder's model.sdwsparse,
   // without one the model loads with cuBLAS and the log says so.
+  // `activationSparsity` is the run-time activation sparsity p_x in [0, 1)
+  // (gpu::LoadOptions::activationSparsity; > 0: decoding runs the eager
+  // forward pass).
   JobId load(const QString& dir, const QString& device = QStringLiteral("cpu"),
-             const QString& dtype = QStringLiteral("float32"), const QString& linear = QStringLiteral("cublas"));
+             const QString& dtype = QStringLiteral("float32"), const QString& linear = QStringLiteral("cublas"),
+             double activationSparsity = 0);
   void cancelLoad();
   // Starts a generation job; 0 (with generationEnded carrying the reason)
   // when there is no model, no tokenizer, or a generation is running.

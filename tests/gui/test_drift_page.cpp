@@ -5,7 +5,8 @@
 // filter, per-layer curves, log step axis); CSV/PNG/PDF exports; clear
 // errors for bad files; and a real drift job on the sample model against a
 // magnitude-pruned copy and against itself (drift exactly 0), with progress,
-// a readable run file and cancellation.
+// a readable run file and cancellation; and the pruned models' run-time
+// activation sparsity p_x from the page's field into the run and its header.
 
 #include "app/gui/driftcontroller.h"
 #include "app/gui/driftrun.h"
@@ -27,6 +28,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
@@ -184,6 +186,14 @@ class TestDriftPage : public QObject {
     QCOMPARE(req.topK, sdw::kDefaultDecoding.topK);
     QCOMPARE(req.topP, sdw::kDefaultDecoding.topP);
     QCOMPARE(req.seed, quint64{0});
+    // dense inputs unless asked for
+    QCOMPARE(req.activationSparsity, 0.0);
+    auto* px = page()->findChild<QDoubleSpinBox*>(QStringLiteral("driftActivationSparsity"));
+    QVERIFY(px);
+    QCOMPARE(px->value(), 0.0);
+    QCOMPARE(px->minimum(), 0.0);
+    QCOMPARE(px->maximum(), 0.95);
+    QCOMPARE(px->singleStep(), 0.05);
 
     const DriftData& d = page()->data();
     QCOMPARE(d.steps, T);
@@ -481,6 +491,8 @@ class TestDriftPage : public QObject {
     QCOMPARE(d.seed, qint64{3});
     QCOMPARE(d.decoding, QStringLiteral("sampled, T=1.0, top-k off, top-p 1.0"));
     QVERIFY(page()->titleText().contains(d.decoding));
+    QCOMPARE(d.activationSparsity, 0.0);  // none asked for: none recorded, none shown
+    QVERIFY2(!page()->titleText().contains(QStringLiteral("p_x")), qPrintable(page()->titleText()));
     // mag24's calibration (fixed text, found through the provenance in its
     // weights; the record lives elsewhere) did not decode: nothing to warn
     // about. The dense folder has no provenance: a note says it was not checked.
@@ -528,6 +540,83 @@ class TestDriftPage : public QObject {
     QVERIFY(!page()->isBusy());
     // nothing left behind but the run of the previous test
     QCOMPARE(QDir(dir_.path()).entryList({QStringLiteral("drift-*.sdw.h5*")}).size(), 1);
+  }
+
+  // p_x from the page's field reaches DriftSettings, is recorded in the run
+  // and shown with it: the dense model against itself now drifts, as the
+  // "pruned" copy decodes with sparsified projection inputs.
+  void activationSparsityReachesTheRun() {
+    sdw::widgets::DriftRequest r = page()->request();
+    r.pruned = {pruned_, DriftController::sampleDenseModel()};
+    r.steps = 6;
+    r.maxPrompts = 2;
+    r.modes = {QStringLiteral("own"), QStringLiteral("shared")};
+    r.device = QStringLiteral("cpu");
+    r.seed = 3;
+    r.activationSparsity = 0;
+    page()->setRequest(r);
+    QCOMPARE(page()->request().activationSparsity, 0.0);
+    auto* px = page()->findChild<QDoubleSpinBox*>(QStringLiteral("driftActivationSparsity"));
+    QVERIFY(px);
+    px->setValue(0.5);
+    QCOMPARE(page()->request().activationSparsity, 0.5);
+    r.activationSparsity = 0.25;  // and back through setRequest
+    page()->setRequest(r);
+    QCOMPARE(px->value(), 0.25);
+    px->setValue(0.5);
+
+    // out of range through the controller: refused, says why
+    {
+      sdw::widgets::DriftRequest bad = page()->request();
+      bad.activationSparsity = 1.0;
+      QSignalSpy errors(controller_.get(), &DriftController::error);
+      QCOMPARE(controller_->analyze(bad), sdw::app::JobId(0));
+      QCOMPARE(errors.count(), 1);
+      QVERIFY2(errors.first().at(0).toString().contains(QStringLiteral("p_x")), qPrintable(errors.first().at(0).toString()));
+    }
+
+    QSignalSpy written(controller_.get(), &DriftController::runWritten);
+    QSignalSpy infos(controller_.get(), &DriftController::info);
+    auto* run = page()->findChild<QPushButton*>(QStringLiteral("driftAnalyze"));
+    QVERIFY(run && run->isEnabled());
+    run->click();
+    QVERIFY(written.wait(120000));
+    QVERIFY(settle());
+    bool logged = false;
+    for (const auto& i : infos)
+      logged = logged || i.at(0).toString().contains(QStringLiteral("at activation sparsity p_x 0.50"));
+    QVERIFY(logged);
+    const QString path = written.first().at(0).toString();
+    QCOMPARE(page()->currentRunPath(), path);
+
+    const DriftData d = sdw::app::readDriftRun(path);
+    QCOMPARE(d.activationSparsity, 0.5);
+    QCOMPARE(page()->data().activationSparsity, 0.5);
+    QCOMPARE(d.steps, 6);
+    QCOMPARE(d.prompts, 2);
+    QCOMPARE(d.models.size(), 2);
+    const QString title = page()->titleText();
+    QVERIFY2(title.contains(QStringLiteral("pruned models at activation sparsity p_x 0.50")), qPrintable(title));
+    QVERIFY2(title.contains(QStringLiteral("decode steps, sampled, T=1.0, top-k off, top-p 1.0; pruned models")),
+             qPrintable(title));
+    // the dense model's own copy, sparsified, no longer matches the dense model
+    double maxSelf = 0;
+    for (int t = 0; t < 6; ++t)
+      for (int l = 0; l < L; ++l) maxSelf = std::max(maxSelf, d.ratio(1, 0, t, l));
+    QVERIFY2(maxSelf > 1e-3, qPrintable(QString::number(maxSelf)));
+
+    // the run picker's description carries it too
+    QSignalSpy found(controller_.get(), &DriftController::runsFound);
+    controller_->setWorkspace(dir_.path());
+    QVERIFY(found.wait(20000));
+    QVERIFY(settle());
+    const auto runs = found.first().at(0).value<QVector<sdw::widgets::DriftRunChoice>>();
+    QCOMPARE(runs.size(), 2);
+    bool described = false;
+    for (const auto& c : runs)
+      if (c.path == path) described = c.description.endsWith(QStringLiteral(", p_x 0.50"));
+    QVERIFY(described);
+    px->setValue(0);
   }
 
   // The engine's warnings show under the summary, and go with the run.

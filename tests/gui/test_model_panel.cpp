@@ -1,8 +1,9 @@
 // The Model panel offscreen, driven through its controller: loading the
 // sample model (summary and module tree against config.json), streamed
 // generation checked against a direct greedy run, a prompt stop, clear
-// errors that keep the previous model, cancelled loads, the CUDA choice, and
-// the decode engine's linear reaching the model (sparse on a pruned copy).
+// errors that keep the previous model, cancelled loads, the CUDA choice, the
+// decode engine's linear reaching the model (sparse on a pruned copy), and the
+// run-time activation sparsity p_x reaching the model's load options.
 
 #include "app/gui/mainwindow.h"
 #include "app/gui/modelcontroller.h"
@@ -19,6 +20,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
@@ -407,6 +409,86 @@ class TestModelPanel : public QObject {
     bool said = false;
     for (const auto& i : infos) said = said || i.at(0).toString().contains(QStringLiteral("no model.sdwsparse"));
     QVERIFY(said);
+  }
+
+  void activationSparsityReachesTheModel() {
+    auto* px = panel_->findChild<QDoubleSpinBox*>(QStringLiteral("modelActivationSparsity"));
+    QVERIFY(px);
+    QCOMPARE(px->minimum(), 0.0);
+    QCOMPARE(px->maximum(), 0.95);
+    QCOMPARE(px->singleStep(), 0.05);
+    QVERIFY(px->toolTip().contains(QStringLiteral("largest (1 - p_x) share")));
+    QVERIFY(px->toolTip().contains(QStringLiteral("eager forward pass")));
+    // The model loaded so far is dense, and the field says so.
+    QCOMPARE(controller_->summary().activationSparsity, 0.0);
+    QCOMPARE(px->value(), 0.0);
+    QVERIFY2(!panel_->engineDescription().contains(QStringLiteral("activation sparsity")),
+             qPrintable(panel_->engineDescription()));
+
+    // A new value is a load option: nothing reloads until Load, and the status says so.
+    QSignalSpy requested(panel_.get(), &ModelPanel::loadRequested);
+    QSignalSpy loaded(controller_.get(), &ModelController::modelLoaded);
+    px->setValue(0.5);
+    QCOMPARE(panel_->activationSparsity(), 0.5);
+    QCOMPARE(requested.count(), 0);
+    QVERIFY(!controller_->isLoading());
+    QVERIFY2(panel_->statusText().contains(QStringLiteral("p_x 0.50")), qPrintable(panel_->statusText()));
+
+    // Load: the sample model with p_x 0.5 in its LoadOptions.
+    panel_->setModelDir(sdw::app::sampleModelDir());
+    button(panel_.get(), "loadModel")->click();
+    QCOMPARE(requested.count(), 1);
+    QCOMPARE(requested.first().at(4).toDouble(), 0.5);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+    QCOMPARE(QDir(controller_->modelDir()).dirName(), QStringLiteral("brown-llama"));
+    QCOMPARE(controller_->summary().activationSparsity, 0.5);
+    const QString engine = panel_->engineDescription();
+    QVERIFY2(engine.contains(QStringLiteral("activation sparsity 0.5")), qPrintable(engine));
+    QCOMPARE(panel_->findChild<QLabel*>(QStringLiteral("engineDescription"))->text(), engine);
+    QVERIFY2(panel_->summaryValue(QStringLiteral("As loaded")).contains(QStringLiteral("p_x 0.50")),
+             qPrintable(panel_->summaryValue(QStringLiteral("As loaded"))));
+    QCOMPARE(px->value(), 0.5);
+
+    // It generates, with sparsified inputs: the greedy text is the runtime's
+    // own at p_x 0.5.
+    GenerateSettings s;
+    s.prompt = QStringLiteral("The jury said");
+    s.maxNewTokens = 12;
+    s.temperature = 0;
+    s.chatFormat = false;
+    panel_->setGenerateSettings(s);
+    QSignalSpy ended(controller_.get(), &ModelController::generationEnded);
+    button(panel_.get(), "generate")->click();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 30000);
+    QCOMPARE(ended.first().at(1).toBool(), false);
+    const std::filesystem::path dir = QFile::encodeName(sdw::app::sampleModelDir()).toStdString();
+    const sdw::Tokenizer tok = sdw::Tokenizer::fromFile(dir / "tokenizer.json");
+    sdw::gpu::GenerationOptions o;
+    o.maxNewTokens = 12;
+    o.stopIds = tok.stopIds();
+    const auto ids = sdw::encodePrompt(tok, sdw::ChatFamily::Plain, "The jury said");
+    auto sparse = sdw::gpu::Model::load(
+        dir, {.device = "cpu", .dtype = controller_->summary().dtype.toStdString(), .activationSparsity = 0.5});
+    QCOMPARE(panel_->generatedText(),
+             QString::fromStdString(tok.decode(sparse->generate(ids, o).tokens, /*skipSpecialTokens=*/true)));
+
+    // Another engine reloads with the p_x the field shows.
+    panel_->setEngineChoice(QStringLiteral("dense"));
+    QCOMPARE(requested.count(), 2);
+    QCOMPARE(requested.last().at(3).toString(), QStringLiteral("dense"));
+    QCOMPARE(requested.last().at(4).toDouble(), 0.5);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 30000);
+    QCOMPARE(controller_->summary().activationSparsity, 0.5);
+    QVERIFY(panel_->engineDescription().contains(QStringLiteral("activation sparsity 0.5")));
+
+    // Back to dense inputs: the next reload (here another engine) takes the field's 0.
+    px->setValue(0);
+    panel_->setEngineChoice(QStringLiteral("cublas"));
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 3, 30000);
+    QCOMPARE(requested.last().at(4).toDouble(), 0.0);
+    QCOMPARE(controller_->summary().activationSparsity, 0.0);
+    QVERIFY(!panel_->engineDescription().contains(QStringLiteral("activation sparsity")));
+    QVERIFY(!panel_->summaryValue(QStringLiteral("As loaded")).contains(QStringLiteral("p_x")));
   }
 
   void cudaChoiceSaysWhy() {
