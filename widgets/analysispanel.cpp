@@ -1,5 +1,6 @@
 #include "widgets/analysispanel.h"
 
+#include "widgets/activationspage.h"
 #include "widgets/driftpage.h"
 #include "widgets/epsilonpage.h"
 #include "widgets/jobprogress.h"
@@ -70,6 +71,8 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
 
   drift_ = new DriftPage(tabs_);
   tabs_->addTab(drift_, tr("Drift"));
+  activations_ = new ActivationsPage(tabs_);
+  tabs_->addTab(activations_, tr("Activations"));
   layout->addWidget(tabs_);
   updateButtons();
 }

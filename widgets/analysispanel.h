@@ -3,8 +3,9 @@
 // calibration runs (fixed text "C4" and AR) and k, ask for an analysis, or
 // open an existing analysis run; the result shows in an EpsilonPage, and a
 // second analysis can be opened beside it (Compare…). Drift tab: a
-// DriftPage (activation drift by decode step). Display only: analyses run
-// elsewhere and arrive as EpsilonData.
+// DriftPage (activation drift by decode step). Activations tab: an
+// ActivationsPage (the activation samples of calibration runs). Display
+// only: analyses run elsewhere and arrive as EpsilonData.
 
 #include "widgets/epsilondata.h"
 #include "widgets/runchoice.h"
@@ -23,6 +24,7 @@ class QTabWidget;
 
 namespace sdw::widgets {
 
+class ActivationsPage;
 class DriftPage;
 class EpsilonPage;
 
@@ -57,6 +59,7 @@ class AnalysisPanel : public QWidget {
   QString statusText() const;
   QTabWidget* innerTabs() const { return tabs_; }
   DriftPage* driftPage() const { return drift_; }
+  ActivationsPage* activationsPage() const { return activations_; }
 
  Q_SIGNALS:
   void analyzeRequested(const QString& reference, const QString& fixedText, const QString& ar, int k,
@@ -88,6 +91,7 @@ class AnalysisPanel : public QWidget {
   QSplitter* split_ = nullptr;
   EpsilonPage* pages_[2] = {nullptr, nullptr};
   DriftPage* drift_ = nullptr;
+  ActivationsPage* activations_ = nullptr;
   bool busy_ = false;
 };
 

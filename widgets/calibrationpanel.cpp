@@ -229,8 +229,31 @@ QWidget* CalibrationPanel::buildBudget() {
   st->addWidget(storageK_);
   g->addWidget(new QLabel(tr("Storage:"), box), 6, 0);
   g->addLayout(st, 6, 1);
+
+  // Activation samples for the Analysis panel's Activations tab.
+  const QString samplesTip =
+      tr("Keeps N counted positions of every projection input for the Analysis panel's activation plots (one more "
+         "pass over the positions at the end; about N x sum(d_in) x 4 bytes in the run file)");
+  keepSamples_ = new QCheckBox(tr("Keep activation samples"), box);
+  keepSamples_->setObjectName(QStringLiteral("keepActivationSamples"));
+  keepSamples_->setToolTip(samplesTip);
+  sampleRows_ = new QSpinBox(box);
+  sampleRows_->setObjectName(QStringLiteral("calibrationSampleRows"));
+  sampleRows_->setRange(0, 100000);
+  sampleRows_->setValue(256);
+  sampleRows_->setSuffix(tr(" rows"));
+  sampleRows_->setGroupSeparatorShown(true);
+  sampleRows_->setToolTip(samplesTip);
+  sampleRows_->setEnabled(false);
+  auto* samples = new QHBoxLayout;
+  samples->addWidget(keepSamples_, 1);
+  samples->addWidget(sampleRows_);
+  auto* samplesLabel = new QLabel(tr("Samples:"), box);
+  samplesLabel->setToolTip(samplesTip);
+  g->addWidget(samplesLabel, 7, 0);
+  g->addLayout(samples, 7, 1);
   g->setColumnStretch(1, 1);
-  g->setRowStretch(7, 1);
+  g->setRowStretch(8, 1);
 
   connect(device_, &QComboBox::currentIndexChanged, this, &CalibrationPanel::changed);
   connect(dtype_, &QComboBox::currentIndexChanged, this, &CalibrationPanel::changed);
@@ -241,6 +264,11 @@ QWidget* CalibrationPanel::buildBudget() {
   connect(budget_, &QSpinBox::valueChanged, this, &CalibrationPanel::updateOutputName);
   storageK_->setEnabled(false);
   connect(storageK_, &QSpinBox::valueChanged, this, &CalibrationPanel::changed);
+  connect(keepSamples_, &QCheckBox::toggled, this, [this](bool on) {
+    sampleRows_->setEnabled(on);
+    changed();
+  });
+  connect(sampleRows_, &QSpinBox::valueChanged, this, &CalibrationPanel::changed);
   return box;
 }
 
@@ -367,6 +395,7 @@ CalibrationForm CalibrationPanel::form() const {
   f.dtype = dtype_->currentData().toString();
   f.storage = storage_->currentData().toString();
   f.storageK = storageK_->value();
+  f.sampleRows = keepSamples_->isChecked() ? sampleRows_->value() : 0;
   f.output = output_->text().trimmed();
   return f;
 }
@@ -391,6 +420,8 @@ void CalibrationPanel::setForm(const CalibrationForm& f) {
   setComboData(dtype_, f.dtype);
   setComboData(storage_, f.storage);
   storageK_->setValue(f.storageK);
+  keepSamples_->setChecked(f.sampleRows > 0);
+  if (f.sampleRows > 0) sampleRows_->setValue(f.sampleRows);
   if (!f.output.isEmpty()) {
     output_->setText(f.output);
     outputEdited_ = true;

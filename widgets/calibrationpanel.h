@@ -53,6 +53,9 @@ struct CalibrationForm {
   QString dtype = QStringLiteral("float32");
   QString storage = QStringLiteral("full");  // "full" | "topk"
   int storageK = 64;
+  // Activation samples kept for the Analysis panel: rows per projection
+  // input (gpu::CalibrationSettings::sampleRows); 0: none.
+  int sampleRows = 0;
   QString output;  // the run file (.sdw.h5)
 };
 
@@ -155,6 +158,8 @@ class CalibrationPanel : public QWidget {
   QComboBox* dtype_ = nullptr;
   QComboBox* storage_ = nullptr;
   QSpinBox* storageK_ = nullptr;
+  QCheckBox* keepSamples_ = nullptr;
+  QSpinBox* sampleRows_ = nullptr;
   QLineEdit* output_ = nullptr;
   QLabel* estimate_ = nullptr;
   QLabel* decoding_ = nullptr;

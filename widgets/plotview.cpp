@@ -43,6 +43,19 @@ int PlotView::addSeries(const QString& name, const QVector<double>& keys, const 
 
 int PlotView::seriesCount() const { return plot_->graphCount(); }
 
+QString PlotView::seriesName(int index) const {
+  return index >= 0 && index < plot_->graphCount() ? plot_->graph(index)->name() : QString();
+}
+
+QVector<QPointF> PlotView::seriesPoints(int index) const {
+  QVector<QPointF> out;
+  if (index < 0 || index >= plot_->graphCount()) return out;
+  const QCPGraph* g = plot_->graph(index);
+  out.reserve(g->data()->size());
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) out.push_back(QPointF(it->key, it->value));
+  return out;
+}
+
 void PlotView::requestReplot() { plot_->replot(QCustomPlot::rpQueuedReplot); }
 
 namespace {

@@ -3,6 +3,7 @@
 // from a context menu. Replots are coalesced through a queued replot so a
 // stream of addData calls does not redraw per sample.
 
+#include <QPointF>
 #include <QRect>
 #include <QVector>
 #include <QWidget>
@@ -25,6 +26,10 @@ class PlotView : public QWidget {
   // for code that must not include qcustomplot.h (QT_NO_KEYWORDS targets).
   int addSeries(const QString& name, const QVector<double>& keys, const QVector<double>& values);
   int seriesCount() const;
+  // A line graph's name and points (key, value) as drawn, NaN gaps included;
+  // empty for an index out of range. For tests and exports.
+  QString seriesName(int index) const;
+  QVector<QPointF> seriesPoints(int index) const;
   void requestReplot();  // coalesced
 
   // Moves the legend out of the axes into a row of its own right above the

@@ -46,9 +46,21 @@ QString samplesFile(const QString& rel) {
   return QDir::cleanPath(QDir(sampleModelDir()).filePath(QStringLiteral("../../") + rel));
 }
 
-// The form's choices are names (gpu/calibration.h); std::invalid_argument for one
-// that is not.
-gpu::CalibrationSettings toSettings(const widgets::CalibrationForm& f) {
+CalibrationOutcome outcomeOf(const gpu::CalibrationResult& r) {
+  CalibrationOutcome o;
+  o.path = fromPath(r.run);
+  o.complete = r.complete;
+  o.collected = r.tokensCollected;
+  o.budget = r.tokenBudget;
+  o.seconds = r.seconds;
+  o.tokensPerSecond = r.tokensPerSecond;
+  o.fileBytes = r.fileBytes;
+  return o;
+}
+
+}  // namespace
+
+gpu::CalibrationSettings calibrationSettings(const widgets::CalibrationForm& f) {
   gpu::CalibrationSettings s;
   s.source = gpu::parseCalibrationSource(f.source.toStdString());
   s.model = toPath(f.model);
@@ -70,22 +82,9 @@ gpu::CalibrationSettings toSettings(const widgets::CalibrationForm& f) {
   s.dtype = f.dtype.toStdString();
   s.storage = gpu::parseStatsStorage(f.storage.toStdString());
   s.topK = f.storageK;
+  s.sampleRows = f.sampleRows;
   return s;
 }
-
-CalibrationOutcome outcomeOf(const gpu::CalibrationResult& r) {
-  CalibrationOutcome o;
-  o.path = fromPath(r.run);
-  o.complete = r.complete;
-  o.collected = r.tokensCollected;
-  o.budget = r.tokenBudget;
-  o.seconds = r.seconds;
-  o.tokensPerSecond = r.tokensPerSecond;
-  o.fileBytes = r.fileBytes;
-  return o;
-}
-
-}  // namespace
 
 QString sampleCorpusFile() { return samplesFile(QStringLiteral("corpus/brown-calib.txt")); }
 QString samplePromptsFile() { return samplesFile(QStringLiteral("prompts/brown-calib.jsonl")); }
@@ -124,7 +123,7 @@ widgets::CalibrationEstimateView CalibrationController::estimate(const widgets::
   widgets::CalibrationEstimateView v;
   gpu::CalibrationSettings s;
   try {
-    s = toSettings(form);
+    s = calibrationSettings(form);
   } catch (const std::exception& ex) {
     v.error = QString::fromUtf8(ex.what());
     return v;
@@ -190,7 +189,7 @@ JobId CalibrationController::start(const widgets::CalibrationForm& form) {
   }
   gpu::CalibrationSettings s;
   try {
-    s = toSettings(f);
+    s = calibrationSettings(f);
   } catch (const std::invalid_argument& ex) {
     Q_EMIT runEnded(tr("Cannot start: %1").arg(QString::fromUtf8(ex.what())), widgets::CalibrationPanel::Outcome::Failed);
     return 0;

@@ -17,7 +17,15 @@
 
 #include <functional>
 
+namespace sdw::gpu {
+struct CalibrationSettings;
+}
+
 namespace sdw::app {
+
+// The engine's settings for the panel's form. Its choices are names
+// (gpu/calibration.h): std::invalid_argument for one that is not.
+gpu::CalibrationSettings calibrationSettings(const widgets::CalibrationForm& form);
 
 // The corpus and prompt files shipped with the sample model.
 QString sampleCorpusFile();

@@ -1,5 +1,6 @@
 #include "app/gui/mainwindow.h"
 
+#include "app/gui/activationscontroller.h"
 #include "app/gui/benchmarkcontroller.h"
 #include "app/gui/decodebenchcontroller.h"
 #include "app/gui/analysiscontroller.h"
@@ -209,6 +210,7 @@ void MainWindow::buildControllers() {
   decodeBenchController_ = addController(new DecodeBenchController(&jobs_, this), benchmarkPanel_->decodeView());
   pruningController_ = addController(new PruningController(&jobs_, this), pruningPanel_);
   driftController_ = addController(new DriftController(&jobs_, this), analysisPanel_);
+  activationsController_ = addController(new ActivationsController(&jobs_, this), analysisPanel_);
   studyController_ = addController(new StudyController(&jobs_, this), studyPage_);
   connect(modelController_, &ModelController::modelLoaded, this,
           [this](const widgets::ModelSummary& s) { modelLoaded(s.dir); });
@@ -298,6 +300,7 @@ JobId MainWindow::openWorkspace(const QString& dir) {
   analysisController_->setWorkspace(dir);
   pruningController_->setWorkspace(dir);
   driftController_->setWorkspace(dir);
+  activationsController_->setWorkspace(dir);
   studyController_->setWorkspace(dir);
   return jobs_.start(Job<WorkspaceScan>{
       .name = tr("Scan workspace"),

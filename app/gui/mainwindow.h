@@ -25,6 +25,7 @@ class StudyPage;
 
 namespace sdw::app {
 
+class ActivationsController;
 class AnalysisController;
 class CalibrationController;
 class BenchmarkController;
@@ -65,6 +66,7 @@ class MainWindow : public QMainWindow {
   widgets::PruningPanel* pruningPanel() const { return pruningPanel_; }
   PruningController* pruningController() const { return pruningController_; }
   DriftController* driftController() const { return driftController_; }
+  ActivationsController* activationsController() const { return activationsController_; }
   widgets::BenchmarkPanel* benchmarkPanel() const { return benchmarkPanel_; }
   BenchmarkController* benchmarkController() const { return benchmarkController_; }
   DecodeBenchController* decodeBenchController() const { return decodeBenchController_; }
@@ -111,6 +113,7 @@ class MainWindow : public QMainWindow {
   widgets::PruningPanel* pruningPanel_ = nullptr;
   PruningController* pruningController_ = nullptr;
   DriftController* driftController_ = nullptr;
+  ActivationsController* activationsController_ = nullptr;
   widgets::BenchmarkPanel* benchmarkPanel_ = nullptr;
   BenchmarkController* benchmarkController_ = nullptr;
   DecodeBenchController* decodeBenchController_ = nullptr;

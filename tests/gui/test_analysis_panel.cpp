@@ -6,11 +6,20 @@
 // text, module selection -> spectra, the saved analysis run reopened side by
 // side, clear errors, and the noise floors (table columns, error bars, the
 // count in the summary; "unavailable" with the reason for runs without halves).
+// The Activations tab on two small calibrations of the sample model that keep
+// activation samples (fixed text and AR): 24 inputs, each run's histogram
+// counting every sampled value, mean |x| per channel and the median row norm
+// by decode step (AR only) against values computed here from the run files,
+// the exports, and the hint for a workspace whose runs have no samples.
 
+#include "app/gui/activationscontroller.h"
 #include "app/gui/analysiscontroller.h"
 #include "app/jobmanager.h"
 #include "core/runstore.h"
+#include "gpu/calibration.h"
 #include "gpu/epsilon_analysis.h"
+#include "widgets/activationplots.h"
+#include "widgets/activationspage.h"
 #include "widgets/analysispanel.h"
 #include "widgets/epsilondata.h"
 #include "widgets/epsilonmodulemodel.h"
@@ -18,19 +27,24 @@
 #include "widgets/epsilonplots.h"
 
 #include <QAbstractItemModelTester>
+#include <QCheckBox>
+#include <QComboBox>
 #include <QFile>
 #include <QFileInfo>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
 
+using sdw::app::ActivationsController;
 using sdw::app::AnalysisController;
 using sdw::app::JobManager;
 using sdw::widgets::AnalysisPanel;
@@ -130,6 +144,41 @@ void writeCalibration(const fs::path& path, const std::string& source, double di
 
 QPushButton* button(QWidget* w, const char* name) { return w->findChild<QPushButton*>(QLatin1String(name)); }
 
+// A calibration of the sample model that keeps `rows` activation samples.
+void calibrateWithSamples(const fs::path& out, sdw::gpu::CalibrationSource source, std::int64_t budget, int rows) {
+  const fs::path samples = fs::path(SDW_SOURCE_DIR) / "samples";
+  sdw::gpu::CalibrationSettings s;
+  s.source = source;
+  s.model = samples / "model/brown-llama";
+  s.corpus = samples / "corpus/brown-calib.txt";
+  s.prompts = samples / "prompts/brown-calib.jsonl";
+  s.tokenBudget = budget;
+  s.window = 128;
+  s.maxNewTokens = 24;
+  s.seed = 5;
+  s.sampleRows = rows;
+  const sdw::gpu::CalibrationResult r = sdw::gpu::runCalibration(s, out);
+  if (!r.complete) throw std::runtime_error("calibration incomplete: " + out.string());
+}
+
+// The stored samples of one input: [n, d_in].
+rs::Array<float> storedSamples(const QString& run, const std::string& input) {
+  return rs::RunReader::open(run.toStdString()).readFloat32("/calibration/inputs/" + input + "/sample_rows");
+}
+
+double finiteSum(const QVector<QPointF>& points) {
+  double t = 0;
+  for (const QPointF& p : points)
+    if (std::isfinite(p.y())) t += p.y();
+  return t;
+}
+
+int csvLines(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return -1;
+  return static_cast<int>(QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts).size());
+}
+
 }  // namespace
 
 class TestAnalysisPanel : public QObject {
@@ -140,6 +189,8 @@ class TestAnalysisPanel : public QObject {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<AnalysisPanel> panel_;
   std::unique_ptr<AnalysisController> controller_;
+  std::unique_ptr<ActivationsController> activations_;
+  QTemporaryDir samplesDir_;  // calibrations of the sample model with activation samples
   std::unique_ptr<QAbstractItemModelTester> tester_;
   sdw::gpu::EpsilonResult expected_;
   QString written_;
@@ -172,9 +223,12 @@ class TestAnalysisPanel : public QObject {
                                                          QAbstractItemModelTester::FailureReportingMode::QtTest);
     controller_ = std::make_unique<AnalysisController>(jobs_.get());
     controller_->attach(panel_.get());
+    activations_ = std::make_unique<ActivationsController>(jobs_.get());
+    activations_->attach(panel_.get());
   }
 
   void cleanupTestCase() {
+    activations_.reset();
     controller_.reset();
     jobs_->waitForDone(10000);
     tester_.reset();
@@ -194,6 +248,7 @@ class TestAnalysisPanel : public QObject {
     QCOMPARE(panel_->arPath(), ar_);
     QCOMPARE(panel_->k(), 64);
     QCOMPARE(panel_->innerTabs()->tabText(1), QStringLiteral("Drift"));
+    QCOMPARE(panel_->innerTabs()->tabText(2), QStringLiteral("Activations"));
 
     // a rescan of the same workspace keeps what the user picked
     panel_->setRunPaths(reference_, ar_, fixed_);
@@ -413,6 +468,211 @@ class TestAnalysisPanel : public QObject {
     QVERIFY2(panel_->statusText().contains(QStringLiteral("missing.sdw.h5")), qPrintable(panel_->statusText()));
     // the previous analysis stays on display
     QCOMPARE(panel_->page()->data().modules.size(), qsizetype(expected_.modules.size()));
+  }
+
+  // The toy workspace's calibration runs keep no samples: the Activations tab
+  // says how to get them, and lists what it skipped.
+  void activationsHintWithoutSamples() {
+    QSignalSpy found(activations_.get(), &ActivationsController::catalogFound);
+    activations_->setWorkspace(dir_.path());
+    QVERIFY(found.wait(20000));
+    const auto catalog = found.last().at(0).value<sdw::widgets::ActivationCatalog>();
+    QVERIFY(catalog.runs.isEmpty());
+    QVERIFY2(catalog.withoutSamples.contains(QStringLiteral("calib-fixed.sdw.h5")),
+             qPrintable(catalog.withoutSamples.join(QLatin1Char(','))));
+    QVERIFY(catalog.withoutSamples.contains(QStringLiteral("calib-ar.sdw.h5")));
+    auto* page = panel_->activationsPage();
+    QVERIFY(page->showsHint());
+    QVERIFY2(page->hintText().startsWith(QStringLiteral(
+                 "No activation samples: calibrate with --sample-rows N or tick 'Keep activation samples' in the "
+                 "Calibration panel")),
+             qPrintable(page->hintText()));
+    QCOMPARE(page->inputPicker()->count(), 0);
+    QVERIFY(!page->inputPicker()->isEnabled());
+    QVERIFY2(page->runsText().contains(QStringLiteral("Without samples (not shown)")), qPrintable(page->runsText()));
+  }
+
+  // A fixed-text and an AR calibration of the sample model (64 samples each),
+  // and a run without samples beside them.
+  void activationsOfFixedAndAr() {
+    QVERIFY(samplesDir_.isValid());
+    const QString fixedRun = samplesDir_.filePath(QStringLiteral("act-fixed.sdw.h5"));
+    const QString arRun = samplesDir_.filePath(QStringLiteral("act-ar.sdw.h5"));
+    calibrateWithSamples(fixedRun.toStdString(), sdw::gpu::CalibrationSource::Fixed, 512, 64);
+    calibrateWithSamples(arRun.toStdString(), sdw::gpu::CalibrationSource::Ar, 256, 64);
+    writeCalibration(samplesDir_.filePath(QStringLiteral("plain.sdw.h5")).toStdString(), "fixed", 1.0, 2);
+
+    QSignalSpy found(activations_.get(), &ActivationsController::catalogFound);
+    QSignalSpy ready(activations_.get(), &ActivationsController::inputReady);
+    activations_->setWorkspace(samplesDir_.path());
+    QVERIFY(found.wait(20000));
+    QVERIFY(ready.wait(20000));
+    auto* page = panel_->activationsPage();
+    QVERIFY(!page->showsHint());
+    const sdw::widgets::ActivationCatalog& catalog = page->catalog();
+    QCOMPARE(catalog.runs.size(), qsizetype(2));
+    QCOMPARE(catalog.runs[0].path, arRun);  // by file name
+    QCOMPARE(catalog.runs[1].path, fixedRun);
+    QCOMPARE(catalog.runs[0].rows, 64);
+    QCOMPARE(catalog.runs[1].rowsCounted, qint64(512));
+    QCOMPARE(catalog.withoutSamples, QStringList{QStringLiteral("plain.sdw.h5")});
+
+    // 4 inputs x 6 layers, in forward order, named by the modules they feed
+    QComboBox* picker = page->inputPicker();
+    QCOMPARE(picker->count(), 24);
+    QCOMPARE(picker->itemText(0), QStringLiteral("layer 0 · q_proj, k_proj, v_proj"));
+    QCOMPARE(picker->itemText(1), QStringLiteral("layer 0 · o_proj"));
+    QCOMPARE(picker->itemText(23), QStringLiteral("layer 5 · down_proj"));
+    const int gateUp = picker->findText(QStringLiteral("layer 3 · gate_proj, up_proj"));
+    QCOMPARE(gateUp, 14);
+    QCOMPARE(page->currentInput(), QStringLiteral("model.layers.0.self_attn.q_proj"));
+
+    ready.clear();
+    picker->setCurrentIndex(gateUp);
+    QVERIFY(ready.wait(20000));
+    const std::string input = "model.layers.3.mlp.gate_proj";
+    QCOMPARE(page->inputData().input.name, QString::fromStdString(input));
+    const int dIn = 256;
+    QCOMPARE(page->inputData().input.dIn, dIn);
+
+    // Histogram: one curve per run, legend "file (source)", 101 bins around 0,
+    // every sampled value counted once.
+    auto* hist = page->histogram();
+    QCOMPARE(hist->seriesCount(), 2);
+    QCOMPARE(hist->seriesName(0), QStringLiteral("act-ar.sdw.h5 (ar)"));
+    QCOMPARE(hist->seriesName(1), QStringLiteral("act-fixed.sdw.h5 (fixed)"));
+    QVERIFY(hist->logCount());
+    for (int c = 0; c < 2; ++c) {
+      QCOMPARE(hist->seriesPoints(c).size(), qsizetype(101));
+      QCOMPARE(finiteSum(hist->seriesPoints(c)), double(64 * dIn));
+      QCOMPARE(hist->histograms()[c].total(), double(64 * dIn));
+      QVERIFY(std::abs(hist->histograms()[c].center(50)) < 1e-12);
+    }
+    // the range is the largest |x| of both runs
+    double maxAbs = 0;
+    for (const QString& run : {arRun, fixedRun})
+      for (float v : storedSamples(run, input).data) maxAbs = std::max(maxAbs, std::abs(double(v)));
+    QCOMPARE(hist->histograms()[0].lower, -maxAbs);
+    page->findChild<QCheckBox*>(QStringLiteral("activationLogCount"))->setChecked(false);
+    QVERIFY(!hist->logCount());
+    for (int c = 0; c < 2; ++c) QCOMPARE(finiteSum(hist->seriesPoints(c)), double(64 * dIn));
+
+    // Mean |x| per channel: d_in points per run; channel 0 as computed here.
+    auto* channels = page->channels();
+    QCOMPARE(channels->seriesCount(), 2);
+    const QVector<QString> runs = {arRun, fixedRun};
+    for (int c = 0; c < 2; ++c) {
+      const rs::Array<float> x = storedSamples(runs[c], input);
+      QCOMPARE(x.shape, (std::vector<hsize_t>{64, hsize_t(dIn)}));
+      double sum0 = 0, sum7 = 0;
+      for (std::size_t i = 0; i < 64; ++i) {
+        sum0 += std::abs(double(x.data[i * dIn]));
+        sum7 += std::abs(double(x.data[i * dIn + 7]));
+      }
+      const QVector<QPointF> pts = channels->seriesPoints(c);
+      QCOMPARE(pts.size(), qsizetype(dIn));
+      QCOMPARE(pts[0].x(), 0.0);
+      QCOMPARE(pts[dIn - 1].x(), double(dIn - 1));
+      QVERIFY(sum0 > 0);
+      QCOMPARE(pts[0].y(), sum0 / 64.0);
+      QCOMPARE(pts[7].y(), sum7 / 64.0);
+    }
+
+    // By decode step: the AR run only; its first step's median row norm as
+    // computed here, and every sampled row (all decode positions) in a group.
+    auto* steps = page->decodeSteps();
+    QCOMPARE(steps->seriesCount(), 1);
+    QCOMPARE(steps->seriesName(0), QStringLiteral("act-ar.sdw.h5 (ar)"));
+    QCOMPARE(steps->curveRuns()[0].source, QStringLiteral("ar"));
+    QCOMPARE(steps->noteText(), QString());
+    const auto arStep = rs::RunReader::open(arRun.toStdString()).readInt32("/calibration/samples/decode_step").data;
+    const auto fixedStep = rs::RunReader::open(fixedRun.toStdString()).readInt32("/calibration/samples/decode_step").data;
+    QVERIFY(std::all_of(fixedStep.begin(), fixedStep.end(), [](std::int32_t v) { return v == -1; }));
+    QVERIFY(std::all_of(arStep.begin(), arStep.end(), [](std::int32_t v) { return v >= 0 && v < 24; }));
+    const auto& groups = steps->groups()[0];
+    int counted = 0;
+    for (const auto& g : groups) counted += g.rows;
+    QCOMPARE(counted, 64);
+    QCOMPARE(steps->seriesPoints(0).size(), groups.size());
+    const int first = *std::min_element(arStep.begin(), arStep.end());
+    QCOMPARE(groups.front().first, first);
+    {
+      const rs::Array<float> x = storedSamples(arRun, input);
+      std::vector<double> norms;
+      for (std::size_t i = 0; i < arStep.size(); ++i) {
+        if (arStep[i] != first) continue;
+        double sq = 0;
+        for (int c = 0; c < dIn; ++c) sq += double(x.data[i * dIn + std::size_t(c)]) * double(x.data[i * dIn + std::size_t(c)]);
+        norms.push_back(std::sqrt(sq));
+      }
+      std::sort(norms.begin(), norms.end());
+      const std::size_t m = norms.size();
+      const double median = m % 2 ? norms[m / 2] : 0.5 * (norms[m / 2 - 1] + norms[m / 2]);
+      QCOMPARE(groups.front().rows, int(m));
+      QCOMPARE(groups.front().median, median);
+      QCOMPARE(steps->seriesPoints(0).front().y(), median);
+    }
+    // wider bins: fewer points, the same rows
+    page->findChild<QSpinBox*>(QStringLiteral("activationStepBin"))->setValue(8);
+    QVERIFY(steps->groups()[0].size() <= 3);
+    counted = 0;
+    for (const auto& g : steps->groups()[0]) counted += g.rows;
+    QCOMPARE(counted, 64);
+
+    // exports: PNG, PDF and CSV of each plot
+    QCOMPARE(page->exportTo(sdw::widgets::ActivationsPage::Histogram, path("act-hist.csv")), QString());
+    QCOMPARE(csvLines(path("act-hist.csv")), 1 + 2 * 101);
+    QCOMPARE(page->exportTo(sdw::widgets::ActivationsPage::Channels, path("act-channels.csv")), QString());
+    QCOMPARE(csvLines(path("act-channels.csv")), 1 + 2 * dIn);
+    QCOMPARE(page->exportTo(sdw::widgets::ActivationsPage::DecodeSteps, path("act-steps.csv")), QString());
+    QCOMPARE(csvLines(path("act-steps.csv")), 1 + int(steps->groups()[0].size()));
+    QCOMPARE(page->exportTo(sdw::widgets::ActivationsPage::Histogram, path("act-hist.png")), QString());
+    QVERIFY(QFileInfo(path("act-hist.png")).size() > 1000);
+    QCOMPARE(page->exportTo(sdw::widgets::ActivationsPage::Channels, path("act-channels.pdf")), QString());
+    QVERIFY(QFileInfo(path("act-channels.pdf")).size() > 500);
+
+    // a rescan keeps the picked input
+    ready.clear();
+    activations_->setWorkspace(samplesDir_.path());
+    QVERIFY(ready.wait(20000));
+    QCOMPARE(page->currentInput(), QString::fromStdString(input));
+    QCOMPARE(page->inputData().series.size(), qsizetype(2));
+  }
+
+  // Fixed text only: no decode-step curve, a note says why, and the empty
+  // plot keeps its width (its hidden, empty legend does not narrow the axes).
+  void decodeStepPlotWithoutArRuns() {
+    sdw::widgets::ActivationSeries s;
+    s.run.path = QStringLiteral("/runs/fixed.sdw.h5");
+    s.run.source = QStringLiteral("fixed");
+    s.rows = 2;
+    s.dIn = 2;
+    s.values = {1.0f, -2.0f, 0.5f, 4.0f};
+    s.decodeStep = {-1, -1};
+    s.rowNorm = {std::sqrt(5.0), std::sqrt(16.25)};
+    s.channelMeanAbs = {0.75, 3.0};
+    s.maxAbs = 4;
+    sdw::widgets::ActivationInputData d;
+    d.input.name = QStringLiteral("model.layers.0.mlp.down_proj");
+    d.series << s;
+    sdw::widgets::DecodeStepPlot plot;
+    plot.resize(600, 300);
+    plot.show();
+    plot.setData(d);
+    QTest::qWait(100);  // the queued replot lays the axes out
+    QCOMPARE(plot.seriesCount(), 0);
+    QVERIFY2(plot.noteText().contains(QStringLiteral("only AR and cross-model runs")), qPrintable(plot.noteText()));
+    QVERIFY2(plot.dataRect().width() > 400, qPrintable(QString::number(plot.dataRect().width())));
+    // the histogram: 101 bins over [-4, 4], the 4 values in their bins
+    sdw::widgets::ActivationHistogramPlot hist;
+    hist.setData(d);
+    const auto& h = hist.histograms().front();
+    QCOMPARE(h.counts.size(), qsizetype(101));
+    QCOMPARE(h.total(), 4.0);
+    QCOMPARE(h.lower, -4.0);
+    QCOMPARE(h.width, 8.0 / 101);
+    // bin = floor((x + 4) / w): -2 -> 25, 0.5 -> 56, 1 -> 63; x = 4 (the range's end) in the last bin
+    for (int b : {25, 56, 63, 100}) QCOMPARE(h.counts[b], 1.0);
   }
 };
 

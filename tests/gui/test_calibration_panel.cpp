@@ -2,7 +2,9 @@
 // sample model: the memory/disk estimate follows the settings (against
 // gpu::estimateCalibration), the disk warning blocks Start, a 300-token
 // fixed-text calibration writes a complete run with exactly the budget, and a
-// cancelled run is kept incomplete (the panel says so) and can be resumed.
+// cancelled run is kept incomplete (the panel says so) and can be resumed;
+// "Keep activation samples" reaches the settings (sampleRows), the estimate
+// and the run file.
 
 #include "app/gui/calibrationcontroller.h"
 #include "app/gui/modelcontroller.h"
@@ -14,6 +16,7 @@
 #include "widgets/calibrationpanel.h"
 #include "widgets/layerprogressview.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -58,6 +61,7 @@ sdw::gpu::CalibrationSettings settingsOf(const CalibrationForm& f) {
   s.dtype = f.dtype.toStdString();
   s.storage = sdw::gpu::parseStatsStorage(f.storage.toStdString());
   s.topK = f.storageK;
+  s.sampleRows = f.sampleRows;
   return s;
 }
 
@@ -186,12 +190,73 @@ class TestCalibrationPanel : public QObject {
     QVERIFY(button(panel_.get(), "startCalibration")->isEnabled());
   }
 
+  // "Keep activation samples": off by default (no samples); ticked, the rows
+  // box (256 by default) is what the engine gets as sampleRows, and the
+  // estimate grows by the samples' bytes.
+  void sampleRowsOption() {
+    auto* keep = child<QCheckBox>(panel_.get(), "keepActivationSamples");
+    auto* rows = child<QSpinBox>(panel_.get(), "calibrationSampleRows");
+    QVERIFY(keep && rows);
+    QVERIFY(!keep->isChecked());
+    QVERIFY(!rows->isEnabled());
+    QCOMPARE(rows->minimum(), 0);
+    QCOMPARE(rows->maximum(), 100000);
+    QCOMPARE(rows->value(), 256);
+    QVERIFY2(rows->toolTip().contains(QStringLiteral("Analysis panel's activation plots")), qPrintable(rows->toolTip()));
+    QCOMPARE(panel_->form().sampleRows, 0);
+    QCOMPARE(sdw::app::calibrationSettings(panel_->form()).sampleRows, 0);
+
+    auto* source = child<QComboBox>(panel_.get(), "source");
+    auto* budget = child<QSpinBox>(panel_.get(), "tokenBudget");
+    source->setCurrentIndex(source->findData(QStringLiteral("fixed")));
+    budget->setValue(4000);
+    const CalibrationEstimateView without = nextEstimate();
+    QVERIFY2(without.valid, qPrintable(without.error));
+
+    keep->setChecked(true);
+    QVERIFY(rows->isEnabled());
+    QCOMPARE(panel_->form().sampleRows, 256);
+    QCOMPARE(sdw::app::calibrationSettings(panel_->form()).sampleRows, 256);
+    rows->setValue(64);
+    const CalibrationEstimateView with = nextEstimate();
+    QVERIFY2(with.valid, qPrintable(with.error));
+    QCOMPARE(panel_->form().sampleRows, 64);
+    const sdw::gpu::CalibrationSettings s = sdw::app::calibrationSettings(panel_->form());
+    QCOMPARE(s.sampleRows, 64);
+    // 64 rows of sum(d_in) = 6 x (256 + 256 + 256 + 768) floats, and four labels per row
+    const auto config = sdw::gpu::loadModelConfig(sdw::app::sampleModelDir().toStdString());
+    QCOMPARE(sdw::gpu::estimateCalibration(config, s).sumDIn, std::int64_t(9216));
+    QCOMPARE(with.fileBytes - without.fileBytes, quint64(64) * (9216 * 4 + 24));
+    QCOMPARE(with.fileBytes, quint64(sdw::gpu::estimateCalibration(config, settingsOf(panel_->form())).fileBytes));
+
+    rows->setValue(0);  // ticked with 0 rows: none
+    QCOMPARE(panel_->form().sampleRows, 0);
+    rows->setValue(64);
+    keep->setChecked(false);  // unticked: none, whatever the box says
+    QVERIFY(!rows->isEnabled());
+    QCOMPARE(panel_->form().sampleRows, 0);
+    QCOMPARE(sdw::app::calibrationSettings(panel_->form()).sampleRows, 0);
+
+    CalibrationForm f = panel_->form();
+    f.sampleRows = 128;
+    panel_->setForm(f);
+    QVERIFY(keep->isChecked());
+    QCOMPARE(rows->value(), 128);
+    QCOMPARE(panel_->form().sampleRows, 128);
+    f.sampleRows = 0;
+    panel_->setForm(f);
+    QVERIFY(!keep->isChecked());
+    QCOMPARE(panel_->form().sampleRows, 0);
+    (void)nextEstimate();
+  }
+
   void tinyCalibrationCompletes() {
     CalibrationForm f = panel_->form();
     f.source = QStringLiteral("fixed");
     f.tokenBudget = 300;
     f.window = 64;
     f.batch = 2;
+    f.sampleRows = 32;  // the option travels to the run file
     f.output = QDir(dir_.path()).filePath(QStringLiteral("tiny-fixed.sdw.h5"));
     panel_->setForm(f);
     QSignalSpy ended(controller_.get(), &CalibrationController::runEnded);
@@ -228,6 +293,11 @@ class TestCalibrationPanel : public QObject {
     const rs::RunReader r = rs::RunReader::open(f.output.toStdString());
     QCOMPARE(r.readIntAttribute("/calibration", "tokens_collected"), std::int64_t(300));
     QCOMPARE(r.readStringAttribute("/calibration", "source"), std::string("fixed"));
+    QCOMPARE(r.readIntAttribute("/calibration/samples", "rows"), std::int64_t(32));
+    const auto sampled = r.shape("/calibration/inputs/model.layers.0.mlp.down_proj/sample_rows");
+    QCOMPARE(sampled.size(), std::size_t(2));
+    QCOMPARE(sampled[0], hsize_t(32));
+    QCOMPARE(sampled[1], hsize_t(768));
     QVERIFY(!panel_->isRunning());
 
     // the same output again: refused, and the complete run is not offered for resume
@@ -246,6 +316,7 @@ class TestCalibrationPanel : public QObject {
     CalibrationForm f = panel_->form();
     f.source = QStringLiteral("fixed");
     f.tokenBudget = 50000000;  // never reached: cancelled
+    f.sampleRows = 0;
     f.window = 64;
     f.batch = 2;
     f.output = QDir(dir_.path()).filePath(QStringLiteral("cancelled-fixed.sdw.h5"));
