@@ -153,7 +153,7 @@ std::vector<Tokenizer::Impl::Piece> Tokenizer::Impl::preTokenize(std::string_vie
     try {
         return preTokenizeSteps(text, atStart);
     } catch (const RegexError& e) {
-        // A pattern that backtracks without end on this text (core/regex_lite.h).
+        // A pattern that backtracks without end on this text (core/split_regex.h).
         fail(std::string("pre_tokenizer: ") + e.what());
     }
 }

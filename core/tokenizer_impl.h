@@ -15,7 +15,7 @@
 //    bytes and drops the one space that the encoder put in front (Llama-2;
 //    Gemma puts none there and drops none).
 
-#include "core/regex_lite.h"
+#include "core/split_regex.h"
 #include "core/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -139,7 +139,7 @@ struct Tokenizer::Impl {
     enum class Behavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
     struct PreStep {
         enum class Kind { Split, ByteLevel, Metaspace } kind = Kind::Split;
-        std::optional<RegexLite> regex;  // Split; ByteLevel when use_regex
+        std::optional<Regex> regex;  // Split; ByteLevel when use_regex
         Behavior behavior = Behavior::Isolated;
         bool invert = false;
         bool addPrefixSpace = false;  // ByteLevel

@@ -1,24 +1,16 @@
 #include "core/unicode.h"
 
-#include "core/unicode_tables.h"
+#include <utf8proc.h>
 
 #include <algorithm>
-#include <array>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <stdexcept>
 
 namespace sdw::unicode {
 
 namespace {
-
-namespace t = tables;
-
-bool inRanges(const t::CodePointRange* ranges, std::size_t n, char32_t cp) {
-    const auto* end = ranges + n;
-    const auto* it = std::upper_bound(ranges, end, cp,
-                                      [](char32_t c, const t::CodePointRange& r) { return c < r.first; });
-    if (it == ranges) return false;
-    --it;
-    return cp <= it->last;
-}
 
 enum class Utf8Status { Ok, Invalid, Incomplete };
 
@@ -69,99 +61,34 @@ Utf8Status decodeOne(const unsigned char* p, std::size_t n, char32_t& cp, std::s
     return Utf8Status::Ok;
 }
 
-constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
-constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28;
-constexpr char32_t kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
-
-void decomposeInto(std::u32string& out, char32_t cp) {
-    if (cp >= kSBase && cp < kSBase + kSCount) {
-        const char32_t s = cp - kSBase;
-        out.push_back(kLBase + s / kNCount);
-        out.push_back(kVBase + (s % kNCount) / kTCount);
-        if (s % kTCount != 0) out.push_back(kTBase + s % kTCount);
-        return;
-    }
-    const auto* end = t::kDecomposition + t::kDecompositionSize;
-    const auto* it = std::lower_bound(t::kDecomposition, end, cp,
-                                      [](const t::Decomposition& d, char32_t c) { return d.codePoint < c; });
-    if (it != end && it->codePoint == cp) {
-        out.append(it->mapping, it->length);
-        return;
-    }
-    out.push_back(cp);
-}
-
-// NFKD of one code point where it differs from NFD (already fully decomposed).
-bool compatDecomposeInto(std::u32string& out, char32_t cp) {
-    const auto* end = t::kCompatDecomposition + t::kCompatDecompositionSize;
-    const auto* it = std::lower_bound(t::kCompatDecomposition, end, cp,
-                                      [](const t::CompatDecomposition& d, char32_t c) { return d.codePoint < c; });
-    if (it == end || it->codePoint != cp) return false;
-    out.append(t::kCompatPool + it->offset, it->length);
-    return true;
-}
-
-std::optional<char32_t> compose(char32_t a, char32_t b) {
-    if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
-        return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
-    if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase &&
-        b < kTBase + kTCount)
-        return a + (b - kTBase);
-    const auto* end = t::kComposition + t::kCompositionSize;
-    const auto* it = std::lower_bound(t::kComposition, end, std::pair{a, b},
-                                      [](const t::Composition& c, const std::pair<char32_t, char32_t>& k) {
-                                          return std::pair{c.first, c.second} < k;
-                                      });
-    if (it != end && it->first == a && it->second == b) return it->composite;
-    return std::nullopt;
-}
-
-void appendCodePoint(std::string& out, char32_t cp) {
-    if (cp >= kInvalidByteBase) {
-        out.push_back(static_cast<char>(cp - kInvalidByteBase));
-        return;
-    }
-    appendUtf8(out, cp);
-}
+// White_Space (PropList.txt), stable since Unicode 6: the categories Zs, Zl
+// and Zp plus these controls.
+bool isWhiteSpaceControl(char32_t cp) { return (cp >= 0x09 && cp <= 0x0D) || cp == 0x85; }
 
 }  // namespace
 
 bool hasProperty(char32_t cp, Property p) {
+    if (cp > 0x10FFFF) return false;
+    const auto c = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
     switch (p) {
-        case Property::Letter: return inRanges(t::kLetter, t::kLetterSize, cp);
-        case Property::LetterUpper: return inRanges(t::kLetterUpper, t::kLetterUpperSize, cp);
-        case Property::LetterLower: return inRanges(t::kLetterLower, t::kLetterLowerSize, cp);
-        case Property::LetterTitle: return inRanges(t::kLetterTitle, t::kLetterTitleSize, cp);
-        case Property::LetterModifier: return inRanges(t::kLetterModifier, t::kLetterModifierSize, cp);
-        case Property::LetterOther: return inRanges(t::kLetterOther, t::kLetterOtherSize, cp);
-        case Property::Mark: return inRanges(t::kMark, t::kMarkSize, cp);
-        case Property::Number: return inRanges(t::kNumber, t::kNumberSize, cp);
-        case Property::DecimalNumber: return inRanges(t::kDecimalNumber, t::kDecimalNumberSize, cp);
-        case Property::WhiteSpace: return inRanges(t::kWhiteSpace, t::kWhiteSpaceSize, cp);
+        case Property::Letter:
+            return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT ||
+                   c == UTF8PROC_CATEGORY_LM || c == UTF8PROC_CATEGORY_LO;
+        case Property::LetterUpper: return c == UTF8PROC_CATEGORY_LU;
+        case Property::LetterLower: return c == UTF8PROC_CATEGORY_LL;
+        case Property::LetterTitle: return c == UTF8PROC_CATEGORY_LT;
+        case Property::LetterModifier: return c == UTF8PROC_CATEGORY_LM;
+        case Property::LetterOther: return c == UTF8PROC_CATEGORY_LO;
+        case Property::Mark:
+            return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME;
+        case Property::Number:
+            return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+        case Property::DecimalNumber: return c == UTF8PROC_CATEGORY_ND;
+        case Property::WhiteSpace:
+            return c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL || c == UTF8PROC_CATEGORY_ZP ||
+                   isWhiteSpaceControl(cp);
     }
     return false;
-}
-
-std::optional<Property> propertyByName(std::string_view name) {
-    struct Named {
-        std::string_view name;
-        Property property;
-    };
-    static constexpr std::array<Named, 20> kNames{{
-        {"L", Property::Letter},          {"Letter", Property::Letter},
-        {"Lu", Property::LetterUpper},    {"Uppercase_Letter", Property::LetterUpper},
-        {"Ll", Property::LetterLower},    {"Lowercase_Letter", Property::LetterLower},
-        {"Lt", Property::LetterTitle},    {"Titlecase_Letter", Property::LetterTitle},
-        {"Lm", Property::LetterModifier}, {"Modifier_Letter", Property::LetterModifier},
-        {"Lo", Property::LetterOther},    {"Other_Letter", Property::LetterOther},
-        {"M", Property::Mark},            {"Mark", Property::Mark},
-        {"N", Property::Number},          {"Number", Property::Number},
-        {"Nd", Property::DecimalNumber},  {"Decimal_Number", Property::DecimalNumber},
-        {"White_Space", Property::WhiteSpace}, {"Whitespace", Property::WhiteSpace},
-    }};
-    for (const auto& n : kNames)
-        if (n.name == name) return n.property;
-    return std::nullopt;
 }
 
 DecodedText decodeUtf8(std::string_view text) {
@@ -206,6 +133,22 @@ void appendUtf8(std::string& out, char32_t cp) {
     }
 }
 
+bool isValidUtf8(std::string_view text) {
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    std::size_t i = 0;
+    while (i < text.size()) {
+        if (p[i] < 0x80) {
+            ++i;
+            continue;
+        }
+        char32_t cp = 0;
+        std::size_t len = 0;
+        if (decodeOne(p + i, text.size() - i, cp, len) != Utf8Status::Ok) return false;
+        i += len;
+    }
+    return true;
+}
+
 std::string utf8Lossy(std::string_view bytes) {
     std::string out;
     out.reserve(bytes.size());
@@ -235,70 +178,41 @@ std::size_t utf8CompletePrefix(std::string_view bytes) {
     return i;
 }
 
-std::uint8_t combiningClass(char32_t cp) {
-    const auto* end = t::kCombiningClass + t::kCombiningClassSize;
-    const auto* it = std::upper_bound(t::kCombiningClass, end, cp,
-                                      [](char32_t c, const t::CombiningClassRange& r) { return c < r.first; });
-    if (it == t::kCombiningClass) return 0;
-    --it;
-    return cp <= it->last ? it->combiningClass : 0;
-}
-
 namespace {
 
-// NFC (compat false) or NFKC (compat true) of UTF-8 text: decomposition (canonical,
-// or compatibility), canonical ordering, canonical composition (UAX #15).
+// utf8proc_map of valid UTF-8 (the whole of it: NUL bytes included).
+void appendMapped(std::string& out, std::string_view valid, utf8proc_option_t options) {
+    if (valid.empty()) return;
+    utf8proc_uint8_t* mapped = nullptr;
+    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(valid.data()),
+                                            static_cast<utf8proc_ssize_t>(valid.size()), &mapped, options);
+    const std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(mapped, &std::free);
+    if (n == UTF8PROC_ERROR_NOMEM) throw std::bad_alloc();
+    if (n < 0) throw std::runtime_error(std::string("Unicode normalization: ") + utf8proc_errmsg(n));
+    out.append(reinterpret_cast<const char*>(mapped), static_cast<std::size_t>(n));
+}
+
+// NFC (compat false) or NFKC (compat true) of UTF-8 text: each run of valid
+// UTF-8 normalized by utf8proc, the invalid bytes between them kept as they are.
 std::string normalize(std::string_view text, bool compat) {
-    const DecodedText in = decodeUtf8(text);
-    std::u32string buf;
-    buf.reserve(in.codePoints.size() + 8);
-    for (char32_t cp : in.codePoints) {
-        if (cp >= kInvalidByteBase)
-            buf.push_back(cp);
-        else if (!compat || !compatDecomposeInto(buf, cp))
-            decomposeInto(buf, cp);
-    }
-    // Canonical ordering: stable sort of every run of non-starters.
-    for (std::size_t i = 0; i < buf.size();) {
-        if (combiningClass(buf[i]) == 0) {
-            ++i;
+    const auto options = static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE |
+                                                        (compat ? UTF8PROC_COMPAT : 0));
+    std::string out;
+    out.reserve(text.size() + text.size() / 8);
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    std::size_t runStart = 0, i = 0;
+    while (i < text.size()) {
+        char32_t cp = 0;
+        std::size_t len = 0;
+        if (p[i] < 0x80 || decodeOne(p + i, text.size() - i, cp, len) == Utf8Status::Ok) {
+            i += p[i] < 0x80 ? 1 : len;
             continue;
         }
-        std::size_t j = i;
-        while (j < buf.size() && buf[j] < kInvalidByteBase && combiningClass(buf[j]) != 0) ++j;
-        std::stable_sort(buf.begin() + static_cast<std::ptrdiff_t>(i), buf.begin() + static_cast<std::ptrdiff_t>(j),
-                         [](char32_t a, char32_t b) { return combiningClass(a) < combiningClass(b); });
-        i = j;
+        appendMapped(out, text.substr(runStart, i - runStart), options);
+        out.push_back(text[i]);  // each invalid byte stands alone
+        runStart = ++i;
     }
-    // Canonical composition (UAX #15).
-    if (!buf.empty()) {
-        std::size_t starterPos = 0;
-        char32_t starter = buf[0];
-        int lastClass = combiningClass(starter) ? 256 : 0;
-        std::size_t outPos = 1;
-        for (std::size_t k = 1; k < buf.size(); ++k) {
-            const char32_t ch = buf[k];
-            const int chClass = ch >= kInvalidByteBase ? 0 : combiningClass(ch);
-            const auto composite = (lastClass < chClass || lastClass == 0) && starter < kInvalidByteBase
-                                       ? compose(starter, ch)
-                                       : std::nullopt;
-            if (composite) {
-                buf[starterPos] = *composite;
-                starter = *composite;
-                continue;
-            }
-            if (chClass == 0) {
-                starterPos = outPos;
-                starter = ch;
-            }
-            lastClass = chClass;
-            buf[outPos++] = ch;
-        }
-        buf.resize(outPos);
-    }
-    std::string out;
-    out.reserve(text.size());
-    for (char32_t cp : buf) appendCodePoint(out, cp);
+    appendMapped(out, text.substr(runStart), options);
     return out;
 }
 
@@ -319,6 +233,6 @@ std::string nfkc(std::string_view text) {
     return normalize(text, true);
 }
 
-const char* unicodeVersion() { return t::kUnicodeVersion; }
+const char* unicodeVersion() { return utf8proc_unicode_version(); }
 
 }  // namespace sdw::unicode

@@ -1,10 +1,12 @@
 #pragma once
 // Unicode helpers for the tokenizer: UTF-8 decoding that survives invalid
-// bytes, property lookups for the pre-tokenizer regexes, and NFC.
+// bytes, the few character properties the tokenizer checks itself (the
+// pre-tokenizer regexes have Oniguruma's, core/split_regex.h), and NFC / NFKC.
+// Categories and normalization come from utf8proc; White_Space is a list here
+// (utf8proc has general categories only).
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,7 +14,7 @@
 namespace sdw::unicode {
 
 // An invalid UTF-8 byte b decodes to kInvalidByteBase + b: outside Unicode,
-// so it has no property and only matches negated classes ("other").
+// so it has no property.
 inline constexpr char32_t kInvalidByteBase = 0x110000;
 inline constexpr char32_t kReplacement = 0xFFFD;
 
@@ -30,8 +32,6 @@ enum class Property {
 };
 
 bool hasProperty(char32_t cp, Property p);
-// "L", "Letter", "Lu", "N", "Nd", "M", "White_Space", ... ; nullopt if unknown.
-std::optional<Property> propertyByName(std::string_view name);
 
 // Decoded text: code points with the byte offset each one starts at;
 // offsets has one extra entry, the total length.
@@ -42,6 +42,7 @@ struct DecodedText {
 DecodedText decodeUtf8(std::string_view text);
 
 void appendUtf8(std::string& out, char32_t cp);
+bool isValidUtf8(std::string_view text);
 
 // Rust's String::from_utf8_lossy: each maximal invalid subpart becomes U+FFFD.
 std::string utf8Lossy(std::string_view bytes);
@@ -49,12 +50,13 @@ std::string utf8Lossy(std::string_view bytes);
 // not counting a trailing incomplete (but so far valid) sequence.
 std::size_t utf8CompletePrefix(std::string_view bytes);
 
-std::uint8_t combiningClass(char32_t cp);
-// Canonical composition (NFC) of UTF-8 text; invalid bytes pass through.
+// Canonical composition (NFC) of UTF-8 text; invalid bytes pass through and
+// nothing composes or reorders across them.
 std::string nfc(std::string_view text);
 // Compatibility composition (NFKC): compatibility decomposition, then as NFC.
 std::string nfkc(std::string_view text);
 
+// The Unicode version of the categories and normalization (utf8proc's).
 const char* unicodeVersion();
 
 }  // namespace sdw::unicode

@@ -30,7 +30,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev
   libtorch-dev libopenblas0-pthread
-  libhdf5-dev libeigen3-dev nlohmann-json3-dev
+  libhdf5-dev libeigen3-dev nlohmann-json3-dev libonig-dev libutf8proc-dev
   python3-h5py python3-numpy
   xvfb xauth unzip
 )

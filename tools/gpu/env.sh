@@ -3,10 +3,17 @@
 # there (library paths, Qt's plugins, fonts). Sets SDW_DEPS and TORCH_PREFIX.
 SDW_DEPS=${SDW_DEPS:-/opt/sdw-deps}
 _root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-if [ -d "$_root/.debs" ] && [ ! -f "$SDW_DEPS/.unpacked" ]; then
+# .unpacked lists the packages already there: one added to .debs/ later is
+# unpacked on the next run. CMake finds the headers and libraries through
+# CMAKE_PREFIX_PATH=$SDW_DEPS/usr (the .pc files in there name /usr, so
+# pkg-config only gives hints: cmake/SdwFindCLibrary.cmake).
+if [ -d "$_root/.debs" ]; then
   mkdir -p "$SDW_DEPS"
-  for f in "$_root"/.debs/*.deb; do dpkg -x "$f" "$SDW_DEPS"; done
   touch "$SDW_DEPS/.unpacked"
+  for f in "$_root"/.debs/*.deb; do
+    grep -qxF "${f##*/}" "$SDW_DEPS/.unpacked" && continue
+    dpkg -x "$f" "$SDW_DEPS" && echo "${f##*/}" >> "$SDW_DEPS/.unpacked"
+  done
 fi
 # libdbus installs under /lib, the rest under /usr/lib.
 export LD_LIBRARY_PATH="$SDW_DEPS/usr/lib/x86_64-linux-gnu:$SDW_DEPS/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"

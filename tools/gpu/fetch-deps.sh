@@ -4,7 +4,8 @@
 # them into a private prefix there):
 #  - the build: Qt 6 (Core, Test, Gui, Widgets, PrintSupport and their CMake
 #    files and tools), QCustomPlot, the OpenGL headers Qt's CMake files ask
-#    for, Eigen, nlohmann-json;
+#    for, Eigen, nlohmann-json, Oniguruma and utf8proc (the tokenizer's
+#    regexes and Unicode normalization; headers and shared libraries);
 #  - the GUI at run time, offscreen: Qt's platform plugins, fontconfig with
 #    the DejaVu fonts, freetype/harfbuzz, the GL dispatch libraries, X11/xcb
 #    client libraries Qt links against, D-Bus.
@@ -17,6 +18,7 @@ build=(
   libqt6core6 libqt6test6 qt6-base-dev qt6-base-dev-tools qmake6 qmake6-bin
   libicu72 libdouble-conversion3 libb2-1 libpcre2-16-0 libglib2.0-0
   nlohmann-json3-dev libeigen3-dev
+  libonig5 libonig-dev libutf8proc2 libutf8proc-dev
   libqcustomplot-dev libgl-dev libglx-dev libopengl-dev libegl-dev libgles-dev
 )
 gui=(
