@@ -5,7 +5,7 @@
 // checkpoint folder exists only complete (weights, bitmask file, config and
 // tokenizer, all readable), else only its .partial folder is there; an export
 // exists only complete; a run killed while its header was written leaves
-// only a hidden .creating file, which no listing shows. Up to 12 incomplete
+// only a hidden .creating file, which no listing shows. Up to 8 incomplete
 // calibration runs are then resumed and must give the uninterrupted run's
 // statistics (relative Frobenius 1e-5). The figures (kills, files left,
 // corrupt: 0, resumed) go to the log. Label: app.
@@ -212,7 +212,7 @@ class TestKill : public QObject {
     double worstRel = 0;
     for (const auto& e : fs::directory_iterator(work / "runs")) {
       const std::string name = e.path().filename().string();
-      if (resumed >= 12 || !name.starts_with("c") || !name.ends_with(".sdw.h5.partial")) continue;
+      if (resumed >= 8 || !name.starts_with("c") || !name.ends_with(".sdw.h5.partial")) continue;
       const fs::path finalPath = e.path().parent_path() / name.substr(0, name.size() - std::string(".partial").size());
       if (runToEnd({QStringLiteral("calibrate"), QStringLiteral("--resume"), QStringLiteral("--out"),
                     QString::fromStdString(finalPath.string())}) != 0) {
