@@ -89,7 +89,7 @@ else
   cmake --preset ci
   cmake --build --preset ci -j "$jobs"
   ctest --preset ci -j "$jobs"
-  # The same core suites and the fuzz replay again under AddressSanitizer + UBSan
+  # The same core suites again under AddressSanitizer + UBSan
   # (build-asan/; the engine suites are not instrumented: see tests/CMakeLists.txt).
   cmake --preset asan
   cmake --build --preset asan -j "$jobs" --target sdw_asan_suites
