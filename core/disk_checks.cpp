@@ -62,4 +62,12 @@ std::string writeFailure(const fs::path& file, int err) {
   return file.string() + ": write failed: " + std::strerror(err);
 }
 
+void failWrite(std::ofstream& out, const fs::path& tmp) {
+  const int err = errno;
+  out.close();
+  std::error_code ec;
+  fs::remove(tmp, ec);  // nothing half-written stays behind
+  throw std::runtime_error(writeFailure(tmp, err));
+}
+
 }  // namespace sdw

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -23,6 +24,10 @@ void checkCanWrite(const std::filesystem::path& target, std::uint64_t needBytes)
 // "F: write failed: <strerror>". A failure on a filesystem with (almost) no
 // space left counts as disk full whatever its errno.
 std::string writeFailure(const std::filesystem::path& file, int err);
+
+// After a failed write to `tmp` through `out` (errno still that of the
+// failure): closes it, removes `tmp` and throws writeFailure's message.
+[[noreturn]] void failWrite(std::ofstream& out, const std::filesystem::path& tmp);
 
 // Removes `path` (a file or a whole folder) when it goes out of scope, unless
 // release() was called: what a failed write leaves is not kept.

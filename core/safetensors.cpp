@@ -262,13 +262,7 @@ void writeSafetensors(const std::filesystem::path& path, const std::vector<Tenso
     for (const auto& t : tensors)
       out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
     out.flush();
-    if (!out) {
-      const int err = errno;
-      out.close();
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);  // nothing half-written stays behind
-      throw std::runtime_error(writeFailure(tmp, err));
-    }
+    if (!out) failWrite(out, tmp);
   }
   std::filesystem::rename(tmp, path);
 }

@@ -106,13 +106,7 @@ void writeSparseFile(const std::filesystem::path& path, const std::vector<Sparse
     }
     padTo(offset);
     out.flush();
-    if (!out) {
-      const int err = errno;
-      out.close();
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);  // nothing half-written stays behind
-      throw std::runtime_error(writeFailure(tmp, err));
-    }
+    if (!out) failWrite(out, tmp);
   }
   std::filesystem::rename(tmp, path);
 }

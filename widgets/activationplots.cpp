@@ -1,6 +1,7 @@
 #include "widgets/activationplots.h"
 
 #include "widgets/csv.h"
+#include "widgets/plotview.h"
 
 #include <qcustomplot.h>
 
@@ -46,19 +47,6 @@ void styleAxes(QCustomPlot* p) {
   p->legend->setVisible(false);
 }
 
-void setLogAxis(QCPAxis* axis, bool log) {
-  if (log) {
-    axis->setScaleType(QCPAxis::stLogarithmic);
-    axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog));
-    axis->setNumberFormat(QStringLiteral("eb"));
-    axis->setNumberPrecision(0);
-  } else {
-    axis->setScaleType(QCPAxis::stLinear);
-    axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    axis->setNumberFormat(QStringLiteral("g"));
-    axis->setNumberPrecision(4);
-  }
-}
 
 // On a log axis a value <= 0 has no place: a gap in the curve.
 double onAxis(double v, bool log) { return log && !(v > 0) ? kNaN : v; }

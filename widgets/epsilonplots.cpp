@@ -1,6 +1,7 @@
 #include "widgets/epsilonplots.h"
 
 #include "widgets/csv.h"
+#include "widgets/plotview.h"
 
 #include <qcustomplot.h>
 
@@ -37,20 +38,6 @@ void styleAxes(QCustomPlot* p) {
   p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
 }
 
-void setLogAxis(QCPAxis* axis, bool log) {
-  if (log) {
-    axis->setScaleType(QCPAxis::stLogarithmic);
-    QSharedPointer<QCPAxisTickerLog> t(new QCPAxisTickerLog);
-    axis->setTicker(t);
-    axis->setNumberFormat(QStringLiteral("eb"));
-    axis->setNumberPrecision(0);
-  } else {
-    axis->setScaleType(QCPAxis::stLinear);
-    axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    axis->setNumberFormat(QStringLiteral("g"));
-    axis->setNumberPrecision(4);
-  }
-}
 
 }  // namespace
 

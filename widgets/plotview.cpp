@@ -281,4 +281,18 @@ void PlotView::showExportDialog() {
     QMessageBox::warning(this, tr("Export failed"), err);
 }
 
+void setLogAxis(QCPAxis* axis, bool log) {
+  if (log) {
+    axis->setScaleType(QCPAxis::stLogarithmic);
+    axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog));
+    axis->setNumberFormat(QStringLiteral("eb"));
+    axis->setNumberPrecision(0);
+  } else {
+    axis->setScaleType(QCPAxis::stLinear);
+    axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    axis->setNumberFormat(QStringLiteral("g"));
+    axis->setNumberPrecision(4);
+  }
+}
+
 }  // namespace sdw::widgets

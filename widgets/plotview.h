@@ -14,7 +14,12 @@
 class QCustomPlot;
 class QMouseEvent;
 
+class QCPAxis;
+
 namespace sdw::widgets {
+
+// Log (powers of ten) or linear scale with the matching ticks and number format.
+void setLogAxis(QCPAxis* axis, bool log);
 
 class PlotView : public QWidget {
   Q_OBJECT
