@@ -224,14 +224,14 @@ QWidget* PruningPanel::buildForm() {
   auto* outRow = new QHBoxLayout;
   outRow->addWidget(output_, 1);
   outRow->addWidget(output.browse);
-  g->addWidget(new QLabel(tr("Output:"), box), 5, 0);
-  g->addLayout(outRow, 5, 1, 1, 3);
+  g->addWidget(new QLabel(tr("Output:"), box), 6, 0);
+  g->addLayout(outRow, 6, 1, 1, 3);
   outputPreview_ = new QLabel(box);
   outputPreview_->setObjectName(QStringLiteral("pruneOutputPreview"));
   outputPreview_->setStyleSheet(QStringLiteral("color: #555;"));
   outputPreview_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  g->addWidget(outputPreview_, 6, 1, 1, 3);
-  g->addWidget(exportCt_, 7, 1, 1, 3);
+  g->addWidget(outputPreview_, 7, 1, 1, 3);
+  g->addWidget(exportCt_, 8, 1, 1, 3);
 
   prune_ = new QPushButton(tr("Prune"), box);
   prune_->setObjectName(QStringLiteral("prune"));
@@ -242,7 +242,7 @@ QWidget* PruningPanel::buildForm() {
   buttons->addWidget(prune_);
   buttons->addWidget(cancel_);
   buttons->addStretch(1);
-  g->addLayout(buttons, 8, 0, 1, 4);
+  g->addLayout(buttons, 9, 0, 1, 4);
   g->setColumnStretch(1, 1);
   g->setColumnStretch(3, 1);
   connect(prune_, &QPushButton::clicked, this, [this] { Q_EMIT pruneRequested(form()); });
