@@ -7,7 +7,18 @@ _root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # unpacked on the next run. CMake finds the headers and libraries through
 # CMAKE_PREFIX_PATH=$SDW_DEPS/usr (the .pc files in there name /usr, so
 # pkg-config only gives hints: cmake/SdwFindCLibrary.cmake).
-if [ -d "$_root/.debs" ]; then
+# .gpudeps/deps.tar.xz (tools/gpu/bundle.sh), when it travels, is the same
+# packages as one smaller archive; .stamp holds the size and time of the one
+# unpacked, so a new archive replaces the prefix.
+if [ -f "$_root/.gpudeps/deps.tar.xz" ]; then
+  _stamp=$(stat -c '%s %Y' "$_root/.gpudeps/deps.tar.xz")
+  if [ "$(cat "$SDW_DEPS/.stamp" 2>/dev/null)" != "$_stamp" ]; then
+    rm -rf "$SDW_DEPS" && mkdir -p "$SDW_DEPS"
+    xz -dc "$_root/.gpudeps/deps.tar.xz" | tar -C "$SDW_DEPS" -xf - && echo "$_stamp" > "$SDW_DEPS/.stamp"
+  fi
+  if [ -f "$_root/.gpudeps/tokenizers.tar.xz" ]; then xz -dc "$_root/.gpudeps/tokenizers.tar.xz" | tar -C "$_root" -xf -; fi
+  unset _stamp
+elif [ -d "$_root/.debs" ]; then
   mkdir -p "$SDW_DEPS"
   touch "$SDW_DEPS/.unpacked"
   for f in "$_root"/.debs/*.deb; do
