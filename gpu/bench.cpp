@@ -13,6 +13,7 @@
 #include "core/stats.h"
 #include "gpu/device.h"
 #include "gpu/kernel_cases.h"
+#include "gpu/spmspv_pack.h"
 #include "gpu/spmv.h"
 #include "gpu/spmv_cpu.h"
 
@@ -142,6 +143,13 @@ BenchRow makeRow(const std::string& model, const std::string& module, std::int64
 double bytesDense(const BenchShape& s) { return double(s.rows) * s.cols * 2; }
 double bytesSparse(const BenchShape& s) { return double(s.rows) * s.cols * 1.125; }
 
+// The pattern column of spMspV rows: 50% unstructured weights.
+constexpr char kSpmspvPattern[] = "50%";
+// spMspV rows are batch 1 only.
+bool timesSpmspv(const BenchSettings& s) {
+  return !s.activationSparsities.empty() && std::find(s.batches.begin(), s.batches.end(), 1) != s.batches.end();
+}
+
 // ---- CPU ----
 template <typename Fn>
 double timeCpu(int repeats, Fn fn) {
@@ -213,6 +221,23 @@ void runCpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         r.config = "threads " + std::to_string(s.cpuThreads);
         rec.add(r);
       }
+    }
+    if (!timesSpmspv(s)) continue;
+    // spMspV on the CPU (its reference, single-threaded): 50% unstructured weights.
+    const SpmspvMatrix m = packSpmspv(randomPrunedWeights(sh.rows, sh.cols, dt, sh.cols / 2, sh.cols, 4321), sh.rows,
+                                      sh.cols, dt);
+    std::vector<float> y(static_cast<std::size_t>(sh.rows));
+    for (double p : s.activationSparsities) {
+      auto x16 = randomNormal16(sh.cols, dt, 8765);
+      const float threshold = activationThreshold(x16, dt, p);
+      std::vector<float> x(x16.size());
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = sparse::from16(x16[i], dt);
+      BenchRow r = makeRow(sh.model, sh.module, sh.rows, sh.cols, kSpmspvPattern, 1, KernelId::SpmspvCpu);
+      r.activationSparsity = p;
+      r.bytes = spmspvReadBytes(m, x, threshold);
+      r.us = timeCpu(s.repeats, [&] { spmspvCpu(m, x, threshold, y); });
+      r.config = "threshold " + std::to_string(threshold);
+      rec.add(r);
     }
   }
 }
@@ -474,6 +499,30 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         }
       }
     }
+
+    // spMspV at each activation sparsity, after the baselines of the same shapes (their
+    // rows give its speed-ups): 50% unstructured weights, x standard normal.
+    if (!timesSpmspv(s)) continue;
+    constexpr int kWarps = 4, kSplitK = 0;  // heuristics (gpu/kernels/spmspv.cuh)
+    for (const auto& sh : group) {
+      SpmspvMatrix m =
+          packSpmspv(randomPrunedWeights(sh.rows, sh.cols, dtype, sh.cols / 2, sh.cols, seed), sh.rows, sh.cols, dtype);
+      seed += std::uint64_t(1) << 20;
+      const int copies = copiesFor(static_cast<double>(m.bytes()));
+      SpmspvCase c = prepareSpmspvCase(std::move(m), copies);
+      for (double p : s.activationSparsities) {
+        setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, kWarps, kSplitK);
+        BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, kSpmspvPattern, 1, KernelId::Spmspv);
+        r.activationSparsity = p;
+        r.bytes = c.bytes;
+        r.config = describeSpmspv(c, kWarps, kSplitK) + " threshold " + std::to_string(c.threshold);
+        r.us = timeGraph(c.copies(), s.repeats, [&](int i) {
+          if (const char* e = launchSpmspvCase(c, i, kWarps, kSplitK))
+            throw std::runtime_error(std::string("spMspV: ") + e);
+        });
+        rec.add(r);
+      }
+    }
   }
   if (s.tune && !s.tuningOut.empty()) {
     table.save(s.tuningOut);
@@ -491,13 +540,16 @@ BenchResult runKernelBench(const BenchSettings& s, const ProgressFn& progress,
   for (int b : s.batches)
     if (b < 1 || b > 8) throw std::invalid_argument("batch sizes must be 1..8, got " + std::to_string(b));
   for (const auto& p : s.patterns) (void)sparse::parsePattern(p);
+  for (double p : s.activationSparsities)
+    if (!(p >= 0 && p < 1)) throw std::invalid_argument("activation sparsities must be in [0, 1)");
   (void)sparse::parseDType(s.dtype);
   BenchResult res;
   res.torchVersion = deviceInfo().torchVersion;
   Recorder rec{res, onRow, progress, 0, 0, {}};
   const double perShapeBatch = (s.library ? 1 : 0) + (s.ownDense ? 1 : 0) + (s.cusparselt ? 1 : 0) +
                                static_cast<double>(s.patterns.size());
-  rec.total = perShapeBatch * static_cast<double>(s.shapes.size() * s.batches.size());
+  rec.total = perShapeBatch * static_cast<double>(s.shapes.size() * s.batches.size()) +
+              (timesSpmspv(s) ? static_cast<double>(s.shapes.size() * s.activationSparsities.size()) : 0.0);
   const bool gpu = !s.forceCpu && deviceInfo().cudaAvailable;
   try {
     if (gpu) {
@@ -534,9 +586,10 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
   j["cusparselt"] = r.cusparseltStatus;
   j["settings"] = {{"dtype", s.dtype}, {"patterns", s.patterns}, {"batches", s.batches}, {"repeats", s.repeats},
                    {"tuning", s.tuningIn}, {"tune", s.tune}};
+  if (!s.activationSparsities.empty()) j["settings"]["activation_sparsities"] = s.activationSparsities;
   j["notes"] = r.notes;
   j["rows"] = nlohmann::json::array();
-  for (const auto& row : r.rows)
+  for (const auto& row : r.rows) {
     j["rows"].push_back({{"model", row.model},
                          {"module", row.module},
                          {"rows", row.rows},
@@ -552,6 +605,8 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
                          {"speedup_vs_cublas", row.speedupVsCublas},
                          {"speedup_vs_dense", row.speedupVsDense},
                          {"config", row.config}});
+    if (row.activationSparsity) j["rows"].back()["activation_sparsity"] = *row.activationSparsity;
+  }
   j["summary"] = nlohmann::json::array();
   for (const auto& sm : r.summary)
     j["summary"].push_back({{"pattern", sm.pattern},
@@ -565,6 +620,17 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
   j["summary_scope"] = "batch 1, " + s.dtype + ", projection shapes of llama3-8b and qwen3-14b";
   j["pattern_spread_percent"] = r.patternSpreadPercent;
   j["chained_pattern_spread_percent"] = r.patternSpreadChainedPercent;
+  if (!r.activationSummary.empty()) {
+    j["activation_summary_scope"] = "spmspv, batch 1, " + s.dtype + ", every shape of the run, medians";
+    j["activation_summary"] = nlohmann::json::array();
+    for (const auto& a : r.activationSummary)
+      j["activation_summary"].push_back({{"activation_sparsity", a.activationSparsity},
+                                         {"shapes", a.count},
+                                         {"median_speedup_vs_dense", a.medianVsDense},
+                                         {"median_speedup_vs_cublas", a.medianVsCublas},
+                                         {"median_gbs", a.medianGbs},
+                                         {"median_fraction_hbm", a.medianFractionHbm}});
+  }
   return j.dump(1);
 }
 
@@ -604,6 +670,7 @@ BenchResult fromJson(const std::string& text) {
       row.speedupVsCublas = e.value("speedup_vs_cublas", 0.0);
       row.speedupVsDense = e.value("speedup_vs_dense", 0.0);
       row.config = e.value("config", "");
+      if (e.contains("activation_sparsity")) row.activationSparsity = e.at("activation_sparsity").get<double>();
       r.rows.push_back(row);
     }
   } catch (const nlohmann::json::exception& e) {

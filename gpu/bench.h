@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct BenchSettings {
   std::string tuningIn;    // tuning table to read (empty: heuristics)
   std::string tuningOut;   // with tune: where to write the table
   int cpuThreads = 0;
+  // Activation sparsities p_x to time the spMspV kernel at (batch 1; 50% unstructured
+  // weights; exactly a p_x fraction of |x| at or below the threshold). Empty: no spMspV rows.
+  std::vector<double> activationSparsities{};
 };
 
 // Markers in BenchRow and the JSON rows: the module of a whole-layer
@@ -68,6 +72,9 @@ struct BenchRow {
   double speedupVsCublas = 0;   // cuBLAS time / this time (0: no baseline); JSON speedup_vs_cublas
   double speedupVsDense = 0;    // our dense time / this time
   std::string config;           // launch configuration used
+  // spMspV rows: the fraction of input entries skipped (JSON activation_sparsity, only
+  // on these rows); empty for kernels that read every input entry.
+  std::optional<double> activationSparsity{};
 };
 
 // The seven projections of a layer back to back, not one projection.
@@ -82,6 +89,15 @@ struct BenchSummary {
   double medianVsCublasChained = 0, medianVsDenseChained = 0, medianVsCusparseltChained = 0;
 };
 
+// spMspV at one activation sparsity: medians over the run's shapes (batch 1).
+struct ActivationSummary {
+  double activationSparsity = 0;
+  int count = 0;
+  double medianVsDense = 0, medianVsCublas = 0;  // over our dense GEMV and cuBLAS (0: not measured)
+  double medianGbs = 0;                          // of the bytes it must read
+  double medianFractionHbm = 0;
+};
+
 struct BenchResult {
   std::string backend;  // "cuda" or "cpu"
   std::string device, driver, torchVersion;
@@ -92,6 +108,7 @@ struct BenchResult {
   std::vector<BenchSummary> summary;
   double patternSpreadPercent = 0;  // (max - min) / min of the patterns' median speedups over our dense
   double patternSpreadChainedPercent = 0;  // the same with chained times (0: not measured)
+  std::vector<ActivationSummary> activationSummary;  // per activation sparsity, ascending (spMspV rows)
   std::vector<std::string> notes;
 };
 

@@ -81,6 +81,29 @@ void summarise(BenchResult& r, const std::string& /*dtype*/) {
   }
   r.patternSpreadPercent = r.summary.size() > 1 && lo > 0 ? 100.0 * (hi - lo) / lo : 0.0;
   r.patternSpreadChainedPercent = r.summary.size() > 1 && hiC > 0 ? 100.0 * (hiC - loC) / loC : 0.0;
+
+  // spMspV: per activation sparsity over every shape of the run (batch 1).
+  std::map<double, std::vector<const BenchRow*>> byActivation;
+  for (const auto& row : r.rows)
+    if (row.activationSparsity && row.batch == 1 && !isLayerSequence(row)) byActivation[*row.activationSparsity].push_back(&row);
+  r.activationSummary.clear();
+  for (const auto& [p, rows] : byActivation) {
+    ActivationSummary a;
+    a.activationSparsity = p;
+    a.count = static_cast<int>(rows.size());
+    std::vector<double> dense, lib, gbs, hbm;
+    for (const BenchRow* row : rows) {
+      if (row->speedupVsDense > 0) dense.push_back(row->speedupVsDense);
+      if (row->speedupVsCublas > 0) lib.push_back(row->speedupVsCublas);
+      gbs.push_back(row->gbs);
+      hbm.push_back(row->fractionHbm);
+    }
+    a.medianVsDense = stats::median(dense, 0.0);
+    a.medianVsCublas = stats::median(lib, 0.0);
+    a.medianGbs = stats::median(gbs, 0.0);
+    a.medianFractionHbm = stats::median(hbm, 0.0);
+    r.activationSummary.push_back(a);
+  }
 }
 
 }  // namespace sdw::gpu

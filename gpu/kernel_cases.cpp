@@ -17,6 +17,7 @@
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/gemv.cuh"
 #include "gpu/kernels/launch_space.h"
+#include "gpu/kernels/spmspv.cuh"
 #include "gpu/kernels/spmv.cuh"
 #endif
 
@@ -296,8 +297,66 @@ const KernelCase kCases[] = {
 }  // namespace
 
 std::span<const KernelCase> kernelCases() { return kCases; }
+
+// ---- spMspV ----
+
+SpmspvCase prepareSpmspvCase(SpmspvMatrix packed, int copies) {
+  SpmspvCase c;
+  c.host = std::move(packed);
+  auto& chunks = c.host.chunks;
+  auto& offs = c.host.offsets;
+  const auto cpuChunks = at::from_blob(chunks.data(), {static_cast<std::int64_t>(chunks.size())}, at::kShort);
+  const auto cpuOffsets = at::from_blob(offs.data(), {static_cast<std::int64_t>(offs.size())}, at::kInt);
+  for (int i = 0; i < std::max(1, copies); ++i) {
+    c.chunks.push_back(cpuChunks.to(at::kCUDA));
+    c.offsets.push_back(cpuOffsets.to(at::kCUDA));
+  }
+  const CaseProblem p{c.host.rows, c.host.cols, c.host.dtype, {2, 4}, 1};
+  c.y = at::empty({c.host.rows}, options(p));
+  return c;
+}
+
+void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, int warps, int splitK) {
+  const CaseProblem prob{c.host.rows, c.host.cols, c.host.dtype, {2, 4}, 1};
+  if (static_cast<std::int64_t>(x.size()) != c.host.cols) throw std::invalid_argument("spMspV: x of the wrong size");
+  c.threshold = activationThreshold(x, c.host.dtype, p);
+  c.xHost = std::move(x);
+  std::vector<float> xf(c.xHost.size());
+  for (std::size_t i = 0; i < xf.size(); ++i) xf[i] = sparse::from16(c.xHost[i], c.host.dtype);
+  c.bytes = spmspvReadBytes(c.host, xf, c.threshold);
+  c.x = at::from_blob(c.xHost.data(), {c.host.cols}, at::kShort).to(at::kCUDA).view(c.host.dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf);
+  const kernels::SpmspvConfig cfg{warps, splitK};
+  const auto floats = std::max<std::size_t>(1, kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg));
+  c.ws = at::empty({static_cast<std::int64_t>(floats)}, options(prob).dtype(at::kFloat));
+  c.counters = at::zeros({kernels::spmspvCounters(c.host.rows)}, options(prob).dtype(at::kInt));
+}
+
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK) {
+  const auto i = static_cast<std::size_t>(copy);
+  const kernels::SpmspvLayout w{c.chunks[i].data_ptr(), reinterpret_cast<const std::uint32_t*>(c.offsets[i].data_ptr()),
+                                c.host.rows, c.host.cols, kernelDType(c.host.dtype)};
+  return status(kernels::launchSpmspv(w, c.x.data_ptr(), c.threshold, c.y.data_ptr(), kernels::SpmspvConfig{warps, splitK},
+                                      c.ws.data_ptr<float>(), reinterpret_cast<unsigned*>(c.counters.data_ptr()),
+                                      stream()));
+}
+
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK) {
+  return "w" + std::to_string(warps) + " s" +
+         std::to_string(kernels::spmspvSplitK(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK}));
+}
 #else
 std::span<const KernelCase> kernelCases() { return {}; }
+
+SpmspvCase prepareSpmspvCase(SpmspvMatrix, int) {
+  throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
+}
+void setSpmspvActivation(SpmspvCase&, std::vector<std::uint16_t>, double, int, int) {
+  throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
+}
+const char* launchSpmspvCase(SpmspvCase&, int, int, int) { return "no CUDA kernels in this build"; }
+std::string describeSpmspv(const SpmspvCase&, int warps, int splitK) {
+  return "w" + std::to_string(warps) + " s" + std::to_string(splitK);
+}
 #endif
 
 const KernelCase* kernelCase(KernelId id) {

@@ -11,6 +11,7 @@
 #include "core/sparse_format.h"
 #include "gpu/bench.h"  // BenchShape
 #include "gpu/kernel_id.h"
+#include "gpu/spmspv_pack.h"
 #include "gpu/spmv.h"  // SpmvLaunch, GemvLaunch, TuningTable
 
 #include <ATen/core/Tensor.h>
@@ -106,6 +107,30 @@ struct KernelCase {
 // empty where this build has no CUDA kernels.
 std::span<const KernelCase> kernelCases();
 const KernelCase* kernelCase(KernelId id);  // null where not in the table
+
+// spMspV, batch 1 (gpu/kernels/spmspv.cuh): not a row of the table above, since its rows
+// also vary the activation sparsity. The packed weights on the host, `copies` device copies
+// of them that launches rotate through, x and y [cols], [rows] of the weights' dtype, the
+// split-K scratch, and the threshold of the current x.
+struct SpmspvCase {
+  SpmspvMatrix host;
+  std::vector<at::Tensor> chunks, offsets;  // per copy: the chunk buffer (int16), offsets (int32)
+  at::Tensor x, y, ws, counters;
+  std::vector<std::uint16_t> xHost;  // x as uploaded (ties at the threshold nudged)
+  float threshold = -1;
+  double bytes = 0;  // bytes one call must read at this threshold (spmspvReadBytes)
+  int copies() const { return static_cast<int>(chunks.size()); }
+};
+// `copies` (at least 1) device copies of the packed weights (packSpmspv). Throws
+// std::runtime_error where this build has no CUDA kernels.
+SpmspvCase prepareSpmspvCase(SpmspvMatrix packed, int copies);
+// Sets x ([cols] 16-bit bits) and the threshold at which exactly a fraction p of it is
+// skipped (activationThreshold), uploads it and sizes the scratch for (warps, splitK).
+void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, int warps, int splitK);
+// One launch on the current CUDA stream reading copy `copy`, writing c.y: nullptr, or why
+// the launch was refused. warps, splitK: kernels::SpmspvConfig (splitK 0: heuristic).
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK);
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK);  // "w4 s8"
 
 // The dense [rows, cols] float64 matrix (host) held in the kernels' device layout:
 // values [tiles][G][32][16] 16-bit floats (any 16-bit tensor type), masks [tiles][G][32]

@@ -13,6 +13,8 @@ constexpr KernelInfo kKernels[] = {
     {KernelId::Cusparselt, "cusparselt", "cuSPARSELt", false, Baseline::Cusparselt},
     {KernelId::SparseCpu, "sparse-cpu", "sparse (CPU)", true, std::nullopt},
     {KernelId::DenseCpu, "dense-cpu", "dense GEMV (CPU)", false, Baseline::OwnDense},
+    {KernelId::Spmspv, "spmspv", "spMspV (sparse x, sparse W)", false, std::nullopt},
+    {KernelId::SpmspvCpu, "spmspv-cpu", "spMspV (CPU)", false, std::nullopt},
 };
 }  // namespace
 

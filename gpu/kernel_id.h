@@ -8,7 +8,8 @@
 
 namespace sdw::gpu {
 
-enum class KernelId { Sparse, Dense, Cublas, Cusparselt, SparseCpu, DenseCpu };
+// Spmspv: sparse weights x sparse activations (batch 1; rows carry an activation sparsity).
+enum class KernelId { Sparse, Dense, Cublas, Cusparselt, SparseCpu, DenseCpu, Spmspv, SpmspvCpu };
 
 // What a kernel's times are compared against: speed-ups are "baseline time / this time".
 enum class Baseline { Cublas, OwnDense, Cusparselt };

@@ -38,6 +38,8 @@ int runKernels(const Args& a) {
     s.patterns = splitList(a.get("patterns", "2:4,4:8,8:16,16:32"));
     s.batches.clear();
     for (const auto& b : splitList(a.get("batch", "1"))) s.batches.push_back(std::stoi(b));
+    if (a.has("activation-sparsity"))
+      for (const auto& p : splitList(a.get("activation-sparsity"))) s.activationSparsities.push_back(std::stod(p));
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -105,6 +107,22 @@ int runKernels(const Args& a) {
                   sm.medianVsCublasChained, sm.medianVsDenseChained, sm.medianVsCusparseltChained);
     std::printf("  pattern spread (vs our dense, chained): %.1f%%\n", r.patternSpreadChainedPercent);
   }
+  if (!r.activationSummary.empty()) {
+    std::printf("\nspMspV (50%% unstructured weights, x skipped below the threshold; GB/s of the bytes it reads):\n");
+    std::printf("  %-10s %-9s %-12s %5s %9s %7s %5s %7s %7s\n", "model", "module", "shape", "p_x", "us", "GB/s", "%bw",
+                "xdense", "xcuBLAS");
+    for (const auto& row : r.rows) {
+      if (!row.activationSparsity) continue;
+      const std::string shape = std::to_string(row.rows) + "x" + std::to_string(row.cols);
+      std::printf("  %-10s %-9s %-12s %5.2f %9.2f %7.0f %5.1f %7.2f %7.2f\n", row.model.c_str(), row.module.c_str(),
+                  shape.c_str(), *row.activationSparsity, row.us, row.gbs, 100 * row.fractionHbm, row.speedupVsDense,
+                  row.speedupVsCublas);
+    }
+    for (const auto& as : r.activationSummary)
+      std::printf("  p_x %.2f: median vs our dense %.2fx  vs cuBLAS %.2fx  %.0f GB/s (%.0f%% of read bandwidth)  (%d shapes)\n",
+                  as.activationSparsity, as.medianVsDense, as.medianVsCublas, as.medianGbs, 100 * as.medianFractionHbm,
+                  as.count);
+  }
   return 0;
 }
 
@@ -112,12 +130,14 @@ const RegisterBenchMode regKernels{BenchMode{
     "kernels",
     "the bitmask N:M SpMV kernels against dense and 2:4 baselines",
     "bench kernels [--shapes llama3-8b,qwen3-14b,qwen3-32b|RxC] [--patterns 2:4,...] [--batch 1,2,4,8] "
-    "[--dtype bf16|fp16] [--repeats N] [--tune] [--json] [--out FILE]",
+    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--tune] [--json] [--out FILE]",
     {{"shapes", "LIST", "models (llama3-8b, qwen3-14b, qwen3-32b) or ROWSxCOLS shapes", "llama3-8b,qwen3-14b"},
      {"patterns", "LIST", "N:M patterns", "2:4,4:8,8:16,16:32"},
      {"batch", "LIST", "batch sizes, 1..8", "1"},
      {"dtype", "T", "value dtype: bf16 or fp16", "bf16"},
      {"repeats", "N", "timed repeats per kernel (median)", "7"},
+     {"activation-sparsity", "LIST",
+      "also time the spMspV kernel (batch 1, 50% unstructured weights) skipping these fractions of x, in [0, 1)", ""},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
      {"tuning", "FILE", "tuning table to use (default: resources/tuning/<gpu>.json)", ""},
      {"tuning-out", "FILE", "where --tune writes its table", "tuning.json"},

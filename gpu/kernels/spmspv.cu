@@ -1,0 +1,250 @@
+// Sparse weights x sparse activations, batch 1 (spMspV), fp32 accumulation.
+// Layout: gpu/kernels/spmspv_layout.h; design: docs/kernels.md, "Sparse weights x
+// sparse activations (spMspV)".
+//
+// Grid: (row tiles of 256 rows) x (split-K slices of the columns). Each warp of a
+// block owns every W-th step of 32 columns of the block's slice and
+//  1. selects its active columns (|x_j| > threshold) with a ballot, reading x and
+//     the chunk offsets of its columns in the same round trip, and compacts
+//     {chunk location and size, x_j} into its own list in shared memory;
+//  2. streams the chunks of those columns, groups of U chunks, S groups in flight,
+//     global -> shared with cp.async (16 bytes per lane, nothing read past a chunk);
+//  3. per chunk, lane l owns rows 8 l .. 8 l + 7 of the tile: mask byte l, its
+//     values start at the popcount of bytes 0 .. l-1 (one packed warp scan for
+//     the U chunks of a group), one shared-memory load and one FMA per kept row
+//     into 8 fp32 register sums.
+// The warps' sums are added in shared memory; split-K slices are reduced by the
+// last block to arrive (splitk.cuh, one ticket per 32 rows), in split order.
+
+#include "gpu/kernels/spmspv.cuh"
+#include "gpu/kernels/splitk.cuh"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace sdw::kernels {
+namespace {
+
+using detail::lo16;
+
+constexpr int kMaxWarps = 16;
+constexpr int kU = 4;                                                 // chunks per group (one packed scan)
+constexpr int kS = 3;                                                 // groups in flight per warp
+constexpr int kChunkBytes = kSpmspvMaxChunkUnits * kSpmspvUnitBytes;  // 544: one chunk slot
+constexpr int kMaxListPerWarp = 512;                                  // active-column entries per warp
+constexpr int kSizeBits = 6;                                          // chunk size (<= 34 units) in an entry
+constexpr std::int64_t kMaxCols = (std::int64_t{1} << (32 - kSizeBits)) / kSpmspvMaxChunkUnits;
+constexpr int kRowGroups = kSpmspvTileRows / 32;                      // 32-row groups per tile (split-K tickets)
+constexpr int kMinStepsPerWarp = 2;
+
+__device__ __forceinline__ std::uint32_t smemAddr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cpAsync16(std::uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Per warp in dynamic shared memory: list[listCap] (uint2: chunk location << 6 | size in
+// units, relative to the tile's first chunk; x_j as fp32 bits), then kS x kU chunk slots.
+template <typename T>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    spmspvKernel(const uint4* __restrict__ chunks, const std::uint32_t* __restrict__ offsets, std::int64_t rows,
+                 std::int64_t cols, const T* __restrict__ x, float threshold, int colsPerSplit, int listCap,
+                 T* __restrict__ y, float* __restrict__ ws, unsigned* __restrict__ counters) {
+  extern __shared__ uint4 smemRaw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw);
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  const int W = static_cast<int>(blockDim.x >> 5);
+  const std::int64_t tile = blockIdx.x;
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
+  const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
+  const std::uint32_t* tileOffsets = offsets + tile * cols;  // [cols + 1]: the next tile's first offset ends it
+  const std::uint32_t tileBase = __ldg(tileOffsets);
+  const uint4* tileChunks = chunks + tileBase;
+  uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
+  unsigned char* slots =
+      smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) + static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
+  const unsigned short* xs = reinterpret_cast<const unsigned short*>(x);
+
+  // 1. This warp's active columns, in increasing order within each of its 32-column steps.
+  int n = 0;
+  for (std::int64_t c = c0 + 32 * warp + lane; c - lane < c1; c += 32 * W) {
+    const bool in = c < c1;
+    const float xv = in ? lo16<T>(__ldca(xs + c)) : 0.f;
+    const std::uint32_t lo = c <= c1 ? __ldg(tileOffsets + (c - 0)) : 0u;  // c == c1: the next chunk's start
+    std::uint32_t hi = __shfl_down_sync(0xffffffffu, lo, 1);
+    if (lane == 31 && in) hi = __ldg(tileOffsets + c + 1);
+    const bool active = in && fabsf(xv) > threshold;
+    const unsigned ballot = __ballot_sync(0xffffffffu, active);
+    if (active) {
+      const int pos = n + __popc(ballot & ((1u << lane) - 1));
+      list[pos] = make_uint2(((lo - tileBase) << kSizeBits) | (hi - lo), __float_as_uint(xv));
+    }
+    n += __popc(ballot);
+  }
+  __syncwarp();
+
+  // 2./3. Stream the chunks: group k = entries [kU k, kU k + kU) into slot set k % kS.
+  const int groups = (n + kU - 1) / kU;
+  auto issue = [&](int k) {
+    unsigned char* set = slots + (k % kS) * kU * kChunkBytes;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int i = k * kU + u;
+      if (i < n) {
+        const std::uint32_t e = list[i].x;
+        const int size = static_cast<int>(e & ((1u << kSizeBits) - 1));
+        const uint4* src = tileChunks + (e >> kSizeBits);
+        const std::uint32_t dst = smemAddr(set + u * kChunkBytes);
+        if (lane < size) cpAsync16(dst + 16 * lane, src + lane);
+        if (lane + 32 < size) cpAsync16(dst + 16 * (lane + 32), src + lane + 32);  // more than 240 values
+      }
+    }
+    cpAsyncCommit();  // also when empty: one group per k keeps the wait count uniform
+  };
+#pragma unroll
+  for (int k = 0; k < kS; ++k) issue(k);
+
+  float acc[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) acc[i] = 0.f;
+  for (int k = 0; k < groups; ++k) {
+    cpAsyncWait<kS - 1>();
+    __syncwarp();  // every lane's copies of group k are visible to the warp
+    const unsigned char* set = slots + (k % kS) * kU * kChunkBytes;
+    unsigned bytes[kU];
+    float xu[kU];
+    unsigned packed = 0;  // the kU popcounts of this lane, 8 bits each
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int i = k * kU + u;
+      const bool valid = i < n;
+      bytes[u] = valid ? set[u * kChunkBytes + lane] : 0u;
+      xu[u] = valid ? __uint_as_float(list[i].y) : 0.f;
+      packed |= static_cast<unsigned>(__popc(bytes[u])) << (8 * u);
+    }
+    // Exclusive prefix over lanes, all kU fields at once: every exclusive field is at most
+    // 31 x 8 = 248, so carries of the inclusive sums (lane 31: up to 256) cancel exactly.
+    unsigned incl = packed;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const unsigned o = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += o;
+    }
+    const unsigned excl = incl - packed;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const unsigned short* vals = reinterpret_cast<const unsigned short*>(set + u * kChunkBytes + kSpmspvMaskBytes);
+      unsigned idx = (excl >> (8 * u)) & 0xffu;
+      const unsigned b = bytes[u];
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        if (b & (1u << r)) {
+          acc[r] = fmaf(lo16<T>(vals[idx]), xu[u], acc[r]);
+          ++idx;
+        }
+      }
+    }
+    __syncwarp();  // every lane is done with slot set k % kS before it is refilled
+    issue(k + kS);
+  }
+  cpAsyncWait<0>();
+
+  // The warps' sums per row, then the split-K epilogue per 32-row group.
+  __syncthreads();  // every warp is done with its list and slots: reuse as red[W][256]
+  float* red = reinterpret_cast<float*>(smem);
+  float4* mine = reinterpret_cast<float4*>(red + warp * kSpmspvTileRows + 8 * lane);
+  mine[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  mine[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  __syncthreads();
+  for (int q = warp; q < kRowGroups; q += W) {
+    const int r = 32 * q + lane;
+    float tot[1] = {0.f};
+    for (int w = 0; w < W; ++w) tot[0] += red[w * kSpmspvTileRows + r];
+    const std::int64_t row = tile * kSpmspvTileRows + r;
+    detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile * kRowGroups + q, row,
+                             static_cast<std::int64_t>(gridDim.x) * kSpmspvTileRows);
+  }
+}
+
+int smCount() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 132;
+  return std::max(1, sms);
+}
+
+// Steps of 32 columns per split-K slice for `splits` slices.
+std::int64_t stepsPerSplit(std::int64_t cols, int splits) {
+  const std::int64_t steps = (cols + 31) / 32;
+  return (steps + splits - 1) / splits;
+}
+int listCap(std::int64_t cols, int splits, int warps) {
+  return static_cast<int>((stepsPerSplit(cols, splits) + warps - 1) / warps * 32);
+}
+
+template <typename T>
+cudaError_t launchTyped(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
+                        float* ws, unsigned* counters, cudaStream_t stream) {
+  const int splitK = spmspvSplitK(w.rows, w.cols, cfg);
+  const std::int64_t per = stepsPerSplit(w.cols, splitK);
+  const int splits = static_cast<int>(((w.cols + 31) / 32 + per - 1) / per);
+  const int cap = listCap(w.cols, splitK, cfg.warps);
+  const std::size_t smem = std::max<std::size_t>(
+      static_cast<std::size_t>(cfg.warps) * (static_cast<std::size_t>(cap) * sizeof(uint2) + kS * kU * kChunkBytes),
+      static_cast<std::size_t>(cfg.warps) * kSpmspvTileRows * sizeof(float));
+  auto kernel = spmspvKernel<T>;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  const dim3 grid(static_cast<unsigned>(spmspvTiles(w.rows)), static_cast<unsigned>(splits));
+  kernel<<<grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream>>>(
+      static_cast<const uint4*>(w.chunks), w.offsets, w.rows, w.cols, static_cast<const T*>(x), threshold,
+      static_cast<int>(per * 32), cap, static_cast<T*>(y), ws, counters);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
+  const std::int64_t tiles = spmspvTiles(rows), steps = (cols + 31) / 32;
+  const int warps = std::clamp(cfg.warps, 1, kMaxWarps);
+  int s = cfg.splitK;
+  if (s <= 0) {
+    const std::int64_t want = (4 * static_cast<std::int64_t>(smCount()) + tiles - 1) / tiles;
+    const std::int64_t most = std::max<std::int64_t>(1, steps / (kMinStepsPerWarp * warps));
+    s = static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
+  }
+  s = static_cast<int>(std::clamp<std::int64_t>(s, 1, steps));
+  while (listCap(cols, s, warps) > kMaxListPerWarp) ++s;
+  return s;
+}
+
+std::size_t spmspvWorkspaceFloats(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
+  const int s = spmspvSplitK(rows, cols, cfg);
+  const std::int64_t per = stepsPerSplit(cols, s);
+  const std::int64_t splits = ((cols + 31) / 32 + per - 1) / per;
+  return splits <= 1 ? 0 : static_cast<std::size_t>(splits * spmspvTiles(rows) * kSpmspvTileRows);
+}
+
+std::int64_t spmspvCounters(std::int64_t rows) { return spmspvTiles(rows) * kRowGroups; }
+
+cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
+                         float* workspace, unsigned* counters, cudaStream_t stream) {
+  if (w.rows <= 0 || w.cols <= 0 || w.cols > kMaxCols || !w.chunks || !w.offsets || !x || !y)
+    return cudaErrorInvalidValue;
+  if (cfg.warps < 1 || cfg.warps > kMaxWarps || spmspvTiles(w.rows) > 2147483647) return cudaErrorInvalidValue;
+  if ((reinterpret_cast<std::uintptr_t>(w.chunks) & 15) != 0) return cudaErrorMisalignedAddress;
+  if (spmspvWorkspaceFloats(w.rows, w.cols, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
+  switch (w.dtype) {
+    case DType::BF16: return launchTyped<__nv_bfloat16>(w, x, threshold, y, cfg, workspace, counters, stream);
+    case DType::F16: return launchTyped<__half>(w, x, threshold, y, cfg, workspace, counters, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace sdw::kernels

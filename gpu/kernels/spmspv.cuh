@@ -1,0 +1,45 @@
+#pragma once
+// Launcher for the sparse-weight x sparse-activation GEMV (spMspV, batch 1,
+// gpu/kernels/spmspv.cu): y = W x where only the input entries with
+// |x_j| > threshold are read, and with them only the weight bytes of those
+// columns. Raw pointers only. Layout: gpu/kernels/spmspv_layout.h (column-major
+// bitmask chunks per 256-row tile); packer: gpu/spmspv_pack.h.
+
+#include "gpu/kernels/colstats.cuh"  // DType
+#include "gpu/kernels/spmspv_layout.h"
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace sdw::kernels {
+
+// The device layout of one matrix (16-byte aligned buffers).
+struct SpmspvLayout {
+  const void* chunks = nullptr;              // chunk buffer, 16-byte units
+  const std::uint32_t* offsets = nullptr;    // [tiles * cols + 1]
+  std::int64_t rows = 0, cols = 0;
+  DType dtype = DType::BF16;                 // BF16 or F16
+};
+
+struct SpmspvConfig {
+  int warps = 4;   // warps per block (1..16), each walking its own share of the block's columns
+  int splitK = 0;  // blocks per row tile along the input dimension; 0: spmspvSplitK's heuristic
+};
+
+// The split-K count a launch uses: cfg.splitK (or, when 0, about 4 blocks per SM of the
+// current device with at least 2 steps of 32 columns per warp), raised so that each
+// warp's list of active columns fits in shared memory.
+int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
+// fp32 partial sums (0 without split-K) and split-K counters (zeroed once before first
+// use; the kernel leaves them zero) a launch needs.
+std::size_t spmspvWorkspaceFloats(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
+std::int64_t spmspvCounters(std::int64_t rows);
+
+// x: [cols] in the layout's dtype; y: [rows] same dtype. Reads column j iff
+// |x_j| > threshold (a negative threshold: every column). fp32 accumulation.
+cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
+                         float* workspace, unsigned* counters, cudaStream_t stream);
+
+}  // namespace sdw::kernels

@@ -1,0 +1,207 @@
+// The host side of the spMspV layout (gpu/spmspv_pack.h).
+
+#include "gpu/spmspv_pack.h"
+
+#include "gpu/kernels/spmspv_layout.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace sdw::gpu {
+
+using kernels::kSpmspvMaskBytes;
+using kernels::kSpmspvMaskUnits;
+using kernels::kSpmspvTileRows;
+using kernels::kSpmspvValuesPerUnit;
+
+namespace {
+constexpr int kMaskWords = kSpmspvMaskBytes / 4;          // 8 uint32 per chunk
+constexpr int kMaskHalves = kSpmspvMaskBytes / 2;         // the mask as 16 16-bit elements
+bool isZero16(std::uint16_t h) { return (h & 0x7fffu) == 0; }
+
+// The mask words of a chunk starting at 16-bit element e.
+std::uint32_t maskWord(const std::vector<std::uint16_t>& c, std::size_t e, int w) {
+  return static_cast<std::uint32_t>(c[e + 2 * w]) | (static_cast<std::uint32_t>(c[e + 2 * w + 1]) << 16);
+}
+std::size_t chunkUnits(int nnz) {
+  return kSpmspvMaskUnits + (static_cast<std::size_t>(nnz) + kSpmspvValuesPerUnit - 1) / kSpmspvValuesPerUnit;
+}
+}  // namespace
+
+std::int64_t SpmspvMatrix::tiles() const { return kernels::spmspvTiles(rows); }
+
+SpmspvMatrix packSpmspv(std::span<const std::uint16_t> w, std::int64_t rows, std::int64_t cols, sparse::DType dtype) {
+  if (rows < 1 || cols < 1 || static_cast<std::int64_t>(w.size()) != rows * cols)
+    throw std::invalid_argument("spMspV pack: " + std::to_string(w.size()) + " values for [" + std::to_string(rows) +
+                                ", " + std::to_string(cols) + "]");
+  SpmspvMatrix m;
+  m.rows = rows, m.cols = cols, m.dtype = dtype;
+  const std::int64_t T = m.tiles();
+  m.offsets.resize(static_cast<std::size_t>(T * cols + 1));
+  m.chunks.reserve(static_cast<std::size_t>(T * cols) * kSpmspvValuesPerUnit * kSpmspvMaskUnits +
+                   static_cast<std::size_t>(rows * cols) / 2);
+  std::vector<std::uint16_t> vals;
+  for (std::int64_t t = 0; t < T; ++t) {
+    const std::int64_t r0 = t * kSpmspvTileRows, r1 = std::min(rows, r0 + kSpmspvTileRows);
+    for (std::int64_t j = 0; j < cols; ++j) {
+      if (m.chunks.size() / kSpmspvValuesPerUnit > 0xffffffffu)
+        throw std::invalid_argument("spMspV pack: layout over 2^32 16-byte units");
+      m.offsets[static_cast<std::size_t>(t * cols + j)] = static_cast<std::uint32_t>(m.chunks.size() / kSpmspvValuesPerUnit);
+      std::uint32_t mask[kMaskWords] = {};
+      vals.clear();
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const std::uint16_t v = w[static_cast<std::size_t>(r * cols + j)];
+        if (isZero16(v)) continue;
+        const auto k = static_cast<int>(r - r0);
+        mask[k / 32] |= 1u << (k % 32);
+        vals.push_back(v);
+      }
+      for (std::uint32_t word : mask) {
+        m.chunks.push_back(static_cast<std::uint16_t>(word & 0xffffu));
+        m.chunks.push_back(static_cast<std::uint16_t>(word >> 16));
+      }
+      m.chunks.insert(m.chunks.end(), vals.begin(), vals.end());
+      m.chunks.resize((m.chunks.size() + kSpmspvValuesPerUnit - 1) / kSpmspvValuesPerUnit * kSpmspvValuesPerUnit, 0);
+    }
+  }
+  if (m.chunks.size() / kSpmspvValuesPerUnit > 0xffffffffu)
+    throw std::invalid_argument("spMspV pack: layout over 2^32 16-byte units");
+  m.offsets.back() = static_cast<std::uint32_t>(m.chunks.size() / kSpmspvValuesPerUnit);
+  return m;
+}
+
+void validateSpmspv(const SpmspvMatrix& m) {
+  const auto fail = [](const std::string& why) { throw std::invalid_argument("spMspV layout: " + why); };
+  if (m.rows < 1 || m.cols < 1) fail("empty shape");
+  const std::int64_t T = m.tiles();
+  if (static_cast<std::int64_t>(m.offsets.size()) != T * m.cols + 1) fail("offsets: wrong count");
+  if (m.chunks.size() % kSpmspvValuesPerUnit != 0 || m.offsets.back() * std::size_t{kSpmspvValuesPerUnit} != m.chunks.size())
+    fail("chunk buffer size does not match the last offset");
+  if (m.offsets.front() != 0) fail("first offset not 0");
+  for (std::int64_t t = 0; t < T; ++t) {
+    const std::int64_t validRows = std::min<std::int64_t>(kSpmspvTileRows, m.rows - t * kSpmspvTileRows);
+    for (std::int64_t j = 0; j < m.cols; ++j) {
+      const std::size_t g = static_cast<std::size_t>(t * m.cols + j);
+      if (m.offsets[g + 1] < m.offsets[g]) fail("offsets decrease at chunk " + std::to_string(g));
+      const std::size_t e = std::size_t{m.offsets[g]} * kSpmspvValuesPerUnit;
+      if (m.offsets[g + 1] - m.offsets[g] < static_cast<std::uint32_t>(kSpmspvMaskUnits)) fail("chunk too small");
+      int nnz = 0;
+      for (int wd = 0; wd < kMaskWords; ++wd) {
+        const std::uint32_t word = maskWord(m.chunks, e, wd);
+        nnz += std::popcount(word);
+        for (int b = 0; b < 32; ++b)
+          if ((word >> b & 1u) && wd * 32 + b >= validRows) fail("mask bit of a padding row in chunk " + std::to_string(g));
+      }
+      if (m.offsets[g + 1] - m.offsets[g] != chunkUnits(nnz)) fail("chunk " + std::to_string(g) + " size does not match its mask");
+      const std::size_t v0 = e + kMaskHalves, end = std::size_t{m.offsets[g + 1]} * kSpmspvValuesPerUnit;
+      for (std::size_t i = v0; i < v0 + static_cast<std::size_t>(nnz); ++i)
+        if (isZero16(m.chunks[i])) fail("a kept value is zero in chunk " + std::to_string(g));
+      for (std::size_t i = v0 + static_cast<std::size_t>(nnz); i < end; ++i)
+        if (m.chunks[i] != 0) fail("nonzero padding in chunk " + std::to_string(g));
+    }
+  }
+}
+
+std::vector<std::uint16_t> unpackSpmspv(const SpmspvMatrix& m) {
+  validateSpmspv(m);
+  std::vector<std::uint16_t> w(static_cast<std::size_t>(m.rows * m.cols), 0);
+  for (std::int64_t t = 0; t < m.tiles(); ++t)
+    for (std::int64_t j = 0; j < m.cols; ++j) {
+      const std::size_t e = std::size_t{m.offsets[static_cast<std::size_t>(t * m.cols + j)]} * kSpmspvValuesPerUnit;
+      std::size_t v = e + kMaskHalves;
+      for (int wd = 0; wd < kMaskWords; ++wd)
+        for (std::uint32_t word = maskWord(m.chunks, e, wd); word != 0; word &= word - 1) {
+          const std::int64_t r = t * kSpmspvTileRows + wd * 32 + std::countr_zero(word);
+          w[static_cast<std::size_t>(r * m.cols + j)] = m.chunks[v++];
+        }
+    }
+  return w;
+}
+
+bool spmspvActive(float xj, float threshold) { return std::fabs(xj) > threshold; }
+
+void spmspvCpu(const SpmspvMatrix& m, std::span<const float> x, float threshold, std::span<float> y) {
+  if (static_cast<std::int64_t>(x.size()) != m.cols || static_cast<std::int64_t>(y.size()) != m.rows)
+    throw std::invalid_argument("spMspV: x or y of the wrong size");
+  std::fill(y.begin(), y.end(), 0.f);
+  for (std::int64_t t = 0; t < m.tiles(); ++t)
+    for (std::int64_t j = 0; j < m.cols; ++j) {
+      const float xj = x[static_cast<std::size_t>(j)];
+      if (!spmspvActive(xj, threshold)) continue;
+      const std::size_t e = std::size_t{m.offsets[static_cast<std::size_t>(t * m.cols + j)]} * kSpmspvValuesPerUnit;
+      std::size_t v = e + kMaskHalves;
+      for (int wd = 0; wd < kMaskWords; ++wd)
+        for (std::uint32_t word = maskWord(m.chunks, e, wd); word != 0; word &= word - 1) {
+          const std::int64_t r = t * kSpmspvTileRows + wd * 32 + std::countr_zero(word);
+          y[static_cast<std::size_t>(r)] += sparse::from16(m.chunks[v++], m.dtype) * xj;
+        }
+    }
+}
+
+double spmspvReadBytes(const SpmspvMatrix& m, std::span<const float> x, float threshold) {
+  if (static_cast<std::int64_t>(x.size()) != m.cols) throw std::invalid_argument("spMspV: x of the wrong size");
+  double units = 0;
+  for (std::int64_t t = 0; t < m.tiles(); ++t)
+    for (std::int64_t j = 0; j < m.cols; ++j)
+      if (spmspvActive(x[static_cast<std::size_t>(j)], threshold)) {
+        const auto g = static_cast<std::size_t>(t * m.cols + j);
+        units += m.offsets[g + 1] - m.offsets[g];
+      }
+  return units * kernels::kSpmspvUnitBytes + 4.0 * static_cast<double>(m.offsets.size()) + 2.0 * static_cast<double>(m.cols);
+}
+
+float activationThreshold(std::span<std::uint16_t> x, sparse::DType dtype, double p) {
+  if (!(p >= 0 && p <= 1)) throw std::invalid_argument("activation sparsity must be in [0, 1]");
+  const std::size_t n = x.size();
+  const auto k = static_cast<std::size_t>(std::llround(p * static_cast<double>(n)));
+  if (k == 0) return -1.f;
+  const auto mag = [&](std::size_t i) { return std::fabs(sparse::from16(x[i], dtype)); };
+  std::vector<std::size_t> idx(n);
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return mag(a) < mag(b); });
+  const float t = mag(idx[k - 1]);
+  // Entries after the k-th that tie with it would not be read: one ulp up (the
+  // magnitude bits, sign kept) makes them > t.
+  for (std::size_t i = k; i < n && mag(idx[i]) == t; ++i)
+    x[idx[i]] = static_cast<std::uint16_t>((x[idx[i]] & 0x8000u) | ((x[idx[i]] & 0x7fffu) + 1));
+  return t;
+}
+
+std::vector<std::uint16_t> randomPrunedWeights(std::int64_t rows, std::int64_t cols, sparse::DType dtype,
+                                               std::int64_t keep, std::int64_t group, std::uint64_t seed) {
+  if (rows < 1 || cols < 1 || group < 1 || cols % group != 0 || keep < 0 || keep > group)
+    throw std::invalid_argument("randomPrunedWeights: bad shape or pattern");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> ud(-1.f, 1.f);
+  std::vector<std::uint16_t> w(static_cast<std::size_t>(rows * cols), 0);
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(group));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t g0 = 0; g0 < cols; g0 += group) {
+      std::iota(idx.begin(), idx.end(), g0);
+      for (std::int64_t i = 0; i < keep; ++i) {  // partial Fisher-Yates: the first `keep` are kept
+        std::uniform_int_distribution<std::int64_t> pick(i, group - 1);
+        std::swap(idx[static_cast<std::size_t>(i)], idx[static_cast<std::size_t>(pick(rng))]);
+        std::uint16_t h = 0;
+        while (isZero16(h)) h = sparse::floatTo16(ud(rng), dtype);
+        w[static_cast<std::size_t>(r * cols + idx[static_cast<std::size_t>(i)])] = h;
+      }
+    }
+  return w;
+}
+
+std::vector<std::uint16_t> randomNormal16(std::int64_t n, sparse::DType dtype, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<std::uint16_t> x(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
+  for (auto& h : x)
+    do h = sparse::floatTo16(nd(rng), dtype);
+    while (isZero16(h));
+  return x;
+}
+
+}  // namespace sdw::gpu

@@ -1,0 +1,159 @@
+// The spMspV kernel (gpu/kernels/spmspv.cu) on the device against a float64
+// product of the same 16-bit weights and the same masked input: bf16/fp16, 50%
+// unstructured and 2:4 weights, rows not a multiple of 256, columns not a multiple
+// of 32, activation sparsity 0 .. 1, several warps and split-K counts (each launch
+// twice: the split-K counters must reset), guard regions around y. Label: gpu.
+// Skips without a device.
+
+#include "core/sparse_format.h"
+#include "gpu/device.h"
+#include "gpu/kernel_cases.h"
+#include "gpu/spmspv_pack.h"
+
+#include <torch/torch.h>
+
+#include <QtTest>
+
+#include <cmath>
+
+using namespace sdw;
+
+namespace {
+constexpr std::int64_t kGuard = 64;
+constexpr double kSentinel = -1216.0;  // exact in bf16 and fp16
+
+struct Result {
+  std::vector<double> y;  // [rows]
+  bool guardsIntact = true;
+};
+
+// Launches twice into a guarded y and returns it.
+Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK) {
+  const auto dt = c.host.dtype == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf;
+  auto buf = torch::full({2 * kGuard + c.host.rows}, kSentinel, torch::TensorOptions().device(torch::kCUDA).dtype(dt));
+  c.y = buf.narrow(0, kGuard, c.host.rows);
+  for (int i = 0; i < 2; ++i)
+    if (const char* e = gpu::launchSpmspvCase(c, 0, warps, splitK)) throw std::runtime_error(e);
+  torch::cuda::synchronize();
+  const auto all = buf.cpu().to(torch::kDouble);
+  Result r;
+  const double* p = all.data_ptr<double>();
+  for (std::int64_t i = 0; i < all.numel(); ++i) {
+    if (i >= kGuard && i < kGuard + c.host.rows)
+      r.y.push_back(p[i]);
+    else if (p[i] != kSentinel)
+      r.guardsIntact = false;
+  }
+  return r;
+}
+}  // namespace
+
+class TestSpmspvCuda : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() {
+    const auto& d = gpu::deviceInfo();
+    if (!d.cudaAvailable) QSKIP(qPrintable(QStringLiteral("no CUDA device: %1").arg(QString::fromStdString(d.reason))));
+    qInfo("device: %s", gpu::describeDevice(d).c_str());
+  }
+
+  void matchesReference_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<int>("keep");   // per group of `group` columns of a row
+    QTest::addColumn<int>("group");
+    QTest::addColumn<double>("p");   // activation sparsity
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<int>("warps");
+    QTest::addColumn<int>("splitK");  // 0: heuristic
+    for (const char* dt : {"bf16", "fp16"}) {
+      for (double p : {0.0, 0.25, 0.5, 0.75, 0.99, 1.0}) {
+        QTest::addRow("37x96 50%% p=%.2f %s", p, dt) << 37 << 96 << 48 << 96 << p << dt << 4 << 0;
+        QTest::addRow("300x33 50%% p=%.2f %s", p, dt) << 300 << 33 << 16 << 33 << p << dt << 4 << 0;
+        QTest::addRow("257x1000 2:4 p=%.2f %s", p, dt) << 257 << 1000 << 2 << 4 << p << dt << 8 << 3;
+        QTest::addRow("1x5 p=%.2f %s", p, dt) << 1 << 5 << 3 << 5 << p << dt << 1 << 1;
+        QTest::addRow("600x4000 50%% p=%.2f %s", p, dt) << 600 << 4000 << 2000 << 4000 << p << dt << 16 << 7;
+      }
+      QTest::addRow("dense 512x2080 p=0.5 %s", dt) << 512 << 2080 << 2080 << 2080 << 0.5 << dt << 4 << 0;  // 34-unit chunks
+      QTest::addRow("split 65 of 2080 cols %s", dt) << 513 << 2080 << 1040 << 2080 << 0.5 << dt << 2 << 65;
+    }
+    for (double p : {0.0, 0.5, 0.75}) {
+      QTest::addRow("llama 4096x4096 50%% p=%.2f", p) << 4096 << 4096 << 2048 << 4096 << p << "bf16" << 4 << 0;
+      QTest::addRow("llama 14336x4096 50%% p=%.2f", p) << 14336 << 4096 << 2048 << 4096 << p << "bf16" << 4 << 0;
+      QTest::addRow("llama 4096x14336 50%% p=%.2f", p) << 4096 << 14336 << 7168 << 14336 << p << "bf16" << 4 << 0;
+    }
+    QTest::addRow("llama 4096x4096 2:4 p=0.5 fp16 w8") << 4096 << 4096 << 2 << 4 << 0.5 << "fp16" << 8 << 0;
+  }
+
+  void matchesReference() {
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(int, keep);
+    QFETCH(int, group);
+    QFETCH(double, p);
+    QFETCH(QString, dtype);
+    QFETCH(int, warps);
+    QFETCH(int, splitK);
+    const auto dt = sparse::parseDType(dtype.toStdString());
+    const auto seed = static_cast<std::uint64_t>(rows) * 131 + static_cast<std::uint64_t>(cols);
+    const auto w = gpu::randomPrunedWeights(rows, cols, dt, keep, group, seed);
+    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, rows, cols, dt), 1);
+    gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, seed + 1), p, warps, splitK);
+
+    // float64 reference of exactly what the kernel reads; sum |w x| is the scale of fp32 rounding.
+    std::vector<double> ref(std::size_t(rows), 0.0), absRef(std::size_t(rows), 0.0);
+    std::int64_t active = 0;
+    for (int j = 0; j < cols; ++j) {
+      const float xj = sparse::from16(c.xHost[std::size_t(j)], dt);
+      if (!gpu::spmspvActive(xj, c.threshold)) continue;
+      ++active;
+      for (int r = 0; r < rows; ++r) {
+        const double t = double(sparse::from16(w[std::size_t(r) * cols + j], dt)) * xj;
+        ref[std::size_t(r)] += t;
+        absRef[std::size_t(r)] += std::fabs(t);
+      }
+    }
+    QCOMPARE(active, cols - std::llround(p * cols));
+
+    const auto got = runGuarded(c, warps, splitK);
+    QVERIFY2(got.guardsIntact, "y's guard region was overwritten");
+    const double halfUlp = dt == sparse::DType::BF16 ? 1.0 / 256 : 1.0 / 2048;  // output rounding to 16 bits
+    double err = 0, norm = 0;
+    for (int r = 0; r < rows; ++r) {
+      const double g = got.y[std::size_t(r)], want = ref[std::size_t(r)];
+      QVERIFY2(std::isfinite(g), qPrintable(QStringLiteral("row %1 not finite").arg(r)));
+      const double tol = halfUlp * std::fabs(want) + 2e-5 * absRef[std::size_t(r)] + 1e-30;
+      QVERIFY2(std::fabs(g - want) <= tol,
+               qPrintable(QStringLiteral("row %1: %2 vs %3 (tol %4)").arg(r).arg(g).arg(want).arg(tol)));
+      err += (g - want) * (g - want);
+      norm += want * want;
+    }
+    if (active == 0) QCOMPARE(err, 0.0);  // nothing read: y exactly zero
+    else QVERIFY2(std::sqrt(err / norm) < 2 * halfUlp, qPrintable(QStringLiteral("relative error %1").arg(std::sqrt(err / norm))));
+  }
+
+  // An all-zero x at threshold 0 reads nothing and writes zeros (split-K included).
+  void zeroInput() {
+    const auto w = gpu::randomPrunedWeights(700, 3000, sparse::DType::BF16, 1500, 3000, 9);
+    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, 700, 3000, sparse::DType::BF16), 1);
+    gpu::setSpmspvActivation(c, std::vector<std::uint16_t>(3000, 0), 0.0, 4, 5);
+    c.threshold = 0.f;
+    const auto got = runGuarded(c, 4, 5);
+    QVERIFY(got.guardsIntact);
+    for (double v : got.y) QCOMPARE(v, 0.0);
+  }
+
+  // Refused launches: a misaligned chunk buffer, zero or too many warps.
+  void refusesBadArguments() {
+    const auto w = gpu::randomPrunedWeights(64, 64, sparse::DType::BF16, 32, 64, 2);
+    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, 64, 64, sparse::DType::BF16), 1);
+    gpu::setSpmspvActivation(c, gpu::randomNormal16(64, sparse::DType::BF16, 3), 0.5, 4, 0);
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 0, 0) != nullptr);
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 17, 0) != nullptr);
+    c.chunks[0] = c.chunks[0].narrow(0, 1, c.chunks[0].numel() - 1);  // 2-byte offset
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0) != nullptr);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestSpmspvCuda)
+#include "test_spmspv_cuda.moc"
