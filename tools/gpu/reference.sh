@@ -37,7 +37,7 @@ fi
 if [[ $steps == *ct* ]]; then
   w=$(mktemp -d)
   echo "== compressed-tensors round trip (work: $w)" | tee -a "$log"
-  "$cli" calibrate --model samples/model/brown-llama --source fixed --corpus samples/corpus/brown-calib.txt \
+  "$cli" calibrate --model samples/model/brown-llama --device "${REFERENCE_DEVICE:-cuda}" --source fixed --corpus samples/corpus/brown-calib.txt \
     --tokens 32768 --out "$w/cal.sdw.h5" > "$w/cal.log" 2>&1 || { tail -5 "$w/cal.log" | tee -a "$log"; status=1; }
   for p in 2:4 unstructured50; do
     t=${p/:/-}

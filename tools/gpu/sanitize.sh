@@ -4,30 +4,35 @@
 # tool and suite its own process, SANITIZE_TIMEOUT seconds each, default 240).
 # One log per tool and suite in $OUT (or out/gpu), a summary in sanitize.log:
 # the suite's exit, the sanitizer's error count, or "timeout".
-#   SANITIZE_SUITES="test_spmv_cuda ..." tools/gpu/sanitize.sh
+#   SANITIZE_SUITES="test_spmv_cuda test_engine_cuda@graphEqualsLaunches,sparseHoldsNoDenseCopy" tools/gpu/sanitize.sh
+#   (SUITE@F1,F2: only those test functions of the suite)
+#   SANITIZE_TOOLS="memcheck racecheck synccheck" (the default)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-$root/out/gpu}
 mkdir -p "$out/sanitize"
-suites=${SANITIZE_SUITES:-test_spmv_cuda test_colstats_cuda test_sparsegpt_cuda test_engine_cuda}
+suites=${SANITIZE_SUITES:-test_spmv_cuda test_spmspv_cuda test_colstats_cuda test_sparsegpt_cuda test_engine_cuda}
 secs=${SANITIZE_TIMEOUT:-240}
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 [ -n "$san" ] || { echo "compute-sanitizer not found" | tee "$out/sanitize.log"; exit 1; }
 "$san" --version | tail -1 | tee "$out/sanitize.log"
 pids=()
-for tool in memcheck racecheck synccheck; do
-  for s in $suites; do
+for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+  for spec in $suites; do
+    s=${spec%%@*}
+    fns=()
+    [ "$spec" != "$s" ] && IFS=, read -r -a fns <<< "${spec#*@}"
     bin=$(find build-gpu -name "$s" -type f -perm -u+x | head -1)
     [ -n "$bin" ] || { echo "$tool $s: not built" >> "$out/sanitize.log"; continue; }
     (
-      timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 "$bin" -maxwarnings 0 \
+      timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 "$bin" -maxwarnings 0 "${fns[@]}" \
         > "$out/sanitize/$tool-$s.log" 2>&1
       rc=$?
       errs=$(grep -oE "ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard" "$out/sanitize/$tool-$s.log" | tail -1)
       passed=$(grep -oE "Totals: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$out/sanitize/$tool-$s.log" | tail -1)
       case $rc in 124) r=timeout ;; 0) r=ok ;; 86) r="sanitizer errors" ;; *) r="exit $rc" ;; esac
-      echo "$tool $s: $r; ${errs:-no summary}; ${passed:-no totals}" >> "$out/sanitize.log"
+      echo "$tool $spec: $r; ${errs:-no summary}; ${passed:-no totals}" >> "$out/sanitize.log"
     ) &
     pids+=($!)
   done
