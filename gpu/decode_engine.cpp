@@ -293,6 +293,8 @@ void fuseGroups(Model::Impl& m, EngineState& e) {
 
 }  // namespace
 
+bool engineSupportsArchitecture(const ModelConfig& c) { return !c.isGemma(); }
+
 std::string linearName(Linear l) { return std::string(nameOf(kLinearNames, l)); }
 Linear parseLinear(std::string_view s) { return parseName(kLinearNames, "linear", s); }
 
@@ -696,7 +698,10 @@ void launchStep(Model::Impl& m, DecodeGraph& g, KvCache& cache, const std::vecto
 
 bool engineDecodes(const Model::Impl& m) {
   const ModelConfig& c = m.config;
+  // Gemma 3 (GELU-tanh, (1 + w) and post norms, per-layer windows and RoPE tables,
+  // soft-capping) has no kernels here: its decode steps run the eager forward pass.
   return m.device.is_cuda() && m.engine && m.options.decodeEngine && !m.observed() && m.actSparsity.empty() &&
+         engineSupportsArchitecture(c) &&
          c.headDim % 8 == 0 && c.headDim <= 256 &&
          c.numHeads % c.numKvHeads == 0 && c.numHeads / c.numKvHeads <= 16;
 }
@@ -755,12 +760,14 @@ std::uint64_t Model::deviceBytes() const {
   add(m.w.finalNorm);
   for (const auto& L : m.w.layers)
     for (const at::Tensor* t : {&L.inputNorm, &L.q, &L.k, &L.v, &L.o, &L.qNorm, &L.kNorm, &L.qBias, &L.kBias, &L.vBias,
-                                &L.postNorm, &L.gate, &L.up, &L.down})
+                                &L.postNorm, &L.preFfnNorm, &L.postFfnNorm, &L.gate, &L.up, &L.down})
       add(*t);
   for (const auto& t : m.cache.k) add(t);
   for (const auto& t : m.cache.v) add(t);
   add(m.ropeCos);
   add(m.ropeSin);
+  add(m.ropeCosLocal);
+  add(m.ropeSinLocal);
   if (m.engine) {
     for (const auto& layer : m.engine->packed)
       for (const auto& p : layer) {
@@ -779,13 +786,16 @@ std::uint64_t Model::deviceBytes() const {
 std::string Model::engineDescription() const {
   const Impl& m = *impl_;
   std::ostringstream s;
-  const bool engine = engineDecodes(m) || (m.device.is_cuda() && m.engine && m.options.decodeEngine && m.observed());
+  const bool engine = engineDecodes(m) || (m.device.is_cuda() && m.engine && m.options.decodeEngine && m.observed() &&
+                                           engineSupportsArchitecture(m.config));
   if (m.device.is_cpu()) s << "eager CPU forward";
   else if (engine) s << (m.options.cudaGraph ? "CUDA graph of fused kernels" : "fused kernels, no CUDA graph");
   else s << "eager forward";
   const Linear lin = m.options.linear;
   const bool gemv16 = m.computeDtype != at::kFloat && m.device.is_cuda();
-  const std::string denseName = lin == Linear::Cublas || !gemv16 ? "cuBLAS" : "dense GEMV";
+  // Without engine kernels for the architecture every dense projection is the eager pass's cuBLAS.
+  const std::string denseName =
+      lin == Linear::Cublas || !gemv16 || !engineSupportsArchitecture(m.config) ? "cuBLAS" : "dense GEMV";
   if (m.device.is_cpu()) s << ", " << (lin == Linear::Sparse ? "CPU bitmask SpMV" : "LibTorch matmul");
   else if (lin == Linear::Sparse) s << ", bitmask SpMV";
   else s << ", " << denseName;
@@ -794,6 +804,8 @@ std::string Model::engineDescription() const {
     s << " " << m.engine->pattern << " (" << m.engine->packedCount() << " of " << total << " projections packed)";
   }
   if (m.device.is_cuda()) s << ", lm_head " << denseName;
+  if (m.device.is_cuda() && m.options.decodeEngine && !engineSupportsArchitecture(m.config))
+    s << ", the decode engine has no " << m.config.architectureName << " kernels";
   if (!m.actSparsity.empty()) {
     const auto [lo, hi] = std::minmax_element(m.actSparsity.begin(), m.actSparsity.end());
     s << ", activation sparsity " << *lo;

@@ -63,8 +63,11 @@ void setupEngine(Model::Impl& m, const std::filesystem::path& checkpointDir,
 // teacher forcing, observed decode steps).
 at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x);
 
+// Whether the fused engine has kernels for the architecture (not Gemma 3: its decode
+// steps run the eager forward pass, as with activation sparsity).
+bool engineSupportsArchitecture(const ModelConfig& c);
 // Whether decode steps of `batch` rows run through the fused engine now (CUDA, no
-// observers).
+// observers, no activation sparsity, an architecture the engine supports).
 bool engineDecodes(const Model::Impl& m);
 // One decode step through the engine: row b feeds ids[b] at model position
 // slot - pad[b], its key/value goes to cache slot `slot`. Returns the logits

@@ -1,8 +1,9 @@
-// The Llama / Qwen3 decoder forward pass: RMSNorm, RoPE (default or Llama-3
-// scaled), grouped-query attention over a static KV cache, SwiGLU MLP, and
-// the projection-input observation hook. Written to follow transformers'
-// modeling_llama.py / modeling_qwen3.py operation by operation so fp32
-// logits agree to rounding.
+// The decoder forward pass (Llama, Mistral, Qwen2, Qwen3, Gemma 3): RMSNorm,
+// RoPE (default, Llama-3 or linear scaled; Gemma 3: a local and a global
+// table), grouped-query attention over a static KV cache (sliding window per
+// layer), SwiGLU / GELU-tanh MLP, and the projection-input observation hook.
+// Written to follow transformers' modeling_llama.py / modeling_qwen3.py /
+// modeling_gemma3.py operation by operation so fp32 logits agree to rounding.
 
 #include "gpu/engine_internal.h"
 #include "gpu/model_internal.h"
@@ -26,6 +27,21 @@ at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   const auto var = xf.pow(2).mean(-1, /*keepdim=*/true);
   return weight * (xf * at::rsqrt(var + eps)).to(x.scalar_type());
 }
+
+// transformers' Gemma3RMSNorm: normalise and scale by (1 + w) in fp32, then cast back.
+at::Tensor gemmaRmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  const auto xf = x.to(at::kFloat);
+  const auto var = xf.pow(2).mean(-1, /*keepdim=*/true);
+  return (xf * at::rsqrt(var + eps) * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
+}
+
+// The family's norm: Llama's or Gemma's.
+at::Tensor norm(const ModelConfig& c, const at::Tensor& x, const at::Tensor& weight) {
+  return c.isGemma() ? gemmaRmsNorm(x, weight, c.rmsNormEps) : rmsNorm(x, weight, c.rmsNormEps);
+}
+
+// cap * tanh(x / cap) (Gemma's soft-capping), in x's dtype.
+at::Tensor softcap(const at::Tensor& x, double cap) { return at::tanh(x / cap) * cap; }
 
 at::Tensor rotateHalf(const at::Tensor& x) {
   const auto half = x.size(-1) / 2;
@@ -90,16 +106,21 @@ void setActivationSparsity(Model::Impl& m, std::vector<double> perLayer) {
   m.actSparsity = any ? std::move(perLayer) : std::vector<double>{};
 }
 
-at::Tensor ropeInverseFrequencies(const ModelConfig& c) {
+at::Tensor ropeInverseFrequencies(const ModelConfig& c, bool local) {
   // As transformers: inv_freq = 1 / base^(arange(0, dim, 2) / dim) in fp32.
   const auto dim = c.headDim;
   const auto exponents = at::arange(0, dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) /
                          static_cast<double>(dim);
+  const double theta = local ? c.ropeLocalTheta : c.ropeTheta;
+  const RopeScaling& scaling = local ? c.ropeLocalScaling : c.ropeScaling;
   // (Python's `scalar / tensor` is reciprocal() * scalar; mirrored for bitwise-equal tables.)
-  at::Tensor inv = at::pow(c.ropeTheta, exponents).reciprocal();
-  if (c.ropeScaling.type == "llama3") {
+  at::Tensor inv = at::pow(theta, exponents).reciprocal();
+  if (scaling.type == "linear") {
+    // _compute_linear_scaling_rope_parameters: inv_freq /= factor
+    inv = inv / scaling.factor;
+  } else if (scaling.type == "llama3") {
     // _compute_llama3_parameters
-    const auto& s = c.ropeScaling;
+    const auto& s = scaling;
     const double oldContext = static_cast<double>(s.originalMaxPositionEmbeddings);
     const double lowFreqWavelen = oldContext / s.lowFreqFactor;
     const double highFreqWavelen = oldContext / s.highFreqFactor;
@@ -114,8 +135,9 @@ at::Tensor ropeInverseFrequencies(const ModelConfig& c) {
   return inv;
 }
 
-std::vector<float> ropeInvFreq(const ModelConfig& config) {
-  const at::Tensor inv = ropeInverseFrequencies(config).contiguous();
+std::vector<float> ropeInvFreq(const ModelConfig& config, bool local) {
+  if (local && !(config.ropeLocalTheta > 0)) throw std::invalid_argument("ropeInvFreq: the model has no local RoPE");
+  const at::Tensor inv = ropeInverseFrequencies(config, local).contiguous();
   return {inv.data_ptr<float>(), inv.data_ptr<float>() + inv.numel()};
 }
 
@@ -124,12 +146,16 @@ void ensureRope(Model::Impl& m, std::int64_t n) {
   // Grow geometrically so decoding does not rebuild the table every step.
   const std::int64_t have = m.ropeCos.defined() ? m.ropeCos.size(0) : 0;
   const std::int64_t size = std::max<std::int64_t>(n, std::max<std::int64_t>(256, 2 * have));
-  const at::Tensor inv = ropeInverseFrequencies(m.config);                      // [D/2] fp32
   const at::Tensor pos = at::arange(size, at::TensorOptions().dtype(at::kLong)).to(at::kFloat);  // [P]
-  const at::Tensor freqs = pos.unsqueeze(1) * inv.unsqueeze(0);                  // [P, D/2] fp32
-  const at::Tensor emb = at::cat({freqs, freqs}, -1);                            // [P, D]
-  m.ropeCos = emb.cos().to(m.device, m.computeDtype);
-  m.ropeSin = emb.sin().to(m.device, m.computeDtype);
+  const auto table = [&](bool local, at::Tensor& cos, at::Tensor& sin) {
+    const at::Tensor inv = ropeInverseFrequencies(m.config, local);               // [D/2] fp32
+    const at::Tensor freqs = pos.unsqueeze(1) * inv.unsqueeze(0);                  // [P, D/2] fp32
+    const at::Tensor emb = at::cat({freqs, freqs}, -1);                            // [P, D]
+    cos = emb.cos().to(m.device, m.computeDtype);
+    sin = emb.sin().to(m.device, m.computeDtype);
+  };
+  if (m.config.ropeLocalTheta > 0) table(true, m.ropeCosLocal, m.ropeSinLocal);
+  table(false, m.ropeCos, m.ropeSin);
 }
 
 KvCache& ensureKvCache(Model::Impl& m, std::int64_t batch, std::int64_t capacity) {
@@ -160,15 +186,31 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
   ensureRope(m, in.positionLimit > 0 ? in.positionLimit : in.positions.max().item<std::int64_t>() + 1);
 
   at::Tensor h = at::embedding(m.w.embed, in.ids);  // [B, T, hidden]
+  if (c.isGemma()) {
+    // Gemma3TextScaledWordEmbedding: torch.tensor(hidden**0.5) (fp32) cast to the embedding's dtype.
+    // (bf16: sqrt(3072) = 55.43 becomes 55.5). Rounded here on the host; multiplying by
+    // the rounded value rounds the product exactly as the 0-dim tensor product does.
+    const double scale = at::scalar_tensor(static_cast<float>(std::pow(static_cast<double>(c.hiddenSize), 0.5)), at::kFloat)
+                             .to(h.scalar_type())
+                             .to(at::kDouble)
+                             .item<double>();
+    h = h * scale;
+  }
   const auto flatPos = in.positions.reshape({-1});
-  const at::Tensor cos = m.ropeCos.index_select(0, flatPos).view({B, 1, T, D});
-  const at::Tensor sin = m.ropeSin.index_select(0, flatPos).view({B, 1, T, D});
+  const auto rotary = [&](const at::Tensor& table) { return table.index_select(0, flatPos).view({B, 1, T, D}); };
+  const at::Tensor cos = rotary(m.ropeCos), sin = rotary(m.ropeSin);
+  at::Tensor cosLocal, sinLocal;  // Gemma 3's sliding layers
+  if (m.ropeCosLocal.defined()) {
+    cosLocal = rotary(m.ropeCosLocal);
+    sinLocal = rotary(m.ropeSinLocal);
+  }
 
-  // Additive mask [B, 1, rep*T, S]: causal, padding keys hidden. A padding
-  // query may see itself, so no softmax row is empty (its output is unused).
-  at::Tensor mask;
-  const std::int64_t W = c.slidingWindow;  // > 0: keys within the last W positions only (Mistral)
-  if (T > 1 || in.keyValid.defined() || (W > 0 && S > W)) {
+  // Additive mask [B, 1, rep*T, S]: causal, padding keys hidden, and with a window
+  // W > 0 keys within the last W positions only (transformers' `key > query - W`).
+  // A padding query may see itself, so no softmax row is empty (its output is unused).
+  const auto makeMask = [&](std::int64_t W) {
+    at::Tensor mask;
+    if (!(T > 1 || in.keyValid.defined() || (W > 0 && S > W))) return mask;
     const auto lopts = at::TensorOptions().dtype(at::kLong).device(m.device);
     const at::Tensor qSlot = at::arange(in.cacheStart, S, lopts).unsqueeze(1);  // [T, 1]
     const at::Tensor kSlot = at::arange(0, S, lopts).unsqueeze(0);             // [1, S]
@@ -182,30 +224,44 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
     allowed = allowed.expand({B, T, S});
     mask = at::zeros({B, T, S}, at::TensorOptions().dtype(m.computeDtype).device(m.device))
                .masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-    mask = mask.unsqueeze(1).unsqueeze(1).expand({B, 1, rep, T, S}).reshape({B, 1, rep * T, S});
-  }
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    return mask.unsqueeze(1).unsqueeze(1).expand({B, 1, rep, T, S}).reshape({B, 1, rep * T, S});
+  };
+  at::Tensor maskFull, maskSliding;  // built on first use
+  bool haveFull = false, haveSliding = false;
+  const double scale = c.attentionScale();
 
   for (std::int64_t l = 0; l < c.numLayers; ++l) {
     const LayerWeights& L = m.w.layers[static_cast<std::size_t>(l)];
     const int li = static_cast<int>(l);
     const double px = m.actSparsity.empty() ? 0.0 : m.actSparsity[static_cast<std::size_t>(l)];
+    const bool sliding = c.slidingLayer(l);
+    if (sliding && !haveSliding) {
+      maskSliding = makeMask(c.slidingWindow);
+      haveSliding = true;
+    } else if (!sliding && !haveFull) {
+      maskFull = makeMask(0);
+      haveFull = true;
+    }
+    const at::Tensor& mask = sliding ? maskSliding : maskFull;
+    const bool local = c.localRopeLayer(l);
+    const at::Tensor& lc = local ? cosLocal : cos;
+    const at::Tensor& ls = local ? sinLocal : sin;
     // ---- attention
-    at::Tensor x = rmsNorm(h, L.inputNorm, c.rmsNormEps);  // [B, T, hidden]
+    at::Tensor x = norm(c, h, L.inputNorm);  // [B, T, hidden]
     observe(m, in.observe, x, li, {kQ, kK, kV});
     x = sparsifyActivations(x, px);
     at::Tensor q = project(m, li, L.q, kQ, x, L.qBias).view({B, T, H, D});
     at::Tensor k = project(m, li, L.k, kK, x, L.kBias).view({B, T, KV, D});
     at::Tensor v = project(m, li, L.v, kV, x, L.vBias).view({B, T, KV, D});
-    if (c.hasQkNorm()) {  // Qwen3: per-head RMSNorm before RoPE
-      q = rmsNorm(q, L.qNorm, c.rmsNormEps);
-      k = rmsNorm(k, L.kNorm, c.rmsNormEps);
+    if (c.hasQkNorm()) {  // Qwen3, Gemma 3: per-head RMSNorm before RoPE
+      q = norm(c, q, L.qNorm);
+      k = norm(c, k, L.kNorm);
     }
     q = q.transpose(1, 2);  // [B, H, T, D]
     k = k.transpose(1, 2);  // [B, KV, T, D]
     v = v.transpose(1, 2);
-    q = q * cos + rotateHalf(q) * sin;
-    k = k * cos + rotateHalf(k) * sin;
+    q = q * lc + rotateHalf(q) * ls;
+    k = k * lc + rotateHalf(k) * ls;
     at::Tensor keys = k, values = v;  // [B, KV, S, D]
     if (cache) {
       cache->k[static_cast<std::size_t>(l)].narrow(2, in.cacheStart, T).copy_(k);
@@ -216,6 +272,7 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
     // GQA without repeating K/V: query heads of one KV head stacked along time.
     const at::Tensor qg = q.reshape({B, KV, rep * T, D});
     at::Tensor scores = at::matmul(qg, keys.transpose(-1, -2)) * scale;  // [B, KV, rep*T, S]
+    if (c.attnLogitSoftcap > 0) scores = softcap(scores, c.attnLogitSoftcap);
     if (mask.defined()) scores = scores + mask;
     const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(m.computeDtype);
     at::Tensor attn = at::matmul(probs, values)                 // [B, KV, rep*T, D]
@@ -223,18 +280,26 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
                           .transpose(1, 2)
                           .reshape({B, T, H * D});
     observe(m, in.observe, attn, li, {kO});
-    h = h + project(m, li, L.o, kO, sparsifyActivations(attn, px));
+    at::Tensor attnOut = project(m, li, L.o, kO, sparsifyActivations(attn, px));
+    if (c.isGemma()) attnOut = norm(c, attnOut, L.postNorm);  // post_attention_layernorm
+    h = h + attnOut;
     // ---- MLP
-    x = rmsNorm(h, L.postNorm, c.rmsNormEps);
+    x = norm(c, h, c.isGemma() ? L.preFfnNorm : L.postNorm);
     observe(m, in.observe, x, li, {kGate, kUp});
     x = sparsifyActivations(x, px);
-    const at::Tensor act = at::silu(project(m, li, L.gate, kGate, x)) * project(m, li, L.up, kUp, x);  // [B, T, inter]
+    const at::Tensor gate = project(m, li, L.gate, kGate, x);
+    const at::Tensor act = (c.isGemma() ? at::gelu(gate, "tanh") : at::silu(gate)) *
+                           project(m, li, L.up, kUp, x);  // [B, T, inter]
     observe(m, in.observe, act, li, {kDown});
-    h = h + project(m, li, L.down, kDown, sparsifyActivations(act, px));
+    at::Tensor mlpOut = project(m, li, L.down, kDown, sparsifyActivations(act, px));
+    if (c.isGemma()) mlpOut = norm(c, mlpOut, L.postFfnNorm);  // post_feedforward_layernorm
+    h = h + mlpOut;
   }
   if (in.lastOnly) h = h.narrow(1, T - 1, 1);
-  h = rmsNorm(h, m.w.finalNorm, c.rmsNormEps);
-  return at::linear(h, m.w.lmHead);  // [B, T', vocab]
+  h = norm(c, h, m.w.finalNorm);
+  at::Tensor logits = at::linear(h, m.w.lmHead);  // [B, T', vocab]
+  if (c.finalLogitSoftcap > 0) logits = softcap(logits, c.finalLogitSoftcap);
+  return logits;
 }
 
 }  // namespace sdw::gpu

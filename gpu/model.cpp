@@ -119,6 +119,10 @@ std::vector<Slot> expectedTensors(Model::Impl& m, bool withLmHead) {
       s.push_back({p + "self_attn.k_norm.weight", {c.headDim}, &L.kNorm});
     }
     s.push_back({p + "post_attention_layernorm.weight", {c.hiddenSize}, &L.postNorm});
+    if (c.isGemma()) {
+      s.push_back({p + "pre_feedforward_layernorm.weight", {c.hiddenSize}, &L.preFfnNorm});
+      s.push_back({p + "post_feedforward_layernorm.weight", {c.hiddenSize}, &L.postFfnNorm});
+    }
     s.push_back({p + "mlp.gate_proj.weight", {c.intermediateSize, c.hiddenSize}, &L.gate});
     s.push_back({p + "mlp.up_proj.weight", {c.intermediateSize, c.hiddenSize}, &L.up});
     s.push_back({p + "mlp.down_proj.weight", {c.hiddenSize, c.intermediateSize}, &L.down});
@@ -247,7 +251,7 @@ std::unique_ptr<Model> Model::randomInit(const ModelConfig& config, const LoadOp
   for (const auto& s : slots) {
     at::Tensor t = at::empty(s.shape, opts);
     const bool bias = s.name.size() > 5 && s.name.compare(s.name.size() - 5, 5, ".bias") == 0;
-    if (s.shape.size() == 1 && !bias) t.fill_(1.0);  // norms
+    if (s.shape.size() == 1 && !bias) t.fill_(config.isGemma() ? 0.0 : 1.0);  // norms: scale 1 (Gemma: 1 + w)
     else if (gen.defined()) t.normal_(0.0, stddev, gen);
     else t.normal_(0.0, stddev);
     if (m->device.is_cpu() && m->storeDtype != at::kFloat) t = t.to(m->storeDtype).to(at::kFloat);

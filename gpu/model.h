@@ -1,5 +1,5 @@
 #pragma once
-// The model runtime: a Llama / Qwen3 decoder loaded from a Hugging Face
+// The model runtime: a Llama / Mistral / Qwen2 / Qwen3 / Gemma 3 decoder loaded from a Hugging Face
 // checkpoint (or built with random weights from a config), on CPU or CUDA.
 // Plain types only; LibTorch stays behind the pimpl (engine code reaches the
 // tensors through gpu/model_internal.h).
@@ -104,8 +104,9 @@ struct GenerationResult {
 };
 
 // RoPE inverse frequencies [headDim/2] as the model uses them (fp32, incl.
-// the Llama-3 scaling), for checks against the reference.
-std::vector<float> ropeInvFreq(const ModelConfig& config);
+// the Llama-3 or linear scaling), for checks against the reference. local:
+// Gemma 3's sliding layers (rope_local_base_freq, unscaled).
+std::vector<float> ropeInvFreq(const ModelConfig& config, bool local = false);
 
 class Model {
  public:
@@ -114,7 +115,7 @@ class Model {
   // Errors name the file and tensor (missing, wrong shape, truncated).
   static std::unique_ptr<Model> load(const std::filesystem::path& dir, const LoadOptions& options = {},
                                      const ProgressFn& progress = {});
-  // Random weights (normal(0, stddev), norms 1) for benchmarks and tests.
+  // Random weights (normal(0, stddev), norms 1: Gemma's (1 + w) norms get w = 0) for benchmarks and tests.
   static std::unique_ptr<Model> randomInit(const ModelConfig& config, const LoadOptions& options = {},
                                            std::uint64_t seed = 0, double stddev = 0.02);
   ~Model();

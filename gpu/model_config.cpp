@@ -52,38 +52,110 @@ std::optional<std::int32_t> optId(const json& j, const char* key) {
   return std::nullopt;
 }
 
-void parseRope(const json& j, ModelConfig& c, const std::string& source) {
-  c.ropeTheta = optional<double>(j, "rope_theta", 10000.0, source);
-  // Newer transformers write {"rope_parameters": {"rope_theta", "rope_type", ...}}.
-  json scaling;
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
-    scaling = j["rope_parameters"];
-    c.ropeTheta = optional<double>(scaling, "rope_theta", c.ropeTheta, source);
-  } else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
-    scaling = j["rope_scaling"];
-  }
-  if (scaling.is_null()) return;
+// One RoPE description ({"rope_type", "factor", ...} and maybe "rope_theta") into a scaling;
+// `what` names it in errors ("rope_scaling", "rope_parameters.full_attention").
+void parseScaling(const json& scaling, RopeScaling& out, const std::string& what, const std::string& source) {
+  out = RopeScaling{};
   std::string type = optional<std::string>(scaling, "rope_type", "", source);
   if (type.empty()) type = optional<std::string>(scaling, "type", "", source);
   if (type.empty() || type == "default") return;
-  if (type != "llama3")
-    throw configError(source, "RoPE scaling type \"" + type + "\" is not supported (supported: none, \"llama3\")");
+  if (type != "llama3" && type != "linear")
+    throw configError(source, "RoPE scaling type \"" + type + "\" is not supported (supported: none, \"llama3\", \"linear\")");
   const auto need = [&](const char* key) {
     if (!scaling.contains(key) || !scaling[key].is_number())
-      throw configError(source, std::string("llama3 rope_scaling needs the number \"") + key + "\"");
+      throw configError(source, type + " " + what + " needs the number \"" + key + "\"");
     const double v = scaling[key].get<double>();
     if (!std::isfinite(v) || v <= 0 || v > static_cast<double>(ModelConfig::kMaxPositions))
-      throw configError(source, std::string("llama3 rope_scaling \"") + key + "\" = " + scaling[key].dump() +
+      throw configError(source, type + " " + what + " \"" + key + "\" = " + scaling[key].dump() +
                                     " is out of range (0, " + std::to_string(ModelConfig::kMaxPositions) + "]");
     return v;
   };
-  c.ropeScaling.type = "llama3";
-  c.ropeScaling.factor = need("factor");
-  c.ropeScaling.lowFreqFactor = need("low_freq_factor");
-  c.ropeScaling.highFreqFactor = need("high_freq_factor");
-  c.ropeScaling.originalMaxPositionEmbeddings = static_cast<std::int64_t>(need("original_max_position_embeddings"));
-  if (c.ropeScaling.highFreqFactor == c.ropeScaling.lowFreqFactor)
-    throw configError(source, "llama3 rope_scaling: high_freq_factor must differ from low_freq_factor");
+  out.type = type;
+  out.factor = need("factor");
+  if (type == "linear") return;
+  out.lowFreqFactor = need("low_freq_factor");
+  out.highFreqFactor = need("high_freq_factor");
+  out.originalMaxPositionEmbeddings = static_cast<std::int64_t>(need("original_max_position_embeddings"));
+  if (out.highFreqFactor == out.lowFreqFactor)
+    throw configError(source, "llama3 " + what + ": high_freq_factor must differ from low_freq_factor");
+}
+
+void parseRope(const json& j, ModelConfig& c, const std::string& source) {
+  const bool gemma = c.isGemma();
+  c.ropeTheta = optional<double>(j, "rope_theta", gemma ? 1000000.0 : 10000.0, source);
+  // Gemma 3 (Hub form): the sliding layers rotate with rope_local_base_freq, unscaled.
+  if (gemma) c.ropeLocalTheta = optional<double>(j, "rope_local_base_freq", 10000.0, source);
+  const auto perType = [](const json& rp) {
+    return rp.contains("full_attention") || rp.contains("sliding_attention");
+  };
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object() && perType(j["rope_parameters"])) {
+    // transformers 5 with layer types: {"full_attention": {...}, "sliding_attention": {...}}.
+    const json& rp = j["rope_parameters"];
+    if (rp.contains("full_attention") && rp["full_attention"].is_object()) {
+      c.ropeTheta = optional<double>(rp["full_attention"], "rope_theta", c.ropeTheta, source);
+      parseScaling(rp["full_attention"], c.ropeScaling, "rope_parameters.full_attention", source);
+    }
+    if (rp.contains("sliding_attention") && rp["sliding_attention"].is_object()) {
+      if (!gemma) throw configError(source, "per-layer-type rope_parameters are only supported for Gemma 3");
+      c.ropeLocalTheta = optional<double>(rp["sliding_attention"], "rope_theta", c.ropeLocalTheta, source);
+      parseScaling(rp["sliding_attention"], c.ropeLocalScaling, "rope_parameters.sliding_attention", source);
+    }
+    return;
+  }
+  // Newer transformers write {"rope_parameters": {"rope_theta", "rope_type", ...}}.
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    const json& rp = j["rope_parameters"];
+    c.ropeTheta = optional<double>(rp, "rope_theta", c.ropeTheta, source);
+    parseScaling(rp, c.ropeScaling, "rope_parameters", source);
+  } else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+    parseScaling(j["rope_scaling"], c.ropeScaling, "rope_scaling", source);
+  }
+}
+
+// Gemma 3's text fields: layer types, window, attention scale, soft-capping, activation.
+void parseGemma3(const json& j, ModelConfig& c, const std::string& source) {
+  c.hiddenAct = optional<std::string>(j, "hidden_activation", "gelu_pytorch_tanh", source);
+  if (c.hiddenAct != "gelu_pytorch_tanh")
+    throw configError(source, "hidden_activation \"" + c.hiddenAct + "\" is not supported (supported: gelu_pytorch_tanh)");
+  if (optional<bool>(j, "use_bidirectional_attention", false, source))
+    throw configError(source, "use_bidirectional_attention = true is not supported (causal decoders only)");
+  c.queryPreAttnScalar = optional<double>(j, "query_pre_attn_scalar", 256.0, source);
+  if (!(c.queryPreAttnScalar > 0) || !std::isfinite(c.queryPreAttnScalar))
+    throw configError(source, "query_pre_attn_scalar must be positive and finite");
+  const auto cap = [&](const char* key) {
+    const double v = optional<double>(j, key, 0.0, source);
+    if (!std::isfinite(v) || v < 0) throw configError(source, std::string(key) + " must be positive or null");
+    return v;
+  };
+  c.finalLogitSoftcap = cap("final_logit_softcapping");
+  // transformers' Gemma3Attention never hands attn_logit_softcapping to its attention
+  // function (eager would apply it, sdpa ignores it): the scores are not capped.
+  c.attnLogitSoftcapDeclared = cap("attn_logit_softcapping");
+  c.attnLogitSoftcap = 0;
+  c.padTokenId = optId(j, "pad_token_id");
+  // Layer types: layer_types, or (older configs) sliding_window_pattern: layer i is
+  // global when (i + 1) % pattern == 0.
+  if (c.numLayers <= 0 || c.numLayers > ModelConfig::kMaxLayers) return;  // validate() names it
+  c.slidingLayers.assign(static_cast<std::size_t>(c.numLayers), true);
+  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+    const json& lt = j["layer_types"];
+    if (!lt.is_array() || static_cast<std::int64_t>(lt.size()) != c.numLayers)
+      throw configError(source, "layer_types must list one type per layer (" + std::to_string(c.numLayers) + ")");
+    for (std::size_t i = 0; i < lt.size(); ++i) {
+      const std::string t = lt[i].is_string() ? lt[i].get<std::string>() : lt[i].dump();
+      if (t != "sliding_attention" && t != "full_attention")
+        throw configError(source, "layer_types[" + std::to_string(i) + "] = \"" + t +
+                                      "\" is not supported (supported: sliding_attention, full_attention)");
+      c.slidingLayers[i] = t == "sliding_attention";
+    }
+  } else {
+    const std::int64_t pattern = optional<std::int64_t>(j, "sliding_window_pattern", 6, source);
+    if (pattern < 1) throw configError(source, "sliding_window_pattern must be positive");
+    for (std::int64_t i = 0; i < c.numLayers; ++i) c.slidingLayers[static_cast<std::size_t>(i)] = (i + 1) % pattern != 0;
+  }
+  c.slidingWindow = optional<std::int64_t>(j, "sliding_window", 4096, source);
+  if (c.slidingWindow < 1) throw configError(source, "sliding_window must be positive");
+  if (c.slidingWindow >= c.maxPositionEmbeddings) c.slidingWindow = 0;  // never reached: full attention
 }
 
 }  // namespace
@@ -115,11 +187,20 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& sou
     c.architecture = Architecture::Mistral;
     c.architectureName = "MistralForCausalLM";
     c.modelType = "mistral";
+  } else if (arch == "Gemma3ForCausalLM" || (arch.empty() && modelType == "gemma3_text")) {
+    c.architecture = Architecture::Gemma3;
+    c.architectureName = "Gemma3ForCausalLM";
+    c.modelType = "gemma3_text";
+  } else if (arch == "Gemma3ForConditionalGeneration" || (arch.empty() && modelType == "gemma3")) {
+    // The multimodal checkpoint nests the text model (text_config; tensors under
+    // language_model.*) next to a vision tower.
+    throw configError(source, "Gemma3ForConditionalGeneration (the multimodal Gemma 3) is not supported: only the "
+                              "text model, Gemma3ForCausalLM (model_type gemma3_text), is");
   } else {
     const std::string named = !arch.empty() ? arch : !modelType.empty() ? "model_type " + modelType : "(none given)";
     throw configError(source, "unsupported architecture " + named +
                                   " (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                                  "Qwen3ForCausalLM)");
+                                  "Qwen3ForCausalLM, Gemma3ForCausalLM)");
   }
 
   c.vocabSize = requireInt(j, "vocab_size", source);
@@ -128,20 +209,27 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& sou
   c.numLayers = requireInt(j, "num_hidden_layers", source);
   c.numHeads = requireInt(j, "num_attention_heads", source);
   c.numKvHeads = optional<std::int64_t>(j, "num_key_value_heads", c.numHeads, source);
-  c.headDim = optional<std::int64_t>(j, "head_dim", 0, source);
+  c.headDim = optional<std::int64_t>(j, "head_dim", c.architecture == Architecture::Gemma3 ? 256 : 0, source);
   if (c.headDim == 0 && c.numHeads > 0) c.headDim = c.hiddenSize / c.numHeads;
   c.maxPositionEmbeddings = optional<std::int64_t>(
-      j, "max_position_embeddings", c.architecture == Architecture::Qwen3 ? 40960 : 2048, source);
+      j, "max_position_embeddings",
+      c.architecture == Architecture::Qwen3 ? 40960 : c.architecture == Architecture::Gemma3 ? 131072 : 2048, source);
   c.rmsNormEps = optional<double>(j, "rms_norm_eps", 1e-6, source);
   parseRope(j, c, source);
-  c.tieWordEmbeddings = optional<bool>(j, "tie_word_embeddings", false, source);
+  c.tieWordEmbeddings = optional<bool>(j, "tie_word_embeddings", c.isGemma(), source);
   c.torchDtype = optional<std::string>(j, "torch_dtype", "", source);
   if (c.torchDtype.empty()) c.torchDtype = optional<std::string>(j, "dtype", "", source);
   c.bosTokenId = optId(j, "bos_token_id");
   c.eosTokenIds = idList(j, "eos_token_id");
+  if (c.isGemma() && !j.contains("bos_token_id")) c.bosTokenId = 2;  // Gemma3TextConfig's defaults
+  if (c.isGemma() && !j.contains("eos_token_id")) c.eosTokenIds = {1};
 
-  const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
-  if (act != "silu") throw configError(source, "hidden_act \"" + act + "\" is not supported (supported: silu)");
+  if (c.isGemma()) {
+    parseGemma3(j, c, source);
+  } else {
+    const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
+    if (act != "silu") throw configError(source, "hidden_act \"" + act + "\" is not supported (supported: silu)");
+  }
   if (optional<bool>(j, "attention_bias", false, source))
     throw configError(source, "attention_bias = true is not supported");
   if (optional<bool>(j, "mlp_bias", false, source)) throw configError(source, "mlp_bias = true is not supported");
@@ -182,6 +270,11 @@ void ModelConfig::validate(const std::string& source) const {
   range("max_position_embeddings", maxPositionEmbeddings, kMaxPositions);
   if (!(rmsNormEps > 0) || !std::isfinite(rmsNormEps)) throw bad("rms_norm_eps must be positive and finite");
   if (!(ropeTheta > 0) || !std::isfinite(ropeTheta)) throw bad("rope_theta must be positive and finite");
+  if (ropeLocalTheta < 0 || !std::isfinite(ropeLocalTheta))
+    throw bad("rope_local_base_freq must be positive and finite");
+  if (!slidingLayers.empty() && static_cast<std::int64_t>(slidingLayers.size()) != numLayers)
+    throw bad("layer_types lists " + std::to_string(slidingLayers.size()) + " layers, num_hidden_layers is " +
+              std::to_string(numLayers));
   if (parameterCount() > kMaxParameters)
     throw bad("the shape (" + architectureSummary(*this) + ") has " + std::to_string(parameterCount()) +
               " parameters, over the " + std::to_string(kMaxParameters) + " this program accepts");
@@ -189,7 +282,7 @@ void ModelConfig::validate(const std::string& source) const {
 
 std::int64_t ModelConfig::parameterCount() const {
   const std::int64_t perLayer = hiddenSize * qDim() + 2 * hiddenSize * kvDim() + qDim() * hiddenSize +
-                                3 * hiddenSize * intermediateSize + 2 * hiddenSize +
+                                3 * hiddenSize * intermediateSize + normsPerLayer() * hiddenSize +
                                 (hasQkNorm() ? 2 * headDim : 0) + (qkvBias ? qDim() + 2 * kvDim() : 0);
   return vocabSize * hiddenSize * (tieWordEmbeddings ? 1 : 2) + numLayers * perLayer + hiddenSize;
 }
@@ -230,8 +323,22 @@ std::string modelConfigToJson(const ModelConfig& c) {
             {"max_position_embeddings", c.maxPositionEmbeddings},
             {"rms_norm_eps", c.rmsNormEps},
             {"rope_theta", c.ropeTheta},
-            {"tie_word_embeddings", c.tieWordEmbeddings},
-            {"hidden_act", "silu"}};
+            {"tie_word_embeddings", c.tieWordEmbeddings}};
+  if (c.isGemma()) {
+    j["hidden_activation"] = c.hiddenAct;
+    json types = json::array();
+    for (const bool sliding : c.slidingLayers) types.push_back(sliding ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+    // slidingWindow 0 means the window is never reached: written as the context length.
+    j["sliding_window"] = c.slidingWindow > 0 ? c.slidingWindow : c.maxPositionEmbeddings;
+    j["query_pre_attn_scalar"] = c.queryPreAttnScalar;
+    j["rope_local_base_freq"] = c.ropeLocalTheta;
+    j["final_logit_softcapping"] = c.finalLogitSoftcap > 0 ? json(c.finalLogitSoftcap) : json(nullptr);
+    j["attn_logit_softcapping"] = c.attnLogitSoftcapDeclared > 0 ? json(c.attnLogitSoftcapDeclared) : json(nullptr);
+    if (c.padTokenId) j["pad_token_id"] = *c.padTokenId;
+  } else {
+    j["hidden_act"] = "silu";
+  }
   if (!c.torchDtype.empty()) j["torch_dtype"] = c.torchDtype;
   if (c.architecture == Architecture::Mistral) j["sliding_window"] = c.slidingWindow > 0 ? json(c.slidingWindow) : json(nullptr);
   if (c.bosTokenId) j["bos_token_id"] = *c.bosTokenId;
@@ -243,6 +350,8 @@ std::string modelConfigToJson(const ModelConfig& c) {
                          {"low_freq_factor", c.ropeScaling.lowFreqFactor},
                          {"high_freq_factor", c.ropeScaling.highFreqFactor},
                          {"original_max_position_embeddings", c.ropeScaling.originalMaxPositionEmbeddings}};
+  else if (c.ropeScaling.type == "linear")
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.ropeScaling.factor}};
   return j.dump(2);
 }
 
@@ -274,9 +383,48 @@ std::string architectureSummary(const ModelConfig& c) {
   s << c.architectureName << ", " << c.numLayers << " layers, hidden " << c.hiddenSize << ", intermediate "
     << c.intermediateSize << ", " << c.numHeads << " heads / " << c.numKvHeads << " kv heads, head_dim "
     << c.headDim << ", vocab " << c.vocabSize;
-  if (c.qkvBias) s << ", q/k/v biases";
-  if (c.slidingWindow > 0) s << ", sliding window " << c.slidingWindow;
+  const std::string features = architectureFeatures(c);
+  if (!features.empty()) s << ", " << features;
   return s.str();
+}
+
+std::string architectureFeatures(const ModelConfig& c) {
+  std::ostringstream s;
+  if (c.qkvBias) s << "q/k/v biases";
+  if (c.isGemma()) {
+    std::int64_t sliding = 0;
+    for (const bool b : c.slidingLayers) sliding += b ? 1 : 0;
+    s << "Gemma 3: " << sliding << " sliding";
+    if (c.slidingWindow > 0) s << " (window " << c.slidingWindow << ")";
+    s << " + " << (c.numLayers - sliding) << " global layers, RoPE " << c.ropeLocalTheta << " local / " << c.ropeTheta
+      << " global";
+    if (!c.ropeScaling.type.empty()) s << " (" << ropeScalingText(c.ropeScaling) << ")";
+    s << ", q/k RMSNorm, (1 + w) norms around attention and MLP, GELU-tanh, query_pre_attn_scalar "
+      << c.queryPreAttnScalar;
+    if (c.finalLogitSoftcap > 0) s << ", final logit soft-cap " << c.finalLogitSoftcap;
+    if (c.attnLogitSoftcapDeclared > 0)
+      s << ", attn_logit_softcapping " << c.attnLogitSoftcapDeclared << " declared, not applied (as transformers)";
+  } else {
+    if (c.hasQkNorm()) s << (s.tellp() > 0 ? ", " : "") << "q/k RMSNorm";
+    if (c.slidingWindow > 0) s << (s.tellp() > 0 ? ", " : "") << "sliding window " << c.slidingWindow;
+  }
+  return s.str();
+}
+
+std::string ropeScalingText(const RopeScaling& r) {
+  std::ostringstream s;
+  if (r.type.empty()) return "none";
+  s << r.type << " (factor " << r.factor;
+  if (r.type == "llama3")
+    s << ", low " << r.lowFreqFactor << ", high " << r.highFreqFactor << ", original " << r.originalMaxPositionEmbeddings;
+  s << ")";
+  return s.str();
+}
+
+double ModelConfig::attentionScale() const {
+  // transformers: query_pre_attn_scalar**-0.5 (Gemma), head_dim**-0.5 (the others).
+  if (queryPreAttnScalar > 0) return std::pow(queryPreAttnScalar, -0.5);
+  return 1.0 / std::sqrt(static_cast<double>(headDim));
 }
 
 }  // namespace sdw::gpu

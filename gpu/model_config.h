@@ -2,9 +2,12 @@
 // A decoder's shape and hyper-parameters, parsed from a Hugging Face
 // `config.json` (+ `generation_config.json`). Plain types, torch-free.
 //
-// Supported: LlamaForCausalLM (incl. the Llama-3 "llama3" RoPE scaling) and
+// Supported: LlamaForCausalLM (incl. the Llama-3 "llama3" RoPE scaling),
+// MistralForCausalLM (sliding window), Qwen2ForCausalLM (q/k/v biases),
 // Qwen3ForCausalLM (per-head q/k RMSNorm, head_dim may differ from
-// hidden/heads). Anything else is refused with a message that names it.
+// hidden/heads) and Gemma3ForCausalLM (text only: (1 + w) RMSNorms around
+// attention and MLP, GELU-tanh, per-layer sliding/global attention with two
+// RoPE bases). Anything else is refused with a message that names it.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,10 +18,10 @@
 
 namespace sdw::gpu {
 
-enum class Architecture { Llama, Qwen3, Qwen2, Mistral };
+enum class Architecture { Llama, Qwen3, Qwen2, Mistral, Gemma3 };
 
 struct RopeScaling {
-  std::string type;  // "" (none) or "llama3"
+  std::string type;  // "" (none), "llama3" or "linear" (positions divided by factor)
   double factor = 1.0;
   double lowFreqFactor = 1.0;
   double highFreqFactor = 4.0;
@@ -68,9 +71,40 @@ struct ModelConfig {
   static constexpr std::int64_t kMaxParameters = std::int64_t{1} << 42;  // 4.4 T
 
   bool qkvBias = false;             // q/k/v projections carry biases (Qwen2)
-  std::int64_t slidingWindow = 0;   // > 0: each query sees its last `slidingWindow` positions (Mistral)
+  std::int64_t slidingWindow = 0;   // > 0: a query of a sliding layer sees its last `slidingWindow` positions
 
-  bool hasQkNorm() const { return architecture == Architecture::Qwen3; }
+  // Per layer: true where the layer attends through the sliding window and uses
+  // the local RoPE (Gemma 3's layer_types "sliding_attention"). Empty: every
+  // layer is sliding when slidingWindow > 0 (Mistral).
+  std::vector<bool> slidingLayers{};
+  // Gemma 3's local RoPE (its sliding layers): base and scaling. ropeLocalTheta 0: one RoPE for all layers.
+  double ropeLocalTheta = 0;
+  RopeScaling ropeLocalScaling{};
+  double queryPreAttnScalar = 0;    // > 0: attention scale query_pre_attn_scalar^-0.5 instead of head_dim^-0.5
+  double attnLogitSoftcap = 0;      // > 0: attention scores = cap * tanh(scores / cap) before the mask
+  double finalLogitSoftcap = 0;     // > 0: logits = cap * tanh(logits / cap)
+  // attn_logit_softcapping as the config declares it (Gemma 3: transformers does not apply it; see model_config.cpp).
+  double attnLogitSoftcapDeclared = 0;
+  std::string hiddenAct = "silu";   // "silu" or "gelu_pytorch_tanh" (Gemma 3)
+  std::optional<std::int32_t> padTokenId;
+
+  bool hasQkNorm() const { return architecture == Architecture::Qwen3 || architecture == Architecture::Gemma3; }
+  // Gemma's RMSNorm scales by (1 + w) in fp32; four norms per layer (the attention and
+  // MLP outputs normalised before their residual add); embeddings times sqrt(hidden).
+  bool isGemma() const { return architecture == Architecture::Gemma3; }
+  // Layer l attends through the sliding window.
+  bool slidingLayer(std::int64_t l) const {
+    if (slidingWindow <= 0) return false;
+    return slidingLayers.empty() || slidingLayers[static_cast<std::size_t>(l)];
+  }
+  // Layer l uses the local RoPE (ropeLocalTheta, ropeLocalScaling).
+  bool localRopeLayer(std::int64_t l) const {
+    return ropeLocalTheta > 0 && !slidingLayers.empty() && slidingLayers[static_cast<std::size_t>(l)];
+  }
+  // The attention scale (softmax(q k^T * scale)).
+  double attentionScale() const;
+  // RMSNorm weights per layer (2, Gemma 3: 4).
+  int normsPerLayer() const { return isGemma() ? 4 : 2; }
   std::int64_t qDim() const { return numHeads * headDim; }
   std::int64_t kvDim() const { return numKvHeads * headDim; }
 
@@ -100,6 +134,11 @@ ModelConfig llama31_8bConfig();
 ModelConfig resolveShapeConfig(const std::string& spec, const std::filesystem::path& configsDir, std::string& name);
 
 std::string architectureSummary(const ModelConfig& c);  // "LlamaForCausalLM, 32 layers, ..."
+// The family's distinguishing features in one line, "" for plain Llama: "q/k/v biases",
+// "sliding window 4096", "Gemma 3: 5 sliding (window 512) : 1 global layers, GELU-tanh, ...".
+std::string architectureFeatures(const ModelConfig& c);
+// RoPE scaling in words: "none", "llama3 (factor 8, low 1, high 4, original 8192)", "linear (factor 8)".
+std::string ropeScalingText(const RopeScaling& r);
 
 // Bytes per element of "float32" / "bfloat16" / "float16" (also "fp32",
 // "bf16", "fp16"); throws std::invalid_argument naming the supported ones.

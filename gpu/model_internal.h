@@ -20,9 +20,11 @@ namespace sdw::gpu {
 struct LayerWeights {
   at::Tensor inputNorm;                 // [hidden]
   at::Tensor q, k, v, o;                // [qDim, hidden], [kvDim, hidden] x2, [hidden, qDim]
-  at::Tensor qNorm, kNorm;              // [headDim] (Qwen3 only)
+  at::Tensor qNorm, kNorm;              // [headDim] (Qwen3, Gemma 3)
   at::Tensor qBias, kBias, vBias;       // [qDim], [kvDim] x2 (Qwen2 only)
-  at::Tensor postNorm;                  // [hidden]
+  at::Tensor postNorm;                  // [hidden] post_attention_layernorm: the MLP's input norm;
+                                        // Gemma 3: the attention output's norm before the residual add
+  at::Tensor preFfnNorm, postFfnNorm;   // [hidden] Gemma 3 only: the MLP's input norm and its output's norm
   at::Tensor gate, up, down;            // [inter, hidden] x2, [hidden, inter]
 };
 
@@ -78,6 +80,7 @@ struct Model::Impl {
   c10::ScalarType computeDtype = c10::ScalarType::Float;  // fp32 on CPU
   ModelWeights w;
   at::Tensor ropeCos, ropeSin;  // [positions, headDim], compute dtype
+  at::Tensor ropeCosLocal, ropeSinLocal;  // the same for the local RoPE (Gemma 3's sliding layers), else undefined
   KvCache cache;
   std::vector<std::array<std::string, 7>> names;  // per layer: q k v o gate up down
   std::map<int, TensorObserver> tensorObservers;
@@ -98,8 +101,9 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache);
 void ensureRope(Model::Impl& m, std::int64_t n);
 // Reuses the model's cache when it is large enough.
 KvCache& ensureKvCache(Model::Impl& m, std::int64_t batch, std::int64_t capacity);
-// Llama-3 / default inverse frequencies, [headDim/2] fp32, as transformers computes them.
-at::Tensor ropeInverseFrequencies(const ModelConfig& c);
+// Llama-3 / linear / default inverse frequencies, [headDim/2] fp32, as transformers computes
+// them; local: Gemma 3's sliding-layer RoPE (ropeLocalTheta, ropeLocalScaling).
+at::Tensor ropeInverseFrequencies(const ModelConfig& c, bool local = false);
 
 // Keeps, per row of x ([..., d]), the round((1 - p) * d) entries of largest
 // magnitude (at least one; ties at the threshold kept) and zeroes the rest.

@@ -161,6 +161,7 @@ int runModelInfo(const Args& a) {
                         {"max_position_embeddings", c.maxPositionEmbeddings},
                         {"rope_theta", c.ropeTheta},
                         {"rope_scaling", c.ropeScaling.type.empty() ? "none" : c.ropeScaling.type},
+                        {"features", architectureFeatures(c)},
                         {"tie_word_embeddings", c.tieWordEmbeddings},
                         {"torch_dtype", c.torchDtype},
                         {"parameters", c.parameterCount()},
@@ -178,6 +179,7 @@ int runModelInfo(const Args& a) {
   }
   std::printf("model:          %s\n", dir.string().c_str());
   std::printf("architecture:   %s (%s)\n", c.architectureName.c_str(), c.modelType.c_str());
+  if (const std::string f = architectureFeatures(c); !f.empty()) std::printf("features:       %s\n", f.c_str());
   std::printf("layers:         %lld\n", static_cast<long long>(c.numLayers));
   std::printf("hidden:         %lld (MLP %lld)\n", static_cast<long long>(c.hiddenSize),
               static_cast<long long>(c.intermediateSize));
@@ -186,8 +188,10 @@ int runModelInfo(const Args& a) {
               c.hasQkNorm() ? ", q/k RMSNorm" : "");
   std::printf("vocab:          %lld%s\n", static_cast<long long>(c.vocabSize),
               c.tieWordEmbeddings ? " (embeddings tied to lm_head)" : "");
-  std::printf("context:        %lld, RoPE theta %g%s\n", static_cast<long long>(c.maxPositionEmbeddings), c.ropeTheta,
-              c.ropeScaling.type.empty() ? "" : (", " + c.ropeScaling.type + " scaling").c_str());
+  char localRope[64] = "";
+  if (c.ropeLocalTheta > 0) std::snprintf(localRope, sizeof localRope, "; sliding layers: theta %g", c.ropeLocalTheta);
+  std::printf("context:        %lld, RoPE theta %g%s%s\n", static_cast<long long>(c.maxPositionEmbeddings), c.ropeTheta,
+              c.ropeScaling.type.empty() ? "" : (", " + c.ropeScaling.type + " scaling").c_str(), localRope);
   std::printf("parameters:     %.3f M\n", params / 1e6);
   const std::string bytes4 = humanBytes(static_cast<std::uint64_t>(params * 4));
   const std::string bytes2 = humanBytes(static_cast<std::uint64_t>(params * 2));

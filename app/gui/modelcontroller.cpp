@@ -56,16 +56,6 @@ namespace {
 std::filesystem::path toPath(const QString& s) { return std::filesystem::path(QFile::encodeName(s).toStdString()); }
 QString fromPath(const std::filesystem::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
 
-QString ropeScalingText(const gpu::RopeScaling& r) {
-  if (r.type.empty()) return QStringLiteral("none");
-  return QStringLiteral("%1 (factor %2, low %3, high %4, original %5)")
-      .arg(QString::fromStdString(r.type))
-      .arg(r.factor)
-      .arg(r.lowFreqFactor)
-      .arg(r.highFreqFactor)
-      .arg(r.originalMaxPositionEmbeddings);
-}
-
 // Runs inside the load job: reads everything the panel shows while the
 // model is still private to this thread.
 std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOptions& options,
@@ -95,6 +85,7 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOp
   widgets::ModelSummary& s = out->summary;
   s.dir = fromPath(out->dir);
   s.architecture = QString::fromStdString(c.architectureName);
+  if (const std::string f = gpu::architectureFeatures(c); !f.empty()) s.architecture += QStringLiteral(" (%1)").arg(QString::fromStdString(f));
   s.layers = c.numLayers;
   s.hiddenSize = c.hiddenSize;
   s.intermediateSize = c.intermediateSize;
@@ -104,7 +95,7 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOp
   s.vocabSize = c.vocabSize;
   s.contextLength = c.maxPositionEmbeddings;
   s.ropeTheta = c.ropeTheta;
-  s.ropeScaling = ropeScalingText(c.ropeScaling);
+  s.ropeScaling = QString::fromStdString(gpu::ropeScalingText(c.ropeScaling));
   s.tiedEmbeddings = c.tieWordEmbeddings;
   s.parameters = out->model->parameterCount();
   s.bytesFp32 = s.parameters * 4;
@@ -130,6 +121,7 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOp
   embed.inFeatures = c.hiddenSize;
   embed.dtype = s.dtype;
   embed.bytes = static_cast<quint64>(c.vocabSize) * static_cast<quint64>(c.hiddenSize) * gpu::dtypeBytes(dtype);
+  if (c.isGemma()) embed.note = QStringLiteral("rows scaled by sqrt(hidden_size)");
   out->modules.push_back(embed);
   for (const gpu::ModuleInfo& m : out->model->modules()) {
     widgets::ModuleRow r;

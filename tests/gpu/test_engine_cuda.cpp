@@ -169,6 +169,38 @@ class TestEngineCuda : public QObject {
     }
   }
 
+  // Gemma 3 has no engine kernels: with the engine asked for, decode steps run the eager
+  // forward pass (said in the description) and give its tokens and logits, every linear.
+  void gemma3FallsBackToEager() {
+    const fs::path dir = kRef / "gemma3-tiny";
+    if (!fs::exists(dir))
+      QSKIP("tests/data/reference/gemma3-tiny: golden not generated yet (tools/reference/arch_goldens.py)");
+    const auto eager = Model::load(dir, opts("bfloat16", Linear::Cublas, false));
+    GenerationOptions go;
+    go.maxNewTokens = 24;  // the prompts and the steps cross the window of 8
+    go.keepLogits = true;
+    const auto ps = prompts(3, eager->config().vocabSize);
+    const auto ref = eager->generateBatch(ps, go);
+    for (const Linear l : {Linear::Cublas, Linear::Dense}) {
+      const auto m = Model::load(dir, opts("bfloat16", l));
+      const QString d = QString::fromStdString(m->engineDescription());
+      qInfo("%s: %s", linearName(l).c_str(), qPrintable(d));
+      QVERIFY2(d.startsWith("eager forward, cuBLAS") && d.contains("no Gemma3ForCausalLM kernels"), qPrintable(d));
+      const auto r = m->generateBatch(ps, go);
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        QCOMPARE(r[i].tokens, ref[i].tokens);
+        QCOMPARE(r[i].logits, ref[i].logits);
+      }
+    }
+    // Packed projections decode through the eager pass too (each unpacked for cuBLAS).
+    const ModelConfig c = eager->config();
+    const auto sp = Model::randomInit(c, opts("bfloat16", Linear::Sparse), 4, 0.1);
+    QVERIFY(QString::fromStdString(sp->engineDescription()).contains("projections packed"));
+    const auto rs = sp->generate(ps[0], go);
+    QCOMPARE(rs.tokens.size(), std::size_t(24));
+    for (const float v : rs.logits) QVERIFY(std::isfinite(v));
+  }
+
   // Every pattern, every batch 1-8, Llama and Qwen3 shapes, every linear: the engine
   // against the eager forward pass on the same (random, packed where sparse) weights.
   void patternsAndBatches_data() {

@@ -39,6 +39,44 @@ nlohmann::json golden(const std::string& model) {
 
 std::vector<std::int32_t> ids(const nlohmann::json& j) { return j.get<std::vector<std::int32_t>>(); }
 
+// The Gemma 3 goldens come from tools/reference/arch_goldens.py on a machine with transformers.
+bool goldenMissing(const QString& model) {
+  const std::string m = model.toStdString();
+  return !fs::exists(kRef / m) || !fs::exists(kRef / (m == "qwen3-tiny-sharded" ? "qwen3-tiny" : m) / "golden.json");
+}
+#define SKIP_WITHOUT_GOLDEN(model)                                                                                   \
+  do {                                                                                                               \
+    if (goldenMissing(model))                                                                                        \
+      QSKIP(qPrintable(QStringLiteral("tests/data/reference/%1: golden not generated yet "                           \
+                                      "(tools/reference/arch_goldens.py)").arg(model)));                             \
+  } while (0)
+
+// A Gemma 3 text config like gemma3-tiny's, in transformers 5's form (rope_parameters per layer type).
+nlohmann::json gemma3Config() {
+  return nlohmann::json::parse(R"({
+    "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "vocab_size": 512, "hidden_size": 64,
+    "intermediate_size": 160, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 16, "query_pre_attn_scalar": 24, "rms_norm_eps": 1e-6, "sliding_window": 8,
+    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 256, "bos_token_id": 1, "eos_token_id": 2,
+    "pad_token_id": 0, "final_logit_softcapping": null, "attn_logit_softcapping": null,
+    "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+                        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}})");
+}
+
+// The same in the Hub's older form: rope_theta + rope_scaling + rope_local_base_freq, sliding_window_pattern.
+void toHubForm(nlohmann::json& c) {
+  const auto rp = c["rope_parameters"];
+  c.erase("rope_parameters");
+  c.erase("layer_types");
+  c["rope_theta"] = rp["full_attention"]["rope_theta"];
+  c["rope_local_base_freq"] = rp["sliding_attention"]["rope_theta"];
+  auto full = rp["full_attention"];
+  full.erase("rope_theta");
+  c["rope_scaling"] = full["rope_type"] == "default" ? nlohmann::json(nullptr) : full;
+  c["sliding_window_pattern"] = 3;  // layer i global where (i + 1) % 3 == 0: sliding, sliding, full
+}
+
 template <typename T>
 std::span<const std::byte> bytesOf(const std::vector<T>& v) {
   return std::as_bytes(std::span<const T>(v));
@@ -176,7 +214,26 @@ class TestModelCpu : public QObject {
         R"({"architectures":["%1"],"vocab_size":10,"hidden_size":8,"intermediate_size":16,)"
         R"("num_hidden_layers":1,"num_attention_heads":2%2})";
     QTest::newRow("unsupported architecture") << base.arg("GPT2LMHeadModel", "") << "GPT2LMHeadModel";
-    QTest::newRow("names the supported ones") << base.arg("GemmaForCausalLM", "") << "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+    QTest::newRow("names the supported ones") << base.arg("GemmaForCausalLM", "")
+                                              << "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                                                 "Qwen3ForCausalLM, Gemma3ForCausalLM";
+    QTest::newRow("multimodal gemma3") << base.arg("Gemma3ForConditionalGeneration", "") << "only the text model";
+    QTest::newRow("gemma3 activation")
+        << base.arg("Gemma3ForCausalLM", R"(,"head_dim":4,"hidden_activation":"gelu")") << "hidden_activation";
+    QTest::newRow("gemma3 layer types")
+        << base.arg("Gemma3ForCausalLM", R"(,"head_dim":4,"layer_types":["sliding_attention","full_attention"])")
+        << "layer_types";
+    QTest::newRow("gemma3 layer type name")
+        << base.arg("Gemma3ForCausalLM", R"(,"head_dim":4,"layer_types":["chunked_attention"])") << "chunked_attention";
+    QTest::newRow("gemma3 rope type")
+        << base.arg("Gemma3ForCausalLM",
+                    R"(,"head_dim":4,"rope_parameters":{"full_attention":{"rope_type":"yarn","factor":2,"rope_theta":1e6}})")
+        << "yarn";
+    QTest::newRow("linear rope factor")
+        << base.arg("LlamaForCausalLM", R"(,"rope_scaling":{"rope_type":"linear"})") << "factor";
+    QTest::newRow("gemma3 bidirectional")
+        << base.arg("Gemma3ForCausalLM", R"(,"head_dim":4,"use_bidirectional_attention":true)")
+        << "use_bidirectional_attention";
     QTest::newRow("missing field")
         << R"({"architectures":["LlamaForCausalLM"],"vocab_size":10,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2})"
         << "hidden_size";
@@ -196,6 +253,96 @@ class TestModelCpu : public QObject {
     } catch (const std::exception& e) {
       QVERIFY2(msg(e).contains(expect) && msg(e).contains("x/config.json"), qPrintable(msg(e)));
     }
+  }
+
+  // Gemma 3's fields in both config forms; RoPE tables computed here independently.
+  void gemma3ConfigParses() {
+    auto j = gemma3Config();
+    const auto v5 = parseModelConfig(j.dump(), "gemma3/config.json");
+    toHubForm(j);
+    const auto hub = parseModelConfig(j.dump(), "gemma3/config.json");
+    for (const ModelConfig* c : {&v5, &hub}) {
+      QCOMPARE(c->architecture, Architecture::Gemma3);
+      QVERIFY(c->isGemma() && c->hasQkNorm());
+      QCOMPARE(c->slidingLayers, (std::vector<bool>{true, true, false}));
+      QVERIFY(c->slidingLayer(0) && c->slidingLayer(1) && !c->slidingLayer(2));
+      QVERIFY(c->localRopeLayer(0) && !c->localRopeLayer(2));
+      QCOMPARE(c->slidingWindow, std::int64_t(8));
+      QCOMPARE(c->ropeTheta, 1e6);
+      QCOMPARE(c->ropeLocalTheta, 1e4);
+      QCOMPARE(c->ropeScaling.type, std::string("linear"));
+      QCOMPARE(c->ropeScaling.factor, 4.0);
+      QVERIFY(c->ropeLocalScaling.type.empty());
+      QCOMPARE(c->attentionScale(), std::pow(24.0, -0.5));
+      QCOMPARE(c->finalLogitSoftcap, 0.0);
+      QVERIFY(c->tieWordEmbeddings);  // Gemma 3's default
+      QCOMPARE(c->hiddenAct, std::string("gelu_pytorch_tanh"));
+      const auto global = ropeInvFreq(*c), local = ropeInvFreq(*c, true);
+      QCOMPARE(global.size(), std::size_t(8));
+      for (std::size_t i = 0; i < global.size(); ++i) {
+        const double g = 1.0 / std::pow(1e6, 2.0 * double(i) / 16.0) / 4.0, l = 1.0 / std::pow(1e4, 2.0 * double(i) / 16.0);
+        QVERIFY2(std::abs(global[i] - g) <= 1e-6 * g, qPrintable(QStringLiteral("global %1: %2 vs %3").arg(i).arg(global[i]).arg(g)));
+        QVERIFY2(std::abs(local[i] - l) <= 1e-6 * l, qPrintable(QStringLiteral("local %1: %2 vs %3").arg(i).arg(local[i]).arg(l)));
+      }
+      // 4 norms per layer + q/k norms; tied embeddings counted once.
+      const std::int64_t perLayer = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 160 + 4 * 64 + 2 * 16;
+      QCOMPARE(c->parameterCount(), std::int64_t(512 * 64 + 3 * perLayer + 64));
+      const std::string summary = architectureSummary(*c);
+      QVERIFY2(summary.find("2 sliding (window 8) + 1 global") != std::string::npos, summary.c_str());
+      // Serialised and parsed again: the same model.
+      const auto back = parseModelConfig(modelConfigToJson(*c), "round trip");
+      QCOMPARE(back.slidingLayers, c->slidingLayers);
+      QCOMPARE(back.slidingWindow, c->slidingWindow);
+      QCOMPARE(back.ropeLocalTheta, c->ropeLocalTheta);
+      QCOMPARE(back.ropeScaling.type, c->ropeScaling.type);
+      QCOMPARE(back.ropeScaling.factor, c->ropeScaling.factor);
+      QCOMPARE(back.queryPreAttnScalar, c->queryPreAttnScalar);
+      QCOMPARE(back.parameterCount(), c->parameterCount());
+    }
+    // Older configs without layer_types: every 6th layer global (transformers' default pattern).
+    auto old = gemma3Config();
+    old.erase("layer_types");
+    old["num_hidden_layers"] = 12;
+    const auto six = parseModelConfig(old.dump(), "x");
+    for (std::int64_t l = 0; l < 12; ++l) QCOMPARE(six.slidingLayer(l), l != 5 && l != 11);
+    // Soft-capping: the final cap is applied; transformers' Gemma3Attention drops the attention cap.
+    auto capped = gemma3Config();
+    capped["final_logit_softcapping"] = 30.0;
+    capped["attn_logit_softcapping"] = 50.0;
+    const auto cc = parseModelConfig(capped.dump(), "x");
+    QCOMPARE(cc.finalLogitSoftcap, 30.0);
+    QCOMPARE(cc.attnLogitSoftcapDeclared, 50.0);
+    QCOMPARE(cc.attnLogitSoftcap, 0.0);
+    // A window at least the context long is never reached: no sliding layer.
+    auto wide = gemma3Config();
+    wide["sliding_window"] = 256;
+    const auto wc = parseModelConfig(wide.dump(), "x");
+    QVERIFY(!wc.slidingLayer(0));
+    QVERIFY(wc.localRopeLayer(0));  // the sliding layers keep their local RoPE
+  }
+
+  // Gemma 3 with random weights: the (1 + w) norms start at w = 0, the forward is finite and
+  // deterministic, the KV-cache decode path equals teacher forcing across the window.
+  void gemma3RandomInit() {
+    const auto c = parseModelConfig(gemma3Config().dump(), "gemma3");
+    const auto a = Model::randomInit(c, {}, 3, 0.2);
+    QCOMPARE(a->parameterCount(), std::uint64_t(c.parameterCount()));
+    std::vector<std::int32_t> seq;
+    for (int t = 0; t < 20; ++t) seq.push_back((7 + 37 * t) % 512);
+    const auto la = a->logits(seq);
+    for (const float v : la) QVERIFY(std::isfinite(v));
+    QCOMPARE(Model::randomInit(c, {}, 3, 0.2)->logits(seq), la);
+    QCOMPARE(a->engineDescription(), std::string("eager CPU forward, LibTorch matmul"));
+    GenerationOptions o;
+    o.maxNewTokens = 16;
+    o.keepLogits = true;
+    const std::vector<std::int32_t> prompt(seq.begin(), seq.begin() + 5);
+    const auto r = a->generate(prompt, o);
+    std::vector<std::int32_t> full = prompt;
+    full.insert(full.end(), r.tokens.begin(), r.tokens.end() - 1);
+    const auto tf = a->logits(full);
+    const auto V = std::size_t(512);
+    QVERIFY(maxAbsDiff(r.logits, std::span(tf).subspan((prompt.size() - 1) * V, r.tokens.size() * V)) <= 1e-4);
   }
 
   void ropeMatchesReference_data() {
@@ -304,12 +451,15 @@ class TestModelCpu : public QObject {
     QTest::addColumn<QString>("model");
     // qwen2-tiny: q/k/v biases; mistral-tiny: a sliding window of 16 positions, crossed by
     // the 24-position input and the 40-position greedy runs.
-    for (const char* m :
-         {"llama-tiny", "llama-tiny-tied", "qwen3-tiny", "qwen3-tiny-sharded", "qwen2-tiny", "mistral-tiny"})
+    // gemma3-tiny: two sliding layers (window 8) and a global one with linear RoPE scaling,
+    // (1 + w) norms, GELU-tanh, bf16; gemma3-softcap-tiny: final-logit soft-capping, fp32.
+    for (const char* m : {"llama-tiny", "llama-tiny-tied", "qwen3-tiny", "qwen3-tiny-sharded", "qwen2-tiny",
+                          "mistral-tiny", "gemma3-tiny", "gemma3-softcap-tiny"})
       QTest::newRow(m) << m;
   }
   void goldenLogits() {
     QFETCH(QString, model);
+    SKIP_WITHOUT_GOLDEN(model);
     const auto g = golden(model.toStdString());
     const auto m = Model::load(kRef / model.toStdString());
     const auto input = ids(g["input_ids"]);
@@ -329,6 +479,7 @@ class TestModelCpu : public QObject {
   void goldenGreedy_data() { goldenLogits_data(); }
   void goldenGreedy() {
     QFETCH(QString, model);
+    SKIP_WITHOUT_GOLDEN(model);
     const auto g = golden(model.toStdString());
     const auto m = Model::load(kRef / model.toStdString());
     GenerationOptions o;
@@ -337,6 +488,21 @@ class TestModelCpu : public QObject {
     const auto ref = ids(g["greedy_fp32_cpu"]);
     QCOMPARE(r.tokens, ref);
     QCOMPARE(r.stopReason, StopReason::MaxTokens);
+  }
+
+  // gemma3-tiny's weights under the Hub's older config form (rope_scaling,
+  // rope_local_base_freq, sliding_window_pattern) give the same logits.
+  void gemma3HubFormEqualsV5Form() {
+    SKIP_WITHOUT_GOLDEN(QStringLiteral("gemma3-tiny"));
+    QTemporaryDir dir;
+    const fs::path hub = fs::path(dir.path().toStdString()) / "hub";
+    writeVariant(kRef / "gemma3-tiny", hub, [](nlohmann::json& c) {
+      if (c.contains("rope_parameters") && c["rope_parameters"].contains("full_attention")) toHubForm(c);
+    }, {});
+    const auto input = ids(golden("gemma3-tiny")["input_ids"]);
+    const auto a = Model::load(kRef / "gemma3-tiny")->logits(input);
+    const auto b = Model::load(hub)->logits(input);
+    QCOMPARE(a, b);
   }
 
   // The sample model (bf16 on disk, computed in fp32): greedy continuations of
@@ -391,9 +557,12 @@ class TestModelCpu : public QObject {
     QTest::newRow("qwen3") << "qwen3-tiny";
     QTest::newRow("qwen2") << "qwen2-tiny";
     QTest::newRow("mistral") << "mistral-tiny";
+    QTest::newRow("gemma3") << "gemma3-tiny";
+    QTest::newRow("gemma3 softcap") << "gemma3-softcap-tiny";
   }
   void kvCacheMatchesTeacherForcing() {
     QFETCH(QString, model);
+    SKIP_WITHOUT_GOLDEN(model);
     const auto g = golden(model.toStdString());
     const auto m = Model::load(kRef / model.toStdString());
     const auto prompt = ids(g["greedy_prompt_ids"]);
@@ -488,9 +657,11 @@ class TestModelCpu : public QObject {
     QTest::newRow("llama tied") << "llama-tiny-tied";
     QTest::newRow("mistral") << "mistral-tiny";
     QTest::newRow("qwen2") << "qwen2-tiny";
+    QTest::newRow("gemma3") << "gemma3-tiny";
   }
   void batchEqualsOneByOne() {
     QFETCH(QString, model);
+    SKIP_WITHOUT_GOLDEN(model);
     const auto g = golden(model.toStdString());
     const auto m = Model::load(kRef / model.toStdString());
     const auto in = ids(g["input_ids"]);
