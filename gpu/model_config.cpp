@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 namespace sdw::gpu {
 
@@ -29,6 +31,17 @@ std::int64_t requireInt(const json& j, const char* key, const std::string& sourc
 template <typename T>
 T optional(const json& j, const char* key, T fallback, const std::string& source) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // A number too large for 64 bits parses as a float; converting that is undefined.
+    const json& v = j[key];
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) ||
+        (!v.is_number_unsigned() && (v.get<std::int64_t>() < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+                                     v.get<std::int64_t>() > static_cast<std::int64_t>(std::numeric_limits<T>::max()))))
+      throw configError(source, std::string("field \"") + key + "\" must be an integer in [" +
+                                    std::to_string(std::numeric_limits<T>::min()) + ", " +
+                                    std::to_string(std::numeric_limits<T>::max()) + "], got " + v.dump());
+  }
   try {
     return j[key].get<T>();
   } catch (const json::exception&) {
