@@ -42,17 +42,17 @@ for s in d["summary"]:
 PY
 }
 if [ "${DECODE_FULL:-0}" = 1 ]; then
+  bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
+    --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
   # The compiled decode step first; where it fails (a device-side assert in
   # transformers 5.17's static cache under CUDA graphs), transformers' own recipe.
   for method in ${HF_METHODS:-step generate}; do
-    timeout 200 python3 tools/gpu/hf_decode_baseline.py "$out/hf-decode-llama3-8b.json" --method "$method" \
+    timeout ${HF_TIMEOUT:-200} python3 tools/gpu/hf_decode_baseline.py "$out/hf-decode-llama3-8b.json" --method "$method" \
       --config resources/configs/llama-3.1-8b.json > "$out/hf-$method.log" 2>&1 && { tail -1 "$out/hf-$method.log"; break; }
     grep -m1 -E "Error|error" "$out/hf-$method.log" | cut -c1-300
     echo "transformers baseline ($method) failed: $out/hf-$method.log"
   done
   [ -f "$out/hf-decode-llama3-8b.json" ] || status=1
-  bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
-    --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
 else
   bench decode-quick.json --config llama3-8b --linear cublas,dense,sparse --patterns 2:4,16:32 --batch 1,8 ${DECODE_ARGS:-}
 fi

@@ -26,7 +26,8 @@ for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     bin=$(find build-gpu -name "$s" -type f -perm -u+x | head -1)
     [ -n "$bin" ] || { echo "$tool $s: not built" >> "$out/sanitize.log"; continue; }
     (
-      timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 "$bin" -maxwarnings 0 "${fns[@]}" \
+      # QtTest's own watchdog (300 s per test function) must not stop a slow function first.
+      QTEST_FUNCTION_TIMEOUT=$((secs * 1000)) timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 "$bin" -maxwarnings 0 "${fns[@]}" \
         > "$out/sanitize/$tool-$s.log" 2>&1
       rc=$?
       errs=$(grep -oE "ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard" "$out/sanitize/$tool-$s.log" | tail -1)
