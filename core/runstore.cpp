@@ -58,6 +58,34 @@ htri_t isHdf5(const fs::path& p) {
 #endif
 }
 
+// The superblock's fixed fields, checked before libhdf5 reads the file: a
+// superblock declaring address or length sizes other than 4 or 8 bytes (every
+// run file has 8) made libhdf5 allocate gigabytes for a 41-byte file. Returns
+// an empty string when the file may be opened, else what is wrong.
+std::string superblockProblem(const fs::path& p, std::uintmax_t size) {
+    static constexpr unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    std::ifstream f(p, std::ios::binary);
+    // The superblock sits at 0, 512, 1024, 2048, ... (after a user block).
+    for (std::uintmax_t at = 0; at + 8 <= size; at = at == 0 ? 512 : at * 2) {
+        unsigned char b[16] = {};
+        f.seekg(static_cast<std::streamoff>(at));
+        f.read(reinterpret_cast<char*>(b), sizeof b);
+        const auto got = static_cast<std::size_t>(f.gcount());
+        f.clear();
+        if (got < 8 || std::memcmp(b, kSignature, 8) != 0) continue;
+        if (got < 16) return "truncated superblock";
+        const unsigned version = b[8];
+        if (version > 3) return "superblock version " + std::to_string(version);
+        // Versions 0 and 1: sizes of offsets and lengths at bytes 13 and 14; 2 and 3: at 9 and 10.
+        const unsigned offsets = version <= 1 ? b[13] : b[9], lengths = version <= 1 ? b[14] : b[10];
+        if ((offsets != 4 && offsets != 8) || (lengths != 4 && lengths != 8))
+            return "superblock declares " + std::to_string(offsets) + "-byte addresses and " + std::to_string(lengths) +
+                   "-byte lengths (4 or 8 expected)";
+        return {};
+    }
+    return {};  // no signature: isHdf5 says so
+}
+
 }  // namespace
 
 // ---- opening and validation ----
@@ -85,6 +113,9 @@ void detail::openValidated(RunFileState& st, bool writable) {
         if (!probe) st.fail(ErrorCode::Io, {}, "cannot open " + quoted(p) + ": " + std::strerror(errno));
     }
 
+    // Before libhdf5 reads anything.
+    if (const std::string bad = superblockProblem(p, size); !bad.empty())
+        st.fail(ErrorCode::Corrupt, {}, quoted(p) + ": file is truncated or corrupt (" + bad + ")");
     const htri_t hdf5 = isHdf5(p);
     if (hdf5 < 0) st.failH5(ErrorCode::Io, {}, "cannot read " + quoted(p));
     if (hdf5 == 0) st.fail(ErrorCode::NotHdf5, {}, quoted(p) + " is not an HDF5 file");
