@@ -700,8 +700,9 @@ bool engineDecodes(const Model::Impl& m) {
   const ModelConfig& c = m.config;
   // Gemma 3 (GELU-tanh, (1 + w) and post norms, per-layer windows and RoPE tables,
   // soft-capping) has no kernels here: its decode steps run the eager forward pass.
+  // Nor has activation sparsity (top-k or thresholds): those steps run eager too.
   return m.device.is_cuda() && m.engine && m.options.decodeEngine && !m.observed() && m.actSparsity.empty() &&
-         engineSupportsArchitecture(c) &&
+         m.actThresholds.empty() && engineSupportsArchitecture(c) &&
          c.headDim % 8 == 0 && c.headDim <= 256 &&
          c.numHeads % c.numKvHeads == 0 && c.numHeads / c.numKvHeads <= 16;
 }
@@ -811,6 +812,7 @@ std::string Model::engineDescription() const {
     s << ", activation sparsity " << *lo;
     if (*hi != *lo) s << ".." << *hi << " by layer";
   }
+  if (!m.actThresholds.empty()) s << ", activation thresholds per layer and input";
   return s.str();
 }
 

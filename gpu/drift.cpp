@@ -6,6 +6,7 @@
 
 #include "core/chat_format.h"
 #include "core/tokenizer.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/calibration_sources.h"
 #include "gpu/device.h"
 #include "gpu/model_internal.h"
@@ -173,10 +174,11 @@ DriftResult analyzeDrift(const DriftSettings& settings, const ProgressFn& progre
   const LoadOptions lo{settings.device, settings.dtype};
   std::unique_ptr<Model> dense = Model::load(settings.dense, lo);
   res.layers = static_cast<int>(dense->config().numLayers);
+  LoadOptions plo = lo;  // the pruned models': with activation sparsity
+  res.activationThresholdsRunId =
+      applyActivationSparsity(plo, settings.activationSparsity, settings.activationThresholds, dense->config()).runId;
   const double total = static_cast<double>(settings.pruned.size() * ids.size());
   for (std::size_t k = 0; k < settings.pruned.size(); ++k) {
-    LoadOptions plo = lo;
-    plo.activationSparsity = settings.activationSparsity;
     std::unique_ptr<Model> pruned = Model::load(settings.pruned[k], plo);
     DriftModelResult mr;
     mr.dir = settings.pruned[k];

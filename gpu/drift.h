@@ -87,6 +87,9 @@ struct DriftSettings {
   // dense model stays dense. The compared activation is read before it is
   // sparsified (it carries the upstream layers' sparsification).
   double activationSparsity = 0;
+  // With a calibration run here: thresholds from its activation samples at
+  // activationSparsity instead of per-token top-k (as EvaluationSettings).
+  std::filesystem::path activationThresholds{};
 };
 
 struct DriftModelResult {
@@ -112,6 +115,7 @@ struct DriftResult {
   std::vector<PrunedCalibration> calibrations;
   std::vector<std::string> warnings;
   std::vector<std::string> notes;
+  std::string activationThresholdsRunId;  // run_id of settings.activationThresholds (empty without)
   double seconds = 0;
 };
 

@@ -41,7 +41,10 @@ std::filesystem::path writeDriftRun(const DriftResult& r, const std::filesystem:
                                    {"temperature", s.decoding.temperature}, {"top_k", s.decoding.topK},
                                    {"top_p", s.decoding.topP},  {"seed", s.seed},
                                    {"device", s.device},        {"dtype", s.dtype},
-                                   {"activation_sparsity", s.activationSparsity}};
+                                   {"activation_sparsity", s.activationSparsity},
+                                   // where the thresholds came from (empty: per-token top-k)
+                                   {"activation_thresholds", recordedPath(s.activationThresholds)},
+                                   {"activation_thresholds_run_id", r.activationThresholdsRunId}};
   Provenance prov = engineProvenance(recordedPath(s.dense), settings.dump(), s.device);
   prov.addModelFiles(s.dense);
 
@@ -114,6 +117,8 @@ DriftResult readDriftRun(const std::filesystem::path& path) {
   s.device = setting(recorded, "device", s.device);
   s.dtype = setting(recorded, "dtype", s.dtype);
   s.activationSparsity = setting(recorded, "activation_sparsity", s.activationSparsity);
+  s.activationThresholds = setting(recorded, "activation_thresholds", std::string());
+  res.activationThresholdsRunId = setting(recorded, "activation_thresholds_run_id", std::string());
   s.modes.clear();
   res.prompts = static_cast<int>(r.readIntAttribute(g, "prompts"));
   res.layers = static_cast<int>(r.readIntAttribute(g, "layers"));

@@ -7,6 +7,7 @@
 
 #include "core/chat_format.h"
 #include "core/tokenizer.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/calibration_sources.h"
 #include "gpu/device.h"
 
@@ -158,6 +159,9 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
 
   const LoadOptions lo{settings.device, settings.dtype};
   std::unique_ptr<Model> dense = Model::load(settings.dense, lo);
+  LoadOptions mlo = lo;  // the compared models': with activation sparsity
+  res.activationThresholdsRunId =
+      applyActivationSparsity(mlo, settings.activationSparsity, settings.activationThresholds, dense->config()).runId;
 
   GenerationOptions gen;
   gen.maxNewTokens = settings.maxNewTokens;
@@ -208,8 +212,6 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
     me.label = me.isDense ? "dense" : labelFor(me.dir);
     std::unique_ptr<Model> owned;
     if (!me.isDense) {
-      LoadOptions mlo = lo;
-      mlo.activationSparsity = settings.activationSparsity;
       owned = Model::load(me.dir, mlo);
       if (owned->config().vocabSize != dense->config().vocabSize)
         throw std::invalid_argument("evaluate: " + me.dir.string() + " has a different vocabulary than the dense model");

@@ -67,6 +67,10 @@ struct EvaluationSettings {
   // dense model stays dense as the reference and scorer (pass its folder in
   // `models` too to see it under p_x).
   double activationSparsity = 0;
+  // With a calibration run here: the compared models keep |x| > thresholds
+  // set from its activation samples at activationSparsity (TEAL,
+  // gpu/activation_thresholds.h) instead of each token's top-k.
+  std::filesystem::path activationThresholds{};
 };
 
 struct Spread {
@@ -128,6 +132,7 @@ struct EvaluationResult {
   // decoding.
   std::vector<std::string> warnings;
   std::vector<std::string> notes;
+  std::string activationThresholdsRunId;  // run_id of settings.activationThresholds (empty without)
   double seconds = 0;
 };
 

@@ -42,7 +42,10 @@ std::filesystem::path writeEvaluationRun(const EvaluationResult& r, const std::f
                              {"stop_at_eos", s.stopAtEos},
                              {"device", s.device},
                              {"dtype", s.dtype},
-                             {"activation_sparsity", s.activationSparsity}};
+                             {"activation_sparsity", s.activationSparsity},
+                             // where the thresholds came from (empty: per-token top-k)
+                             {"activation_thresholds", recordedPath(s.activationThresholds)},
+                             {"activation_thresholds_run_id", r.activationThresholdsRunId}};
   nlohmann::json models = nlohmann::json::array();
   for (const auto& m : s.models) models.push_back(recordedPath(m));
   settings["models"] = models;
@@ -162,6 +165,8 @@ EvaluationResult readEvaluationRun(const std::filesystem::path& path) {
   s.device = setting(recorded, "device", s.device);
   s.dtype = setting(recorded, "dtype", s.dtype);
   s.activationSparsity = setting(recorded, "activation_sparsity", s.activationSparsity);
+  s.activationThresholds = setting(recorded, "activation_thresholds", std::string());
+  res.activationThresholdsRunId = setting(recorded, "activation_thresholds_run_id", std::string());
   res.prompts = static_cast<int>(intAttr(r, g, "prompts"));
   res.windows = static_cast<int>(intAttr(r, g, "windows"));
   res.seconds = doubleAttr(r, g, "seconds");

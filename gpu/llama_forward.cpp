@@ -95,6 +95,13 @@ at::Tensor sparsifyActivations(const at::Tensor& x, double p) {
   return x.masked_fill(mag.lt(threshold), 0);
 }
 
+at::Tensor thresholdActivations(const at::Tensor& x, float t) {
+  if (t < 0) return x;
+  // In fp32: a threshold rounded to bf16 would move the cut.
+  const at::Tensor mag = x.scalar_type() == at::kFloat ? x.abs() : x.abs().to(at::kFloat);
+  return x.masked_fill(mag.le(t), 0);
+}
+
 void setActivationSparsity(Model::Impl& m, std::vector<double> perLayer) {
   if (!perLayer.empty() && static_cast<int>(perLayer.size()) != m.config.numLayers)
     throw std::invalid_argument("activation sparsity: " + std::to_string(perLayer.size()) + " values for " +
@@ -234,6 +241,11 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
     const LayerWeights& L = m.w.layers[static_cast<std::size_t>(l)];
     const int li = static_cast<int>(l);
     const double px = m.actSparsity.empty() ? 0.0 : m.actSparsity[static_cast<std::size_t>(l)];
+    // Fixed thresholds (TEAL) when the model has them, else per-token top-k at px.
+    const auto sparsify = [&](const at::Tensor& a, ProjectionInput input) {
+      if (m.actThresholds.empty()) return sparsifyActivations(a, px);
+      return thresholdActivations(a, m.actThresholds[static_cast<std::size_t>(l)][static_cast<std::size_t>(input)]);
+    };
     const bool sliding = c.slidingLayer(l);
     if (sliding && !haveSliding) {
       maskSliding = makeMask(c.slidingWindow);
@@ -249,7 +261,7 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
     // ---- attention
     at::Tensor x = norm(c, h, L.inputNorm);  // [B, T, hidden]
     observe(m, in.observe, x, li, {kQ, kK, kV});
-    x = sparsifyActivations(x, px);
+    x = sparsify(x, ProjectionInput::Qkv);
     at::Tensor q = project(m, li, L.q, kQ, x, L.qBias).view({B, T, H, D});
     at::Tensor k = project(m, li, L.k, kK, x, L.kBias).view({B, T, KV, D});
     at::Tensor v = project(m, li, L.v, kV, x, L.vBias).view({B, T, KV, D});
@@ -280,18 +292,18 @@ at::Tensor forward(Model::Impl& m, const ForwardInput& in, KvCache* cache) {
                           .transpose(1, 2)
                           .reshape({B, T, H * D});
     observe(m, in.observe, attn, li, {kO});
-    at::Tensor attnOut = project(m, li, L.o, kO, sparsifyActivations(attn, px));
+    at::Tensor attnOut = project(m, li, L.o, kO, sparsify(attn, ProjectionInput::O));
     if (c.isGemma()) attnOut = norm(c, attnOut, L.postNorm);  // post_attention_layernorm
     h = h + attnOut;
     // ---- MLP
     x = norm(c, h, c.isGemma() ? L.preFfnNorm : L.postNorm);
     observe(m, in.observe, x, li, {kGate, kUp});
-    x = sparsifyActivations(x, px);
+    x = sparsify(x, ProjectionInput::GateUp);
     const at::Tensor gate = project(m, li, L.gate, kGate, x);
     const at::Tensor act = (c.isGemma() ? at::gelu(gate, "tanh") : at::silu(gate)) *
                            project(m, li, L.up, kUp, x);  // [B, T, inter]
     observe(m, in.observe, act, li, {kDown});
-    at::Tensor mlpOut = project(m, li, L.down, kDown, sparsifyActivations(act, px));
+    at::Tensor mlpOut = project(m, li, L.down, kDown, sparsify(act, ProjectionInput::Down));
     if (c.isGemma()) mlpOut = norm(c, mlpOut, L.postFfnNorm);  // post_feedforward_layernorm
     h = h + mlpOut;
   }

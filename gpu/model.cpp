@@ -15,6 +15,8 @@
 #include <c10/core/GradMode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -56,11 +58,24 @@ void validateActivationSparsity(const LoadOptions& o, int numLayers) {
       throw std::invalid_argument("activation sparsity " + std::to_string(p) + " is outside [0, 1)");
   };
   check(o.activationSparsity);
-  if (o.activationSparsityPerLayer.empty()) return;
-  if (static_cast<int>(o.activationSparsityPerLayer.size()) != numLayers)
-    throw std::invalid_argument("activation sparsity per layer: " + std::to_string(o.activationSparsityPerLayer.size()) +
-                                " values for a model of " + std::to_string(numLayers) + " layers");
-  for (const double p : o.activationSparsityPerLayer) check(p);
+  if (!o.activationSparsityPerLayer.empty()) {
+    if (static_cast<int>(o.activationSparsityPerLayer.size()) != numLayers)
+      throw std::invalid_argument("activation sparsity per layer: " + std::to_string(o.activationSparsityPerLayer.size()) +
+                                  " values for a model of " + std::to_string(numLayers) + " layers");
+    for (const double p : o.activationSparsityPerLayer) check(p);
+  }
+  if (o.activationThresholds.empty()) return;
+  const bool topK = o.activationSparsity > 0 ||
+                    std::any_of(o.activationSparsityPerLayer.begin(), o.activationSparsityPerLayer.end(),
+                                [](double p) { return p > 0; });
+  if (topK)
+    throw std::invalid_argument("activation thresholds and a top-k activation sparsity exclude each other: give one");
+  if (static_cast<int>(o.activationThresholds.size()) != numLayers)
+    throw std::invalid_argument("activation thresholds: " + std::to_string(o.activationThresholds.size()) +
+                                " layers for a model of " + std::to_string(numLayers) + " layers");
+  for (const InputThresholds& layer : o.activationThresholds)
+    for (const float t : layer)
+      if (!std::isfinite(t)) throw std::invalid_argument("activation thresholds: a threshold is not finite");
 }
 
 namespace {
@@ -81,6 +96,12 @@ std::unique_ptr<Model::Impl> makeImpl(const ModelConfig& config, const LoadOptio
                                 ? options.activationSparsityPerLayer
                                 : std::vector<double>(static_cast<std::size_t>(config.numLayers),
                                                       options.activationSparsity));
+  // All negative: every entry kept, nothing to do per pass (and the engine may decode).
+  const bool anyThreshold = std::any_of(options.activationThresholds.begin(), options.activationThresholds.end(),
+                                        [](const InputThresholds& l) {
+                                          return std::any_of(l.begin(), l.end(), [](float t) { return t >= 0; });
+                                        });
+  if (anyThreshold) m->actThresholds = options.activationThresholds;
   for (std::int64_t l = 0; l < config.numLayers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     m->names.push_back({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj",

@@ -13,6 +13,7 @@
 #include "gpu/model_config.h"
 #include "gpu/sampling.h"
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -34,6 +35,13 @@ namespace sdw::gpu {
 //   Sparse: our bitmask N:M SpMV over the packed projections of a model.sdwsparse
 //           (no dense copy of them is kept), the rest as Dense
 enum class Linear { Cublas, Dense, Sparse };
+
+// The four projection inputs of a decoder layer, in forward order (the
+// modules sharing one read it once): q|k|v, o, gate|up, down.
+enum class ProjectionInput { Qkv = 0, O, GateUp, Down };
+inline constexpr int kProjectionInputs = 4;
+// Per layer, one magnitude threshold per projection input (index: ProjectionInput).
+using InputThresholds = std::array<float, kProjectionInputs>;
 std::string linearName(Linear l);
 Linear parseLinear(std::string_view s);  // "cublas", "dense", "sparse"; throws std::invalid_argument
 
@@ -60,9 +68,17 @@ struct LoadOptions {
   // pass (the CUDA graph engine has no activation sparsity).
   double activationSparsity = 0;
   std::vector<double> activationSparsityPerLayer{};
+  // Activation sparsity by fixed thresholds instead (TEAL): an entry of a
+  // projection input is kept iff |x| > the threshold of its layer and input
+  // (a negative threshold keeps every entry), one entry per layer. Set from a
+  // calibration run's activation samples (gpu/activation_thresholds.h); not
+  // together with activationSparsity(PerLayer). Observers and the decode
+  // engine as for activationSparsity.
+  std::vector<InputThresholds> activationThresholds{};
 };
-// Throws std::invalid_argument unless every value is in [0, 1) and a
-// per-layer list has one value per layer.
+// Throws std::invalid_argument unless every value is in [0, 1), a per-layer
+// list has one value per layer, thresholds (one entry per layer, finite)
+// come without a top-k p_x.
 void validateActivationSparsity(const LoadOptions& options, int numLayers);
 
 enum class Phase { Prefill, Decode };

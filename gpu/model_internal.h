@@ -88,6 +88,7 @@ struct Model::Impl {
   int nextObserverId = 1;
   std::shared_ptr<EngineState> engine;  // packed projections, fused weights, the decode graph
   std::vector<double> actSparsity;      // p_x per layer (LoadOptions); empty: dense inputs
+  std::vector<InputThresholds> actThresholds;  // |x| thresholds per layer and input (LoadOptions); empty: none
 
   bool observed() const { return !tensorObservers.empty() || !observers.empty(); }
 };
@@ -109,6 +110,8 @@ at::Tensor ropeInverseFrequencies(const ModelConfig& c, bool local = false);
 // magnitude (at least one; ties at the threshold kept) and zeroes the rest.
 // p <= 0 returns x itself.
 at::Tensor sparsifyActivations(const at::Tensor& x, double p);
+// Zeroes the entries of x with |x| <= t (compared in fp32); t < 0 returns x itself.
+at::Tensor thresholdActivations(const at::Tensor& x, float t);
 // Sets the per-layer p_x (empty or one value per layer, each in [0, 1)).
 void setActivationSparsity(Model::Impl& m, std::vector<double> perLayer);
 

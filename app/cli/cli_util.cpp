@@ -28,6 +28,40 @@ gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name) 
   }
 }
 
+std::vector<OptionSpec> activationSparsityOptions(const std::string& whose) {
+  return {{"activation-sparsity", "P",
+           "run-time activation sparsity p_x of " + whose +
+               ", in [0, 1): each projection input keeps its largest 1-P share per token (or, with "
+               "--activation-thresholds, the entries above the thresholds set at P)",
+           "0"},
+          {"activation-thresholds", "RUN",
+           "a calibration run with activation samples (calibrate --sample-rows N): per layer and input, keep "
+           "|x| > the threshold below which a share P of its samples lies (TEAL) instead of each token's top-k",
+           ""}};
+}
+
+ActivationSparsityArgs activationSparsityFrom(const Args& a) {
+  ActivationSparsityArgs out;
+  out.sparsity = a.getDouble("activation-sparsity", 0.0);
+  if (!(out.sparsity >= 0 && out.sparsity < 1)) throw UsageError("--activation-sparsity must be in [0, 1)");
+  if (a.has("activation-thresholds")) {
+    out.thresholds = a.get("activation-thresholds");
+    if (out.thresholds.empty()) throw UsageError("--activation-thresholds expects a calibration run");
+    if (!(out.sparsity > 0))
+      throw UsageError("--activation-thresholds RUN needs --activation-sparsity P > 0 (the share of entries below "
+                       "the thresholds)");
+  }
+  return out;
+}
+
+void printActivationSparsity(std::ostream& out, const ActivationSparsityArgs& s, const std::string& runId,
+                             const std::string& whose) {
+  if (!(s.sparsity > 0)) return;
+  out << "activation sparsity of " << whose << ": p_x " << fmt("%.3g", s.sparsity);
+  if (s.thresholds.empty()) out << ", per-token top-k\n";
+  else out << ", thresholds from " << s.thresholds.string() << " (run " << runId << ")\n";
+}
+
 bool emitJson(const Args& a, const std::string& text) {
   if (a.has("out")) {
     std::ofstream out(a.get("out"));

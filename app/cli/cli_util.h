@@ -6,6 +6,8 @@
 #include "gpu/model_config.h"
 
 #include <cstdint>
+#include <filesystem>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,23 @@ bool emitJson(const Args& a, const std::string& text);
 std::string fmt(const char* f, double v);
 // "42 s", "3 min 5 s", "2 h 10 min".
 std::string humanDuration(double seconds);
+
+// Run-time activation sparsity as generate, eval and analyze drift take it:
+// --activation-sparsity P (p_x), and --activation-thresholds RUN for
+// per-input thresholds set from RUN's activation samples at P (TEAL,
+// gpu/activation_thresholds.h) instead of each token's top-k.
+struct ActivationSparsityArgs {
+  double sparsity = 0;
+  std::filesystem::path thresholds{};  // empty: per-token top-k
+};
+// The two options; `whose` names the models they apply to ("the compared models").
+std::vector<OptionSpec> activationSparsityOptions(const std::string& whose);
+// Throws UsageError: P outside [0, 1), or RUN without a P > 0.
+ActivationSparsityArgs activationSparsityFrom(const Args& a);
+// "activation sparsity: p_x 0.5, thresholds from RUN (run ID)" or "..., per-token top-k";
+// nothing at p_x 0. `whose` as above.
+void printActivationSparsity(std::ostream& out, const ActivationSparsityArgs& s, const std::string& runId,
+                             const std::string& whose);
 
 // "0,1,2" -> {0, 1, 2}. Throws UsageError naming `option` and the text.
 std::vector<std::uint64_t> parseSeeds(const std::string& text, const std::string& option = "--seeds");

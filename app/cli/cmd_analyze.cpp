@@ -5,9 +5,12 @@
 //
 // analyze epsilon: the calibration discrepancy eps_k of calibration runs
 // against a decode-time reference run (DESIGN §1, gpu/epsilon_analysis.h).
+// analyze activation-thresholds: the run-time activation thresholds a
+// calibration run's samples set at p_x (gpu/activation_thresholds.h).
 
 #include "app/cli/cli_util.h"
 #include "app/cli/command_modes.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/epsilon_analysis.h"
 
 #include <nlohmann/json.hpp>
@@ -227,6 +230,37 @@ int runEpsilon(const Args& a) {
   return 0;
 }
 
+// ----------------------------------------------------- activation-thresholds
+
+int runActivationThresholds(const Args& a) {
+  if (!a.has("calibration")) throw UsageError("--calibration RUN is required");
+  if (!a.has("activation-sparsity")) throw UsageError("--activation-sparsity P is required");
+  const double p = a.getDouble("activation-sparsity", 0.0);
+  if (!(p >= 0 && p < 1)) throw UsageError("--activation-sparsity must be in [0, 1)");
+  const gpu::ActivationThresholds t = gpu::activationThresholdsFromRun(a.get("calibration"), p);
+  if (a.has("json")) {
+    json inputs = json::array();
+    for (const auto& in : t.inputs)
+      inputs.push_back({{"name", in.name},           {"layer", in.layer},
+                        {"input", gpu::projectionInputName(in.input)}, {"d_in", in.dIn},
+                        {"activation_sparsity", in.sparsity}, {"threshold", in.threshold},
+                        {"fraction_below", in.achieved}, {"entries", in.entries}});
+    const json j = {{"analysis", "activation-thresholds"}, {"calibration", t.run.string()}, {"run_id", t.runId},
+                    {"rows", t.rows},   {"layers", t.layers}, {"activation_sparsity", p}, {"inputs", inputs}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "calibration: " << t.run.string() << " (run " << t.runId << "), " << t.rows
+            << " sample rows per input\n"
+            << "p_x " << fmt("%.3g", p) << ": an entry is kept iff |x| > THRESHOLD; BELOW: share of the sampled "
+            << "entries at or below it\n\n";
+  std::printf("%5s %-8s %6s %12s %8s\n", "LAYER", "INPUT", "D_IN", "THRESHOLD", "BELOW");
+  for (const auto& in : t.inputs)
+    std::printf("%5d %-8s %6lld %12s %8s\n", in.layer, gpu::projectionInputName(in.input),
+                static_cast<long long>(in.dIn), fmt("%.5g", in.threshold).c_str(), fmt("%.4f", in.achieved).c_str());
+  return 0;
+}
+
 // ------------------------------------------------------------- dispatcher
 
 const std::vector<CommandMode>& modes() {
@@ -249,10 +283,19 @@ const std::vector<CommandMode>& modes() {
       {"drift",
        "activation drift of pruned models by decode step and layer (own / shared trajectory)",
        "analyze drift --dense DIR --pruned DIR [DIR2] --prompts F [--steps 128] [--mode own|shared|both] "
-       "[--activation-sparsity P] [--out RUN] [--json]",
+       "[--activation-sparsity P [--activation-thresholds RUN]] [--out RUN] [--json]",
        analyzeDriftOptions(),
        1,
        runAnalyzeDrift},
+      {"activation-thresholds",
+       "run-time activation thresholds per layer and projection input from a calibration run's samples (TEAL)",
+       "analyze activation-thresholds --calibration RUN --activation-sparsity P [--json]",
+       {{"calibration", "RUN", "calibration run with activation samples (calibrate --sample-rows N)", ""},
+        {"activation-sparsity", "P", "p_x in [0, 1): the share of each input's sampled entries below its threshold",
+         ""},
+        {"json", "", "machine-readable output", ""}},
+       0,
+       runActivationThresholds},
   };
   return kModes;
 }

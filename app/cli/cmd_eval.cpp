@@ -70,6 +70,8 @@ json evaluationJson(const gpu::EvaluationResult& r) {
           {"notes", r.notes},
           {"seeds", st.seeds},
           {"activation_sparsity", st.activationSparsity},
+          {"activation_thresholds", st.activationThresholds.string()},
+          {"activation_thresholds_run_id", r.activationThresholdsRunId},
           {"seconds", r.seconds},
           {"models", models},
           {"side_by_side", side}};
@@ -91,9 +93,9 @@ int runEval(const Args& a) {
   s.setDecoding(decodingFrom(a));
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
-  s.activationSparsity = a.getDouble("activation-sparsity", 0.0);
-  if (!(s.activationSparsity >= 0 && s.activationSparsity < 1))
-    throw UsageError("--activation-sparsity must be in [0, 1)");
+  const ActivationSparsityArgs sparsity = activationSparsityFrom(a);
+  s.activationSparsity = sparsity.sparsity;
+  s.activationThresholds = sparsity.thresholds;
   if (s.maxNewTokens < 1) throw UsageError("--max-new-tokens must be >= 1");
   if (s.window < 2) throw UsageError("--window must be >= 2");
   const bool asJson = a.has("json");
@@ -116,6 +118,7 @@ int runEval(const Args& a) {
             << r.windows << " text windows of " << s.window << " tokens, " << r.prompts << " prompts, "
             << s.maxNewTokens << " new tokens, seeds " << seeds << "\n";
   printDecoding(std::cout, s.decoding(), {});
+  printActivationSparsity(std::cout, sparsity, r.activationThresholdsRunId, "the compared models");
   printChecks(std::cout, r.warnings, r.notes);
   std::cout << "\n";
   std::size_t w = 5;
@@ -146,7 +149,7 @@ Command makeEvalCommand() {
     "eval",
     "quality of pruned models against the dense model (perplexity, on-policy KL and agreement)",
     "eval --dense DIR --models DIR [DIR...] [--text F] [--prompts F] [--seeds 0,1,2] [--max-new-tokens 64] "
-    "[--window 256] [--activation-sparsity P] [--out RUN] [--json]",
+    "[--window 256] [--activation-sparsity P [--activation-thresholds RUN]] [--out RUN] [--json]",
     "Teacher-forced perplexity on held-out fixed text (seeded windows) and on the dense model's\n"
     "continuations of the held-out prompts (generated positions only); on-policy agreement: each\n"
     "model decodes its own trajectory, the dense model scores it (mean KL(dense || model),\n"
@@ -157,7 +160,9 @@ Command makeEvalCommand() {
     "--top-p say otherwise: the default of calibrate and analyze drift too. A warning says when a\n"
     "pruned model's calibration (found through its pruning provenance) decoded otherwise.\n"
     "--activation-sparsity P runs every compared model with run-time activation sparsity (each\n"
-    "projection input keeps its largest 1-P share, DuoGPT's p_x); the dense reference stays dense.",
+    "projection input keeps its largest 1-P share, DuoGPT's p_x); the dense reference stays dense.\n"
+    "With --activation-thresholds RUN the kept entries are those above per-layer, per-input\n"
+    "thresholds set from RUN's activation samples at P (TEAL); RUN is recorded with the results.",
     {{"dense", "DIR", "the dense checkpoint", ""},
      {"models", "DIR", "pruned checkpoints; more may follow as arguments", ""},
      {"text", "F", "held-out corpus", SDW_SOURCE_DIR "/samples/corpus/brown-heldout.txt"},
@@ -169,7 +174,6 @@ Command makeEvalCommand() {
      {"max-prompts", "N", "use the first N prompts (0: all)", "0"},
      {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},
      {"dtype", "T", "float32, bfloat16 or float16", "float32"},
-     {"activation-sparsity", "P", "run-time activation sparsity of the compared models, in [0, 1)", "0"},
      {"out", "RUN", "write an evaluation run (*.sdw.h5)", ""},
      {"overwrite", "", "replace RUN if it exists", ""},
      {"json", "", "machine-readable output", ""}},
@@ -180,6 +184,10 @@ Command makeEvalCommand() {
                                [](const OptionSpec& o) { return o.name == "max-prompts"; });
   const auto decoding = decodingOptions("the trajectories and the dense generations");
   c.options.insert(at + 1, decoding.begin(), decoding.end());
+  const auto dtype = std::find_if(c.options.begin(), c.options.end(),
+                                  [](const OptionSpec& o) { return o.name == "dtype"; });
+  const auto sparsity = activationSparsityOptions("the compared models");
+  c.options.insert(dtype + 1, sparsity.begin(), sparsity.end());
   return c;
 }
 
@@ -204,7 +212,6 @@ std::vector<OptionSpec> analyzeDriftOptions() {
           {"max-prompts", "N", "use the first N prompts (0: all)", "0"},
           {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},
           {"dtype", "T", "float32, bfloat16 or float16", "float32"},
-          {"activation-sparsity", "P", "run-time activation sparsity of the pruned models, in [0, 1)", "0"},
           {"out", "RUN", "write a drift run (*.sdw.h5)", ""},
           {"overwrite", "", "replace RUN if it exists", ""},
           {"json", "", "machine-readable output, curves included", ""}};
@@ -213,6 +220,10 @@ std::vector<OptionSpec> analyzeDriftOptions() {
   options.insert(options.begin() + 6 + static_cast<std::ptrdiff_t>(decoding.size()),
                  OptionSpec{"seed", "S", "sampling seed: prompt i uses S * 1000003 + i, for the dense and the pruned "
                                          "model alike", "0"});
+  const auto dtype =
+      std::find_if(options.begin(), options.end(), [](const OptionSpec& o) { return o.name == "dtype"; });
+  const auto sparsity = activationSparsityOptions("the pruned models");
+  options.insert(dtype + 1, sparsity.begin(), sparsity.end());
   return options;
 }
 
@@ -239,9 +250,9 @@ int runAnalyzeDrift(const Args& a) {
   s.seed = static_cast<std::uint64_t>(seed);
   s.device = a.get("device", "cpu");
   s.dtype = a.get("dtype", "float32");
-  s.activationSparsity = a.getDouble("activation-sparsity", 0.0);
-  if (!(s.activationSparsity >= 0 && s.activationSparsity < 1))
-    throw UsageError("--activation-sparsity must be in [0, 1)");
+  const ActivationSparsityArgs sparsity = activationSparsityFrom(a);
+  s.activationSparsity = sparsity.sparsity;
+  s.activationThresholds = sparsity.thresholds;
   const bool asJson = a.has("json");
   const bool tty = !asJson && ::isatty(STDERR_FILENO);
 
@@ -262,6 +273,8 @@ int runAnalyzeDrift(const Args& a) {
               {"prompts", r.prompts},
               {"steps", s.steps},
               {"activation_sparsity", s.activationSparsity},
+              {"activation_thresholds", s.activationThresholds.string()},
+              {"activation_thresholds_run_id", r.activationThresholdsRunId},
               {"layers", r.layers},
               {"temperature", s.decoding.temperature},
               {"top_k", s.decoding.topK},
@@ -279,6 +292,7 @@ int runAnalyzeDrift(const Args& a) {
   std::cout << "dense: " << s.dense.string() << "; " << r.prompts << " prompts, " << s.steps << " decode steps, seed "
             << s.seed << "\n";
   printDecoding(std::cout, s.decoding, {});
+  printActivationSparsity(std::cout, sparsity, r.activationThresholdsRunId, "the pruned models");
   printChecks(std::cout, r.warnings, r.notes);
   std::cout << "activation: attention input of each layer (what q/k/v_proj read); "
                "ratio = ||a_pruned - a_dense|| / ||a_dense||\n";

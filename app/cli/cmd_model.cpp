@@ -1,6 +1,7 @@
 // sdw-cli generate / model-info: run a checkpoint from the command line
 // (tokens streamed as they come) and describe its architecture and modules.
 
+#include "app/cli/cli_util.h"
 #include "app/cli/command.h"
 #include "core/chat_format.h"
 #include "core/decoding.h"
@@ -8,6 +9,7 @@
 #include "core/safetensors.h"
 #include "core/timing.h"
 #include "core/tokenizer.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/device.h"
 #include "gpu/model.h"
 #include "gpu/spmv.h"
@@ -54,9 +56,8 @@ int runGenerate(const Args& a) {
   lo.dtype = gpu::canonicalDtype(a.get("dtype", "float32"));
   lo.linear = gpu::parseLinear(a.get("linear", "cublas"));
   if (a.has("sparse-file")) lo.sparseFile = a.get("sparse-file");
-  lo.activationSparsity = a.getDouble("activation-sparsity", 0.0);
-  if (!(lo.activationSparsity >= 0 && lo.activationSparsity < 1))
-    throw UsageError("--activation-sparsity must be in [0, 1)");
+  const ActivationSparsityArgs sparsity = activationSparsityFrom(a);
+  gpu::applyActivationSparsity(lo, sparsity.sparsity, sparsity.thresholds, gpu::loadModelConfig(dir));
   if (lo.device != "cpu")
     lo.tuningFile = gpu::defaultTuningPath(fs::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
   const auto model = gpu::Model::load(dir, lo);
@@ -88,7 +89,8 @@ int runGenerate(const Args& a) {
                               {"compute_dtype", model->computeDtype()},
                               {"linear", gpu::linearName(lo.linear)},
                               {"engine", model->engineDescription()},
-                              {"activation_sparsity", lo.activationSparsity},
+                              {"activation_sparsity", sparsity.sparsity},
+                              {"activation_thresholds", sparsity.thresholds.string()},
                               {"device_memory_bytes", model->deviceBytes()},
                               {"chat_format", chatFamilyName(family)},
                               {"prompt", prompt},
@@ -208,11 +210,12 @@ int runModelInfo(const Args& a) {
   return 0;
 }
 
-const Register regGenerate{Command{
+Command makeGenerateCommand() {
+  Command c{
     "generate",
     "generate text with a checkpoint, streaming tokens",
     "generate --model DIR --prompt TEXT [--max-new-tokens N] [--device cpu|cuda] [--dtype float32|bfloat16|float16] "
-    "[--linear cublas|dense|sparse] [--sparse-file FILE] [--activation-sparsity P] "
+    "[--linear cublas|dense|sparse] [--sparse-file FILE] [--activation-sparsity P [--activation-thresholds RUN]] "
     "[--seed S] [--temperature T] [--top-k K] [--top-p P] [--chat auto|plain] [--json]",
     "Loads a Hugging Face checkpoint folder (config.json, safetensors, tokenizer.json) and\n"
     "continues the prompt, printing text as tokens arrive; tokens/s go to stderr. Greedy\n"
@@ -226,7 +229,6 @@ const Register regGenerate{Command{
      {"dtype", "DTYPE", "float32, bfloat16 or float16", "float32"},
      {"linear", "KIND", "how projections run: cublas, dense (our GEMV) or sparse (our bitmask SpMV over DIR/model.sdwsparse)", "cublas"},
      {"sparse-file", "FILE", "the packed file for --linear sparse (default DIR/model.sdwsparse)", ""},
-     {"activation-sparsity", "P", "run-time activation sparsity: each projection input keeps its largest 1-P share", "0"},
      {"seed", "S", "sampling seed", "0"},
      {"temperature", "T", "0 = greedy", "0"},
      {"top-k", "K", "keep the K most likely tokens (0 = off)", "0"},
@@ -235,7 +237,15 @@ const Register regGenerate{Command{
      {"json", "", "machine-readable output at the end instead of streaming", ""}},
     0,
     0,
-    runGenerate}};
+    runGenerate};
+  const auto at = std::find_if(c.options.begin(), c.options.end(),
+                               [](const OptionSpec& o) { return o.name == "sparse-file"; });
+  const auto sparsity = activationSparsityOptions("the model");
+  c.options.insert(at + 1, sparsity.begin(), sparsity.end());
+  return c;
+}
+
+const Register regGenerate{makeGenerateCommand()};
 
 const Register regModelInfo{Command{
     "model-info",

@@ -17,6 +17,7 @@
 #include "gpu/model_internal.h"
 #include "gpu/prune_ops.h"
 #include "gpu/pruning.h"
+#include "tests/gpu/one_token_forward.h"
 
 #include <ATen/ATen.h>
 #include <Eigen/Dense>
@@ -155,11 +156,6 @@ at::Tensor tensorOf(const std::vector<float>& v, std::int64_t rows, std::int64_t
   return at::from_blob(const_cast<float*>(v.data()), {rows, cols}, at::kFloat).clone();
 }
 
-// transformers' RMSNorm in fp32.
-at::Tensor rms(const at::Tensor& x, const at::Tensor& w, double eps) {
-  return w * (x * at::rsqrt(x.pow(2).mean(-1, true) + eps));
-}
-
 }  // namespace
 
 class TestDuoGpt : public QObject {
@@ -207,27 +203,11 @@ class TestDuoGpt : public QObject {
       o.activationSparsity = px;
       const auto m = Model::randomInit(c, o, 11, 0.05);
       const auto logits = m->logits(std::vector<std::int32_t>{token});
-      const auto& w = m->impl().w;
-      const auto& L = w.layers[0];
-      const auto sp = [px](const at::Tensor& x) { return sparsifyActivations(x, px); };
-      const at::Tensor h0 = w.embed[token].unsqueeze(0);                                  // [1, hidden]
-      const at::Tensor x = sp(rms(h0, L.inputNorm, c.rmsNormEps));
-      const at::Tensor v = at::linear(x, L.v);                                             // [1, kvDim]
-      const std::int64_t rep = c.numHeads / c.numKvHeads;
-      const at::Tensor attn = v.view({1, c.numKvHeads, 1, c.headDim}).expand({1, c.numKvHeads, rep, c.headDim})
-                                  .reshape({1, c.numHeads * c.headDim});
-      const at::Tensor h1 = h0 + at::linear(sp(attn), L.o);
-      const at::Tensor x2 = sp(rms(h1, L.postNorm, c.rmsNormEps));
-      const at::Tensor act = at::silu(at::linear(x2, L.gate)) * at::linear(x2, L.up);
-      const at::Tensor h2 = h1 + at::linear(sp(act), L.down);
-      const at::Tensor ref = at::linear(rms(h2, w.finalNorm, c.rmsNormEps), w.lmHead).contiguous();
+      const at::Tensor ref = testing::oneTokenLogits(
+          *m, token, [px](const at::Tensor& x, ProjectionInput) { return sparsifyActivations(x, px); });
       QCOMPARE(static_cast<std::int64_t>(logits.size()), ref.numel());
-      double maxDiff = 0, maxRef = 0;
-      for (std::int64_t i = 0; i < ref.numel(); ++i) {
-        maxDiff = std::max(maxDiff, std::abs(double(logits[static_cast<std::size_t>(i)]) - ref.data_ptr<float>()[i]));
-        maxRef = std::max(maxRef, std::abs(double(ref.data_ptr<float>()[i])));
-      }
-      QVERIFY2(maxDiff <= 1e-5 * std::max(1.0, maxRef), qPrintable(QStringLiteral("p %1: max diff %2").arg(px).arg(maxDiff)));
+      const testing::LogitDiff diff = testing::compareLogits(logits, ref);
+      QVERIFY2(diff.within(1e-5), qPrintable(QStringLiteral("p %1: max diff %2").arg(px).arg(diff.maxDiff)));
       if (px > 0) QVERIFY(QString::fromStdString(m->engineDescription()).contains(QStringLiteral("activation sparsity")));
     }
     // Per layer: only the listed layers' inputs are sparsified.
