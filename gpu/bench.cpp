@@ -98,6 +98,28 @@ std::vector<BenchShape> parseShapes(const std::string& spec) {
   return out;
 }
 
+std::vector<double> parseActivationSparsities(const std::string& list) {
+  std::vector<double> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    const std::string text = item.substr(first, item.find_last_not_of(" \t") + 1 - first);
+    std::size_t used = 0;
+    double p = 0;
+    try {
+      p = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size()) throw std::invalid_argument("bad activation sparsity '" + text + "' (expected a number)");
+    if (!(p >= 0 && p < 1)) throw std::invalid_argument("activation sparsity " + text + " is outside [0, 1)");
+    out.push_back(p);
+  }
+  return out;
+}
+
 // ---- the runner -------------------------------------------------------------------
 
 namespace {

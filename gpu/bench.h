@@ -28,6 +28,10 @@ std::vector<BenchShape> modelShapes(const std::string& model);
 std::vector<std::string> knownModels();
 // "llama3-8b,qwen3-14b", or custom shapes "ROWSxCOLS[,...]" (model "custom").
 std::vector<BenchShape> parseShapes(const std::string& spec);
+// "0,0.25,0.5" -> activation sparsities p_x (BenchSettings::activationSparsities); empty
+// items are skipped, "" gives none. Throws std::invalid_argument for a non-number or p_x
+// outside [0, 1).
+std::vector<double> parseActivationSparsities(const std::string& list);
 
 struct BenchSettings {
   std::vector<BenchShape> shapes;

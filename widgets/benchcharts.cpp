@@ -40,10 +40,25 @@ QVector<QCPBars*> addSideBySideBars(QCPAxis* xAxis, QCPAxis* yAxis, const QStrin
   return out;
 }
 
+QCPTextElement* addChartTitle(QCustomPlot* p, const QString& title) {
+  p->plotLayout()->insertRow(0);
+  auto* t = new QCPTextElement(p, title, QFont(QFont().family(), 10, QFont::Bold));
+  p->plotLayout()->addElement(0, 0, t);
+  return t;
+}
+
+QPen limitLinePen() { return QPen(QColor(0xc0, 0x1c, 0x28), 1.5, Qt::DashLine); }
+
 namespace {
 
 // The same kernel keeps its colour in every chart.
 QColor colorFor(const QString& kernel) {
+  // spMspV ("spmspv p_x 0.5"): one hue, darker as more of x is skipped.
+  if (kernel.startsWith(QLatin1String("spmspv"))) {
+    const auto at = kernel.indexOf(QLatin1String("p_x "));
+    const double p = at < 0 ? 0.5 : std::clamp(kernel.mid(at + 4).section(QLatin1Char(' '), 0, 0).toDouble(), 0.0, 1.0);
+    return QColor::fromHsvF(0.87f, static_cast<float>(0.35 + 0.6 * p), static_cast<float>(0.95 - 0.4 * p));
+  }
   if (kernel.contains(QLatin1String("cuSPARSELt"))) return QColor(0x8c, 0x56, 0x4b);
   if (kernel.contains(QLatin1String("16:32"))) return QColor(0x17, 0xbe, 0xcf);
   if (kernel.contains(QLatin1String("8:16"))) return QColor(0x94, 0x67, 0xbd);
@@ -54,13 +69,7 @@ QColor colorFor(const QString& kernel) {
   return QColor(0x7f, 0x7f, 0x7f);
 }
 
-const QColor kLimitColor(0xc0, 0x1c, 0x28);
 constexpr double kGroupGap = 0.6;  // extra slots between two models' shapes
-
-void addTitle(QCustomPlot* p, const QString& title) {
-  p->plotLayout()->insertRow(0);
-  p->plotLayout()->addElement(0, 0, new QCPTextElement(p, title, QFont(QFont().family(), 10, QFont::Bold)));
-}
 
 void styleLegend(PlotView* v) {
   QCustomPlot* p = v->plot();
@@ -71,7 +80,7 @@ void styleLegend(PlotView* v) {
 
 void styleGrowing(PlotView* v, const QString& title, const QString& yLabel) {
   QCustomPlot* p = v->plot();
-  addTitle(p, title);
+  addChartTitle(p, title);
   // The measurement's place in this run, from 0: the same for a live run
   // and for a results file, and it matches the table's row order.
   p->xAxis->setLabel(QObject::tr("kernels timed since the run started"));
@@ -99,7 +108,11 @@ std::pair<QString, QString> BenchCharts::splitShapeLabel(const QString& shape) {
 }
 
 BenchCharts::BenchCharts(QWidget* parent)
-    : QWidget(parent), timeView_(new PlotView(this)), bwView_(new PlotView(this)), speedupView_(new PlotView(this)) {
+    : QWidget(parent),
+      timeView_(new PlotView(this)),
+      bwView_(new PlotView(this)),
+      speedupView_(new PlotView(this)),
+      activation_(new ActivationSparsityChart(this)) {
   setObjectName(QStringLiteral("benchCharts"));
   timeView_->setObjectName(QStringLiteral("benchTimeChart"));
   bwView_->setObjectName(QStringLiteral("benchBandwidthChart"));
@@ -108,7 +121,7 @@ BenchCharts::BenchCharts(QWidget* parent)
   styleGrowing(bwView_, tr("Achieved bandwidth"), tr("GB/s"));
 
   QCustomPlot* sp = speedupView_->plot();
-  addTitle(sp, tr("Speedup over dense per shape"));
+  addChartTitle(sp, tr("Speedup over dense per shape"));
   sp->yAxis->setLabel(tr("speedup (x)"));
   sp->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   sp->xAxis->setTickLabelRotation(0);
@@ -136,7 +149,7 @@ BenchCharts::BenchCharts(QWidget* parent)
   unitLine_->point1->setCoords(0, 1.0);
   unitLine_->point2->setCoords(1, 1.0);
   limitLine_ = new QCPItemStraightLine(sp);
-  limitLine_->setPen(QPen(kLimitColor, 1.5, Qt::DashLine));
+  limitLine_->setPen(limitLinePen());
   // The limit is named in the legend, outside the data, not in a label on
   // the line where the bars would cover it.
   limitLegend_ = sp->addGraph();
@@ -161,9 +174,14 @@ BenchCharts::BenchCharts(QWidget* parent)
   top->addWidget(bwView_);
   top->setChildrenCollapsible(false);
   tl->addWidget(top, 1);
+  // The activation-sparsity chart beside the bars, while there is something to show in it.
+  bottom_ = new QSplitter(Qt::Horizontal, this);
+  bottom_->addWidget(speedupView_);
+  bottom_->addWidget(activation_);
+  bottom_->setChildrenCollapsible(false);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(topBox);
-  split->addWidget(speedupView_);
+  split->addWidget(bottom_);
   split->setChildrenCollapsible(false);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -183,7 +201,19 @@ void BenchCharts::clear() {
   strip_->setEntries({});
   lastIndex_ = -1;
   setSpeedupBars({});
+  setActivationSpeedups({});
   replotNow();
+}
+
+void BenchCharts::setActivationSpeedups(const ActivationSpeedups& s) {
+  activation_->setSpeedups(s);
+  const bool wasHidden = activation_->isHidden();
+  activation_->setVisible(!s.isEmpty());
+  if (wasHidden && !s.isEmpty()) {
+    // Coming into view: half the row each (the splitter would go by size hints).
+    const int half = std::max(1, bottom_->width() / 2);
+    bottom_->setSizes({half, half});
+  }
 }
 
 QCPGraph* BenchCharts::graphFor(PlotView* view, std::map<QString, QCPGraph*>& graphs, const QString& kernel) {

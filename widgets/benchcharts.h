@@ -3,11 +3,17 @@
 // that grow with the run (x = kernels timed since the run started, from 0;
 // one graph per kernel), and per-shape bars of speedup over dense with the
 // bandwidth limit drawn as a line. Shapes of a known model are grouped under
-// its name and labelled by projection, horizontally. Legends sit outside the
-// axes: one strip above time and bandwidth, a row above the bars. Display only: measurements and speedups arrive computed;
-// replots are coalesced by a short single-shot timer.
+// its name and labelled by projection, horizontally. Beside the bars, shown
+// only when the run has spMspV rows, the activation-sparsity chart
+// (widgets/activationsparsitychart.h). Legends sit outside the axes: one
+// strip above time and bandwidth, a row above the bars. Display only:
+// measurements and speedups arrive computed; replots are coalesced by a short
+// single-shot timer.
+
+#include "widgets/activationsparsitychart.h"
 
 #include <QColor>
+#include <QPen>
 #include <QRect>
 #include <QString>
 #include <QStringList>
@@ -18,15 +24,23 @@
 #include <map>
 #include <utility>
 
+class QSplitter;
 class QCPAxis;
 class QCPBars;
 class QCPGraph;
 class QCPItemStraightLine;
+class QCPTextElement;
+class QCustomPlot;
 
 namespace sdw::widgets {
 
 class LegendStrip;
 class PlotView;
+
+// Shared by the panel's charts: a bold title in a row above the axes, and the
+// pen of a limit line (dashed red).
+QCPTextElement* addChartTitle(QCustomPlot* plot, const QString& title);
+QPen limitLinePen();
 
 // Side-by-side bars on `axis` (its key axis x, value axis y): series s at
 // centers[i] + its offset within a group of width 0.8, values[s][i] > 0 only
@@ -62,10 +76,13 @@ class BenchCharts : public QWidget {
   void addMeasurements(const QVector<BenchMeasurement>& ms);
   void setSpeedupBars(const SpeedupBars& bars);
   void setBandwidthLimit(double speedup);  // default 1.78
+  // The spMspV rows by activation sparsity; the chart is shown only when there are some.
+  void setActivationSpeedups(const ActivationSpeedups& s);
 
   PlotView* timeView() const { return timeView_; }
   PlotView* bandwidthView() const { return bwView_; }
   PlotView* speedupView() const { return speedupView_; }
+  ActivationSparsityChart* activationChart() const { return activation_; }
   LegendStrip* legendStrip() const { return strip_; }  // names the series of time and bandwidth
 
   // For tests and exports.
@@ -99,6 +116,8 @@ class BenchCharts : public QWidget {
   PlotView* timeView_;
   PlotView* bwView_;
   PlotView* speedupView_;
+  ActivationSparsityChart* activation_;
+  QSplitter* bottom_ = nullptr;  // the bars | the activation chart
   LegendStrip* strip_ = nullptr;
   std::map<QString, QCPGraph*> timeGraphs_, bwGraphs_;
   QVector<QCPBars*> barPlottables_;

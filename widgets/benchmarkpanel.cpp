@@ -203,6 +203,13 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   dl->addWidget(repeatsLabel);
   dl->addWidget(repeats_, 1);
   form->addRow(tr("Dtype"), dtypeRow);
+  activation_ = new QLineEdit(runBox);
+  activation_->setObjectName(QStringLiteral("benchActivationSparsity"));
+  activation_->setPlaceholderText(tr("off, or e.g. 0,0.25,0.5,0.75"));
+  activation_->setToolTip(
+      tr("Activation sparsities p_x in [0, 1), comma separated: also time the spMspV kernel "
+         "(batch 1, 50% unstructured weights) skipping that fraction of x. Empty: off."));
+  form->addRow(tr("Activation\nsparsity"), activation_);
   v->addWidget(runBox);
 
   auto* baseBox = new QGroupBox(tr("Baselines"), w);
@@ -292,6 +299,7 @@ BenchRequest BenchmarkPanel::request() const {
     }
   }
   r.customShapes = custom_->text().trimmed();
+  r.activationSparsities = activation_->text().trimmed();
   s.patterns.clear();
   for (QCheckBox* c : patterns_)
     if (c->isChecked()) s.patterns.push_back(c->text().toStdString());
@@ -322,6 +330,7 @@ void BenchmarkPanel::setRequest(const BenchRequest& r) {
     }
   }
   custom_->setText(r.customShapes);
+  activation_->setText(r.activationSparsities);
   for (QCheckBox* c : patterns_)
     c->setChecked(std::find(s.patterns.begin(), s.patterns.end(), c->text().toStdString()) != s.patterns.end());
   for (QCheckBox* c : batches_)
@@ -356,6 +365,8 @@ void BenchmarkPanel::setSpeedups(const QVector<double>& perRow, const QString& b
 }
 
 void BenchmarkPanel::setSpeedupBars(const SpeedupBars& bars) { charts_->setSpeedupBars(bars); }
+
+void BenchmarkPanel::setActivationSpeedups(const ActivationSpeedups& s) { charts_->setActivationSpeedups(s); }
 
 void BenchmarkPanel::setSummary(const QString& text) { summary_->setText(text); }
 

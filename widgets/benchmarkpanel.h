@@ -1,7 +1,8 @@
 #pragma once
 // The Benchmark panel. Its Kernels tab: choose shapes, patterns, batch
-// sizes, dtype, baselines and repeats; watch the run live (rolling time and
-// GB/s charts, speedup bars with the bandwidth limit, a sortable results
+// sizes, dtype, activation sparsities (spMspV), baselines and repeats; watch
+// the run live (rolling time and GB/s charts, speedup bars with the
+// bandwidth limit, speedup against activation sparsity, a sortable results
 // table and a summary line); open a results JSON written by `sdw-cli bench
 // kernels --out FILE`; export. Display only: the controller runs the
 // benchmark and computes speedups and medians; the panel asks through
@@ -41,10 +42,12 @@ struct ShapeGroup {
 };
 
 // What Start asks for: the runner's settings (model shapes filled in) plus
-// custom "ROWSxCOLS,..." text the controller parses.
+// the text the controller parses: custom "ROWSxCOLS,..." shapes and the
+// activation sparsities "0,0.5,..." (as sdw-cli bench kernels --activation-sparsity).
 struct BenchRequest {
   gpu::BenchSettings settings;
   QString customShapes;
+  QString activationSparsities;  // empty: no spMspV rows
 };
 
 class BenchmarkPanel : public QWidget {
@@ -65,6 +68,7 @@ class BenchmarkPanel : public QWidget {
   void addMeasurements(const QVector<BenchRowData>& rows, const QVector<BenchMeasurement>& points);
   void setSpeedups(const QVector<double>& perRow, const QString& baseline);
   void setSpeedupBars(const SpeedupBars& bars);
+  void setActivationSpeedups(const ActivationSpeedups& s);
   void setSummary(const QString& text);
   void setProgress(double fraction, const QString& text);
   void endRun(const QString& message, bool isError);
@@ -101,6 +105,7 @@ class BenchmarkPanel : public QWidget {
   QLabel* device_ = nullptr;
   QTreeWidget* shapes_ = nullptr;
   QLineEdit* custom_ = nullptr;
+  QLineEdit* activation_ = nullptr;
   QVector<QCheckBox*> patterns_;
   QVector<QCheckBox*> batches_;
   QComboBox* dtype_ = nullptr;

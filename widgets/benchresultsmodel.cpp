@@ -20,6 +20,11 @@ QString BenchResultsModel::shapeLabel(const BenchRowData& r) {
   return QStringLiteral("%1 %2").arg(r.model, r.module);
 }
 
+QString BenchResultsModel::patternLabel(const BenchRowData& r) {
+  if (r.activationSparsity < 0) return r.pattern;
+  return QStringLiteral("%1, p_x %2").arg(r.pattern).arg(r.activationSparsity, 0, 'g', 3);
+}
+
 QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rows_.size() || index.column() >= ColumnCount) return {};
   const BenchRowData& r = rows_[index.row()];
@@ -40,7 +45,7 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
       case Shape: return shapeLabel(r);
       case Rows: return static_cast<qlonglong>(r.rows);
       case Cols: return static_cast<qlonglong>(r.cols);
-      case Pattern: return r.pattern;
+      case Pattern: return patternLabel(r);
       case Batch: return r.batch;
       case Kernel: return r.kernel;
       case MedianUs: return r.us;
@@ -56,7 +61,7 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
     case Shape: return shapeLabel(r);
     case Rows: return r.rows ? QVariant(static_cast<qlonglong>(r.rows)) : QVariant(QStringLiteral("-"));
     case Cols: return r.cols ? QVariant(static_cast<qlonglong>(r.cols)) : QVariant(QStringLiteral("-"));
-    case Pattern: return r.pattern;
+    case Pattern: return patternLabel(r);
     case Batch: return r.batch;
     case Kernel: return r.kernel;
     case MedianUs: return QString::number(r.us, 'f', r.us < 100 ? 2 : 1);
@@ -123,15 +128,15 @@ void BenchResultsModel::setSpeedups(const QVector<double>& speedups) {
 QString BenchResultsModel::toCsv() const {
   QString out;
   QTextStream s(&out);
-  s << "model,module,rows,cols,pattern,batch,kernel,median_us,chained_us,gbs,percent_hbm,speedup,config\n";
+  s << "model,module,rows,cols,pattern,batch,kernel,median_us,chained_us,gbs,percent_hbm,speedup,config,"
+       "activation_sparsity\n";
   for (int i = 0; i < rows_.size(); ++i) {
     const BenchRowData& r = rows_[i];
-    s << csvField(r.model) << ',' << csvField(r.module) << ',' << r.rows << ',' << r.cols << ','
-      << csvField(r.pattern) << ',' << r.batch << ',' << csvField(r.kernel) << ','
-      << QString::number(r.us, 'g', 10) << ',' << QString::number(r.usChained, 'g', 10) << ','
-      << QString::number(r.gbs, 'g', 10) << ','
+    s << csvField(r.model) << ',' << csvField(r.module) << ',' << r.rows << ',' << r.cols << ',' << csvField(r.pattern)
+      << ',' << r.batch << ',' << csvField(r.kernel) << ',' << QString::number(r.us, 'g', 10) << ','
+      << QString::number(r.usChained, 'g', 10) << ',' << QString::number(r.gbs, 'g', 10) << ','
       << QString::number(100.0 * r.fractionHbm, 'g', 6) << ',' << QString::number(speedup(i), 'g', 6) << ','
-      << csvField(r.config) << '\n';
+      << csvField(r.config) << ',' << (r.activationSparsity < 0 ? QString() : csvNumber(r.activationSparsity)) << '\n';
   }
   return out;
 }

@@ -35,8 +35,11 @@ class BenchResultsModel : public QAbstractTableModel {
   double speedup(int row) const { return row < speedups_.size() ? speedups_[row] : 0.0; }
   // "llama3-8b q_proj", "layer (qwen3-14b)", "256x512".
   static QString shapeLabel(const BenchRowData& r);
+  // "2:4", "-", or for spMspV rows the weights' sparsity and p_x: "50%, p_x 0.5".
+  static QString patternLabel(const BenchRowData& r);
   // One line per row, in model order:
-  // model,module,rows,cols,pattern,batch,kernel,median_us,gbs,percent_hbm,speedup,config
+  // model,module,rows,cols,pattern,batch,kernel,median_us,chained_us,gbs,percent_hbm,speedup,config,
+  // activation_sparsity (empty but for spMspV rows)
   QString toCsv() const;
 
  private:

@@ -24,6 +24,7 @@ struct BenchRowData {
   double speedupVsCublas = 0;  // cuBLAS time / this time (0: no baseline)
   double speedupVsDense = 0;   // our dense time / this time
   QString config;              // launch configuration used
+  double activationSparsity = -1;  // spMspV rows: the fraction p_x of x skipped; -1 for the other kernels
 };
 
 }  // namespace sdw::widgets

@@ -39,7 +39,7 @@ int runKernels(const Args& a) {
     s.batches.clear();
     for (const auto& b : splitList(a.get("batch", "1"))) s.batches.push_back(std::stoi(b));
     if (a.has("activation-sparsity"))
-      for (const auto& p : splitList(a.get("activation-sparsity"))) s.activationSparsities.push_back(std::stod(p));
+      s.activationSparsities = gpu::parseActivationSparsities(a.get("activation-sparsity"));
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }

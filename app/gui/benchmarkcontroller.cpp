@@ -91,6 +91,10 @@ QString seriesName(const gpu::BenchRow& r) {
   const QString p = QString::fromStdString(r.pattern);
   if (r.id == gpu::KernelId::Sparse || r.id == gpu::KernelId::Cusparselt) return label + QLatin1Char(' ') + p;
   if (r.id == gpu::KernelId::SparseCpu) return QStringLiteral("sparse %1 (CPU)").arg(p);
+  if ((r.id == gpu::KernelId::Spmspv || r.id == gpu::KernelId::SpmspvCpu) && r.activationSparsity) {
+    const QString name = QStringLiteral("spmspv p_x %1").arg(*r.activationSparsity, 0, 'g', 3);
+    return r.id == gpu::KernelId::SpmspvCpu ? name + QStringLiteral(" (CPU)") : name;
+  }
   return label;
 }
 
@@ -112,6 +116,7 @@ widgets::BenchRowData benchRowData(const gpu::BenchRow& r) {
   d.speedupVsCublas = r.speedupVsCublas;
   d.speedupVsDense = r.speedupVsDense;
   d.config = QString::fromStdString(r.config);
+  d.activationSparsity = r.activationSparsity.value_or(-1.0);
   return d;
 }
 
@@ -176,6 +181,49 @@ widgets::SpeedupBars speedupBars(const QVector<gpu::BenchRow>& rows) {
     if (s >= 0 && x >= 0) bars.values[s][x] = sp[i];
   }
   return bars;
+}
+
+widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& rows) {
+  widgets::ActivationSpeedups out;
+  gpu::BenchResult run;
+  run.rows.assign(rows.begin(), rows.end());
+  gpu::summarise(run, "");
+  if (run.activationSummary.empty()) return out;
+  out.baseline =
+      hasKernel(rows, gpu::KernelId::Dense) ? QStringLiteral("our dense GEMV") : QStringLiteral("dense GEMV (CPU)");
+  for (const gpu::ActivationSummary& a : run.activationSummary) {
+    out.sparsities.push_back(a.activationSparsity);
+    out.median.push_back(a.medianVsDense);
+  }
+  // The bytes a dense GEMV reads per problem: our dense GEMV's row, else cuBLAS's.
+  std::map<std::string, double> denseBytes;
+  for (const auto& r : rows) {
+    const auto b = gpu::kernelInfo(r.id).baseline;
+    if (b == gpu::Baseline::OwnDense) denseBytes[key(r)] = r.bytes;
+    else if (b == gpu::Baseline::Cublas) denseBytes.emplace(key(r), r.bytes);
+  }
+  const gpu::BaselineTimes base = baselines(rows);
+  std::vector<std::vector<double>> limits(out.sparsities.size());
+  for (const auto& r : rows) {
+    if (!r.activationSparsity || r.batch != 1 || gpu::isLayerSequence(r)) continue;
+    // summarise() keys its medians by these same values: an exact match.
+    const auto k = out.sparsities.indexOf(*r.activationSparsity);
+    if (k < 0) continue;
+    const QString shape = widgets::BenchResultsModel::shapeLabel(benchRowData(r));
+    auto s = out.shapes.indexOf(shape);
+    if (s < 0) {
+      s = out.shapes.size();
+      out.shapes << shape;
+      out.values.push_back(QVector<double>(out.sparsities.size(), 0.0));
+    }
+    const double overDense = base.speedup(r, gpu::Baseline::OwnDense);
+    out.values[s][k] = overDense > 0 ? overDense : r.speedupVsDense;
+    const auto d = denseBytes.find(key(r));
+    if (d != denseBytes.end() && d->second > 0 && r.bytes > 0)
+      limits[static_cast<std::size_t>(k)].push_back(d->second / r.bytes);
+  }
+  for (const auto& l : limits) out.bytesLimit.push_back(median(l));
+  return out;
 }
 
 QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& meta) {
@@ -268,6 +316,8 @@ LoadedBench readResults(const QString& path) {
     out.settings.batches.clear();
     for (const auto& b : s.value(QStringLiteral("batches")).toArray()) out.settings.batches.push_back(b.toInt());
   }
+  for (const auto& p : s.value(QStringLiteral("activation_sparsities")).toArray())
+    out.settings.activationSparsities.push_back(p.toDouble());
   return out;
 }
 
@@ -310,6 +360,7 @@ void BenchmarkController::attach(widgets::BenchmarkPanel* panel) {
   connect(this, &BenchmarkController::measured, panel, &widgets::BenchmarkPanel::addMeasurements);
   connect(this, &BenchmarkController::speedupsChanged, panel, &widgets::BenchmarkPanel::setSpeedups);
   connect(this, &BenchmarkController::barsChanged, panel, &widgets::BenchmarkPanel::setSpeedupBars);
+  connect(this, &BenchmarkController::activationChanged, panel, &widgets::BenchmarkPanel::setActivationSpeedups);
   connect(this, &BenchmarkController::summaryChanged, panel, &widgets::BenchmarkPanel::setSummary);
   connect(this, &BenchmarkController::progressed, panel, &widgets::BenchmarkPanel::setProgress);
   connect(this, &BenchmarkController::runEnded, panel, &widgets::BenchmarkPanel::endRun);
@@ -329,6 +380,13 @@ JobId BenchmarkController::start(const widgets::BenchRequest& request) {
       for (auto& sh : gpu::parseShapes(request.customShapes.toStdString())) s.shapes.push_back(sh);
   } catch (const std::exception& e) {
     problem = tr("custom shapes: %1").arg(QString::fromUtf8(e.what()));
+  }
+  try {
+    // The same list and parser as sdw-cli bench kernels --activation-sparsity.
+    if (!request.activationSparsities.isEmpty())
+      s.activationSparsities = gpu::parseActivationSparsities(request.activationSparsities.toStdString());
+  } catch (const std::exception& e) {
+    if (problem.isEmpty()) problem = tr("activation sparsity: %1").arg(QString::fromUtf8(e.what()));
   }
   if (problem.isEmpty() && s.shapes.empty()) problem = tr("choose at least one shape");
   else if (problem.isEmpty() && s.patterns.empty()) problem = tr("choose at least one pattern");
@@ -481,6 +539,7 @@ void BenchmarkController::addRows(const std::vector<gpu::BenchRow>& batch) {
 void BenchmarkController::publishDerived() {
   Q_EMIT speedupsChanged(bench::speedups(rows_), bench::baselineName(rows_));
   Q_EMIT barsChanged(bench::speedupBars(rows_));
+  Q_EMIT activationChanged(bench::activationSpeedups(rows_));
   Q_EMIT summaryChanged(bench::summaryLine(rows_, meta_));
 }
 

@@ -3,8 +3,8 @@
 // kernels", progress in measured kernels, cancellable between kernels) and
 // opens saved results as a job. Rows measured on the job thread reach the
 // panel in coalesced batches; the controller computes what the panel draws
-// from them: per-row speedups over dense, per-shape speedup bars and the
-// batch-1 summary medians.
+// from them: per-row speedups over dense, per-shape speedup bars, the
+// batch-1 summary medians and the spMspV speedups per activation sparsity.
 //
 // Threading: the runner's per-row callback sends each row on the job's
 // channel, which hands them over at most every 40 ms. One run at a time.
@@ -38,8 +38,14 @@ QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& 
 // resources/shapes/), else the name itself. The shape catalogs of both
 // Benchmark tabs title their models with it.
 QString modelTitle(const std::string& model);
-// The series name a row is plotted under: "sparse 2:4", "dense (ours)", ...
+// The series name a row is plotted under: "sparse 2:4", "dense GEMV (ours)",
+// "spmspv p_x 0.5" (one series per activation sparsity), ...
 QString seriesName(const gpu::BenchRow& row);
+// The spMspV rows (batch 1) by activation sparsity: per shape the speedup over
+// our dense GEMV (GPU or CPU) of the same shape; the medians of the run's
+// activation summary (gpu::summarise); the bytes limit, dense bytes / spMspV
+// bytes (median over the shapes). Empty without spMspV rows.
+widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& rows);
 // A row as the panel shows it (widgets/benchrowdata.h): the one adapter from
 // the benchmark's rows to the widgets' type.
 widgets::BenchRowData benchRowData(const gpu::BenchRow& row);
@@ -67,6 +73,8 @@ class BenchmarkController : public QObject {
   JobId runJob() const { return run_.id(); }
   const QVector<gpu::BenchRow>& rows() const { return rows_; }
   const gpu::BenchResult& result() const { return meta_; }
+  // The settings of the run or file shown (a file's as far as it records them).
+  const gpu::BenchSettings& settings() const { return settings_; }
   // How often streamed rows are handed to the panel (default 40 ms), from the next run on.
   void setDrainInterval(int msecs) { drainMs_ = msecs; }
 
@@ -75,6 +83,7 @@ class BenchmarkController : public QObject {
   void measured(const QVector<sdw::widgets::BenchRowData>& rows, const QVector<sdw::widgets::BenchMeasurement>& points);
   void speedupsChanged(const QVector<double>& perRow, const QString& baseline);
   void barsChanged(const sdw::widgets::SpeedupBars& bars);
+  void activationChanged(const sdw::widgets::ActivationSpeedups& speedups);
   void summaryChanged(const QString& text);
   void progressed(double fraction, const QString& text);
   void runEnded(const QString& message, bool isError);

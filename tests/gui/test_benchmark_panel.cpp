@@ -4,12 +4,15 @@
 // `sdw-cli bench kernels --out FILE`) shown the same way, exports, the
 // speedup arithmetic against hand-computed values, and charts a reader can
 // follow: legends clear of the data, an x axis from the run's start, shape
-// labels that never run into each other.
+// labels that never run into each other. The activation-sparsity axis
+// (spMspV): the settings field into the run, and the chart's points from a
+// file and from a tiny CPU run.
 
 #include "app/gui/benchmarkcontroller.h"
 #include "app/jobmanager.h"
 #include "gpu/bench.h"
 #include "gpu/device.h"
+#include "widgets/activationsparsitychart.h"
 #include "widgets/benchcharts.h"
 #include "widgets/benchmarkpanel.h"
 #include "widgets/benchresultsmodel.h"
@@ -21,6 +24,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -66,6 +70,34 @@ const char* const kFixture = R"({
 })";
 constexpr int kFixtureRows = 10;
 
+// The same layout with spMspV rows (sdw-cli bench kernels --activation-sparsity 0,0.5):
+// per shape cuBLAS, our dense GEMV, sparse 2:4 and spMspV at p_x 0 and 0.5. Round numbers
+// again: speedups over our dense GEMV q 10/12.5 = 0.8 and 10/5 = 2, k 6/7.5 = 0.8 and
+// 6/4 = 1.5; bytes limits (dense / spMspV bytes) q 33554432/19922944 and 33554432/9961472,
+// k 8388608/5242880 = 1.6 and 8388608/2621440 = 3.2.
+const char* const kSpmspvFixture = R"({
+ "tool": "sdw-cli bench kernels",
+ "command": "sdw-cli bench kernels --shapes llama3-8b --patterns 2:4 --activation-sparsity 0,0.5 --json --out spmspv.json",
+ "machine": {"backend": "cuda", "device": "NVIDIA H200", "driver": "580", "torch": "2.11"},
+ "hbm_read_gbs": 4640,
+ "cusparselt": "ok",
+ "settings": {"dtype": "bf16", "patterns": ["2:4"], "batches": [1], "repeats": 7, "activation_sparsities": [0, 0.5]},
+ "notes": [],
+ "rows": [
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "cublas", "us": 12.0, "bytes": 33554432, "gbs": 2796, "fraction_hbm": 0.603, "speedup_vs_cublas": 1, "speedup_vs_dense": 0},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "dense", "us": 10.0, "bytes": 33554432, "gbs": 3355, "fraction_hbm": 0.723, "speedup_vs_cublas": 1.2, "speedup_vs_dense": 1},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "sparse", "us": 8.0, "bytes": 18874368, "gbs": 2359, "fraction_hbm": 0.508, "speedup_vs_cublas": 1.5, "speedup_vs_dense": 1.25},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "cublas", "us": 8.0, "bytes": 8388608, "gbs": 1049, "fraction_hbm": 0.226, "speedup_vs_cublas": 1, "speedup_vs_dense": 0},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "-", "batch": 1, "kernel": "dense", "us": 6.0, "bytes": 8388608, "gbs": 1398, "fraction_hbm": 0.301, "speedup_vs_cublas": 1.333, "speedup_vs_dense": 1},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "2:4", "batch": 1, "kernel": "sparse", "us": 5.0, "bytes": 4718592, "gbs": 944, "fraction_hbm": 0.203, "speedup_vs_cublas": 1.6, "speedup_vs_dense": 1.2},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "50%", "batch": 1, "kernel": "spmspv", "us": 12.5, "bytes": 19922944, "gbs": 1594, "fraction_hbm": 0.344, "speedup_vs_cublas": 0.96, "speedup_vs_dense": 0.8, "activation_sparsity": 0},
+  {"model": "llama3-8b", "module": "q_proj", "rows": 4096, "cols": 4096, "pattern": "50%", "batch": 1, "kernel": "spmspv", "us": 5.0, "bytes": 9961472, "gbs": 1992, "fraction_hbm": 0.429, "speedup_vs_cublas": 2.4, "speedup_vs_dense": 2, "activation_sparsity": 0.5},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "50%", "batch": 1, "kernel": "spmspv", "us": 7.5, "bytes": 5242880, "gbs": 699, "fraction_hbm": 0.151, "speedup_vs_cublas": 1.067, "speedup_vs_dense": 0.8, "activation_sparsity": 0},
+  {"model": "llama3-8b", "module": "k_proj", "rows": 1024, "cols": 4096, "pattern": "50%", "batch": 1, "kernel": "spmspv", "us": 4.0, "bytes": 2621440, "gbs": 655, "fraction_hbm": 0.141, "speedup_vs_cublas": 2, "speedup_vs_dense": 1.5, "activation_sparsity": 0.5}
+ ]
+})";
+constexpr int kSpmspvFixtureRows = 10;
+
 int csvLines(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return -1;
@@ -109,10 +141,10 @@ class TestBenchmarkPanel : public QObject {
     return r;
   }
 
-  bool loadFixture() {
-    const QString path = tmp_.filePath(QStringLiteral("fixture.json"));
+  bool loadFixture(const char* text = kFixture, const QString& name = QStringLiteral("fixture.json")) {
+    const QString path = tmp_.filePath(name);
     QFile f(path);
-    if (!f.open(QIODevice::WriteOnly) || f.write(kFixture) < 0) return false;
+    if (!f.open(QIODevice::WriteOnly) || f.write(text) < 0) return false;
     f.close();
     QSignalSpy loaded(controller_.get(), &BenchmarkController::resultLoaded);
     if (controller_->openResults(path) == 0) return false;
@@ -151,14 +183,30 @@ class TestBenchmarkPanel : public QObject {
     }
   }
 
+  void invalidRequestIsRefused_data() {
+    QTest::addColumn<QString>("shapes");
+    QTest::addColumn<QString>("activation");
+    QTest::addColumn<QString>("why");
+    QTest::newRow("shape") << QStringLiteral("12xbanana") << QString() << QStringLiteral("Cannot start: custom shapes");
+    QTest::newRow("p_x of 1") << QStringLiteral("64x128") << QStringLiteral("0.5,1")
+                              << QStringLiteral("Cannot start: activation sparsity: activation sparsity 1 is outside");
+    QTest::newRow("p_x not a number") << QStringLiteral("64x128") << QStringLiteral("0, half")
+                                      << QStringLiteral(
+                                             "Cannot start: activation sparsity: bad activation sparsity 'half'");
+  }
+
   void invalidRequestIsRefused() {
+    QFETCH(QString, shapes);
+    QFETCH(QString, activation);
+    QFETCH(QString, why);
     BenchRequest r = tinyCpuRequest();
-    r.customShapes = QStringLiteral("12xbanana");
+    r.customShapes = shapes;
+    r.activationSparsities = activation;
     QSignalSpy ended(controller_.get(), &BenchmarkController::runEnded);
     QCOMPARE(controller_->start(r), sdw::app::JobId(0));
     QCOMPARE(ended.count(), 1);
     QVERIFY(ended.first().at(1).toBool());
-    QVERIFY(panel_->statusText().startsWith(QStringLiteral("Cannot start")));
+    QVERIFY2(panel_->statusText().startsWith(why), qPrintable(panel_->statusText()));
     QVERIFY(!controller_->isRunning());
   }
 
@@ -351,6 +399,13 @@ class TestBenchmarkPanel : public QObject {
              QStringLiteral("-"));
     QVERIFY(!panel_->tableView()->isColumnHidden(BenchResultsModel::ChainedUs));
 
+    // No spMspV rows: no activation-sparsity chart, and its empty state says why.
+    const auto* activation = panel_->charts()->activationChart();
+    QVERIFY(!activation->isVisible());
+    QVERIFY(activation->speedups().isEmpty());
+    QCOMPARE(activation->seriesNames(), QStringList());
+    QVERIFY(activation->view()->xAxisLabel().startsWith(QStringLiteral("no spMspV rows")));
+
     // Model shapes: short labels under the model's name.
     QCOMPARE(panel_->charts()->shapeTickLabels(), (QStringList{QStringLiteral("q"), QStringLiteral("k")}));
     QCOMPARE(panel_->charts()->shapeGroupLabels(), QStringList{QStringLiteral("llama3-8b")});
@@ -402,7 +457,114 @@ class TestBenchmarkPanel : public QObject {
     QCOMPARE(controller_->exportTable(tmp_.filePath(QStringLiteral("table.txt"))).isEmpty(), false);
   }
 
+  void activationSparsityFromResultsFile() {
+    QVERIFY(loadFixture(kSpmspvFixture, QStringLiteral("spmspv.json")));
+    QCOMPARE(panel_->resultsModel()->rowCount(), kSpmspvFixtureRows);
+    QCOMPARE(controller_->settings().activationSparsities, (std::vector<double>{0.0, 0.5}));
+    auto* charts = panel_->charts();
+    const auto* chart = charts->activationChart();
+    QTRY_VERIFY(chart->isVisible());
+
+    // One line per shape over our dense GEMV, although cuBLAS was measured too.
+    const QString q = QStringLiteral("llama3-8b q_proj"), k = QStringLiteral("llama3-8b k_proj");
+    const QString median = sdw::widgets::ActivationSparsityChart::medianName();
+    const QString limit = sdw::widgets::ActivationSparsityChart::limitName();
+    QCOMPARE(chart->seriesNames(), (QStringList{q, k, median, limit}));
+    QCOMPARE(chart->speedups().baseline, QStringLiteral("our dense GEMV"));
+    QCOMPARE(chart->points(q), (QVector<QPointF>{{0.0, 0.8}, {0.5, 2.0}}));
+    QCOMPARE(chart->points(k), (QVector<QPointF>{{0.0, 0.8}, {0.5, 1.5}}));
+    // The median line is the file's activation summary: medians of two are means.
+    QCOMPARE(chart->points(median), (QVector<QPointF>{{0.0, 0.8}, {0.5, 1.75}}));
+    QCOMPARE(int(controller_->result().activationSummary.size()), 2);
+    QCOMPARE(controller_->result().activationSummary[1].medianVsDense, 1.75);
+    const double q0 = 33554432.0 / 19922944.0, q5 = 33554432.0 / 9961472.0;
+    QCOMPARE(chart->points(limit), (QVector<QPointF>{{0.0, (q0 + 1.6) / 2}, {0.5, (q5 + 3.2) / 2}}));
+    // The strip names the projections' colours, the median and the limit.
+    QCOMPARE(chart->legendStrip()->names(), (QStringList{QStringLiteral("q"), QStringLiteral("k"), median, limit}));
+    QCOMPARE(chart->view()->xAxisLabel(), QStringLiteral("activation sparsity p_x (batch 1, 50% weights)"));
+
+    // In the live charts each p_x is a series of its own; the table says p_x too.
+    QCOMPARE(charts->pointCount(QStringLiteral("spmspv p_x 0")), 2);
+    QCOMPARE(charts->pointCount(QStringLiteral("spmspv p_x 0.5")), 2);
+    const BenchResultsModel* m = panel_->resultsModel();
+    QCOMPARE(m->data(m->index(7, BenchResultsModel::Pattern)).toString(), QStringLiteral("50%, p_x 0.5"));
+    QCOMPARE(m->data(m->index(1, BenchResultsModel::Pattern)).toString(), QStringLiteral("-"));
+    // spMspV is not an N:M pattern: the bars keep to the sparse 2:4 and our dense.
+    QCOMPARE(charts->speedupBars().series,
+             (QStringList{QStringLiteral("sparse 2:4"), QStringLiteral("dense GEMV (ours)")}));
+
+    // Exports: the chart's CSV (one line per point), a picture, and a JSON that reads back.
+    const QString csv = tmp_.filePath(QStringLiteral("activation.csv"));
+    QCOMPARE(chart->view()->exportTo(csv), QString());
+    QCOMPARE(csvLines(csv), 1 + 8);
+    QVERIFY(chart->toCsv().contains(QStringLiteral("llama3-8b q_proj,0.5,2,our dense GEMV\n")));
+    for (const char* ext : {"png", "pdf"}) {
+      const QString pic = tmp_.filePath(QStringLiteral("activation.%1").arg(QLatin1String(ext)));
+      QCOMPARE(chart->view()->exportTo(pic), QString());
+      QVERIFY(QFileInfo(pic).size() > 1000);
+    }
+    const QString json = tmp_.filePath(QStringLiteral("spmspv-export.json"));
+    QCOMPARE(controller_->exportTable(json), QString());
+    QFile f(json);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const sdw::gpu::BenchResult back = sdw::gpu::fromJson(f.readAll().toStdString());
+    QCOMPARE(int(back.rows.size()), kSpmspvFixtureRows);
+    QCOMPARE(back.rows[7].activationSparsity.value_or(-1), 0.5);
+    QCOMPARE(int(back.activationSummary.size()), 2);
+
+    // A file without spMspV rows puts the panel back as it was.
+    QVERIFY(loadFixture());
+    QTRY_VERIFY(!chart->isVisible());
+    QCOMPARE(chart->seriesNames(), QStringList());
+    QCOMPARE(charts->pointCount(QStringLiteral("spmspv p_x 0.5")), 0);
+  }
+
+  void activationSparsityFieldReachesTheRun() {
+    // Typed into the settings: it reaches BenchSettings and the CPU kernels time spMspV.
+    auto* field = panel_->findChild<QLineEdit*>(QStringLiteral("benchActivationSparsity"));
+    QVERIFY(field);
+    QVERIFY(field->text().isEmpty());  // off unless asked for
+    QTest::keyClicks(field, QStringLiteral(" 0, 0.5 "));
+    BenchRequest r = panel_->request();
+    QCOMPARE(r.activationSparsities, QStringLiteral("0, 0.5"));
+    r.settings.shapes.clear();  // one tiny shape, not the catalog's models
+    r.customShapes = QStringLiteral("64x128");
+    r.settings.patterns = {"2:4"};
+    r.settings.batches = {1};
+    r.settings.repeats = 3;
+    r.settings.forceCpu = true;
+    QVERIFY(controller_->start(r) != 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!controller_->isRunning(), 60000);
+    QCOMPARE(controller_->settings().activationSparsities, (std::vector<double>{0.0, 0.5}));
+    QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Done: 4 measurements")), qPrintable(panel_->statusText()));
+
+    // dense, sparse 2:4, then spMspV at p_x 0 and 0.5
+    const auto& rows = controller_->rows();
+    QCOMPARE(rows.size(), 4);
+    QCOMPARE(rows[0].id, sdw::gpu::KernelId::DenseCpu);
+    for (int i : {2, 3}) {
+      QCOMPARE(rows[i].id, sdw::gpu::KernelId::SpmspvCpu);
+      QVERIFY(rows[i].us > 0 && rows[i].bytes > 0);
+    }
+    QCOMPARE(rows[2].activationSparsity.value_or(-1), 0.0);
+    QCOMPARE(rows[3].activationSparsity.value_or(-1), 0.5);
+    // Half of x skipped: fewer bytes to read.
+    QVERIFY(rows[3].bytes < rows[2].bytes);
+
+    const auto* chart = panel_->charts()->activationChart();
+    QTRY_VERIFY(chart->isVisible());
+    QCOMPARE(chart->speedups().baseline, QStringLiteral("dense GEMV (CPU)"));
+    const QVector<QPointF> expected{{0.0, rows[0].us / rows[2].us}, {0.5, rows[0].us / rows[3].us}};
+    QCOMPARE(chart->points(QStringLiteral("64x128")), expected);
+    QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::medianName()), expected);  // one shape
+    QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::limitName()),
+             (QVector<QPointF>{{0.0, rows[0].bytes / rows[2].bytes}, {0.5, rows[0].bytes / rows[3].bytes}}));
+    QCOMPARE(panel_->charts()->pointCount(QStringLiteral("spmspv p_x 0.5 (CPU)")), 1);
+    field->clear();
+  }
+
   void badResultsFileSaysWhy() {
+    QVERIFY(loadFixture());
     const QString path = tmp_.filePath(QStringLiteral("bad.json"));
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
