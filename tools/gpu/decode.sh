@@ -44,9 +44,10 @@ PY
 if [ "${DECODE_FULL:-0}" = 1 ]; then
   bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
     --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
-  # The compiled decode step first; where it fails (a device-side assert in
-  # transformers 5.17's static cache under CUDA graphs), transformers' own recipe.
-  for method in ${HF_METHODS:-step generate}; do
+  # The compiled step captured into a CUDA graph by hand first; where that fails, the
+  # step under torch.compile's own CUDA graphs (mode reduce-overhead: a device-side
+  # assert with transformers 5.17), then transformers' generate() recipe.
+  for method in ${HF_METHODS:-graph step generate}; do
     timeout ${HF_TIMEOUT:-200} python3 tools/gpu/hf_decode_baseline.py "$out/hf-decode-llama3-8b.json" --method "$method" \
       --config resources/configs/llama-3.1-8b.json > "$out/hf-$method.log" 2>&1 && { tail -1 "$out/hf-$method.log"; break; }
     grep -m1 -E "Error|error" "$out/hf-$method.log" | cut -c1-300

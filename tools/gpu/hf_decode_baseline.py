@@ -8,7 +8,12 @@ argmax fed back on the device, CUDA events around each step, median of the
 timed steps after warm-up.
 
     python3 tools/gpu/hf_decode_baseline.py OUT.json [--config resources/configs/llama-3.1-8b.json]
-        [--batch 1] [--context 512] [--warmup 50] [--tokens 50] [--method step|generate]
+        [--batch 1] [--context 512] [--warmup 50] [--tokens 50] [--method step|graph|generate]
+
+--method graph: the decode step compiled by torch.compile in its default mode (Inductor's
+kernels, no CUDA graph trees), then captured once into a torch.cuda.CUDAGraph by hand with
+static input and output tensors and replayed per token, the argmax copied back into the
+input on the device (as gpt-fast-style decoders do).
 
 --method generate: transformers' own recipe instead (generation_config.cache_implementation
 "static", model.forward compiled with mode "reduce-overhead"), one model.generate call of
@@ -41,7 +46,7 @@ def main():
     ap.add_argument("--context", type=int, default=512)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--tokens", type=int, default=50)
-    ap.add_argument("--method", choices=["step", "generate"], default="step")
+    ap.add_argument("--method", choices=["step", "graph", "generate"], default="step")
     a = ap.parse_args()
 
     spec = json.load(open(a.config))
@@ -58,6 +63,8 @@ def main():
     B, ctx = a.batch, a.context
     if a.method == "generate":
         times, compile_s = time_generate(model, cfg, B, ctx, a.warmup, a.tokens)
+    elif a.method == "graph":
+        times, compile_s = time_graph(model, cfg, B, ctx, a.warmup, a.tokens, dtype)
     else:
         times, compile_s = time_steps(model, cfg, B, ctx, a.warmup, a.tokens, dtype)
     report(a, model, model_type, setup, compile_s, times)
@@ -92,6 +99,45 @@ def time_generate(model, cfg, B, ctx, warmup, tokens):
     ev = stamp.events
     gaps = [ev[i - 1].elapsed_time(ev[i]) for i in range(1, len(ev))]
     return gaps[-tokens:], compile_s
+
+
+def time_graph(model, cfg, B, ctx, warmup, tokens, dtype):
+    cache = make_cache(cfg, B, ctx + 64, dtype)
+    ids = torch.randint(cfg.vocab_size, (B, ctx), device="cuda")
+    with torch.no_grad():
+        out = model(ids, past_key_values=cache, cache_position=torch.arange(ctx, device="cuda"), use_cache=True)
+        tok = out.logits[:, -1].argmax(-1, keepdim=True).clone()
+        pos = torch.tensor([ctx], device="cuda")
+        posb = pos.view(1, 1).expand(B, 1).contiguous()
+
+        def step(t):
+            logits = model(t, past_key_values=cache, cache_position=pos, position_ids=posb, use_cache=True).logits
+            return logits[:, -1].argmax(-1, keepdim=True)
+
+        compiled = torch.compile(step, fullgraph=True)
+        t1 = time.time()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # compile and warm up outside the capture
+            for _ in range(3):
+                compiled(tok)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            nxt = compiled(tok)
+        torch.cuda.synchronize()
+        compile_s = time.time() - t1
+        times = []
+        for i in range(warmup + tokens):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            graph.replay()
+            tok.copy_(nxt)
+            e.record()
+            e.synchronize()
+            if i >= warmup:
+                times.append(s.elapsed_time(e))
+    return times, compile_s
 
 
 def time_steps(model, cfg, B, ctx, warmup, tokens, dtype):
@@ -148,6 +194,10 @@ def report(a, model, model_type, setup, compile_s, times):
         "method": ("transformers %s, torch %s: StaticCache, torch.compile(mode='reduce-overhead', fullgraph=True) of the "
                    "decode step (forward + argmax); CUDA events around each step; median of %d after %d warm-up"
                    % (transformers.__version__, torch.__version__, a.tokens, a.warmup)) if a.method == "step" else
+                  ("transformers %s, torch %s: StaticCache, the decode step (forward + argmax) compiled by torch.compile "
+                   "(default mode, fullgraph) and captured by hand into one torch.cuda.CUDAGraph, replayed per token with "
+                   "the argmax copied back on the device; CUDA events around each replay; median of %d after %d warm-up"
+                   % (transformers.__version__, torch.__version__, a.tokens, a.warmup)) if a.method == "graph" else
                   ("transformers %s, torch %s: generate() with cache_implementation='static' and model.forward "
                    "compiled (mode='reduce-overhead', fullgraph=True); a CUDA event per step from a logits processor, "
                    "gaps between consecutive steps; median of the last %d of %d new tokens"
