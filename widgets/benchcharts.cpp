@@ -353,7 +353,7 @@ void BenchCharts::setBandwidthLimit(double speedup) {
 }
 
 QString BenchCharts::bandwidthLimitLabel() const {
-  return tr("bandwidth limit %1x (2 / 1.125 bytes per weight)").arg(limit_, 0, 'f', 2);
+  return tr("bandwidth limit %1x").arg(limit_, 0, 'f', 2);
 }
 
 QStringList BenchCharts::kernelSeries() const {

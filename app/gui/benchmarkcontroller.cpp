@@ -277,7 +277,7 @@ QString summaryLine(const QVector<gpu::BenchRow>& rows, const gpu::BenchResult& 
   if (!chained.isEmpty())
     line += QObject::tr("; launched chained (programmatic dependent launch), over %1: %2")
                 .arg(baseline, chained.join(QStringLiteral(" · ")));
-  line += QObject::tr(". Bandwidth limit 1.78x.");
+  line += QObject::tr(". Bandwidth limit 1.78x (2 / 1.125 bytes per weight).");
   return line;
 }
 
