@@ -235,8 +235,7 @@ int runEpsilon(const Args& a) {
 int runActivationThresholds(const Args& a) {
   if (!a.has("calibration")) throw UsageError("--calibration RUN is required");
   if (!a.has("activation-sparsity")) throw UsageError("--activation-sparsity P is required");
-  const double p = a.getDouble("activation-sparsity", 0.0);
-  if (!(p >= 0 && p < 1)) throw UsageError("--activation-sparsity must be in [0, 1)");
+  const double p = activationSparsityFrom(a).sparsity;
   const gpu::ActivationThresholds t = gpu::activationThresholdsFromRun(a.get("calibration"), p);
   if (a.has("json")) {
     json inputs = json::array();
