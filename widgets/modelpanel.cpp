@@ -438,6 +438,10 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
     activationSparsity_->setValue(s.activationSparsity);
   }
   setSummaryValue(QStringLiteral("Architecture"), s.architecture);
+  // The features are a sentence: in the grid they would push the other columns out of view.
+  for (auto& [k, label] : summaryLabels_)
+    if (k == QLatin1String("Architecture") && !s.features.isEmpty())
+      label->setToolTip(s.architecture + QLatin1Char('\n') + s.features);
   setSummaryValue(QStringLiteral("Layers"), count(s.layers));
   setSummaryValue(QStringLiteral("Hidden size"), count(s.hiddenSize));
   setSummaryValue(QStringLiteral("Intermediate size"), count(s.intermediateSize));

@@ -31,6 +31,7 @@ namespace sdw::widgets {
 struct ModelSummary {
   QString dir;
   QString architecture;     // "LlamaForCausalLM"
+  QString features;         // what sets the family apart (Gemma 3: windows, RoPE bases, norms); the name's tooltip
   qint64 layers = 0;
   qint64 hiddenSize = 0;
   qint64 intermediateSize = 0;

@@ -85,7 +85,7 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOp
   widgets::ModelSummary& s = out->summary;
   s.dir = fromPath(out->dir);
   s.architecture = QString::fromStdString(c.architectureName);
-  if (const std::string f = gpu::architectureFeatures(c); !f.empty()) s.architecture += QStringLiteral(" (%1)").arg(QString::fromStdString(f));
+  s.features = QString::fromStdString(gpu::architectureFeatures(c));
   s.layers = c.numLayers;
   s.hiddenSize = c.hiddenSize;
   s.intermediateSize = c.intermediateSize;
