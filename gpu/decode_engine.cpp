@@ -401,9 +401,12 @@ struct DecodeGraph {
   std::vector<std::array<std::vector<LinOp>, 4>> ops;  // [layer][qkv, o, gate|up, down]
   LinOp lmHead;
   std::unique_ptr<at::cuda::CUDAGraph> graph;
-  // Profiling aid (SDW_ENGINE_SKIP=linears|others, docs/decode-engine.md): leave out the
-  // projections or everything else, to time the rest of the step. Tokens are then wrong.
-  enum class Skip { None, Linears, Others } skip = Skip::None;
+  // Profiling aid (SDW_ENGINE_SKIP, docs/decode-engine.md): a comma list of what to leave
+  // out of the step, to time the rest: linears (the projections and lm_head), others
+  // (everything but them), attention, norms, swiglu. Tokens are then wrong.
+  enum Skip : unsigned { kSkipLinears = 1, kSkipAttention = 2, kSkipNorms = 4, kSkipSwiglu = 8, kSkipEdges = 16 };
+  unsigned skip = 0;
+  bool runs(unsigned what) const { return (skip & what) == 0; }
   std::vector<at::Tensor> tensors() const {
     return {ids, slot, pad, h, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
             sInter.xr, sInter.xi, sFinal.xr, attnWs, attnCounters, splitWs, counters};
@@ -471,8 +474,16 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   EngineState& e = *m.engine;
   auto g = std::make_unique<DecodeGraph>();
   if (const char* env = std::getenv("SDW_ENGINE_SKIP")) {
-    const std::string v = env;
-    g->skip = v == "linears" ? DecodeGraph::Skip::Linears : v == "others" ? DecodeGraph::Skip::Others : DecodeGraph::Skip::None;
+    std::stringstream list(env);
+    for (std::string v; std::getline(list, v, ',');) {
+      if (v == "linears") g->skip |= DecodeGraph::kSkipLinears;
+      else if (v == "attention") g->skip |= DecodeGraph::kSkipAttention;
+      else if (v == "norms") g->skip |= DecodeGraph::kSkipNorms;
+      else if (v == "swiglu") g->skip |= DecodeGraph::kSkipSwiglu;
+      else if (v == "others")
+        g->skip |= DecodeGraph::kSkipAttention | DecodeGraph::kSkipNorms | DecodeGraph::kSkipSwiglu | DecodeGraph::kSkipEdges;
+      else if (!v.empty()) throw std::runtime_error("SDW_ENGINE_SKIP: unknown part \"" + v + "\" (linears, others, attention, norms, swiglu)");
+    }
   }
   g->B = B;
   g->capacity = cache.capacity;
@@ -543,7 +554,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
 }
 
 void runLinear(DecodeGraph& g, const LinOp& op, const Site& site, at::Tensor& y, cudaStream_t st) {
-  if (g.skip == DecodeGraph::Skip::Linears) return;
+  if (!g.runs(DecodeGraph::kSkipLinears)) return;
   const std::int64_t ldy = y.size(1);
   const auto elem = static_cast<std::int64_t>(y.element_size());
   void* yp = static_cast<char*>(y.data_ptr()) + op.yOff * elem;
@@ -596,13 +607,14 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
   const auto eps = static_cast<float>(c.rmsNormEps);
   const auto hid = c.hiddenSize;
   const bool pdl = m.options.pdl;  // our kernels overlap their neighbours' launch and ramp-up
-  const bool others = g.skip != DecodeGraph::Skip::Others;
-  if (others) ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st, pdl),
+  const bool edges = g.runs(DecodeGraph::kSkipEdges), norms = g.runs(DecodeGraph::kSkipNorms);
+  const bool attention = g.runs(DecodeGraph::kSkipAttention), swiglu = g.runs(DecodeGraph::kSkipSwiglu);
+  if (edges) ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st, pdl),
      "embedding");
   const void* prevY = nullptr;
   for (std::size_t l = 0; l < m.w.layers.size(); ++l) {
     const LayerWeights& W = m.w.layers[l];
-    if (others) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, W.inputNorm.data_ptr(), dt, hid, B, eps, g.sHidden.out(),
+    if (norms) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, W.inputNorm.data_ptr(), dt, hid, B, eps, g.sHidden.out(),
                                  g.sHidden.layout(), st, pdl),
        "input norm");
     for (const auto& op : g.ops[l][0]) runLinear(g, op, g.sHidden, g.yQkv, st);
@@ -629,23 +641,23 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     aa.out = g.sAttn.out();
     aa.layout = g.sAttn.layout();
     aa.counters = reinterpret_cast<unsigned*>(g.attnCounters.data_ptr());
-    if (others) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
+    if (attention) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);
-    if (others) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), g.yO.data_ptr(), hid, W.postNorm.data_ptr(), dt, hid, B, eps,
+    if (norms) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), g.yO.data_ptr(), hid, W.postNorm.data_ptr(), dt, hid, B, eps,
                                  g.sHidden.out(), g.sHidden.layout(), st, pdl),
        "post-attention norm");
     for (const auto& op : g.ops[l][2]) runLinear(g, op, g.sHidden, g.yGu, st);
-    if (others) ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
+    if (swiglu) ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
                               g.sInter.layout(), st, pdl),
        "SwiGLU");
     for (const auto& op : g.ops[l][3]) runLinear(g, op, g.sInter, g.yDown, st);
     prevY = g.yDown.data_ptr();
   }
-  if (others) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, m.w.finalNorm.data_ptr(), dt, hid, B, eps, g.sFinal.out(),
+  if (edges) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, m.w.finalNorm.data_ptr(), dt, hid, B, eps, g.sFinal.out(),
                                g.sFinal.layout(), st, pdl),
      "final norm");
   runLinear(g, g.lmHead, g.sFinal, g.logits, st);
-  if (others) ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st, pdl),
+  if (edges) ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st, pdl),
      "argmax");
 }
 

@@ -7,6 +7,7 @@
 #   DECODE_FULL=1 tools/gpu/decode.sh   suites + the committed grid (bench/results/h200-decode-e2e.json:
 #                                       3 shapes x cublas, dense, sparse x 4 patterns x batch 1, 2, 4, 8)
 #                                       and transformers + torch.compile on the Llama-3.1-8B shape
+#   DECODE_BREAKDOWN=1 ...              Llama-3.1-8B batch 1 with parts of the step left out
 #   DECODE_TESTS=0 ...                  benchmarks only
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,7 +42,16 @@ for s in d["summary"]:
                    for p, e in sp.items()))
 PY
 }
-if [ "${DECODE_FULL:-0}" = 1 ]; then
+if [ "${DECODE_BREAKDOWN:-0}" = 1 ]; then
+  # Where a batch-1 step's time goes: the Llama-3.1-8B shape, dense GEMV and sparse 2:4,
+  # with parts of the captured step left out (SDW_ENGINE_SKIP, docs/decode-engine.md).
+  for skip in none linears others attention norms swiglu; do
+    echo "== SDW_ENGINE_SKIP=$skip" | tee -a "$out/bench.log"
+    if [ "$skip" = none ]; then v=; else v=$skip; fi
+    SDW_ENGINE_SKIP=$v bench "breakdown-$skip.json" --config llama3-8b --linear dense,sparse --patterns 2:4 --batch 1 \
+      ${DECODE_ARGS:-}
+  done
+elif [ "${DECODE_FULL:-0}" = 1 ]; then
   bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
     --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
   # The compiled step captured into a CUDA graph by hand first; where that fails, the

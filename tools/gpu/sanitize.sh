@@ -7,6 +7,7 @@
 #   SANITIZE_SUITES="test_spmv_cuda test_engine_cuda@graphEqualsLaunches,sparseHoldsNoDenseCopy" tools/gpu/sanitize.sh
 #   (SUITE@F1,F2: only those test functions of the suite)
 #   SANITIZE_TOOLS="memcheck racecheck synccheck" (the default)
+#   SANITIZE_SHARDS="test_spmv_cuda:matchesReference:8" (a function's data rows over 8 processes)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -18,6 +19,22 @@ san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 
 [ -n "$san" ] || { echo "compute-sanitizer not found" | tee "$out/sanitize.log"; exit 1; }
 "$san" --version | tail -1 | tee "$out/sanitize.log"
 pids=()
+# run_one TOOL BIN NAME [QTEST ARGS...]: one sanitizer process, its log and summary line.
+run_one() {
+  local tool=$1 bin=$2 name=$3
+  shift 3
+  (
+    # QtTest's own watchdog (300 s per test function) must not stop a slow function first.
+    QTEST_FUNCTION_TIMEOUT=$((secs * 1000)) timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 "$bin" -maxwarnings 0 "$@" \
+      > "$out/sanitize/$tool-$name.log" 2>&1
+    rc=$?
+    errs=$(grep -oE "ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard" "$out/sanitize/$tool-$name.log" | tail -1)
+    passed=$(grep -oE "Totals: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$out/sanitize/$tool-$name.log" | tail -1)
+    case $rc in 124) r=timeout ;; 0) r=ok ;; 86) r="sanitizer errors" ;; *) r="exit $rc" ;; esac
+    echo "$tool $name: $r; ${errs:-no summary}; ${passed:-no totals}" >> "$out/sanitize.log"
+  ) &
+  pids+=($!)
+}
 for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
   for spec in $suites; do
     s=${spec%%@*}
@@ -25,17 +42,21 @@ for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     [ "$spec" != "$s" ] && IFS=, read -r -a fns <<< "${spec#*@}"
     bin=$(find build-gpu -name "$s" -type f -perm -u+x | head -1)
     [ -n "$bin" ] || { echo "$tool $s: not built" >> "$out/sanitize.log"; continue; }
-    (
-      # QtTest's own watchdog (300 s per test function) must not stop a slow function first.
-      QTEST_FUNCTION_TIMEOUT=$((secs * 1000)) timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 "$bin" -maxwarnings 0 "${fns[@]}" \
-        > "$out/sanitize/$tool-$s.log" 2>&1
-      rc=$?
-      errs=$(grep -oE "ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard" "$out/sanitize/$tool-$s.log" | tail -1)
-      passed=$(grep -oE "Totals: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$out/sanitize/$tool-$s.log" | tail -1)
-      case $rc in 124) r=timeout ;; 0) r=ok ;; 86) r="sanitizer errors" ;; *) r="exit $rc" ;; esac
-      echo "$tool $spec: $r; ${errs:-no summary}; ${passed:-no totals}" >> "$out/sanitize.log"
-    ) &
-    pids+=($!)
+    run_one "$tool" "$bin" "$spec" "${fns[@]}"
+  done
+  # SANITIZE_SHARDS="SUITE:FUNCTION:N ...": the data rows of one function spread over N
+  # processes (row i to process i mod N), for a tool too slow to run them in one.
+  for shard in ${SANITIZE_SHARDS:-}; do
+    IFS=: read -r s fn n <<< "$shard"
+    bin=$(find build-gpu -name "$s" -type f -perm -u+x | head -1)
+    [ -n "$bin" ] || { echo "$tool $s: not built" >> "$out/sanitize.log"; continue; }
+    mapfile -t tags < <("$bin" -datatags | sed -n "s/^[A-Za-z_0-9]* $fn //p")
+    echo "$tool $s $fn: ${#tags[@]} data rows in $n processes" >> "$out/sanitize.log"
+    for ((i = 0; i < n; i++)); do
+      rows=()
+      for ((j = i; j < ${#tags[@]}; j += n)); do rows+=("$fn:${tags[j]}"); done
+      [ ${#rows[@]} -gt 0 ] && run_one "$tool" "$bin" "$s@$fn-rows$i" "${rows[@]}"
+    done
   done
 done
 wait "${pids[@]}"
