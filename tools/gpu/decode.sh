@@ -51,6 +51,34 @@ if [ "${DECODE_BREAKDOWN:-0}" = 1 ]; then
     SDW_ENGINE_SKIP=$v bench "breakdown-$skip.json" --config llama3-8b --linear dense,sparse --patterns 2:4 --batch 1 \
       ${DECODE_ARGS:-}
   done
+  # Each non-projection kernel on its own (Nsight Compute, warm caches, unlocked clocks):
+  # durations of the kernels of a few captured steps.
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$ncu" ]; then
+    timeout 240 "$ncu" --graph-profiling node --cache-control none --clock-control none \
+      -k "regex:attention|addRmsNorm|siluMul|embed|argmax|Norm|denseGemv" -c 60 --metrics gpu__time_duration.sum \
+      build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense --batch 1 --tokens 2 --warmup 1 \
+      > "$out/ncu-step.txt" 2>&1 || echo "ncu failed (exit $?)"
+    python3 - "$out/ncu-step.txt" <<'PY' | tee -a "$out/bench.log"
+import re, statistics, sys
+cur, times = None, {}
+for line in open(sys.argv[1], errors="replace"):
+    m = None
+    if ", Context " in line and "Stream" in line:
+        m = re.search(r"(\w+)\s*(<[^()]*>)?\s*(\([^)]*\))?\s*\(\d+, \d+, \d+\)x", line.replace("(anonymous namespace)::", ""))
+    if m:
+        cur = m.group(1)
+    m = re.search(r"gpu__time_duration.sum\s+(\S+)\s+([\d.,]+)", line)
+    if m and cur:
+        v = float(m.group(2).replace(",", ""))
+        v = v / 1000 if m.group(1) == "nsecond" else v * 1000 if m.group(1) == "msecond" else v
+        times.setdefault(cur, []).append(v)
+for k, v in sorted(times.items()):
+    print(f"ncu {k:28} n={len(v):3}  median {statistics.median(v):7.2f} us  min {min(v):7.2f}  max {max(v):7.2f}")
+PY
+  else
+    echo "no ncu on this machine"
+  fi
 elif [ "${DECODE_FULL:-0}" = 1 ]; then
   bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
     --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
