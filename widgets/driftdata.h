@@ -54,8 +54,11 @@ struct DriftData {
   qint64 seed = 0;
   QString decoding;  // in words: "sampled, T=1.0, top-k off, top-p 1.0" or "greedy"
   // Run-time activation sparsity p_x of the pruned models (the dense model
-  // stays dense); 0 for runs without it.
+  // stays dense); 0 for runs without it. With thresholds: the calibration run
+  // they were set from (as recorded) and its run id; "" for each token's top-k.
   double activationSparsity = 0;
+  QString activationThresholds;
+  QString activationThresholdsRunId;
   QStringList warnings, notes;
   QStringList modes;    // "own", "shared": only those stored
   QVector<DriftModelData> models;
@@ -92,8 +95,11 @@ struct DriftRequest {
   double topP = kDefaultDecoding.topP;
   quint64 seed = 0;
   QString device = QStringLiteral("cpu");
-  // Run-time activation sparsity p_x of the pruned models (DriftSettings::activationSparsity).
+  // Run-time activation sparsity p_x of the pruned models (DriftSettings::activationSparsity),
+  // and a calibration run whose samples set thresholds instead of each
+  // token's top-k (DriftSettings::activationThresholds; "" : top-k).
   double activationSparsity = 0;
+  QString activationThresholds;
 };
 
 // "own trajectory", "shared trajectory".

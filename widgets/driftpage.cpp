@@ -1,5 +1,6 @@
 #include "widgets/driftpage.h"
 
+#include "widgets/activationselection.h"
 #include "widgets/checkslabel.h"
 #include "widgets/driftlayermodel.h"
 #include "widgets/jobprogress.h"
@@ -305,7 +306,6 @@ QWidget* DriftPage::buildNewAnalysis() {
   dec->addSpacing(6);
   dec->addWidget(new QLabel(tr("Seed:"), box));
   dec->addWidget(seed_);
-  dec->addSpacing(6);
   // Run-time activation sparsity of the pruned models; the dense model stays dense.
   activation_ = new QDoubleSpinBox(box);
   activation_->setObjectName(QStringLiteral("driftActivationSparsity"));
@@ -314,21 +314,31 @@ QWidget* DriftPage::buildNewAnalysis() {
   activation_->setSingleStep(0.05);
   activation_->setValue(0.0);
   activation_->setToolTip(tr("Run-time activation sparsity of the pruned models: each projection input keeps its "
-                             "largest (1 - p_x) share; the dense model stays dense. The compared activation is "
-                             "read before it is sparsified."));
+                             "largest (1 - p_x) share per token, or with thresholds from a calibration run the "
+                             "entries above them; the dense model stays dense. The compared activation is read "
+                             "before it is sparsified."));
   auto* activationLabel = new QLabel(tr("Activation sparsity p_x:"), box);
   activationLabel->setBuddy(activation_);
   activationLabel->setToolTip(activation_->toolTip());
-  dec->addWidget(activationLabel);
-  dec->addWidget(activation_);
+  selection_ = new ActivationSelection(QStringLiteral("drift"), box);
+  selection_->setSparsity(activation_->value());
+  connect(activation_, &QDoubleSpinBox::valueChanged, selection_, &ActivationSelection::setSparsity);
   dec->addStretch(1);
   g->addLayout(dec, 3, 0, 1, 6);
+  // p_x and how it selects on a row of their own: beside the decoding they
+  // would widen the page.
+  auto* act = new QHBoxLayout;
+  act->addWidget(activationLabel);
+  act->addWidget(activation_);
+  act->addWidget(selection_);
+  act->addStretch(1);
+  g->addLayout(act, 4, 0, 1, 6);
 
   status_ = new QLabel(box);
   status_->setObjectName(QStringLiteral("driftStatus"));
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  g->addWidget(status_, 4, 0, 1, 6);
+  g->addWidget(status_, 5, 0, 1, 6);
   for (int c : {1, 4}) g->setColumnStretch(c, 1);
 
   connect(analyze_, &QPushButton::clicked, this, [this] { Q_EMIT analyzeRequested(request()); });
@@ -375,7 +385,8 @@ void DriftPage::setData(const DriftData& data) {
   // The pruned models' run-time activation sparsity, where the run used one.
   const QString sparsity =
       data.activationSparsity > 0
-          ? tr("; pruned models at activation sparsity %1").arg(activationSparsityText(data.activationSparsity))
+          ? tr("; pruned models at activation sparsity %1")
+                .arg(activationSparsityText(data.activationSparsity, data.activationThresholds))
           : QString();
   title_->setText(tr("%1 — dense %2 vs %3; %4 prompts (%5), %6 decode steps, %7%8; %9 layers; activation: q/k/v "
                      "input")
@@ -387,9 +398,13 @@ void DriftPage::setData(const DriftData& data) {
                       .arg(data.decoding.isEmpty() ? tr("greedy") : data.decoding, sparsity)
                       .arg(data.layers));
   checks_->setChecks(data.warnings, data.notes);
-  title_->setToolTip(tr("dense: %1\npruned: %2\nprompts: %3\nactivation: %4\n%5 s")
-                         .arg(data.denseDir, models.join(QStringLiteral(", ")), data.promptsFile, data.activation)
-                         .arg(data.seconds, 0, 'f', 1));
+  QString tip = tr("dense: %1\npruned: %2\nprompts: %3\nactivation: %4\n%5 s")
+                    .arg(data.denseDir, models.join(QStringLiteral(", ")), data.promptsFile, data.activation)
+                    .arg(data.seconds, 0, 'f', 1);
+  if (!data.activationThresholds.isEmpty())
+    tip += tr("\nactivation thresholds of the pruned models: %1 (run %2)")
+               .arg(data.activationThresholds, data.activationThresholdsRunId);
+  title_->setToolTip(tip);
   stack_->setCurrentIndex(1);
   refresh();
   updateButtons();
@@ -505,6 +520,7 @@ void DriftPage::setRequest(const DriftRequest& r) {
   topP_->setValue(r.topP);
   seed_->setValue(static_cast<int>(std::min<quint64>(r.seed, static_cast<quint64>(seed_->maximum()))));
   activation_->setValue(r.activationSparsity);
+  selection_->setThresholdsRun(r.activationThresholds);
   const int d = device_->findText(r.device);
   if (d >= 0) device_->setCurrentIndex(d);
 }
@@ -524,6 +540,7 @@ DriftRequest DriftPage::request() const {
   r.seed = static_cast<quint64>(seed_->value());
   r.device = device_->currentText();
   r.activationSparsity = activation_->value();
+  r.activationThresholds = selection_->thresholdsRun();
   return r;
 }
 
@@ -535,6 +552,8 @@ void DriftPage::setCudaAvailable(bool available, const QString& reason) {
   }
   if (!available) device_->setCurrentIndex(0);
 }
+
+void DriftPage::setCalibrationRuns(const QVector<RunChoice>& runs) { selection_->setRuns(runs); }
 
 void DriftPage::beginJob(const QString& what) {
   busy_ = true;

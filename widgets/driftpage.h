@@ -10,6 +10,7 @@
 
 #include "widgets/driftdata.h"
 #include "widgets/driftplot.h"
+#include "widgets/runchoice.h"
 
 #include <QWidget>
 
@@ -28,6 +29,7 @@ class QTableView;
 
 namespace sdw::widgets {
 
+class ActivationSelection;
 class ChecksLabel;
 class DriftLayerModel;
 
@@ -55,6 +57,9 @@ class DriftPage : public QWidget {
   void setRequest(const DriftRequest& request);
   DriftRequest request() const;
   void setCudaAvailable(bool available, const QString& reason);
+  // The workspace's calibration runs: the activation thresholds picker.
+  void setCalibrationRuns(const QVector<RunChoice>& runs);
+  ActivationSelection* activationSelection() const { return selection_; }
 
   void beginJob(const QString& what);
   void setProgress(double fraction, const QString& text);  // fraction < 0: unknown
@@ -126,6 +131,7 @@ class DriftPage : public QWidget {
   QDoubleSpinBox* topP_ = nullptr;
   QSpinBox* seed_ = nullptr;
   QDoubleSpinBox* activation_ = nullptr;
+  ActivationSelection* selection_ = nullptr;
   QComboBox* device_ = nullptr;
   QPushButton* analyze_ = nullptr;
   QPushButton* cancel_ = nullptr;

@@ -1,6 +1,7 @@
 #include "widgets/modelpanel.h"
 
 #include "core/decoding.h"
+#include "widgets/activationselection.h"
 #include "widgets/prunedata.h"  // activationSparsityText
 
 #include <QComboBox>
@@ -265,20 +266,31 @@ QWidget* ModelPanel::buildGenerateBox() {
   activationSparsity_->setSingleStep(0.05);
   activationSparsity_->setValue(0.0);
   activationSparsity_->setToolTip(tr("run-time activation sparsity: each projection input keeps its largest "
-                                     "(1 - p_x) share; decoding then runs the eager forward pass"));
+                                     "(1 - p_x) share per token, or with thresholds from a calibration run the "
+                                     "entries above them; decoding then runs the eager forward pass"));
   auto* activationLabel = new QLabel(tr("Activation sparsity p_x"), box);
   activationLabel->setBuddy(activationSparsity_);
   activationLabel->setToolTip(activationSparsity_->toolTip());
+  // Top-k per token or thresholds from a calibration run: a load option too.
+  activationSelection_ = new ActivationSelection(QStringLiteral("model"), box);
+  activationSelection_->setSparsity(activationSparsity_->value());
   engineRow->addWidget(engineLabel);
   engineRow->addWidget(engine_);
   engineRow->addSpacing(8);
-  engineRow->addWidget(activationLabel);
-  engineRow->addWidget(activationSparsity_);
-  engineRow->addSpacing(8);
   engineRow->addWidget(engineText_, 1);
   v->addLayout(engineRow);
+  // Its own row: beside the engine's description it would widen the box.
+  auto* activationRow = new QHBoxLayout();
+  activationRow->addWidget(activationLabel);
+  activationRow->addWidget(activationSparsity_);
+  activationRow->addWidget(activationSelection_, 1);
+  v->addLayout(activationRow);
   connect(engine_, &QComboBox::currentIndexChanged, this, &ModelPanel::engineChosen);
-  connect(activationSparsity_, &QDoubleSpinBox::valueChanged, this, &ModelPanel::activationSparsityChanged);
+  connect(activationSparsity_, &QDoubleSpinBox::valueChanged, this, [this](double p) {
+    activationSelection_->setSparsity(p);
+    activationSparsityChanged();
+  });
+  connect(activationSelection_, &ActivationSelection::changed, this, &ModelPanel::activationSparsityChanged);
 
   auto* buttons = new QHBoxLayout();
   generateButton_ = new QPushButton(tr("Generate"), box);
@@ -363,7 +375,7 @@ void ModelPanel::requestLoad() {
     return;
   }
   Q_EMIT loadRequested(dir, device_->currentData().toString(), dtype_->currentData().toString(), engineChoice(),
-                       activationSparsity());
+                       activationSparsity(), activationThresholdsRun());
 }
 
 void ModelPanel::engineChosen() {
@@ -371,24 +383,32 @@ void ModelPanel::engineChosen() {
   // activation sparsity the controls show, as Load would).
   if (!haveModel_ || loading_ || engineChoice() == summary_.linear) return;
   Q_EMIT loadRequested(summary_.dir, device_->currentData().toString(), dtype_->currentData().toString(),
-                       engineChoice(), activationSparsity());
+                       engineChoice(), activationSparsity(), activationThresholdsRun());
 }
 
 void ModelPanel::activationSparsityChanged() {
-  // Like the dtype, p_x is fixed when the model loads: say what a reload
-  // would change (and take it back when the value returns to the loaded one).
+  // Like the dtype, p_x and its thresholds are fixed when the model loads:
+  // say what a reload would change (and take it back when the values return
+  // to the loaded ones).
   if (!haveModel_ || loading_) return;
-  if (qFuzzyCompare(1.0 + activationSparsity(), 1.0 + summary_.activationSparsity))
+  const bool sameP = qFuzzyCompare(1.0 + activationSparsity(), 1.0 + summary_.activationSparsity);
+  if (sameP && activationThresholdsRun() == summary_.activationThresholds)
     setStatus(tr("Loaded %1 (%2, %3).").arg(summary_.dir, summary_.device, summary_.dtype), false);
   else
     setStatus(tr("Activation sparsity %1 applies when the model is loaded again: press Load to reload %2.")
-                  .arg(activationSparsityText(activationSparsity()), summary_.dir),
+                  .arg(activationSparsityText(activationSparsity(), activationThresholdsRun()), summary_.dir),
               false);
 }
 
 double ModelPanel::activationSparsity() const { return activationSparsity_->value(); }
 
 void ModelPanel::setActivationSparsity(double p) { activationSparsity_->setValue(p); }
+
+QString ModelPanel::activationThresholdsRun() const { return activationSelection_->thresholdsRun(); }
+
+void ModelPanel::setActivationThresholdsRun(const QString& run) { activationSelection_->setThresholdsRun(run); }
+
+void ModelPanel::setCalibrationRuns(const QVector<RunChoice>& runs) { activationSelection_->setRuns(runs); }
 
 QString ModelPanel::engineChoice() const { return engine_->currentData().toString(); }
 
@@ -434,8 +454,13 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
   setDevice(s.device);
   setDtype(s.dtype);
   {
-    const QSignalBlocker block(activationSparsity_);
+    const QSignalBlocker b1(activationSparsity_), b2(activationSelection_);
     activationSparsity_->setValue(s.activationSparsity);
+    activationSelection_->setSparsity(s.activationSparsity);
+    // The selection as loaded; top-k leaves the run picked for thresholds as it is.
+    if (!s.activationThresholds.isEmpty()) activationSelection_->setThresholdsRun(s.activationThresholds);
+    else if (activationSelection_->thresholdsChosen() && s.activationSparsity > 0)
+      activationSelection_->setThresholdsRun(QString());
   }
   setSummaryValue(QStringLiteral("Architecture"), s.architecture);
   // The features are a sentence: in the grid they would push the other columns out of view.
@@ -462,8 +487,16 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
   setSummaryValue(QStringLiteral("Size bf16"), bytesText(s.bytesBf16));
   setSummaryValue(QStringLiteral("Size fp16"), bytesText(s.bytesFp16));
   QString asLoaded = tr("%1, %2 on %3").arg(ModuleTreeModel::formatBytes(s.bytesLoaded), s.dtype, s.device);
-  if (s.activationSparsity > 0) asLoaded += QStringLiteral(", ") + activationSparsityText(s.activationSparsity);
+  // With thresholds the value only says so (the run's name would widen the grid): the tool tip names it.
+  if (s.activationSparsity > 0)
+    asLoaded += QStringLiteral(", ") + activationSparsityText(s.activationSparsity) +
+                (s.activationThresholds.isEmpty() ? QString() : tr(" thresholds"));
   setSummaryValue(QStringLiteral("As loaded"), asLoaded);
+  for (auto& [k, label] : summaryLabels_)
+    if (k == QLatin1String("As loaded") && !s.activationThresholds.isEmpty())
+      label->setToolTip(tr("%1\nactivation sparsity %2 from %3 (run %4)")
+                            .arg(asLoaded, activationSparsityText(s.activationSparsity, s.activationThresholds),
+                                 s.activationThresholds, s.activationThresholdsRunId));
   setSummaryValue(QStringLiteral("Tokenizer"), s.tokenizer);
   // The engine as loaded; sparse only where the folder has its packed file.
   if (auto* m = qobject_cast<QStandardItemModel*>(engine_->model()); QStandardItem* item = m ? m->item(2) : nullptr) {
@@ -477,7 +510,12 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
       engine_->setCurrentIndex(i);
   }
   engineText_->setText(s.engine.isEmpty() ? tr("engine unknown") : s.engine);
-  engineText_->setToolTip(engineText_->text());
+  engineText_->setToolTip(s.activationThresholds.isEmpty()
+                              ? engineText_->text()
+                              : tr("%1\nactivation thresholds at p_x %2 from %3 (run %4)")
+                                    .arg(engineText_->text())
+                                    .arg(s.activationSparsity, 0, 'f', 2)
+                                    .arg(s.activationThresholds, s.activationThresholdsRunId));
   modules_->setRows(modules);
   tree_->collapseAll();
   if (modules_->rowCount() > 1) tree_->expand(modules_->index(1, 0));  // the first layer shows the pattern
@@ -507,6 +545,10 @@ void ModelPanel::beginGeneration(const QString& promptText) {
   QTextCharFormat promptFormat;
   promptFormat.setForeground(palette().color(QPalette::Disabled, QPalette::Text));
   c.insertText(promptText, promptFormat);
+  // The model generating, whatever loads meanwhile: its p_x goes on the status line.
+  genSparsity_ = haveModel_ && summary_.activationSparsity > 0
+                     ? activationSparsityText(summary_.activationSparsity, summary_.activationThresholds)
+                     : QString();
   genStatus_->setText(tr("prefill…"));
   genStatus_->setStyleSheet(QString());
   updateButtons();
@@ -529,9 +571,10 @@ void ModelPanel::appendText(const QString& chunk, int tokens, double tokensPerSe
 
 void ModelPanel::endGeneration(const QString& outcome, bool isError) {
   generating_ = false;
-  const QString stats = tokensText(tokens_, rate_);
-  if (isError) genStatus_->setText(outcome);
-  else genStatus_->setText(outcome.isEmpty() ? stats : stats + QStringLiteral(" · ") + outcome);
+  QString stats = tokensText(tokens_, rate_);
+  if (!outcome.isEmpty()) stats += QStringLiteral(" · ") + outcome;
+  if (!genSparsity_.isEmpty()) stats += QStringLiteral(" · ") + genSparsity_;
+  genStatus_->setText(isError ? outcome : stats);
   genStatus_->setStyleSheet(isError ? QStringLiteral("color: #b00020;") : QString());
   genStatus_->setToolTip(genStatus_->text());
   updateButtons();

@@ -6,6 +6,7 @@
 // signals.
 
 #include "widgets/moduletreemodel.h"
+#include "widgets/runchoice.h"
 
 #include <QMetaType>
 #include <QString>
@@ -26,6 +27,8 @@ class QSpinBox;
 class QTreeView;
 
 namespace sdw::widgets {
+
+class ActivationSelection;
 
 // What the architecture summary shows: plain values of a loaded model.
 struct ModelSummary {
@@ -57,6 +60,10 @@ struct ModelSummary {
   QString linear;           // how the projections decode: "cublas", "dense", "sparse"
   QString engine;           // one line on how decode steps run (the runtime's engine description)
   double activationSparsity = 0;  // run-time activation sparsity p_x as loaded (0: dense inputs)
+  // With thresholds: the calibration run they were set from, and its run id
+  // ("": each token's top-k).
+  QString activationThresholds;
+  QString activationThresholdsRunId;
   bool hasSparseFile = false;  // the folder holds a model.sdwsparse: the sparse engine can load it
 };
 
@@ -112,6 +119,14 @@ class ModelPanel : public QWidget {
   // or another engine choice); until then the status line says so.
   double activationSparsity() const;
   void setActivationSparsity(double p);
+  // Which entries p_x keeps, a load option too: "" each token's top-k, else
+  // the calibration run whose activation samples set fixed thresholds
+  // (gpu/activation_thresholds.h); "" at p_x 0. The picker lists the
+  // workspace's calibration runs.
+  QString activationThresholdsRun() const;
+  void setActivationThresholdsRun(const QString& run);
+  void setCalibrationRuns(const QVector<RunChoice>& runs);
+  ActivationSelection* activationSelection() const { return activationSelection_; }
 
   // For tests and for the window.
   const ModelSummary& summary() const { return summary_; }
@@ -130,7 +145,7 @@ class ModelPanel : public QWidget {
 
  Q_SIGNALS:
   void loadRequested(const QString& dir, const QString& device, const QString& dtype, const QString& linear,
-                     double activationSparsity);
+                     double activationSparsity, const QString& activationThresholds);
   void cancelLoadRequested();
   void generateRequested(const sdw::widgets::GenerateSettings& settings);
   void stopRequested();
@@ -173,11 +188,13 @@ class ModelPanel : public QWidget {
   QComboBox* chat_ = nullptr;
   QComboBox* engine_ = nullptr;
   QDoubleSpinBox* activationSparsity_ = nullptr;
+  ActivationSelection* activationSelection_ = nullptr;
   QLabel* engineText_ = nullptr;
   QPushButton* generateButton_ = nullptr;
   QPushButton* stopButton_ = nullptr;
   QPlainTextEdit* output_ = nullptr;
   QLabel* genStatus_ = nullptr;
+  QString genSparsity_;  // the generating model's activation sparsity, for the status line
 
   ModelSummary summary_;
   bool haveModel_ = false;

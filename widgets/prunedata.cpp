@@ -41,13 +41,21 @@ QString QualityData::summaryLine() const {
                      .arg(maxNewTokens)
                      .arg(sampling)
                      .arg(windows);
-  if (activationSparsity > 0)
+  if (activationSparsity > 0 && !activationThresholds.isEmpty())
+    line += QStringLiteral(" · compared models at activation sparsity %1 (thresholds: %2; dense reference dense)")
+                .arg(activationSparsityText(activationSparsity), runStem(activationThresholds));
+  else if (activationSparsity > 0)
     line += QStringLiteral(" · compared models at activation sparsity %1 (dense reference dense)")
                 .arg(activationSparsityText(activationSparsity));
   return line;
 }
 
 QString activationSparsityText(double p) { return QStringLiteral("p_x %1").arg(p, 0, 'f', 2); }
+
+QString activationSparsityText(double p, const QString& thresholdsRun) {
+  if (thresholdsRun.isEmpty()) return activationSparsityText(p);
+  return QStringLiteral("%1 (thresholds: %2)").arg(activationSparsityText(p), runStem(thresholdsRun));
+}
 
 QString runStem(const QString& path) {
   QString name = QFileInfo(path).fileName();

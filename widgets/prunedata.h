@@ -90,8 +90,12 @@ struct QualityData {
   double topP = 1.0;
   QString decoding;        // in words: "sampled, T=1.0, top-k off, top-p 1.0" or "greedy"
   // Run-time activation sparsity p_x of the compared (pruned) models; the
-  // dense reference stays dense.
+  // dense reference stays dense. With a calibration run the kept entries are
+  // those above its thresholds (as recorded, and the run's id), else each
+  // token's top-k.
   double activationSparsity = 0;
+  QString activationThresholds;
+  QString activationThresholdsRunId;
   // Recorded by the engine (core/decoding_checks.h): a pruned model whose
   // calibration decoded otherwise, or decoded these prompts; what each model
   // was calibrated on.
@@ -101,7 +105,8 @@ struct QualityData {
   QVector<SideBySideData> sideBySide;
 
   // "eval-sample.sdw.h5 · 3 models, 3 seeds, 8 prompts, 32 new tokens, T = 0.8"; with p_x > 0
-  // " · compared models at activation sparsity p_x 0.50 (dense reference dense)" after it.
+  // " · compared models at activation sparsity p_x 0.50 (dense reference dense)" after it
+  // ("p_x 0.50 (thresholds: calib-fixed; dense reference dense)" with thresholds).
   QString summaryLine() const;
 };
 
@@ -112,6 +117,10 @@ QString defaultPruneFolderName(const QString& method, const QString& pattern, co
                                double activationSparsity = 0);
 // "p_x 0.50": an activation sparsity as the panels show it.
 QString activationSparsityText(double p);
+// With thresholds from a calibration run (gpu/activation_thresholds.h):
+// "p_x 0.50 (thresholds: calib-fixed)", the run's file name without
+// ".sdw.h5"; "p_x 0.50" when `thresholdsRun` is empty (each token's top-k).
+QString activationSparsityText(double p, const QString& thresholdsRun);
 // A run file's name without ".sdw.h5".
 QString runStem(const QString& path);
 

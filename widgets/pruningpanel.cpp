@@ -411,6 +411,8 @@ void PruningPanel::addCalibrationRun(const RunChoice& c, bool checked) {
 }
 
 void PruningPanel::setCalibrationRuns(const QVector<RunChoice>& runs, const QString& defaultChecked) {
+  calibrationChoices_ = runs;
+  if (evaluateDialog_) evaluateDialog_->setCalibrationRuns(runs);
   QStringList checked = form().calibrationRuns;
   if (checked.isEmpty() && !defaultChecked.isEmpty()) checked << defaultChecked;
   const QSignalBlocker block(runs_);
@@ -641,6 +643,7 @@ void PruningPanel::askEvaluate() {
   }
   // Window-modal but not a nested event loop: jobs keep reporting while it is open.
   auto* dialog = new EvaluateDialog(evaluateDefaults(), prunedCandidates(), cudaAvailable_, this);
+  dialog->setCalibrationRuns(calibrationChoices_);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
   evaluateDialog_ = dialog;
   connect(dialog, &QDialog::accepted, this, [this, dialog] { Q_EMIT evaluateRequested(dialog->form()); });

@@ -178,6 +178,7 @@ class PruningPanel : public QWidget {
   QTableView* table_ = nullptr;
   QualityPage* quality_ = nullptr;
   QPointer<EvaluateDialog> evaluateDialog_;
+  QVector<RunChoice> calibrationChoices_;  // the workspace's: the dialog's activation thresholds picker
   QVector<PruningRecordChoice> recordChoices_;
   PruningRecordData record_;
   // While DuoGPT is chosen the order shows "sequential", disabled; the

@@ -1,5 +1,6 @@
 #include "widgets/qualitydialog.h"
 
+#include "widgets/activationselection.h"
 #include "widgets/pathfield.h"
 
 #include <QComboBox>
@@ -128,9 +129,18 @@ EvaluateDialog::EvaluateDialog(const EvaluateForm& form, const QStringList& cand
   activationSparsity_->setSpecialValueText(tr("0 (dense inputs)"));
   activationSparsity_->setToolTip(
       tr("Run every compared model with run-time activation sparsity p_x (each projection "
-         "input keeps its largest (1 - p_x) share); the dense reference stays dense. SparseGPT, "
-         "Wanda and DuoGPT models are then compared under the same p_x."));
-  f->addRow(tr("Activation sparsity p_x:"), activationSparsity_);
+         "input keeps its largest (1 - p_x) share per token, or with thresholds from a calibration run the "
+         "entries above them); the dense reference stays dense. SparseGPT, Wanda and DuoGPT models are then "
+         "compared under the same p_x."));
+  activationSelection_ = new ActivationSelection(QStringLiteral("quality"), this);
+  activationSelection_->setSparsity(form.activationSparsity);
+  activationSelection_->setThresholdsRun(form.activationThresholds);
+  connect(activationSparsity_, &QDoubleSpinBox::valueChanged, activationSelection_,
+          &ActivationSelection::setSparsity);
+  auto* activation = new QHBoxLayout;
+  activation->addWidget(activationSparsity_);
+  activation->addWidget(activationSelection_, 1);
+  f->addRow(tr("Activation sparsity p_x:"), activation);
   device_ = new QComboBox(this);
   device_->addItem(QStringLiteral("cpu"));
   if (cudaAvailable) device_->addItem(QStringLiteral("cuda"));
@@ -170,6 +180,7 @@ EvaluateForm EvaluateDialog::form() const {
   f.topK = topK_->value();
   f.topP = topP_->value();
   f.activationSparsity = activationSparsity_->value();
+  f.activationThresholds = activationSelection_->thresholdsRun();
   f.device = device_->currentText();
   return f;
 }
@@ -191,7 +202,10 @@ void EvaluateDialog::setForm(const EvaluateForm& form) {
   topK_->setValue(form.topK);
   topP_->setValue(form.topP);
   activationSparsity_->setValue(form.activationSparsity);
+  activationSelection_->setThresholdsRun(form.activationThresholds);
   device_->setCurrentText(form.device);
 }
+
+void EvaluateDialog::setCalibrationRuns(const QVector<RunChoice>& runs) { activationSelection_->setRuns(runs); }
 
 }  // namespace sdw::widgets

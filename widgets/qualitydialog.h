@@ -2,15 +2,18 @@
 // The "Evaluate…" dialog of the Pruning panel: the dense model, the pruned
 // checkpoints to compare (checkable; folders can be added), the held-out
 // text and prompts, seeds, lengths, the compared models' run-time activation
-// sparsity and device of a quality evaluation (gpu/evaluation.h). It only
-// edits an EvaluateForm.
+// sparsity (each token's top-k, or thresholds from a calibration run) and
+// device of a quality evaluation (gpu/evaluation.h). It only edits an
+// EvaluateForm.
 
 #include "core/decoding.h"
+#include "widgets/runchoice.h"
 
 #include <QDialog>
 #include <QMetaType>
 #include <QString>
 #include <QStringList>
+#include <QVector>
 
 class QComboBox;
 class QDoubleSpinBox;
@@ -19,6 +22,8 @@ class QListWidget;
 class QSpinBox;
 
 namespace sdw::widgets {
+
+class ActivationSelection;
 
 // Mirrors gpu::EvaluationSettings in plain values.
 struct EvaluateForm {
@@ -39,8 +44,11 @@ struct EvaluateForm {
   double topP = kDefaultDecoding.topP;
   // Run-time activation sparsity p_x of every compared model (each
   // projection input keeps its largest 1 - p_x share); the dense reference
-  // stays dense. 0: dense inputs.
+  // stays dense. 0: dense inputs. With a calibration run the kept entries
+  // are those above the thresholds its activation samples set at p_x
+  // (EvaluationSettings::activationThresholds); "": each token's top-k.
   double activationSparsity = 0;
+  QString activationThresholds;
   QString device = QStringLiteral("cpu");
   QString output;  // the evaluation run; "" : a new name in the workspace
 
@@ -57,6 +65,9 @@ class EvaluateDialog : public QDialog {
   EvaluateForm form() const;
   // Fills every field (the pruned list becomes form.models, all checked).
   void setForm(const EvaluateForm& form);
+  // The workspace's calibration runs: the activation thresholds picker.
+  void setCalibrationRuns(const QVector<RunChoice>& runs);
+  ActivationSelection* activationSelection() const { return activationSelection_; }
 
  private:
   void addFolder(const QString& dir, bool checked);
@@ -76,6 +87,7 @@ class EvaluateDialog : public QDialog {
   QSpinBox* topK_ = nullptr;
   QDoubleSpinBox* topP_ = nullptr;
   QDoubleSpinBox* activationSparsity_ = nullptr;
+  ActivationSelection* activationSelection_ = nullptr;
   QComboBox* device_ = nullptr;
 };
 

@@ -11,6 +11,8 @@ void QualityModel::setData(const QualityData& data) {
   beginResetModel();
   rows_ = data.models;
   activationSparsity_ = data.activationSparsity;
+  activationThresholds_ = data.activationSparsity > 0 ? data.activationThresholds : QString();
+  activationThresholdsRunId_ = data.activationThresholdsRunId;
   endResetModel();
 }
 
@@ -80,6 +82,11 @@ QVariant QualityModel::headerData(int section, Qt::Orientation o, int role) cons
   if (role == Qt::ToolTipRole) {
     switch (section) {
       case Model:
+        if (activationSparsity_ > 0 && !activationThresholds_.isEmpty())
+          return tr("Every compared model ran with run-time activation sparsity %1: each projection input keeps "
+                    "the entries above the thresholds below which a share p_x of the activation samples of %2 "
+                    "(run %3) lies; the dense reference stays dense")
+              .arg(activationSparsityText(activationSparsity_), activationThresholds_, activationThresholdsRunId_);
         if (activationSparsity_ > 0)
           return tr("Every compared model ran with run-time activation sparsity %1 (each projection input keeps its "
                     "largest (1 - p_x) share); the dense reference stays dense")
@@ -98,6 +105,9 @@ QVariant QualityModel::headerData(int section, Qt::Orientation o, int role) cons
   if (role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
   switch (section) {
     case Model:
+      if (activationSparsity_ > 0 && !activationThresholds_.isEmpty())
+        return tr("Model (%1, thresholds: %2)")
+            .arg(activationSparsityText(activationSparsity_), runStem(activationThresholds_));
       return activationSparsity_ > 0 ? tr("Model (%1)").arg(activationSparsityText(activationSparsity_)) : tr("Model");
     case PplText: return tr("PPL (text)");
     case PplDenseGen: return tr("PPL (dense gen)");

@@ -4,7 +4,8 @@
 // model's generations, and the on-policy figures over seeds (KL, greedy
 // agreement, first-divergence median) as mean ± std. ValueRole carries the
 // mean (for sorting), StdRole the spread. A run whose compared models ran
-// with activation sparsity names its p_x in the Model column's header.
+// with activation sparsity names its p_x in the Model column's header (and
+// the calibration run of its thresholds, where they came from one).
 
 #include "widgets/prunedata.h"
 
@@ -26,6 +27,8 @@ class QualityModel : public QAbstractTableModel {
 
   // The compared models' run-time activation sparsity (0: dense inputs).
   double activationSparsity() const { return activationSparsity_; }
+  // The calibration run their thresholds came from ("": each token's top-k).
+  QString activationThresholds() const { return activationThresholds_; }
 
   // One line per model; mean and std in separate columns; the last column
   // the p_x the model ran with.
@@ -39,6 +42,8 @@ class QualityModel : public QAbstractTableModel {
  private:
   QVector<QualityModelData> rows_;
   double activationSparsity_ = 0;
+  QString activationThresholds_;
+  QString activationThresholdsRunId_;
 };
 
 }  // namespace sdw::widgets

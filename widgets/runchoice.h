@@ -11,6 +11,7 @@ struct RunChoice {
   QString source;  // "fixed", "ar", ...
   QString status;  // "complete", "incomplete"
   qint64 tokens = 0;
+  qint64 sampleRows = 0;  // activation sample rows kept per input (/calibration/samples); 0: none
 };
 
 }  // namespace sdw::widgets

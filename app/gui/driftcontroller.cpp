@@ -56,6 +56,7 @@ DriftController::DriftController(JobManager* jobs, QObject* parent) : QObject(pa
   qRegisterMetaType<sdw::widgets::DriftData>("sdw::widgets::DriftData");
   qRegisterMetaType<sdw::widgets::DriftRequest>("sdw::widgets::DriftRequest");
   qRegisterMetaType<QVector<sdw::widgets::DriftRunChoice>>("QVector<sdw::widgets::DriftRunChoice>");
+  qRegisterMetaType<QVector<sdw::widgets::RunChoice>>("QVector<sdw::widgets::RunChoice>");
 }
 
 void DriftController::attach(widgets::AnalysisPanel* panel) {
@@ -74,6 +75,7 @@ void DriftController::attach(widgets::AnalysisPanel* panel) {
             page->setRuns(runs);
             if (defaults && !pruned.isEmpty()) page->setPrunedDirs(pruned);
           });
+  connect(this, &DriftController::calibrationRunsFound, page, &widgets::DriftPage::setCalibrationRuns);
   connect(this, &DriftController::jobStarted, page, &widgets::DriftPage::beginJob);
   connect(this, &DriftController::jobProgress, page, &widgets::DriftPage::setProgress);
   connect(this, &DriftController::driftReady, page, &widgets::DriftPage::setData);
@@ -103,6 +105,7 @@ JobId DriftController::setWorkspace(const QString& dir) {
             const bool defaults = in.dir != defaultsDir_;
             defaultsDir_ = in.dir;
             Q_EMIT runsFound(in.runs, in.prunedDirs, defaults);
+            Q_EMIT calibrationRunsFound(in.calibrationRuns);
             if (shown_ || isBusy()) return;
             QString first = in.runs.isEmpty() ? QString() : in.runs.front().path;
             if (first.isEmpty()) {
@@ -146,6 +149,8 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   else if (request.modes.isEmpty()) refusal = tr("choose a mode");
   else if (!(request.activationSparsity >= 0 && request.activationSparsity < 1))
     refusal = tr("the activation sparsity p_x must be in [0, 1)");
+  else if (!request.activationThresholds.isEmpty() && !(request.activationSparsity > 0))
+    refusal = tr("activation thresholds need p_x > 0 (the share of entries below them)");
   else if (outputDir_.isEmpty()) refusal = tr("open a workspace first (the run is written there)");
   if (!refusal.isEmpty()) {
     Q_EMIT error(tr("cannot run the drift analysis: %1").arg(refusal));
@@ -164,6 +169,7 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   s.seed = request.seed;
   s.device = request.device.toStdString();
   s.activationSparsity = request.activationSparsity;
+  s.activationThresholds = toPath(request.activationThresholds);  // read in the job: a run without samples fails it
   const QString out = newRunPath(outputDir_);
   const JobId id = jobs_->start(Job<DriftOutcome>{
       .name = tr("Drift analysis"),
@@ -203,7 +209,9 @@ JobId DriftController::analyze(const widgets::DriftRequest& request) {
   Q_EMIT info(tr("drift analysis started: dense %1, pruned %2%3, prompts %4, %5 steps, decoding %6, device %7")
                   .arg(request.dense, request.pruned.join(QStringLiteral(", ")),
                        request.activationSparsity > 0
-                           ? tr(" at activation sparsity %1").arg(widgets::activationSparsityText(request.activationSparsity))
+                           ? tr(" at activation sparsity %1")
+                                 .arg(widgets::activationSparsityText(request.activationSparsity,
+                                                                      request.activationThresholds))
                            : QString(),
                        request.prompts)
                   .arg(request.steps)

@@ -53,6 +53,8 @@ class DriftController : public QObject {
  Q_SIGNALS:
   // `defaults`: the workspace is new, so the pruned folders take its checkpoints.
   void runsFound(const QVector<sdw::widgets::DriftRunChoice>& runs, const QStringList& prunedDirs, bool defaults);
+  // The workspace's calibration runs, for the activation thresholds picker.
+  void calibrationRunsFound(const QVector<sdw::widgets::RunChoice>& runs);
   void jobStarted(const QString& what);
   void jobProgress(double fraction, const QString& text);
   void driftReady(const sdw::widgets::DriftData& data);

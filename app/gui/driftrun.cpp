@@ -87,6 +87,8 @@ widgets::DriftData readDriftRun(const QString& path) {
   d.seed = static_cast<qint64>(s.seed);
   d.decoding = qs(s.decoding.describe());
   d.activationSparsity = s.activationSparsity;
+  d.activationThresholds = qs(s.activationThresholds.string());
+  d.activationThresholdsRunId = qs(r.activationThresholdsRunId);
   for (const auto& line : r.warnings) d.warnings << qs(line);
   for (const auto& line : r.notes) d.notes << qs(line);
   for (const gpu::DriftMode mode : s.modes) d.modes << QString::fromLatin1(gpu::driftModeName(mode));
@@ -139,7 +141,9 @@ DriftInputs findDriftInputs(const QString& dir) {
                           .arg(r.settings.steps)
                           .arg(r.prompts);
       if (r.settings.activationSparsity > 0)
-        c.description += QStringLiteral(", ") + widgets::activationSparsityText(r.settings.activationSparsity);
+        c.description += QStringLiteral(", ") +
+                         widgets::activationSparsityText(r.settings.activationSparsity,
+                                                         qs(r.settings.activationThresholds.string()));
     } catch (const std::exception&) {
       continue;  // not a usable drift run: not offered (opening it by hand says why)
     }
@@ -151,6 +155,7 @@ DriftInputs findDriftInputs(const QString& dir) {
   if (pruned.exists())
     for (const QString& sub : pruned.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
       if (QFileInfo::exists(pruned.filePath(sub + QStringLiteral("/config.json")))) out.prunedDirs << pruned.filePath(sub);
+  out.calibrationRuns = findCalibrationRuns(dir);
   return out;
 }
 

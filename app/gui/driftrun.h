@@ -5,6 +5,7 @@
 // opens its own RunReader.
 
 #include "widgets/driftdata.h"
+#include "widgets/runchoice.h"
 
 #include <QString>
 #include <QStringList>
@@ -26,6 +27,7 @@ struct DriftInputs {
   QString dir;
   QVector<widgets::DriftRunChoice> runs;  // complete drift runs, newest first
   QStringList prunedDirs;                 // checkpoint folders under <dir>/pruned, by name
+  QVector<widgets::RunChoice> calibrationRuns;  // for the activation thresholds picker
 };
 DriftInputs findDriftInputs(const QString& dir);
 

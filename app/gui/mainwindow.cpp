@@ -294,6 +294,7 @@ JobId MainWindow::openWorkspace(const QString& dir) {
   workspace_ = dir;
   browser_->setWorkspace(dir);
   if (persist_) settings_->setWorkspace(dir);
+  modelController_->setWorkspace(dir);
   calibrationController_->setWorkspace(dir);
   calibrationPanel_->setOutputDir(dir);
   analysisPanel_->setWorkspace(dir);

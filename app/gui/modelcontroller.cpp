@@ -1,9 +1,12 @@
 #include "app/gui/modelcontroller.h"
 
+#include "app/gui/workspace.h"
 #include "core/chat_format.h"
 #include "core/tokenizer.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/device.h"
 #include "gpu/model.h"
+#include "gpu/model_config.h"
 #include "gpu/spmv.h"  // defaultTuningPath
 #include "widgets/prunedata.h"  // activationSparsityText
 
@@ -53,18 +56,22 @@ namespace sdw::app {
 
 namespace {
 
-std::filesystem::path toPath(const QString& s) { return std::filesystem::path(QFile::encodeName(s).toStdString()); }
-QString fromPath(const std::filesystem::path& p) { return QFile::decodeName(QByteArray::fromStdString(p.string())); }
-
 // Runs inside the load job: reads everything the panel shows while the
-// model is still private to this thread.
-std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOptions& options,
+// model is still private to this thread. With `thresholdsRun` the options'
+// p_x becomes thresholds from that run's activation samples.
+std::shared_ptr<LoadedModel> loadModel(const QString& dirText, gpu::LoadOptions options, const QString& thresholdsRun,
                                        const sdw::ProgressFn& progress) {
   const QFileInfo info(dirText);
   if (!info.exists()) throw std::runtime_error(dirText.toStdString() + ": no such folder");
   if (!info.isDir()) throw std::runtime_error(dirText.toStdString() + ": not a folder");
   auto out = std::make_shared<LoadedModel>();
   out->dir = toPath(info.absoluteFilePath());
+  const double sparsity = options.activationSparsity;
+  std::string thresholdsRunId;
+  if (!thresholdsRun.isEmpty())
+    thresholdsRunId = gpu::applyActivationSparsity(options, sparsity, toPath(thresholdsRun),
+                                                   gpu::loadModelConfig(out->dir))
+                          .runId;
   out->model = std::shared_ptr<gpu::Model>(gpu::Model::load(out->dir, options, progress));
 
   const auto tokPath = out->dir / "tokenizer.json";
@@ -110,7 +117,9 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, const gpu::LoadOp
   s.canGenerate = out->tokenizer != nullptr;
   s.linear = QString::fromStdString(gpu::linearName(out->model->options().linear));
   s.engine = QString::fromStdString(out->model->engineDescription());
-  s.activationSparsity = out->model->options().activationSparsity;
+  s.activationSparsity = thresholdsRun.isEmpty() ? out->model->options().activationSparsity : sparsity;
+  s.activationThresholds = thresholdsRun;
+  s.activationThresholdsRunId = QString::fromStdString(thresholdsRunId);
   s.hasSparseFile = std::filesystem::exists(out->dir / "model.sdwsparse");
 
   // embeddings first, then the projections in checkpoint order (lm_head last)
@@ -165,6 +174,7 @@ QString sampleModelDir() {
 
 ModelController::ModelController(JobManager* jobs, QObject* parent) : QObject(parent), jobs_(jobs) {
   qRegisterMetaType<sdw::widgets::ModelSummary>("sdw::widgets::ModelSummary");
+  qRegisterMetaType<QVector<sdw::widgets::RunChoice>>("QVector<sdw::widgets::RunChoice>");
 }
 
 void ModelController::attach(widgets::ModelPanel* panel) {
@@ -173,7 +183,9 @@ void ModelController::attach(widgets::ModelPanel* panel) {
   panel->setSampleDir(sampleModelDir());
   connect(panel, &widgets::ModelPanel::loadRequested, this,
           [this](const QString& dir, const QString& device, const QString& dtype, const QString& linear,
-                 double activationSparsity) { load(dir, device, dtype, linear, activationSparsity); });
+                 double activationSparsity, const QString& activationThresholds) {
+            load(dir, device, dtype, linear, activationSparsity, activationThresholds);
+          });
   connect(panel, &widgets::ModelPanel::cancelLoadRequested, this, &ModelController::cancelLoad);
   connect(panel, &widgets::ModelPanel::generateRequested, this,
           [this](const widgets::GenerateSettings& s) { generate(s); });
@@ -185,6 +197,7 @@ void ModelController::attach(widgets::ModelPanel* panel) {
   connect(this, &ModelController::generationStarted, panel, &widgets::ModelPanel::beginGeneration);
   connect(this, &ModelController::textStreamed, panel, &widgets::ModelPanel::appendText);
   connect(this, &ModelController::generationEnded, panel, &widgets::ModelPanel::endGeneration);
+  connect(this, &ModelController::calibrationRunsFound, panel, &widgets::ModelPanel::setCalibrationRuns);
   if (current_) panel->setModel(current_->summary, current_->modules);
 }
 
@@ -194,8 +207,21 @@ widgets::ModelSummary ModelController::summary() const {
   return current_ ? current_->summary : widgets::ModelSummary{};
 }
 
+JobId ModelController::setWorkspace(const QString& dir) {
+  if (!jobs_) return 0;
+  workspace_ = dir;
+  return jobs_->start(Job<QVector<widgets::RunChoice>>{
+      .name = tr("Find calibration runs"),
+      .slot = &scan_,
+      .context = this,
+      .work = [dir](const sdw::ProgressFn&) { return findCalibrationRuns(dir); },
+      .finished = [this](const QVector<widgets::RunChoice>& runs) { Q_EMIT calibrationRunsFound(runs); },
+      .failed = [this](const QString& m) { Q_EMIT error(tr("cannot list calibration runs: %1").arg(m)); },
+  });
+}
+
 JobId ModelController::load(const QString& dir, const QString& device, const QString& dtype, const QString& linear,
-                            double activationSparsity) {
+                            double activationSparsity, const QString& activationThresholds) {
   if (!jobs_) return 0;
   gpu::LoadOptions options{device.toStdString(), dtype.toStdString()};
   options.activationSparsity = activationSparsity;  // outside [0, 1): the load fails and says why
@@ -220,7 +246,9 @@ JobId ModelController::load(const QString& dir, const QString& device, const QSt
       .name = tr("Load model"),
       .slot = &load_,
       .context = this,
-      .work = [dir, options](const sdw::ProgressFn& p) { return loadModel(dir, options, p); },
+      .work = [dir, options, activationThresholds](const sdw::ProgressFn& p) {
+        return loadModel(dir, options, activationThresholds, p);
+      },
       .progress =
           [this](const JobUpdate& u) {
             const double mib = 1024.0 * 1024.0;
@@ -256,7 +284,8 @@ JobId ModelController::load(const QString& dir, const QString& device, const QSt
   });
   Q_EMIT loadStarted(dir);
   QString how = QString::fromStdString(gpu::linearName(options.linear));
-  if (activationSparsity != 0) how += QStringLiteral(", ") + widgets::activationSparsityText(activationSparsity);
+  if (activationSparsity != 0)
+    how += QStringLiteral(", ") + widgets::activationSparsityText(activationSparsity, activationThresholds);
   Q_EMIT info(tr("loading model %1 (%2, %3, %4)").arg(dir, device, dtype, how));
   return id;
 }

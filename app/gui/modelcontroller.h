@@ -9,6 +9,12 @@
 // generation keeps its own reference to the model it started with, so a load
 // finishing meanwhile swaps the current model without disturbing it. One
 // generation at a time.
+//
+// Run-time activation sparsity is a load option: p_x with each token's top-k,
+// or with thresholds set from a calibration run's activation samples (read
+// inside the load job, gpu::applyActivationSparsity, as sdw-cli generate
+// --activation-thresholds does). The workspace's calibration runs are listed
+// for the panel's picker (setWorkspace).
 
 #include "app/jobmanager.h"
 #include "widgets/modelpanel.h"
@@ -40,11 +46,17 @@ class ModelController : public QObject {
   // without one the model loads with cuBLAS and the log says so.
   // `activationSparsity` is the run-time activation sparsity p_x in [0, 1)
   // (gpu::LoadOptions::activationSparsity; > 0: decoding runs the eager
-  // forward pass).
+  // forward pass). With `activationThresholds`, a calibration run, the kept
+  // entries are those above the thresholds its activation samples set at
+  // p_x (gpu::LoadOptions::activationThresholds) instead of each token's
+  // top-k; a run without samples, or of another model, fails the load with
+  // its error (the previous model stays).
   JobId load(const QString& dir, const QString& device = QStringLiteral("cpu"),
              const QString& dtype = QStringLiteral("float32"), const QString& linear = QStringLiteral("cublas"),
-             double activationSparsity = 0);
+             double activationSparsity = 0, const QString& activationThresholds = QString());
   void cancelLoad();
+  // Lists the calibration runs of `dir` for the thresholds picker (a job).
+  JobId setWorkspace(const QString& dir);
   // Starts a generation job; 0 (with generationEnded carrying the reason)
   // when there is no model, no tokenizer, or a generation is running.
   JobId generate(const widgets::GenerateSettings& settings);
@@ -57,6 +69,7 @@ class ModelController : public QObject {
   bool isGenerating() const { return generate_.busy(); }
   JobId loadJob() const { return load_.id(); }
   JobId generateJob() const { return generate_.id(); }
+  JobId scanJob() const { return scan_.id(); }
   // How often streamed text is handed to the panel (default 30 ms), from the
   // next generation on.
   void setChunkInterval(int msecs) { chunkMs_ = msecs; }
@@ -67,6 +80,7 @@ class ModelController : public QObject {
   void modelLoaded(const sdw::widgets::ModelSummary& summary, const QVector<sdw::widgets::ModuleRow>& modules);
   // A load that did not replace the model: failed or cancelled.
   void loadEnded(const QString& message, bool isError);
+  void calibrationRunsFound(const QVector<sdw::widgets::RunChoice>& runs);
   void generationStarted(const QString& promptText);
   void textStreamed(const QString& chunk, int tokens, double tokensPerSecond);
   void generationEnded(const QString& outcome, bool isError);
@@ -78,6 +92,8 @@ class ModelController : public QObject {
   std::shared_ptr<LoadedModel> current_;
   JobSlot load_;
   JobSlot generate_;
+  JobSlot scan_;
+  QString workspace_;
   int chunkMs_ = 30;
 };
 

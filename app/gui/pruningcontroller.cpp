@@ -374,6 +374,8 @@ JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
   if (form.dense.isEmpty()) refusal = tr("choose the dense model");
   else if (form.models.isEmpty()) refusal = tr("choose at least one pruned model");
   else if (seeds.isEmpty()) refusal = tr("seeds must be a comma-separated list of numbers");
+  else if (!form.activationThresholds.isEmpty() && !(form.activationSparsity > 0))
+    refusal = tr("activation thresholds need p_x > 0 (the share of entries below them)");
   else if (form.output.isEmpty() && workspace_.isEmpty()) refusal = tr("open a workspace to write the run into");
   if (!refusal.isEmpty()) {
     refuse(tr("Cannot evaluate: %1").arg(refusal));
@@ -394,6 +396,7 @@ JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
   s.topK = form.topK;
   s.topP = form.topP;
   s.activationSparsity = form.activationSparsity;
+  s.activationThresholds = toPath(form.activationThresholds);  // read in the job: a run without samples fails it
   s.device = form.device.toStdString();
   QString out = form.output;
   if (out.isEmpty()) {
@@ -442,7 +445,8 @@ JobId PruningController::evaluate(const widgets::EvaluateForm& form) {
   QString evaluating = tr("Evaluating %n pruned model(s) against %1", nullptr, static_cast<int>(form.models.size()))
                            .arg(QFileInfo(form.dense).fileName());
   if (form.activationSparsity > 0)
-    evaluating += tr(" at activation sparsity %1").arg(widgets::activationSparsityText(form.activationSparsity));
+    evaluating += tr(" at activation sparsity %1")
+                      .arg(widgets::activationSparsityText(form.activationSparsity, form.activationThresholds));
   Q_EMIT jobStarted(evaluating + QStringLiteral("…"));
   Q_EMIT info(tr("evaluation started: %1 vs %2 -> %3").arg(form.dense, form.models.join(QStringLiteral(", ")), out));
   return id;

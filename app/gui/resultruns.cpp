@@ -102,6 +102,8 @@ widgets::QualityData readEvaluationRun(const QString& path) {
   d.topP = s.topP;
   d.decoding = qs(s.decoding().describe());
   d.activationSparsity = s.activationSparsity;
+  d.activationThresholds = qs(s.activationThresholds.string());
+  d.activationThresholdsRunId = qs(r.activationThresholdsRunId);
   d.warnings = qsList(r.warnings);
   d.notes = qsList(r.notes);
   d.seconds = r.seconds;

@@ -106,7 +106,23 @@ sdw::widgets::RunChoice readCalibrationChoice(const std::filesystem::path& run) 
   c.status = qs(r.summary().status);
   if (r.hasAttribute("/calibration", "source")) c.source = qs(r.readStringAttribute("/calibration", "source"));
   if (r.hasAttribute("/calibration", "tokens_collected")) c.tokens = r.readIntAttribute("/calibration", "tokens_collected");
+  if (r.exists("/calibration/samples") && r.hasAttribute("/calibration/samples", "rows"))
+    c.sampleRows = r.readIntAttribute("/calibration/samples", "rows");
   return c;
+}
+
+QVector<sdw::widgets::RunChoice> findCalibrationRuns(const QString& dir) {
+  QVector<sdw::widgets::RunChoice> out;
+  if (!QFileInfo(dir).isDir()) return out;
+  for (const runstore::WorkspaceEntry& e : runstore::listWorkspace(toPath(dir))) {
+    if (!e.summary || e.partial || e.summary->kind != "calibration") continue;
+    try {
+      out.push_back(readCalibrationChoice(e.path));
+    } catch (const std::exception&) {
+      // unreadable runs are the browser's business; they are simply not offered
+    }
+  }
+  return out;
 }
 
 bool isReferenceRun(const QString& path) {

@@ -32,9 +32,15 @@ WorkspaceScan scanWorkspace(const QString& dir, const sdw::ProgressFn& progress)
 // Opens one run file by path (validated); the row carries the error if any.
 sdw::widgets::RunRow inspectRunRow(const QString& path);
 
-// A calibration run as the pickers offer it: path, status, source and
-// tokens counted, read from the run file. Throws on an unreadable file.
+// A calibration run as the pickers offer it: path, status, source,
+// tokens counted and activation sample rows, read from the run file. Throws
+// on an unreadable file.
 sdw::widgets::RunChoice readCalibrationChoice(const std::filesystem::path& run);
+
+// The calibration runs of `dir` (not partial), as the pickers offer them, in
+// the workspace's order; unreadable files are left out (the browser reports
+// them).
+QVector<sdw::widgets::RunChoice> findCalibrationRuns(const QString& dir);
 
 // A decode-time reference run by its name ("reference", "heldout"): the
 // pickers do not offer it as a calibration to prune or compare.

@@ -6,7 +6,9 @@
 // errors for bad files; and a real drift job on the sample model against a
 // magnitude-pruned copy and against itself (drift exactly 0), with progress,
 // a readable run file and cancellation; and the pruned models' run-time
-// activation sparsity p_x from the page's field into the run and its header.
+// activation sparsity p_x from the page's field into the run and its header,
+// per token's top-k or with thresholds from a calibration run of the
+// workspace (a run without activation samples failing the job visibly).
 
 #include "app/gui/driftcontroller.h"
 #include "app/gui/driftrun.h"
@@ -16,8 +18,10 @@
 #include "app/settings.h"
 #include "core/decoding.h"
 #include "core/runstore.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/calibration.h"
 #include "gpu/pruning.h"
+#include "tests/gui/sample_calibration.h"
 #include "widgets/analysispanel.h"
 #include "widgets/driftdata.h"
 #include "widgets/driftlayermodel.h"
@@ -617,6 +621,112 @@ class TestDriftPage : public QObject {
       if (c.path == path) described = c.description.endsWith(QStringLiteral(", p_x 0.50"));
     QVERIFY(described);
     px->setValue(0);
+  }
+
+  // Thresholds from a calibration run instead of each token's top-k: the
+  // picker lists the workspace's calibration runs (calib-small keeps no
+  // samples), is off at p_x 0 and for top-k; the run chosen reaches
+  // DriftSettings, is recorded in the run and named in its title; a run
+  // without samples fails the job with its error, the run shown stays.
+  void activationThresholdsReachTheRun() {
+    const QString samples = dir_.filePath(QStringLiteral("calib-samples.sdw.h5"));
+    const QString plain = dir_.filePath(QStringLiteral("calib-small.sdw.h5"));
+    sdw::testing::calibrateSampleModel(samples.toStdString(), 32);
+    QSignalSpy found(controller_.get(), &DriftController::calibrationRunsFound);
+    controller_->setWorkspace(dir_.path());
+    QVERIFY(found.wait(20000));
+    QVERIFY(settle());
+    QCOMPARE(found.first().at(0).value<QVector<sdw::widgets::RunChoice>>().size(), 2);
+    QComboBox* selection = combo("driftActivationSelection");
+    QComboBox* run = combo("driftThresholdsRun");
+    auto* px = page()->findChild<QDoubleSpinBox*>(QStringLiteral("driftActivationSparsity"));
+    QVERIFY(selection && run && px);
+    QCOMPARE(run->count(), 2);
+    QCOMPARE(run->currentData().toString(), samples);
+    QCOMPARE(run->itemText(run->findData(plain)), QStringLiteral("calib-small.sdw.h5 (no samples)"));
+
+    QCOMPARE(px->value(), 0.0);
+    QCOMPARE(selection->currentData().toString(), QStringLiteral("topk"));
+    QVERIFY(!run->isEnabled());
+    selection->setCurrentIndex(1);
+    QVERIFY(!run->isEnabled());  // p_x 0
+    QCOMPARE(page()->request().activationThresholds, QString());
+    px->setValue(0.5);
+    QVERIFY(run->isEnabled());
+    QCOMPARE(page()->request().activationThresholds, samples);
+    selection->setCurrentIndex(0);
+    QVERIFY(!run->isEnabled());
+    QCOMPARE(page()->request().activationThresholds, QString());
+
+    // Through setRequest too, with a short analysis of the pruned model.
+    sdw::widgets::DriftRequest r = page()->request();
+    r.pruned = {pruned_};
+    r.steps = 4;
+    r.maxPrompts = 1;
+    r.modes = {QStringLiteral("own")};
+    r.device = QStringLiteral("cpu");
+    r.activationSparsity = 0.5;
+    r.activationThresholds = samples;
+    page()->setRequest(r);
+    QCOMPARE(selection->currentData().toString(), QStringLiteral("thresholds"));
+    QCOMPARE(page()->request().activationThresholds, samples);
+    QCOMPARE(page()->request().activationSparsity, 0.5);
+
+    // Thresholds at p_x 0 through the controller: refused, says why.
+    {
+      sdw::widgets::DriftRequest bad = page()->request();
+      bad.activationSparsity = 0;
+      QSignalSpy errors(controller_.get(), &DriftController::error);
+      QCOMPARE(controller_->analyze(bad), sdw::app::JobId(0));
+      QCOMPARE(errors.count(), 1);
+      QVERIFY2(errors.first().at(0).toString().contains(QStringLiteral("thresholds need p_x > 0")),
+               qPrintable(errors.first().at(0).toString()));
+    }
+
+    QSignalSpy written(controller_.get(), &DriftController::runWritten);
+    QSignalSpy infos(controller_.get(), &DriftController::info);
+    auto* analyze = page()->findChild<QPushButton*>(QStringLiteral("driftAnalyze"));
+    QVERIFY(analyze && analyze->isEnabled());
+    analyze->click();
+    QVERIFY(written.wait(120000));
+    QVERIFY(settle());
+    bool logged = false;
+    for (const auto& i : infos)
+      logged = logged ||
+               i.at(0).toString().contains(QStringLiteral("at activation sparsity p_x 0.50 (thresholds: calib-samples)"));
+    QVERIFY(logged);
+    const QString path = written.first().at(0).toString();
+    QCOMPARE(page()->currentRunPath(), path);
+    const sdw::gpu::ActivationThresholds expected = sdw::gpu::activationThresholdsFromRun(samples.toStdString(), 0.5);
+    const DriftData d = sdw::app::readDriftRun(path);
+    QCOMPARE(d.activationSparsity, 0.5);
+    QCOMPARE(QFileInfo(d.activationThresholds).fileName(), QStringLiteral("calib-samples.sdw.h5"));
+    QCOMPARE(d.activationThresholdsRunId, QString::fromStdString(expected.runId));
+    QCOMPARE(page()->data().activationThresholdsRunId, QString::fromStdString(expected.runId));
+    const QString title = page()->titleText();
+    QVERIFY2(title.contains(QStringLiteral("pruned models at activation sparsity p_x 0.50 (thresholds: calib-samples)")),
+             qPrintable(title));
+    auto* titleLabel = page()->findChild<QLabel*>(QStringLiteral("driftTitle"));
+    QVERIFY(titleLabel);
+    QVERIFY2(titleLabel->toolTip().contains(QString::fromStdString(expected.runId)), qPrintable(titleLabel->toolTip()));
+
+    // A run without samples: the job fails with the run's error, in red.
+    run->setCurrentIndex(run->findData(plain));
+    QCOMPARE(page()->request().activationThresholds, plain);
+    QSignalSpy ended(controller_.get(), &DriftController::jobEnded);
+    analyze->click();
+    QVERIFY(ended.wait(120000));
+    QVERIFY(settle());
+    QCOMPARE(ended.last().at(1).toBool(), true);
+    QVERIFY2(page()->statusText().contains(
+                 QStringLiteral("calib-small.sdw.h5 has no activation samples: calibrate with --sample-rows N first")),
+             qPrintable(page()->statusText()));
+    QVERIFY(page()->findChild<QLabel*>(QStringLiteral("driftStatus"))->styleSheet().contains(QStringLiteral("#b00020")));
+    QCOMPARE(page()->currentRunPath(), path);
+
+    selection->setCurrentIndex(0);
+    px->setValue(0);
+    QCOMPARE(page()->request().activationThresholds, QString());
   }
 
   // The engine's warnings show under the summary, and go with the run.

@@ -3,22 +3,29 @@
 // generation checked against a direct greedy run, a prompt stop, clear
 // errors that keep the previous model, cancelled loads, the CUDA choice, the
 // decode engine's linear reaching the model (sparse on a pruned copy), and the
-// run-time activation sparsity p_x reaching the model's load options.
+// run-time activation sparsity p_x reaching the model's load options, per
+// token's top-k or with thresholds from a calibration run of the workspace
+// (and a run without activation samples failing the load with its error).
 
 #include "app/gui/mainwindow.h"
 #include "app/gui/modelcontroller.h"
 #include "app/jobmanager.h"
 #include "core/chat_format.h"
 #include "core/tokenizer.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/device.h"
 #include "gpu/model.h"
+#include "gpu/model_config.h"
 #include "tests/gpu/sparse_fixture.h"
+#include "tests/gui/sample_calibration.h"
+#include "widgets/activationselection.h"
 #include "widgets/logview.h"
 #include "widgets/modelpanel.h"
 #include "widgets/moduletreemodel.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
@@ -489,6 +496,145 @@ class TestModelPanel : public QObject {
     QCOMPARE(controller_->summary().activationSparsity, 0.0);
     QVERIFY(!panel_->engineDescription().contains(QStringLiteral("activation sparsity")));
     QVERIFY(!panel_->summaryValue(QStringLiteral("As loaded")).contains(QStringLiteral("p_x")));
+  }
+
+  // Thresholds from a calibration run instead of each token's top-k: the
+  // picker lists the workspace's calibration runs (the one without samples
+  // says so), is off at p_x 0 and for top-k; the run chosen reaches the
+  // model's load options (the greedy text is the runtime's own under those
+  // thresholds) and is named where the panel shows p_x; a run without
+  // activation samples fails the load with its error, the model stays.
+  void activationThresholdsReachTheModel() {
+    QTemporaryDir ws;
+    QVERIFY(ws.isValid());
+    const QString withSamples = ws.filePath(QStringLiteral("calib-samples.sdw.h5"));
+    const QString without = ws.filePath(QStringLiteral("calib-plain.sdw.h5"));
+    sdw::testing::calibrateSampleModel(withSamples.toStdString(), 32);
+    sdw::testing::calibrateSampleModel(without.toStdString(), 0);
+    QSignalSpy found(controller_.get(), &ModelController::calibrationRunsFound);
+    controller_->setWorkspace(ws.path());
+    QVERIFY(found.wait(20000));
+    const auto runs = found.first().at(0).value<QVector<sdw::widgets::RunChoice>>();
+    QCOMPARE(runs.size(), 2);
+    for (const auto& r : runs) QCOMPARE(r.sampleRows, r.path == withSamples ? qint64{32} : qint64{0});
+
+    auto* selection = panel_->findChild<QComboBox*>(QStringLiteral("modelActivationSelection"));
+    auto* run = panel_->findChild<QComboBox*>(QStringLiteral("modelThresholdsRun"));
+    auto* px = panel_->findChild<QDoubleSpinBox*>(QStringLiteral("modelActivationSparsity"));
+    QVERIFY(selection && run && px);
+    QCOMPARE(selection->count(), 2);
+    QCOMPARE(selection->itemText(0), QStringLiteral("top-k per token"));
+    QCOMPARE(selection->itemText(1), QStringLiteral("thresholds"));
+    QCOMPARE(run->count(), 2);
+    QCOMPARE(run->currentData().toString(), withSamples);  // the first run with samples
+    QCOMPARE(run->itemText(run->findData(withSamples)), QStringLiteral("calib-samples.sdw.h5"));
+    const int plain = run->findData(without);
+    QCOMPARE(run->itemText(plain), QStringLiteral("calib-plain.sdw.h5 (no samples)"));
+    QVERIFY(run->itemData(plain, Qt::ToolTipRole).toString().contains(QStringLiteral("Keep activation samples")));
+
+    // Top-k at p_x 0: the picker is off, no thresholds; thresholds at p_x 0: still off.
+    QCOMPARE(selection->currentData().toString(), QStringLiteral("topk"));
+    QCOMPARE(panel_->activationSparsity(), 0.0);
+    QVERIFY(!run->isEnabled());
+    selection->setCurrentIndex(1);
+    QVERIFY(!run->isEnabled());
+    QCOMPARE(panel_->activationThresholdsRun(), QString());
+    px->setValue(0.5);
+    QVERIFY(run->isEnabled());
+    QCOMPARE(panel_->activationThresholdsRun(), withSamples);
+    QVERIFY2(panel_->statusText().contains(QStringLiteral("p_x 0.50 (thresholds: calib-samples) applies when")),
+             qPrintable(panel_->statusText()));
+    selection->setCurrentIndex(0);
+    QVERIFY(!run->isEnabled());
+    QCOMPARE(panel_->activationThresholdsRun(), QString());
+    selection->setCurrentIndex(1);
+
+    // Load: the run goes with the request, its thresholds into the model's options.
+    QSignalSpy requested(panel_.get(), &ModelPanel::loadRequested);
+    QSignalSpy loaded(controller_.get(), &ModelController::modelLoaded);
+    panel_->setModelDir(sdw::app::sampleModelDir());
+    button(panel_.get(), "loadModel")->click();
+    QCOMPARE(requested.count(), 1);
+    QCOMPARE(requested.first().at(4).toDouble(), 0.5);
+    QCOMPARE(requested.first().at(5).toString(), withSamples);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+    const sdw::gpu::ActivationThresholds expected = sdw::gpu::activationThresholdsFromRun(withSamples.toStdString(), 0.5);
+    QVERIFY(!expected.runId.empty());
+    QCOMPARE(controller_->summary().activationSparsity, 0.5);
+    QCOMPARE(controller_->summary().activationThresholds, withSamples);
+    QCOMPARE(controller_->summary().activationThresholdsRunId, QString::fromStdString(expected.runId));
+    // The runtime took thresholds, not a top-k p_x.
+    const QString engine = panel_->engineDescription();
+    QVERIFY2(engine.contains(QStringLiteral("activation thresholds")), qPrintable(engine));
+    QVERIFY2(!engine.contains(QStringLiteral("activation sparsity 0.5")), qPrintable(engine));
+    auto* engineLabel = panel_->findChild<QLabel*>(QStringLiteral("engineDescription"));
+    QVERIFY2(engineLabel->toolTip().contains(withSamples), qPrintable(engineLabel->toolTip()));
+    QCOMPARE(panel_->summaryValue(QStringLiteral("As loaded")).section(QStringLiteral(", "), -1),
+             QStringLiteral("p_x 0.50 thresholds"));
+    auto* asLoaded = panel_->findChild<QLabel*>(QStringLiteral("summaryAsLoaded"));
+    QVERIFY(asLoaded);
+    QVERIFY2(asLoaded->toolTip().contains(QStringLiteral("p_x 0.50 (thresholds: calib-samples)")) &&
+                 asLoaded->toolTip().contains(QString::fromStdString(expected.runId)),
+             qPrintable(asLoaded->toolTip()));
+    QCOMPARE(selection->currentData().toString(), QStringLiteral("thresholds"));
+    QCOMPARE(panel_->activationThresholdsRun(), withSamples);
+    QCOMPARE(panel_->statusText(), QStringLiteral("Loaded %1 (%2, %3).")
+                                       .arg(controller_->summary().dir, controller_->summary().device,
+                                            controller_->summary().dtype));
+
+    // It generates with those thresholds: the greedy text is the runtime's own.
+    GenerateSettings s;
+    s.prompt = QStringLiteral("The jury said");
+    s.maxNewTokens = 12;
+    s.temperature = 0;
+    s.chatFormat = false;
+    panel_->setGenerateSettings(s);
+    QSignalSpy ended(controller_.get(), &ModelController::generationEnded);
+    button(panel_.get(), "generate")->click();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 30000);
+    QCOMPARE(ended.first().at(1).toBool(), false);
+    const std::filesystem::path dir = QFile::encodeName(sdw::app::sampleModelDir()).toStdString();
+    const sdw::Tokenizer tok = sdw::Tokenizer::fromFile(dir / "tokenizer.json");
+    sdw::gpu::GenerationOptions o;
+    o.maxNewTokens = 12;
+    o.stopIds = tok.stopIds();
+    sdw::gpu::LoadOptions lo{.device = "cpu", .dtype = controller_->summary().dtype.toStdString()};
+    lo.activationThresholds = sdw::gpu::thresholdsForModel(expected, sdw::gpu::loadModelConfig(dir));
+    QCOMPARE(lo.activationThresholds.size(), std::size_t(config_.value(QStringLiteral("num_hidden_layers")).toInt()));
+    auto thresholded = sdw::gpu::Model::load(dir, lo);
+    const auto ids = sdw::encodePrompt(tok, sdw::ChatFamily::Plain, "The jury said");
+    QCOMPARE(panel_->generatedText(),
+             QString::fromStdString(tok.decode(thresholded->generate(ids, o).tokens, /*skipSpecialTokens=*/true)));
+    QVERIFY2(panel_->generationStatusText().endsWith(QStringLiteral(" · p_x 0.50 (thresholds: calib-samples)")),
+             qPrintable(panel_->generationStatusText()));
+
+    // A run without activation samples: the load fails with its error, shown
+    // in red, and the model with the first run's thresholds stays.
+    run->setCurrentIndex(plain);
+    QCOMPARE(panel_->activationThresholdsRun(), without);
+    QSignalSpy failed(controller_.get(), &ModelController::loadEnded);
+    button(panel_.get(), "loadModel")->click();
+    QCOMPARE(requested.last().at(5).toString(), without);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
+    QCOMPARE(failed.first().at(1).toBool(), true);
+    QVERIFY2(panel_->statusText().contains(
+                 QStringLiteral("calib-plain.sdw.h5 has no activation samples: calibrate with --sample-rows N first")),
+             qPrintable(panel_->statusText()));
+    QVERIFY(panel_->findChild<QLabel*>(QStringLiteral("modelStatus"))->styleSheet().contains(QStringLiteral("#b00020")));
+    QCOMPARE(loaded.count(), 1);
+    QCOMPARE(controller_->summary().activationThresholds, withSamples);
+
+    // Back to dense inputs.
+    selection->setCurrentIndex(0);
+    px->setValue(0);
+    QVERIFY(!run->isEnabled());
+    button(panel_.get(), "loadModel")->click();
+    QCOMPARE(requested.last().at(4).toDouble(), 0.0);
+    QCOMPARE(requested.last().at(5).toString(), QString());
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 30000);
+    QCOMPARE(controller_->summary().activationSparsity, 0.0);
+    QCOMPARE(controller_->summary().activationThresholds, QString());
+    QVERIFY(!panel_->engineDescription().contains(QStringLiteral("activation")));
   }
 
   void cudaChoiceSaysWhy() {

@@ -9,7 +9,9 @@
 // model written into the workspace, and clear errors for bad files. DuoGPT
 // in the form (its p_x, the order it fixes, its folder names) and a pruning
 // with it; an evaluation under run-time activation sparsity (the dialog's
-// p_x recorded in the run and named in the quality table).
+// p_x recorded in the run and named in the quality table), and one with
+// thresholds from a calibration run (the dialog's picker, the run recorded
+// and named; a run without activation samples failing it visibly).
 
 #include "app/gui/modelcontroller.h"
 #include "app/gui/pruningcontroller.h"
@@ -18,8 +20,11 @@
 #include "app/jobmanager.h"
 #include "core/decoding.h"
 #include "core/runstore.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/calibration.h"
 #include "gpu/device.h"
+#include "tests/gui/sample_calibration.h"
+#include "widgets/activationselection.h"
 #include "widgets/prunelayerchart.h"
 #include "widgets/prunemodulemodel.h"
 #include "widgets/pruningpanel.h"
@@ -120,6 +125,8 @@ class TestPruningPanel : public QObject {
   QString pruned_;  // the checkpoint folder of the completed pruning
   QString duo_;     // ... of the DuoGPT pruning
   QString tinyEval_;  // the evaluation run evaluateTiny wrote
+  QTemporaryDir samplesDir_;  // outside the workspace: a calibration that keeps activation samples
+  QString samples_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<PruningPanel> panel_;
   std::unique_ptr<PruningController> controller_;
@@ -704,6 +711,120 @@ class TestPruningPanel : public QObject {
     QVERIFY2(csv[3].endsWith(QStringLiteral(",0.5")), qPrintable(csv[3]));
     // the dense reference is the same dense model: its figures do not change with p_x
     QCOMPARE(d.models[0].agreement.mean, 1.0);
+  }
+
+  // The Evaluate… dialog's selection: the panel hands it the workspace's
+  // calibration runs (calib-tiny keeps no samples); on its own, the run
+  // picker is off at p_x 0 and for top-k, and the run chosen is the form's.
+  void evaluateDialogThresholds() {
+    auto* evaluate = panel_->qualityPage()->findChild<QPushButton*>(QStringLiteral("evaluate"));
+    QVERIFY(evaluate && evaluate->isEnabled());
+    evaluate->click();
+    sdw::widgets::EvaluateDialog* shown = panel_->evaluateDialog();
+    QVERIFY(shown);
+    auto* shownRun = shown->findChild<QComboBox*>(QStringLiteral("qualityThresholdsRun"));
+    QVERIFY(shownRun);
+    QCOMPARE(shownRun->count(), 1);
+    QCOMPARE(shownRun->currentData().toString(), calib_);
+    QCOMPARE(shownRun->itemText(0), QStringLiteral("calib-tiny.sdw.h5 (no samples)"));
+    QCOMPARE(shown->form().activationThresholds, QString());
+    shown->reject();
+
+    QVERIFY(samplesDir_.isValid());
+    samples_ = samplesDir_.filePath(QStringLiteral("calib-samples.sdw.h5"));
+    sdw::testing::calibrateSampleModel(samples_.toStdString(), 32);
+    sdw::widgets::EvaluateForm e = panel_->evaluateDefaults();
+    QCOMPARE(e.activationThresholds, QString());
+    sdw::widgets::EvaluateDialog dialog(e, {}, false);
+    dialog.setCalibrationRuns({sdw::app::readCalibrationChoice(calib_.toStdString()),
+                               sdw::app::readCalibrationChoice(samples_.toStdString())});
+    auto* selection = dialog.findChild<QComboBox*>(QStringLiteral("qualityActivationSelection"));
+    auto* run = dialog.findChild<QComboBox*>(QStringLiteral("qualityThresholdsRun"));
+    auto* px = dialog.findChild<QDoubleSpinBox*>(QStringLiteral("qualityActivationSparsity"));
+    QVERIFY(selection && run && px);
+    QCOMPARE(run->count(), 2);
+    QCOMPARE(run->currentData().toString(), samples_);  // the first run with samples
+    QCOMPARE(run->itemText(1), QStringLiteral("calib-samples.sdw.h5"));
+    QCOMPARE(selection->currentData().toString(), QStringLiteral("topk"));
+    QVERIFY(!run->isEnabled());
+    selection->setCurrentIndex(1);
+    QVERIFY(!run->isEnabled());  // p_x 0
+    QCOMPARE(dialog.form().activationThresholds, QString());
+    px->setValue(0.5);
+    QVERIFY(run->isEnabled());
+    QCOMPARE(dialog.form().activationSparsity, 0.5);
+    QCOMPARE(dialog.form().activationThresholds, samples_);
+    selection->setCurrentIndex(0);
+    QVERIFY(!run->isEnabled());
+    QCOMPARE(dialog.form().activationThresholds, QString());
+
+    // setForm and a new dialog carry the run, listed by its path.
+    e.activationSparsity = 0.5;
+    e.activationThresholds = samples_;
+    dialog.setForm(e);
+    QCOMPARE(selection->currentData().toString(), QStringLiteral("thresholds"));
+    QCOMPARE(dialog.form().activationThresholds, samples_);
+    sdw::widgets::EvaluateDialog opened(e, {}, false);
+    QCOMPARE(opened.form().activationThresholds, samples_);
+    QCOMPARE(opened.findChild<QComboBox*>(QStringLiteral("qualityThresholdsRun"))->currentText(),
+             QStringLiteral("calib-samples.sdw.h5"));
+  }
+
+  // An evaluation with thresholds from the run above: recorded in the run
+  // with its run id, named in the quality table's header and summary; a run
+  // without activation samples fails the evaluation with its error.
+  void evaluateUnderActivationThresholds() {
+    QVERIFY(!pruned_.isEmpty());
+    QVERIFY(!samples_.isEmpty());
+    sdw::widgets::EvaluateForm e = panel_->evaluateDefaults();
+    e.models = QStringList{pruned_};
+    e.seeds = QStringLiteral("0");
+    e.maxNewTokens = 4;
+    e.maxPrompts = 2;
+    e.windows = 2;
+    e.window = 16;
+    e.sideBySide = 1;
+    e.activationSparsity = 0.5;
+    e.activationThresholds = samples_;
+    QSignalSpy started(controller_.get(), &PruningController::jobStarted);
+    QSignalSpy ended(controller_.get(), &PruningController::jobEnded);
+    QVERIFY(controller_->evaluate(e) != 0);
+    QVERIFY2(started.first().at(0).toString().contains(
+                 QStringLiteral("at activation sparsity p_x 0.50 (thresholds: calib-samples)")),
+             qPrintable(started.first().at(0).toString()));
+    QCOMPARE(waitEnd(ended, 180000), PruningPanel::Outcome::Complete);
+    const sdw::gpu::ActivationThresholds expected = sdw::gpu::activationThresholdsFromRun(samples_.toStdString(), 0.5);
+    const sdw::widgets::QualityData d = panel_->qualityPage()->data();
+    QCOMPARE(d.models.size(), 2);
+    QCOMPARE(d.activationSparsity, 0.5);
+    QCOMPARE(QFileInfo(d.activationThresholds).fileName(), QStringLiteral("calib-samples.sdw.h5"));
+    QCOMPARE(d.activationThresholdsRunId, QString::fromStdString(expected.runId));
+    QCOMPARE(sdw::app::readEvaluationRun(d.path).activationThresholdsRunId, QString::fromStdString(expected.runId));
+    const QualityModel* m = panel_->qualityPage()->model();
+    QCOMPARE(m->headerData(QualityModel::Model, Qt::Horizontal).toString(),
+             QStringLiteral("Model (p_x 0.50, thresholds: calib-samples)"));
+    QVERIFY(m->headerData(QualityModel::Model, Qt::Horizontal, Qt::ToolTipRole)
+                .toString()
+                .contains(QString::fromStdString(expected.runId)));
+    QVERIFY2(panel_->qualityPage()->summaryText().contains(QStringLiteral(
+                 "compared models at activation sparsity p_x 0.50 (thresholds: calib-samples; dense reference dense)")),
+             qPrintable(panel_->qualityPage()->summaryText()));
+
+    // Thresholds at p_x 0: refused, says why.
+    sdw::widgets::EvaluateForm zero = e;
+    zero.activationSparsity = 0;
+    QCOMPARE(controller_->evaluate(zero), sdw::app::JobId(0));
+    QVERIFY2(panel_->statusText().contains(QStringLiteral("thresholds need p_x > 0")), qPrintable(panel_->statusText()));
+
+    // A run without activation samples: the evaluation fails with its error.
+    e.activationThresholds = calib_;
+    ended.clear();
+    QVERIFY(controller_->evaluate(e) != 0);
+    QCOMPARE(waitEnd(ended, 180000), PruningPanel::Outcome::Failed);
+    const QString why = QStringLiteral("calib-tiny.sdw.h5 has no activation samples: calibrate with --sample-rows N first");
+    QVERIFY2(ended.last().at(0).toString().contains(why), qPrintable(ended.last().at(0).toString()));
+    QVERIFY2(panel_->statusText().contains(why), qPrintable(panel_->statusText()));
+    QCOMPARE(panel_->qualityPage()->data().path, d.path);  // the evaluation shown stays
   }
 
   void badFilesShowErrors() {
