@@ -3,7 +3,10 @@
 // decode step runs on CUDA: embedding, then per layer residual add + RMSNorm,
 // one q|k|v projection, q/k norm + RoPE + KV-cache write, split-slot attention,
 // o projection, add + RMSNorm, one gate|up projection, SwiGLU, down projection;
-// final norm, lm_head, argmax. Each projection through the selected linear
+// final norm, lm_head, argmax. Gemma 3: the embedding scaled, its (1 + w) norms with
+// the attention and MLP outputs normalised before each residual add (one kernel:
+// post-norm, add, next norm), per-layer windows and RoPE tables, GELU-tanh, the
+// final logits soft-capped in the argmax kernel. Each projection through the selected linear
 // (cuBLAS, our dense GEMV, our bitmask SpMV). The whole step is captured once as
 // a CUDA graph and replayed per token with the position on the device.
 // On the CPU the eager forward pass (gpu/llama_forward.cpp) decodes, with the
@@ -29,6 +32,7 @@
 
 #if defined(SDW_TORCH_CUDA) && defined(SDW_HAVE_CUDA_KERNELS)
 #define SDW_ENGINE_CUDA 1
+#include "gpu/kernels/actsparse.cuh"
 #include "gpu/kernels/decode.cuh"
 #include "gpu/kernels/launch_space.h"
 
@@ -293,7 +297,9 @@ void fuseGroups(Model::Impl& m, EngineState& e) {
 
 }  // namespace
 
-bool engineSupportsArchitecture(const ModelConfig& c) { return !c.isGemma(); }
+// Every supported architecture, Gemma 3 included; attention soft-capping (which
+// transformers does not apply to Gemma 3, so the parser never sets it) has no kernel.
+bool engineSupportsArchitecture(const ModelConfig& c) { return !(c.attnLogitSoftcap > 0); }
 
 std::string linearName(Linear l) { return std::string(nameOf(kLinearNames, l)); }
 Linear parseLinear(std::string_view s) { return parseName(kLinearNames, "linear", s); }
@@ -598,6 +604,16 @@ void runLinear(DecodeGraph& g, const LinOp& op, const Site& site, at::Tensor& y,
   }
 }
 
+// The embedding's scale: 1, or Gemma 3's sqrt(hidden) in fp32 cast to the compute dtype
+// (Gemma3TextScaledWordEmbedding; the eager pass rounds it the same way).
+float embedScale(const Model::Impl& m) {
+  if (!m.config.isGemma()) return 1.f;
+  const auto s = static_cast<float>(std::pow(static_cast<double>(m.config.hiddenSize), 0.5));
+  if (m.computeDtype == at::kBFloat16) return static_cast<float>(c10::BFloat16(s));
+  if (m.computeDtype == at::kHalf) return static_cast<float>(c10::Half(s));
+  return s;
+}
+
 // The step's launches, in order, on the current stream.
 void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
   const ModelConfig& c = m.config;
@@ -609,25 +625,62 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
   const bool pdl = m.options.pdl;  // our kernels overlap their neighbours' launch and ramp-up
   const bool edges = g.runs(DecodeGraph::kSkipEdges), norms = g.runs(DecodeGraph::kSkipNorms);
   const bool attention = g.runs(DecodeGraph::kSkipAttention), swiglu = g.runs(DecodeGraph::kSkipSwiglu);
-  if (edges) ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st, pdl),
+  const bool gemma = c.isGemma();
+  if (edges) ck(kernels::launchEmbedRows(m.w.embed.data_ptr(), dt, hid, g.ids.data_ptr<std::int32_t>(), B, g.h.data_ptr(), st, pdl,
+                                         embedScale(m)),
      "embedding");
+  // Residual add + norm into `site`: h += y, x = norm(h, w); Gemma 3: h += postNorm(y) (its
+  // weights postW: the attention or MLP output's norm), x = its (1 + w) norm of h.
+  const auto addNorm = [&](const void* y, const at::Tensor* postW, const at::Tensor& w, const Site& site,
+                           const char* what) {
+    if (gemma)
+      ck(kernels::launchGemmaAddNorm(g.h.data_ptr(), y, hid, y ? postW->data_ptr() : nullptr, w.data_ptr(), dt, hid, B,
+                                     eps, site.out(), site.layout(), st, pdl),
+         what);
+    else
+      ck(kernels::launchAddRmsNorm(g.h.data_ptr(), y, hid, w.data_ptr(), dt, hid, B, eps, site.out(), site.layout(), st,
+                                   pdl),
+         what);
+  };
+  // Run-time activation sparsity on a projection input (the eager pass's sparsify):
+  // per-token top-k at the layer's p_x, or the layer's fixed threshold for that input.
+  const auto sparsify = [&](const Site& site, std::size_t l, ProjectionInput input, const char* what) {
+    int keep = 0;
+    float threshold = -1.f;
+    if (!m.actThresholds.empty()) {
+      threshold = m.actThresholds[l][static_cast<std::size_t>(input)];
+      if (threshold < 0) return;
+    } else if (!m.actSparsity.empty()) {
+      const double px = m.actSparsity[l];
+      if (!(px > 0)) return;
+      keep = static_cast<int>(std::clamp<std::int64_t>(std::llround((1.0 - px) * static_cast<double>(site.cols)), 1,
+                                                      site.cols));
+      if (keep >= site.cols) return;
+    } else {
+      return;
+    }
+    ck(kernels::launchSparsifyRows(site.out(), dt, site.cols, B, site.layout(), keep, threshold, st, pdl), what);
+  };
   const void* prevY = nullptr;
+  const at::Tensor* prevPost = nullptr;  // Gemma 3: the previous layer's post-feedforward norm
   for (std::size_t l = 0; l < m.w.layers.size(); ++l) {
     const LayerWeights& W = m.w.layers[l];
-    if (norms) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, W.inputNorm.data_ptr(), dt, hid, B, eps, g.sHidden.out(),
-                                 g.sHidden.layout(), st, pdl),
-       "input norm");
+    if (norms) addNorm(prevY, prevPost, W.inputNorm, g.sHidden, "input norm");
+    sparsify(g.sHidden, l, ProjectionInput::Qkv, "q|k|v input sparsity");
     for (const auto& op : g.ops[l][0]) runLinear(g, op, g.sHidden, g.yQkv, st);
     kernels::AttentionArgs aa;
     aa.qkv = g.yQkv.data_ptr();
     aa.ldqkv = g.yQkv.size(1);
     aa.qkvBias = m.engine->qkvBias[l].defined() ? m.engine->qkvBias[l].data_ptr() : nullptr;
-    aa.window = static_cast<int>(c.slidingWindow);
+    // Per layer (Gemma 3: sliding layers with the window and the local RoPE, global ones without).
+    aa.window = c.slidingLayer(static_cast<std::int64_t>(l)) ? static_cast<int>(c.slidingWindow) : 0;
     aa.qNorm = c.hasQkNorm() ? W.qNorm.data_ptr() : nullptr;
     aa.kNorm = c.hasQkNorm() ? W.kNorm.data_ptr() : nullptr;
+    aa.gemmaNorm = gemma;
     aa.eps = eps;
-    aa.cos = m.ropeCos.data_ptr();
-    aa.sin = m.ropeSin.data_ptr();
+    const bool localRope = c.localRopeLayer(static_cast<std::int64_t>(l));
+    aa.cos = (localRope ? m.ropeCosLocal : m.ropeCos).data_ptr();
+    aa.sin = (localRope ? m.ropeSinLocal : m.ropeSin).data_ptr();
     aa.heads = static_cast<int>(c.numHeads);
     aa.kvHeads = static_cast<int>(c.numKvHeads);
     aa.headDim = static_cast<int>(c.headDim);
@@ -637,28 +690,45 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     aa.batch = B;
     aa.kCache = cache.k[l].data_ptr();
     aa.vCache = cache.v[l].data_ptr();
-    aa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
+    aa.scale = static_cast<float>(c.attentionScale());  // head_dim^-0.5; Gemma 3: query_pre_attn_scalar^-0.5
     aa.out = g.sAttn.out();
     aa.layout = g.sAttn.layout();
     aa.counters = reinterpret_cast<unsigned*>(g.attnCounters.data_ptr());
     if (attention) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
+    sparsify(g.sAttn, l, ProjectionInput::O, "o input sparsity");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);
-    if (norms) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), g.yO.data_ptr(), hid, W.postNorm.data_ptr(), dt, hid, B, eps,
-                                 g.sHidden.out(), g.sHidden.layout(), st, pdl),
-       "post-attention norm");
+    // Llama: post_attention_layernorm is the MLP's input norm; Gemma 3: the attention
+    // output's norm, then pre_feedforward_layernorm the MLP's input norm.
+    if (norms) addNorm(g.yO.data_ptr(), &W.postNorm, gemma ? W.preFfnNorm : W.postNorm, g.sHidden, "post-attention norm");
+    sparsify(g.sHidden, l, ProjectionInput::GateUp, "gate|up input sparsity");
     for (const auto& op : g.ops[l][2]) runLinear(g, op, g.sHidden, g.yGu, st);
-    if (swiglu) ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
-                              g.sInter.layout(), st, pdl),
-       "SwiGLU");
+    if (swiglu) {
+      if (gemma)
+        ck(kernels::launchGeluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
+                                  g.sInter.layout(), st, pdl),
+           "GELU-tanh");
+      else
+        ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
+                                  g.sInter.layout(), st, pdl),
+           "SwiGLU");
+    }
+    sparsify(g.sInter, l, ProjectionInput::Down, "down input sparsity");
     for (const auto& op : g.ops[l][3]) runLinear(g, op, g.sInter, g.yDown, st);
     prevY = g.yDown.data_ptr();
+    prevPost = &W.postFfnNorm;
   }
-  if (edges) ck(kernels::launchAddRmsNorm(g.h.data_ptr(), prevY, hid, m.w.finalNorm.data_ptr(), dt, hid, B, eps, g.sFinal.out(),
-                               g.sFinal.layout(), st, pdl),
-     "final norm");
+  if (edges) addNorm(prevY, prevPost, m.w.finalNorm, g.sFinal, "final norm");
   runLinear(g, g.lmHead, g.sFinal, g.logits, st);
-  if (edges) ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st, pdl),
-     "argmax");
+  if (edges) {
+    if (c.finalLogitSoftcap > 0)  // Gemma 3: the logits capped in place (the step returns them), then argmax
+      ck(kernels::launchSoftcapArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt,
+                                      static_cast<float>(c.finalLogitSoftcap), g.ids.data_ptr<std::int32_t>(), st, pdl),
+         "soft-cap + argmax");
+    else
+      ck(kernels::launchArgmax(g.logits.data_ptr(), c.vocabSize, c.vocabSize, B, dt, g.ids.data_ptr<std::int32_t>(), st,
+                               pdl),
+         "argmax");
+  }
 }
 
 DecodeGraph& prepare(Model::Impl& m, KvCache& cache, std::int64_t B, const std::vector<std::int64_t>& pad) {
@@ -710,11 +780,10 @@ void launchStep(Model::Impl& m, DecodeGraph& g, KvCache& cache, const std::vecto
 
 bool engineDecodes(const Model::Impl& m) {
   const ModelConfig& c = m.config;
-  // Gemma 3 (GELU-tanh, (1 + w) and post norms, per-layer windows and RoPE tables,
-  // soft-capping) has no kernels here: its decode steps run the eager forward pass.
-  // Nor has activation sparsity (top-k or thresholds): those steps run eager too.
-  return m.device.is_cuda() && m.engine && m.options.decodeEngine && !m.observed() && m.actSparsity.empty() &&
-         m.actThresholds.empty() && engineSupportsArchitecture(c) &&
+  // Gemma 3 decodes here too (its scaled embedding, (1 + w) and post norms, GELU-tanh,
+  // per-layer windows and RoPE tables, final logit soft-capping: see runStep).
+  // Activation sparsity (top-k or thresholds): a row kernel on each projection input.
+  return m.device.is_cuda() && m.engine && m.options.decodeEngine && !m.observed() && engineSupportsArchitecture(c) &&
          c.headDim % 8 == 0 && c.headDim <= 256 &&
          c.numHeads % c.numKvHeads == 0 && c.numHeads / c.numKvHeads <= 16;
 }
@@ -818,7 +887,7 @@ std::string Model::engineDescription() const {
   }
   if (m.device.is_cuda()) s << ", lm_head " << denseName;
   if (m.device.is_cuda() && m.options.decodeEngine && !engineSupportsArchitecture(m.config))
-    s << ", the decode engine has no " << m.config.architectureName << " kernels";
+    s << ", the decode engine has no attention soft-capping kernel";
   if (!m.actSparsity.empty()) {
     const auto [lo, hi] = std::minmax_element(m.actSparsity.begin(), m.actSparsity.end());
     s << ", activation sparsity " << *lo;

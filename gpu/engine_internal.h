@@ -63,8 +63,8 @@ void setupEngine(Model::Impl& m, const std::filesystem::path& checkpointDir,
 // teacher forcing, observed decode steps).
 at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x);
 
-// Whether the fused engine has kernels for the architecture (not Gemma 3: its decode
-// steps run the eager forward pass, as with activation sparsity).
+// Whether the fused engine has kernels for the architecture (all supported ones, Gemma 3
+// included; not attention soft-capping, which no supported config applies).
 bool engineSupportsArchitecture(const ModelConfig& c);
 // Whether decode steps of `batch` rows run through the fused engine now (CUDA, no
 // observers, no activation sparsity, an architecture the engine supports).

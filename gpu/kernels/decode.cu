@@ -1,7 +1,9 @@
 // The decode engine's fused operations (gpu/kernels/decode.cuh): embedding
 // lookup, residual add + RMSNorm, one attention kernel (q/k norm, RoPE, the
 // KV-cache write, split-slot grouped-query attention and the merge of its
-// splits), SwiGLU, argmax, and the bitmask unpack / synthetic N:M pack. Small kernels, one block per row or head: their
+// splits), SwiGLU, argmax; Gemma 3's variants (scaled embedding, the (1 + w)
+// post-norm + add + norm, GELU-tanh, logit soft-capping fused into the argmax);
+// and the bitmask unpack / synthetic N:M pack. Small kernels, one block per row or head: their
 // job is to keep the step's launch count and the bytes they move small next to
 // the projections.
 
@@ -64,23 +66,33 @@ __device__ float blockSum(float v) {
 
 template <typename T>
 __global__ void embedKernel(const T* __restrict__ table, std::int64_t hidden, const std::int32_t* __restrict__ ids,
-                            T* __restrict__ h) {
+                            T* __restrict__ h, float scale) {
   prologue();
   const int b = blockIdx.x;
   const T* src = table + static_cast<std::int64_t>(ids[b]) * hidden;
-  for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) h[b * hidden + i] = src[i];
+  if (scale == 1.f) {
+    for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) h[b * hidden + i] = src[i];
+  } else {  // Gemma 3: embedding * sqrt(hidden) (the scale already rounded to T), one rounding
+    for (std::int64_t i = threadIdx.x; i < hidden; i += blockDim.x) h[b * hidden + i] = fromF<T>(toF<T>(src[i]) * scale);
+  }
 }
 
 template <typename T>
 __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std::int64_t ldy, const T* __restrict__ w,
                                  std::int64_t hidden, float eps, T* __restrict__ x, std::int64_t sB, std::int64_t sC) {
-  prologue();
   const int b = blockIdx.x;
   T* hb = h + b * hidden;
-  // The norm's weights are read with the row (their first uses would otherwise wait
-  // on memory after the reduction); rows up to 8 x blockDim.x keep them in registers.
+  // The norm's weights are read before the wait for the previous kernel (they are not
+  // its output; their first uses would otherwise wait on memory after the reduction);
+  // rows up to 8 x blockDim.x keep them in registers.
   constexpr int kKeep = 8;
   float wk[kKeep];
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {
+    const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (i < hidden) wk[k] = toF<T>(w[i]);
+  }
+  prologue();
   float ss = 0.f;
   const auto addRow = [&](std::int64_t i) {
     float v = toF<T>(hb[i]);
@@ -93,10 +105,7 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
 #pragma unroll
   for (int k = 0; k < kKeep; ++k) {
     const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
-    if (i < hidden) {
-      wk[k] = toF<T>(w[i]);
-      addRow(i);
-    }
+    if (i < hidden) addRow(i);
   }
   for (std::int64_t i = threadIdx.x + static_cast<std::int64_t>(kKeep) * blockDim.x; i < hidden; i += blockDim.x) addRow(i);
   const float r = rsqrtf(blockSum(ss) / static_cast<float>(hidden) + eps);
@@ -108,6 +117,77 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
   }
   for (std::int64_t i = threadIdx.x + static_cast<std::int64_t>(kKeep) * blockDim.x; i < hidden; i += blockDim.x)
     x[b * sB + i * sC] = fromF<T>(toF<T>(w[i]) * rnd<T>(toF<T>(hb[i]) * r));
+}
+
+// Gemma 3's residual step (launchGemmaAddNorm): y normalised by (1 + postW) and added to
+// h, then h normalised by (1 + w) into x. Each norm as transformers' Gemma3RMSNorm:
+// v * rsqrt(mean(v^2) + eps) * (1 + w), all in fp32, one rounding at its end.
+template <typename T>
+__global__ void gemmaAddNormKernel(T* __restrict__ h, const T* __restrict__ y, std::int64_t ldy,
+                                   const T* __restrict__ postW, const T* __restrict__ w, std::int64_t hidden, float eps,
+                                   T* __restrict__ x, std::int64_t sB, std::int64_t sC) {
+  prologue();
+  const int b = blockIdx.x;
+  T* hb = h + b * hidden;
+  const T* yb = y ? y + b * ldy : nullptr;
+  // Rows up to 8 x blockDim.x keep the thread's values in registers between the passes;
+  // each thread reads back only what it wrote.
+  constexpr int kKeep = 8;
+  float keep[kKeep] = {};
+  const auto idx = [&](int k) { return threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x; };
+  const std::int64_t rest = idx(kKeep);
+  const float n = static_cast<float>(hidden);
+  if (yb) {
+    float ss = 0.f;
+#pragma unroll
+    for (int k = 0; k < kKeep; ++k) {
+      const std::int64_t i = idx(k);
+      if (i < hidden) {
+        keep[k] = toF<T>(yb[i]);
+        ss += keep[k] * keep[k];
+      }
+    }
+    for (std::int64_t i = rest; i < hidden; i += blockDim.x) {
+      const float v = toF<T>(yb[i]);
+      ss += v * v;
+    }
+    const float r = rsqrtf(blockSum(ss) / n + eps);
+    // h + round(postNorm(y)): the product rounded to fp32 before the add (no fma), as the eager pass.
+    const auto add = [&](std::int64_t i, float yv) {
+      const float yn = rnd<T>(__fmul_rn(yv * r, toF<T>(postW[i]) + 1.f));
+      const float v = rnd<T>(toF<T>(hb[i]) + yn);
+      hb[i] = fromF<T>(v);
+      return v;
+    };
+#pragma unroll
+    for (int k = 0; k < kKeep; ++k) {
+      const std::int64_t i = idx(k);
+      if (i < hidden) keep[k] = add(i, keep[k]);
+    }
+    for (std::int64_t i = rest; i < hidden; i += blockDim.x) add(i, toF<T>(yb[i]));
+  } else {
+#pragma unroll
+    for (int k = 0; k < kKeep; ++k) {
+      const std::int64_t i = idx(k);
+      if (i < hidden) keep[k] = toF<T>(hb[i]);
+    }
+  }
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k)
+    if (idx(k) < hidden) ss += keep[k] * keep[k];
+  for (std::int64_t i = rest; i < hidden; i += blockDim.x) {
+    const float v = toF<T>(hb[i]);
+    ss += v * v;
+  }
+  const float r = rsqrtf(blockSum(ss) / n + eps);
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {
+    const std::int64_t i = idx(k);
+    if (i < hidden) x[b * sB + i * sC] = fromF<T>(keep[k] * r * (toF<T>(w[i]) + 1.f));
+  }
+  for (std::int64_t i = rest; i < hidden; i += blockDim.x)
+    x[b * sB + i * sC] = fromF<T>(toF<T>(hb[i]) * r * (toF<T>(w[i]) + 1.f));
 }
 
 // ---- attention with q/k norm, RoPE and the KV-cache write fused in
@@ -139,17 +219,20 @@ __device__ __forceinline__ void copy8(T* dst, const T* src) {
 }
 
 // One head vector x[0..D) in shared memory, raw from the projection: per-head RMSNorm
-// (where `norm` is given) and RoPE at `pos`, rounded where the eager pass rounds.
-// Called by one warp.
+// (where `norm` is given; gemma: Gemma 3's x * r * (1 + w) in fp32, one rounding) and
+// RoPE at `pos`, rounded where the eager pass rounds. Called by one warp.
 template <typename T>
-__device__ void normRopeWarp(float* x, int D, const T* norm, float eps, const T* cs, const T* sn) {
+__device__ void normRopeWarp(float* x, int D, const T* norm, bool gemma, float eps, const T* cs, const T* sn) {
   const int lane = threadIdx.x & 31, half = D / 2;
   if (norm) {
     float ss = 0.f;
     for (int d = lane; d < D; d += 32) ss += x[d] * x[d];
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     const float r = rsqrtf(ss / static_cast<float>(D) + eps);
-    for (int d = lane; d < D; d += 32) x[d] = rnd<T>(toF<T>(norm[d]) * rnd<T>(x[d] * r));
+    if (gemma)
+      for (int d = lane; d < D; d += 32) x[d] = rnd<T>(x[d] * r * (toF<T>(norm[d]) + 1.f));
+    else
+      for (int d = lane; d < D; d += 32) x[d] = rnd<T>(toF<T>(norm[d]) * rnd<T>(x[d] * r));
     __syncwarp();
   }
   for (int i = lane; i < half; i += 32) {
@@ -160,87 +243,122 @@ __device__ void normRopeWarp(float* x, int D, const T* norm, float eps, const T*
   __syncwarp();
 }
 
-// Block (split, kv head, row). Prologue: the rep query heads of this KV head from the
-// fused projection output, normed and rotated into shared memory (every split does
-// this, it is a few hundred values); the block whose split holds `slot` also rotates
-// the new key and writes key and value to the caches. Then each lane scores one slot
-// against the rep query heads, each warp reduces its 32 slots (max, exp-sum, P V with
-// lanes over the head dims), the block merges its warps and writes one partial per
-// query head; the last block of this (row, KV head) to finish (a ticket) merges the
-// splits and writes the output.
-template <typename T, int EPL, int MAXREP>
+// Block (split, kv head, row). Before waiting for the q|k|v projection (programmatic
+// dependent launch) the block already requests what does not depend on it: the rotary
+// rows at the row's position and, with cp.async, the key and value rows of its slots
+// already in the cache (each lane its slot's rows, into its warp's rows in shared
+// memory), so the cache's bytes stream while the projection finishes. Then: the rep
+// query heads of this KV head from the projection output, normed and rotated (every
+// split does this, a few hundred values); the block whose split holds `slot` also
+// rotates the new key, writes key and value to the caches and into the rows of the
+// lane that scores the new slot. Each lane scores one slot against the rep query
+// heads, each warp reduces its 32 slots (max, exp-sum, P V with lanes over the head
+// dims), the block merges its warps and writes one partial per query head; the last
+// block of this (row, KV head) to finish (a ticket) merges the splits, every load of
+// that merge in flight at once. PV: the value rows have their own shared memory
+// (prefetched with the keys); without it (fp32 with wide heads) they reuse the key
+// rows after scoring.
+template <typename T, int EPL, int MAXREP, bool PV>
 __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs a, float* __restrict__ ws) {
-  prologue();
   const int split = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int D = a.headDim, rep = a.heads / a.kvHeads, S = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  extern __shared__ float smem[];
-  float* wm = smem;                                   // [warps][MAXREP] max
-  float* wl = wm + kAttnWarps * MAXREP;               // [warps][MAXREP] sum
-  float* qs = wl + kAttnWarps * MAXREP;               // [rep][D]
-  float* ks = qs + rep * D;                           // [D] the new key
-  float* wacc = ks + D;                               // [warps][rep][D]
-  // [warps][32 slots][D + 8] the warp's key rows, then its value rows (padded: the
-  // lanes' row writes spread over the banks), so scoring and P V read shared memory
-  // instead of waiting on a global load per slot.
+  constexpr int kPerThread = (MAXREP * 32 * EPL + kAttnWarps * 32 - 1) / (kAttnWarps * 32);  // rep * D / threads, at most
+  extern __shared__ __align__(16) float smem[];
+  float* wm = smem;                      // [warps][MAXREP] max
+  float* wl = wm + kAttnWarps * MAXREP;  // [warps][MAXREP] sum
+  float* qs = wl + kAttnWarps * MAXREP;  // [rep][D]
+  float* ks = qs + rep * D;              // [D] the new key
+  float* vn = ks + D;                    // [D] the new value
+  float* wacc = vn + D;                  // [warps][rep][D]
+  T* csm = reinterpret_cast<T*>(wacc + kAttnWarps * rep * D);  // [D] cos at the row's position
+  T* snm = csm + D;                                            // [D] sin
+  // [warps][32 slots][D + 8] the warps' key rows, then (PV) their value rows (padded: the
+  // lanes' row writes spread over the banks).
   const int Dp = D + 8;
-  T* vsm = reinterpret_cast<T*>(wacc + kAttnWarps * rep * D) + static_cast<std::int64_t>(warp) * 32 * Dp;
+  T* rows = snm + D;
+  T* ksm = rows + static_cast<std::int64_t>(warp) * 32 * Dp;
+  T* vsm = PV ? rows + static_cast<std::int64_t>(kAttnWarps + warp) * 32 * Dp : ksm;
 
+  // ---- before the wait: nothing here is written by the previous kernel (the slot and the
+  // padding are set before the step, the cache rows below `slot` by earlier steps).
   const int slot = *a.slot, pad = a.pad[b];
   const int pos = slot - pad;
   const int first = a.window > 0 ? max(pad, slot - a.window + 1) : pad;  // the first slot attended to
-  const T* cs = static_cast<const T*>(a.cos) + static_cast<std::int64_t>(pos) * D;
-  const T* sn = static_cast<const T*>(a.sin) + static_cast<std::int64_t>(pos) * D;
-  const T* qkv = static_cast<const T*>(a.qkv) + b * a.ldqkv;
+  {
+    const T* cs = static_cast<const T*>(a.cos) + static_cast<std::int64_t>(pos) * D;
+    const T* sn = static_cast<const T*>(a.sin) + static_cast<std::int64_t>(pos) * D;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+      csm[i] = cs[i];
+      snm[i] = sn[i];
+    }
+  }
   const std::int64_t qDim = static_cast<std::int64_t>(a.heads) * D, kvDim = static_cast<std::int64_t>(a.kvHeads) * D;
   const std::int64_t base = (static_cast<std::int64_t>(b) * a.kvHeads + g) * a.capacity * D;
   T* Kc = static_cast<T*>(a.kCache) + base;
   T* Vc = static_cast<T*>(a.vCache) + base;
-  const bool ownsSlot = split == slot / kSlotsPerBlock;
+  const int s0 = split * kSlotsPerBlock + warp * 32;
+  const int s = s0 + lane;
+  const bool valid = s >= first && s <= slot;
+  constexpr int kChunks = 32 * EPL * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces of the widest row
+  const int rowChunks = D * static_cast<int>(sizeof(T)) / 16;
+  if (valid && s < slot) {
+    const std::uint32_t kd = static_cast<std::uint32_t>(__cvta_generic_to_shared(ksm + lane * Dp));
+    const std::uint32_t vd = static_cast<std::uint32_t>(__cvta_generic_to_shared(vsm + lane * Dp));
+    const uint4* kr = reinterpret_cast<const uint4*>(Kc + static_cast<std::int64_t>(s) * D);
+    const uint4* vr = reinterpret_cast<const uint4*>(Vc + static_cast<std::int64_t>(s) * D);
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if (c >= rowChunks) break;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(kd + 16 * c), "l"(kr + c) : "memory");
+      if constexpr (PV) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(vd + 16 * c), "l"(vr + c) : "memory");
+    }
+  }
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  prologue();  // the projection's output is complete from here on; the next kernel may start
 
+  const T* qkv = static_cast<const T*>(a.qkv) + b * a.ldqkv;
+  const bool ownsSlot = split == slot / kSlotsPerBlock;
   const T* bias = static_cast<const T*>(a.qkvBias);
   // The projection output plus its bias, rounded as the projection's output.
   const auto in = [&](std::int64_t j) { return bias ? rnd<T>(toF<T>(qkv[j]) + toF<T>(bias[j])) : toF<T>(qkv[j]); };
-  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) qs[i] = in(static_cast<std::int64_t>(g) * rep * D + i);
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = threadIdx.x + k * kAttnWarps * 32;
+    if (i < rep * D) qs[i] = in(static_cast<std::int64_t>(g) * rep * D + i);
+  }
   if (ownsSlot)
-    for (int i = threadIdx.x; i < D; i += blockDim.x) ks[i] = in(qDim + static_cast<std::int64_t>(g) * D + i);
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+      ks[i] = in(qDim + static_cast<std::int64_t>(g) * D + i);
+      vn[i] = in(qDim + kvDim + static_cast<std::int64_t>(g) * D + i);
+    }
   __syncthreads();
   for (int r = warp; r < rep; r += kAttnWarps)
-    normRopeWarp<T>(qs + r * D, D, static_cast<const T*>(a.qNorm), a.eps, cs, sn);
+    normRopeWarp<T>(qs + r * D, D, static_cast<const T*>(a.qNorm), a.gemmaNorm, a.eps, csm, snm);
   if (ownsSlot && warp == kAttnWarps - 1) {
-    normRopeWarp<T>(ks, D, static_cast<const T*>(a.kNorm), a.eps, cs, sn);
-    const std::int64_t vs = qDim + kvDim + static_cast<std::int64_t>(g) * D;
+    normRopeWarp<T>(ks, D, static_cast<const T*>(a.kNorm), a.gemmaNorm, a.eps, csm, snm);
+    // The new key and value: to the caches, and to the rows of the lane scoring `slot`.
+    const int ls = slot - split * kSlotsPerBlock;  // its warp ls / 32, its lane ls % 32
+    T* kRow = rows + static_cast<std::int64_t>(ls) * Dp;
+    T* vRow = PV ? rows + static_cast<std::int64_t>(kAttnWarps * 32 + ls) * Dp : nullptr;
     for (int d = lane; d < D; d += 32) {
-      Kc[static_cast<std::int64_t>(slot) * D + d] = fromF<T>(ks[d]);
-      Vc[static_cast<std::int64_t>(slot) * D + d] = fromF<T>(in(vs + d));
+      const T kv = fromF<T>(ks[d]), vv = fromF<T>(vn[d]);
+      Kc[static_cast<std::int64_t>(slot) * D + d] = kv;
+      Vc[static_cast<std::int64_t>(slot) * D + d] = vv;
+      kRow[d] = kv;
+      if constexpr (PV) vRow[d] = vv;
     }
   }
   __syncthreads();
   for (int i = threadIdx.x; i < rep * D; i += blockDim.x) qs[i] *= a.scale;
-  __syncthreads();
-
-  const T* K = Kc;
-  const T* V = Vc;
-  const int s0 = split * kSlotsPerBlock + warp * 32;
-  const int s = s0 + lane;
-  const bool valid = s >= first && s <= slot;
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads();  // the query heads scaled, every row in shared memory
 
   float score[MAXREP];
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) score[r] = 0.f;
-  // Each lane brings its slot's key row into the warp's rows (every load in flight at
-  // once), then scores it against the rep query heads.
   if (valid) {
-    const T* kr = K + static_cast<std::int64_t>(s) * D;
-#pragma unroll
-    for (int d = 0; d < 32 * EPL; d += 8) {
-      if (d >= D) break;
-      copy8<T>(vsm + lane * Dp + d, kr + d);
-    }
-  }
-  __syncwarp();
-  if (valid) {
-    const T* kr = vsm + lane * Dp;
+    const T* kr = ksm + lane * Dp;
     for (int d = 0; d < D; d += 8) {
       float kv[8];
       load8<T>(kr + d, kv);
@@ -255,7 +373,6 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
       }
     }
   }
-  __syncwarp();  // the rows are reused for the values below
   float m[MAXREP], l[MAXREP], acc[MAXREP][EPL];
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) {
@@ -271,15 +388,18 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
 #pragma unroll
     for (int e = 0; e < EPL; ++e) acc[r][e] = 0.f;
   }
-  if (valid) {  // each lane brings its slot's value row, every load in flight at once
-    const T* vr = V + static_cast<std::int64_t>(s) * D;
+  if constexpr (!PV) {
+    __syncwarp();  // the key rows are reused for the values
+    if (valid) {   // each lane brings its slot's value row (the new one is in the cache now)
+      const T* vr = Vc + static_cast<std::int64_t>(s) * D;
 #pragma unroll
-    for (int d = 0; d < 32 * EPL; d += 8) {
-      if (d >= D) break;
-      copy8<T>(vsm + lane * Dp + d, vr + d);
+      for (int d = 0; d < 32 * EPL; d += 8) {
+        if (d >= D) break;
+        copy8<T>(vsm + lane * Dp + d, vr + d);
+      }
     }
+    __syncwarp();
   }
-  __syncwarp();
   const int lo = max(s0, first), hi = min(s0 + 31, slot);
   for (int j = lo; j <= hi; ++j) {
     const T* vr = vsm + (j - s0) * Dp;
@@ -343,20 +463,37 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   if (ticket != static_cast<unsigned>(S - 1)) return;
   __threadfence();
   T* out = static_cast<T*>(a.out);
-  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) {
-    const int r = i / D, d = i % D, h = g * rep + r;
-    float M = -INFINITY;
-    for (int sp = 0; sp < S; ++sp) M = fmaxf(M, __ldcg(partial(h, sp)));
-    float L = 0.f, A = 0.f;
-    for (int sp = 0; sp < S; ++sp) {
-      const float* q = partial(h, sp);
-      const float mq = __ldcg(q);
+  // One pass over the splits with a running maximum (loads of several splits in flight).
+  float M[kPerThread], L[kPerThread], A[kPerThread];
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    M[k] = -INFINITY;
+    L[k] = 0.f;
+    A[k] = 0.f;
+  }
+#pragma unroll 2
+  for (int sp = 0; sp < S; ++sp) {
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int i = threadIdx.x + k * kAttnWarps * 32;
+      if (i >= rep * D) continue;
+      const int r = i / D, d = i % D;
+      const float* q = partial(g * rep + r, sp);
+      const float mq = __ldcg(q), lq = __ldcg(q + 1), aq = __ldcg(q + 2 + d);
       if (mq == -INFINITY) continue;
-      const float f = __expf(mq - M);
-      L += f * __ldcg(q + 1);
-      A += f * __ldcg(q + 2 + d);
+      const float mn = fmaxf(M[k], mq);
+      const float f0 = __expf(M[k] - mn), f1 = __expf(mq - mn);  // exp(-inf) = 0 before the first
+      L[k] = L[k] * f0 + lq * f1;
+      A[k] = A[k] * f0 + aq * f1;
+      M[k] = mn;
     }
-    out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A / L);
+  }
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = threadIdx.x + k * kAttnWarps * 32;
+    if (i >= rep * D) continue;
+    const int r = i / D, d = i % D, h = g * rep + r;
+    out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A[k] / L[k]);
   }
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
 }
@@ -374,20 +511,31 @@ __global__ void siluMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std::
   }
 }
 
+// gelu(x, approximate="tanh") as LibTorch's CUDA kernel computes it (in fp32, its constants).
+__device__ __forceinline__ float geluTanh(float x) {
+  // M_SQRT2 * M_2_SQRTPI * opmath_t(0.5) and opmath_t(0.044715): products in double, then float.
+  constexpr float kBeta = static_cast<float>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
+  constexpr float kKappa = static_cast<float>(0.044715);
+  const float cube = x * x * x;
+  const float inner = kBeta * (x + kKappa * cube);
+  return 0.5f * x * (1.f + tanhf(inner));
+}
+
 template <typename T>
-__global__ void argmaxKernel(const T* __restrict__ logits, std::int64_t ldl, std::int64_t vocab,
-                             std::int32_t* __restrict__ ids) {
+__global__ void geluMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std::int64_t inter, T* __restrict__ x,
+                              std::int64_t sB, std::int64_t sC) {
   prologue();
-  const int b = blockIdx.x;
-  float best = -INFINITY;
-  std::int64_t bi = vocab;  // no candidate yet
-  for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-    const float v = toF<T>(logits[b * ldl + i]);
-    if (v > best || (bi == vocab && v == best)) {
-      best = v;
-      bi = i;
-    }
+  const int b = blockIdx.y;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < inter;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float g = toF<T>(gu[b * ldgu + i]), u = toF<T>(gu[b * ldgu + inter + i]);
+    x[b * sB + i * sC] = fromF<T>(rnd<T>(geluTanh(g)) * u);
   }
+}
+
+// The block's argmax from each thread's (best, index) candidate: the lowest index among
+// equal maxima; index `vocab` (no candidate) loses. Thread 0 writes *id.
+__device__ void blockArgmax(float best, std::int64_t bi, std::int64_t vocab, std::int32_t* id) {
   __shared__ float sv[32];
   __shared__ std::int64_t si[32];
   for (int o = 16; o > 0; o >>= 1) {
@@ -410,8 +558,45 @@ __global__ void argmaxKernel(const T* __restrict__ logits, std::int64_t ldl, std
         best = sv[w];
         bi = si[w];
       }
-    ids[b] = static_cast<std::int32_t>(bi < vocab ? bi : 0);
+    *id = static_cast<std::int32_t>(bi < vocab ? bi : 0);
   }
+}
+
+// Soft-capping in place, then the argmax of the capped row (launchSoftcapArgmax).
+template <typename T>
+__global__ void softcapArgmaxKernel(T* __restrict__ logits, std::int64_t ldl, std::int64_t vocab, float cap,
+                                    float invCap, std::int32_t* __restrict__ ids) {
+  prologue();
+  const int b = blockIdx.x;
+  float best = -INFINITY;
+  std::int64_t bi = vocab;  // no candidate yet
+  for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+    // x / cap on the device is x * (1 / cap) in LibTorch (a CPU scalar divisor), then tanh, then * cap.
+    const float v = rnd<T>(rnd<T>(tanhf(rnd<T>(toF<T>(logits[b * ldl + i]) * invCap))) * cap);
+    logits[b * ldl + i] = fromF<T>(v);
+    if (v > best || (bi == vocab && v == best)) {
+      best = v;
+      bi = i;
+    }
+  }
+  blockArgmax(best, bi, vocab, ids + b);
+}
+
+template <typename T>
+__global__ void argmaxKernel(const T* __restrict__ logits, std::int64_t ldl, std::int64_t vocab,
+                             std::int32_t* __restrict__ ids) {
+  prologue();
+  const int b = blockIdx.x;
+  float best = -INFINITY;
+  std::int64_t bi = vocab;  // no candidate yet
+  for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+    const float v = toF<T>(logits[b * ldl + i]);
+    if (v > best || (bi == vocab && v == best)) {
+      best = v;
+      bi = i;
+    }
+  }
+  blockArgmax(best, bi, vocab, ids + b);
 }
 
 // Thread per (row, mask word) of the real rows.
@@ -488,9 +673,9 @@ int threadsFor(std::int64_t n) {
 template <typename T>
 struct EmbedL {
   static cudaError_t run(const void* table, std::int64_t hidden, const std::int32_t* ids, int batch, void* h,
-                         cudaStream_t st, bool pdl) {
+                         cudaStream_t st, bool pdl, float scale) {
     return launch(embedKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(256), 0, st, pdl, static_cast<const T*>(table),
-                  hidden, ids, static_cast<T*>(h));
+                  hidden, ids, static_cast<T*>(h), scale);
   }
 };
 template <typename T>
@@ -504,23 +689,41 @@ struct AddNormL {
   }
 };
 template <typename T>
+struct GemmaAddNormL {
+  static cudaError_t run(void* h, const void* y, std::int64_t ldy, const void* postW, const void* w, std::int64_t hidden,
+                         int batch, float eps, void* x, XLayout l, cudaStream_t st, bool pdl) {
+    const int threads = std::min(1024, threadsFor((hidden + 3) / 4));
+    return launch(gemmaAddNormKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(static_cast<unsigned>(threads)), 0,
+                  st, pdl, static_cast<T*>(h), static_cast<const T*>(y), ldy, static_cast<const T*>(postW),
+                  static_cast<const T*>(w), hidden, eps, static_cast<T*>(x), l.strideB, l.strideC);
+  }
+};
+template <typename T>
 struct AttnL {
-  template <int EPL, int MAXREP>
+  // Shared memory of attentionKernel<T, ..., MAXREP, PV> (its layout, in order).
+  static std::size_t smemBytes(const AttentionArgs& a, int maxRep, bool pv) {
+    const std::size_t D = static_cast<std::size_t>(a.headDim), rep = static_cast<std::size_t>(a.heads / a.kvHeads);
+    return (2 * kAttnWarps * static_cast<std::size_t>(maxRep) + rep * D + 2 * D + kAttnWarps * rep * D) * sizeof(float) +
+           (2 * D + (pv ? 2 : 1) * kAttnWarps * 32 * (D + 8)) * sizeof(T);
+  }
+  template <int EPL, int MAXREP, bool PV>
   static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
     const int S = attentionSplits(a.capacity);
-    const int rep = a.heads / a.kvHeads;
-    const std::size_t smem =
-        (static_cast<std::size_t>(rep) * a.headDim * (1 + kAttnWarps) + a.headDim + 2 * kAttnWarps * MAXREP) *
-            sizeof(float) +
-        static_cast<std::size_t>(kAttnWarps) * 32 * (a.headDim + 8) * sizeof(T);
+    const std::size_t smem = smemBytes(a, MAXREP, PV);
     if (smem > 48 * 1024) {
-      const cudaError_t e = cudaFuncSetAttribute(attentionKernel<T, EPL, MAXREP>,
+      const cudaError_t e = cudaFuncSetAttribute(attentionKernel<T, EPL, MAXREP, PV>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
     }
-    return launch(attentionKernel<T, EPL, MAXREP>,
+    return launch(attentionKernel<T, EPL, MAXREP, PV>,
                   dim3(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch)),
                   dim3(kAttnWarps * 32), smem, st, pdl, a, ws);
+  }
+  // The value rows prefetched with the keys where both fit (all but fp32 with wide heads).
+  template <int EPL, int MAXREP>
+  static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
+    if (smemBytes(a, MAXREP, true) <= 160 * 1024) return go<EPL, MAXREP, true>(a, ws, st, pdl);
+    return go<EPL, MAXREP, false>(a, ws, st, pdl);
   }
   template <int EPL>
   static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
@@ -546,11 +749,29 @@ struct SiluL {
   }
 };
 template <typename T>
+struct GeluL {
+  static cudaError_t run(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, void* x, XLayout l,
+                         cudaStream_t st, bool pdl) {
+    const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((inter + 255) / 256, 1024));
+    return launch(geluMulKernel<T>, dim3(blocks, static_cast<unsigned>(batch)), dim3(256), 0, st, pdl,
+                  static_cast<const T*>(gu), ldgu, inter, static_cast<T*>(x), l.strideB, l.strideC);
+  }
+};
+template <typename T>
 struct ArgmaxL {
   static cudaError_t run(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, std::int32_t* ids,
                          cudaStream_t st, bool pdl) {
     return launch(argmaxKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(1024), 0, st, pdl,
                   static_cast<const T*>(logits), ldl, vocab, ids);
+  }
+};
+template <typename T>
+struct SoftcapArgmaxL {
+  static cudaError_t run(void* logits, std::int64_t ldl, std::int64_t vocab, int batch, float cap, std::int32_t* ids,
+                         cudaStream_t st, bool pdl) {
+    const float invCap = 1.f / cap;  // LibTorch: opmath_t(1.0) / the divisor as opmath_t
+    return launch(softcapArgmaxKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(1024), 0, st, pdl,
+                  static_cast<T*>(logits), ldl, vocab, cap, invCap, ids);
   }
 };
 template <typename V>
@@ -587,13 +808,20 @@ struct PackL {
 }  // namespace
 
 cudaError_t launchEmbedRows(const void* table, DType dtype, std::int64_t hidden, const std::int32_t* ids, int batch,
-                            void* h, cudaStream_t stream, bool pdl) {
-  return dispatch<EmbedL>(dtype, table, hidden, ids, batch, h, stream, pdl);
+                            void* h, cudaStream_t stream, bool pdl, float scale) {
+  return dispatch<EmbedL>(dtype, table, hidden, ids, batch, h, stream, pdl, scale);
 }
 
 cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const void* w, DType dtype, std::int64_t hidden,
                              int batch, float eps, void* x, XLayout layout, cudaStream_t stream, bool pdl) {
   return dispatch<AddNormL>(dtype, h, y, ldy, w, hidden, batch, eps, x, layout, stream, pdl);
+}
+
+cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const void* postW, const void* w, DType dtype,
+                               std::int64_t hidden, int batch, float eps, void* x, XLayout layout, cudaStream_t stream,
+                               bool pdl) {
+  if (y && !postW) return cudaErrorInvalidValue;
+  return dispatch<GemmaAddNormL>(dtype, h, y, ldy, postW, w, hidden, batch, eps, x, layout, stream, pdl);
 }
 
 int attentionSplits(std::int64_t capacity) { return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock); }
@@ -616,9 +844,20 @@ cudaError_t launchSiluMul(const void* gu, std::int64_t ldgu, std::int64_t inter,
   return dispatch<SiluL>(dtype, gu, ldgu, inter, batch, x, layout, stream, pdl);
 }
 
+cudaError_t launchGeluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
+                          XLayout layout, cudaStream_t stream, bool pdl) {
+  return dispatch<GeluL>(dtype, gu, ldgu, inter, batch, x, layout, stream, pdl);
+}
+
 cudaError_t launchArgmax(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype,
                          std::int32_t* ids, cudaStream_t stream, bool pdl) {
   return dispatch<ArgmaxL>(dtype, logits, ldl, vocab, batch, ids, stream, pdl);
+}
+
+cudaError_t launchSoftcapArgmax(void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype, float cap,
+                                std::int32_t* ids, cudaStream_t stream, bool pdl) {
+  if (!(cap > 0)) return cudaErrorInvalidValue;
+  return dispatch<SoftcapArgmaxL>(dtype, logits, ldl, vocab, batch, cap, ids, stream, pdl);
 }
 
 cudaError_t launchUnpackBitmask(const void* values, const std::uint32_t* masks, DType valueType, std::int64_t rows,

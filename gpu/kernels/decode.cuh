@@ -34,18 +34,27 @@ struct XLayout {
   std::int64_t strideC = 1;
 };
 
-// h[b, :] = table[ids[b], :]  (ids int32, batch rows).
+// h[b, :] = table[ids[b], :]  (ids int32, batch rows); with scale != 1,
+// round(table[ids[b], :] * scale) (Gemma 3: sqrt(hidden), already rounded to the dtype).
 cudaError_t launchEmbedRows(const void* table, DType dtype, std::int64_t hidden, const std::int32_t* ids, int batch,
-                            void* h, cudaStream_t stream, bool pdl = false);
+                            void* h, cudaStream_t stream, bool pdl = false, float scale = 1.f);
 
 // With y: h[b] = round(h[b] + y[b]) (y row b at y + b * ldy). Then
 // x[b] = round(w * round(h[b] * rsqrt(mean(h[b]^2) + eps))), written in `layout`.
 cudaError_t launchAddRmsNorm(void* h, const void* y, std::int64_t ldy, const void* w, DType dtype, std::int64_t hidden,
                              int batch, float eps, void* x, XLayout layout, cudaStream_t stream, bool pdl = false);
 
+// Gemma 3's residual step, with its RMSNorm gnorm(v, w) = v * rsqrt(mean(v^2) + eps) * (1 + w)
+// in fp32, rounded once. With y: h[b] = round(h[b] + round(gnorm(y[b], postW))) (the
+// attention or MLP output normalised before the residual add). Then
+// x[b] = round(gnorm(h[b], w)), written in `layout`.
+cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const void* postW, const void* w, DType dtype,
+                               std::int64_t hidden, int batch, float eps, void* x, XLayout layout, cudaStream_t stream,
+                               bool pdl = false);
+
 // Grouped-query attention of one new token per row, from the fused q|k|v projection
 // output qkv [batch][ldqkv]: per-head RMSNorm of q and k where qNorm/kNorm are given
-// (Qwen3), rotary embedding at position slot - pad[b] (cos/sin: [positions, headDim]),
+// (Qwen3; Gemma 3's (1 + w) norm with gemmaNorm), rotary embedding at position slot - pad[b] (cos/sin: [positions, headDim]),
 // the new key and value written to the caches [batch, kvHeads, capacity, headDim] at
 // `slot`, then attention over the cache slots [pad[b], slot] (the last `window` of
 // them with a sliding window), split along the slots
@@ -58,9 +67,10 @@ struct AttentionArgs {
   const void* qkv = nullptr;
   std::int64_t ldqkv = 0;
   const void* qkvBias = nullptr;  // [heads + 2 kvHeads] x headDim, added to qkv (Qwen2); or none
-  int window = 0;                 // > 0: a sliding window of that many positions (Mistral)
+  int window = 0;                 // > 0: a sliding window of that many positions (Mistral, Gemma 3's sliding layers)
   const void* qNorm = nullptr;
   const void* kNorm = nullptr;
+  bool gemmaNorm = false;         // q/k norms scale by (1 + w) in fp32, rounded once (Gemma 3)
   float eps = 1e-6f;
   const void* cos = nullptr;
   const void* sin = nullptr;
@@ -85,10 +95,18 @@ cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* wo
 // u = gu[b * ldgu + inter + i] (the fused gate|up projection output).
 cudaError_t launchSiluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
                           XLayout layout, cudaStream_t stream, bool pdl = false);
+// The same with GELU-tanh (Gemma 3): x[b, i] = round(round(gelu_tanh(g)) * u).
+cudaError_t launchGeluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
+                          XLayout layout, cudaStream_t stream, bool pdl = false);
 
 // ids[b] = argmax of logits row b (the lowest index among equal maxima).
 cudaError_t launchArgmax(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype,
                          std::int32_t* ids, cudaStream_t stream, bool pdl = false);
+// Final logit soft-capping, in place, then the argmax of the capped row (Gemma 3):
+// logits[b, i] = round(round(tanh(round(logits[b, i] * round_f32(1 / cap)))) * cap),
+// as LibTorch's CUDA `tanh(x / cap) * cap` rounds in the logits' dtype; cap > 0.
+cudaError_t launchSoftcapArgmax(void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype, float cap,
+                                std::int32_t* ids, cudaStream_t stream, bool pdl = false);
 
 // The bitmask device layout (gpu/kernels/spmv.cuh) back to a dense row-major
 // [rows, cols] matrix of `outType` (zeros where pruned), for prefill and fp32.
