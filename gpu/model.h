@@ -64,8 +64,8 @@ struct LoadOptions {
   // entries, the rest are zero (ties at the threshold are kept). One p for
   // every layer, or per layer (activationSparsityPerLayer, one value per
   // layer, overrides it when not empty). 0: dense inputs. Observers see the
-  // inputs before they are sparsified. Decode steps then run the eager forward
-  // pass (the CUDA graph engine has no activation sparsity).
+  // inputs before they are sparsified. On CUDA the decode engine applies it
+  // too (a row kernel on each projection input, gpu/kernels/actsparse.cu).
   double activationSparsity = 0;
   std::vector<double> activationSparsityPerLayer{};
   // Activation sparsity by fixed thresholds instead (TEAL): an entry of a
