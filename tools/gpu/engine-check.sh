@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU machine, one call: build sdw-cli and the engine's GPU suites, run
+# them (test_engine_cuda, test_model_cuda, test_actsparse_cuda), profile one
+# attention kernel of a Llama-3.1-8B-shaped step with Nsight Compute (detailed
+# set), then compute-sanitizer: memcheck, racecheck and synccheck over the
+# engine's graph and packed-model functions and the activation-sparsity kernel,
+# and racecheck over every data row of test_spmv_cuda's matchesReference in 10
+# processes. Everything lands in $OUT/results.tgz (or out/gpu).
+#   tools/gpu/engine-check.sh
+#   ENGINE_CHECK_SANITIZE=0 ...   no sanitizers
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+. tools/gpu/env.sh
+top=${OUT:-$root/out/gpu}
+O=$top/r
+mkdir -p "$O"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
+git log --oneline -1 2>/dev/null | tee -a "$O/machine.txt"
+cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
+  -DOpenGL_GL_PREFERENCE=GLVND > "$O/configure.log" 2>&1
+cmake --build --preset gpu -j "$(nproc)" --target sdw-cli test_engine_cuda test_model_cuda test_actsparse_cuda \
+  test_spmv_cuda > "$O/build.log" 2>&1 || { grep -E "error" -A3 "$O/build.log" | head -40; }
+(cd build-gpu && timeout 240 ctest -R "test_engine_cuda|test_model_cuda|test_actsparse_cuda" --output-on-failure -V) \
+  > "$O/ctest-decode.log" 2>&1
+grep -E "Totals|FAIL!|Loc:|Test +#" "$O/ctest-decode.log" | cut -c1-200 | head -30
+ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$ncu" ]; then
+  timeout 90 "$ncu" --graph-profiling node --set detailed -k regex:attentionKernel -s 40 -c 1 --cache-control none \
+    --clock-control none build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense --batch 1 --tokens 2 \
+    --warmup 1 > "$O/ncu-attention.txt" 2>&1
+  grep -E "Grid Size|Block Size|Duration|Registers Per|Memory Throughput|DRAM Throughput|Achieved Occupancy|Dynamic Shared" \
+    "$O/ncu-attention.txt" | head -20
+fi
+if [ "${ENGINE_CHECK_SANITIZE:-1}" = 1 ]; then
+  SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-280} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
+    SANITIZE_SUITES="test_engine_cuda@graphEqualsLaunches,sparseHoldsNoDenseCopy test_actsparse_cuda@rowsMatchEagerFunctions" \
+    tools/gpu/sanitize.sh > /dev/null 2>&1 &
+  SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-280} OUT=$O/s2 SANITIZE_TOOLS=racecheck SANITIZE_SUITES="" \
+    SANITIZE_SHARDS="test_spmv_cuda:matchesReference:10" tools/gpu/sanitize.sh > /dev/null 2>&1 &
+  wait
+  cat "$O/s1/sanitize.log" "$O/s2/sanitize.log"
+fi
+tar -C "$top" -czf "$top/results.tgz" r && rm -rf "$O"
