@@ -16,7 +16,7 @@ top=${OUT:-$root/out/gpu}
 O=$top/r
 mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
-git log --oneline -1 2>/dev/null | tee -a "$O/machine.txt"
+echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
 cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
   -DOpenGL_GL_PREFERENCE=GLVND > "$O/configure.log" 2>&1
 cmake --build --preset gpu -j "$(nproc)" --target sdw-cli test_engine_cuda test_model_cuda test_actsparse_cuda \
