@@ -29,14 +29,14 @@ if [ -n "$ncu" ]; then
   timeout 90 "$ncu" --graph-profiling node --set detailed -k regex:attentionKernel -s 40 -c 1 --cache-control none \
     --clock-control none build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense --batch 1 --tokens 2 \
     --warmup 1 > "$O/ncu-attention.txt" 2>&1
-  grep -E "Grid Size|Block Size|Duration|Registers Per|Memory Throughput|DRAM Throughput|Achieved Occupancy|Dynamic Shared" \
-    "$O/ncu-attention.txt" | head -20
+  grep -E "Grid Size|Block Size|Duration|Registers Per|Memory Throughput|DRAM Throughput|Achieved Occupancy|Dynamic Shared|Warp Cycles Per|Issued Warp|No Eligible|Executed Ipc|L2 Hit|Elapsed Cycles|SM Frequency" \
+    "$O/ncu-attention.txt" | head -30
 fi
 if [ "${ENGINE_CHECK_SANITIZE:-1}" = 1 ]; then
-  SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-280} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
+  SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
     SANITIZE_SUITES="test_engine_cuda@graphEqualsLaunches,sparseHoldsNoDenseCopy test_actsparse_cuda@rowsMatchEagerFunctions" \
     tools/gpu/sanitize.sh > /dev/null 2>&1 &
-  SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-280} OUT=$O/s2 SANITIZE_TOOLS=racecheck SANITIZE_SUITES="" \
+  SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s2 SANITIZE_TOOLS=racecheck SANITIZE_SUITES="" \
     SANITIZE_SHARDS="test_spmv_cuda:matchesReference:10" tools/gpu/sanitize.sh > /dev/null 2>&1 &
   wait
   cat "$O/s1/sanitize.log" "$O/s2/sanitize.log"
