@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-$root/out/gpu}
 mkdir -p "$out/sanitize"
-suites=${SANITIZE_SUITES:-test_spmv_cuda test_spmspv_cuda test_colstats_cuda test_sparsegpt_cuda test_engine_cuda}
+suites=${SANITIZE_SUITES-test_spmv_cuda test_spmspv_cuda test_colstats_cuda test_sparsegpt_cuda test_engine_cuda}
 secs=${SANITIZE_TIMEOUT:-240}
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 [ -n "$san" ] || { echo "compute-sanitizer not found" | tee "$out/sanitize.log"; exit 1; }
