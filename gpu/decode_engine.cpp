@@ -479,6 +479,8 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   const ModelConfig& c = m.config;
   EngineState& e = *m.engine;
   auto g = std::make_unique<DecodeGraph>();
+  // Profiling aid (docs/decode-engine.md): one shared-memory carveout for every kernel of ours.
+  if (const char* env = std::getenv("SDW_ENGINE_CARVEOUT")) kernels::setPreferredCarveout(std::atoi(env));
   if (const char* env = std::getenv("SDW_ENGINE_SKIP")) {
     std::stringstream list(env);
     for (std::string v; std::getline(list, v, ',');) {

@@ -824,6 +824,8 @@ cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const v
   return dispatch<GemmaAddNormL>(dtype, h, y, ldy, postW, w, hidden, batch, eps, x, layout, stream, pdl);
 }
 
+void setPreferredCarveout(int percent) { detail::preferredCarveout() = percent < 0 ? -1 : std::min(percent, 100); }
+
 int attentionSplits(std::int64_t capacity) { return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock); }
 
 std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity) {

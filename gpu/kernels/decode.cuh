@@ -86,6 +86,10 @@ struct AttentionArgs {
   XLayout layout;
   unsigned* counters = nullptr;
 };
+// Profiling aid: every later launch of our kernels asks for this shared-memory carveout
+// (percent, 0-100; -1: the driver's choice per kernel, the default).
+void setPreferredCarveout(int percent);
+
 int attentionSplits(std::int64_t capacity);  // slot blocks of 128
 std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity);
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,

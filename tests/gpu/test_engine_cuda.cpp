@@ -292,6 +292,47 @@ class TestEngineCuda : public QObject {
     }
   }
 
+  // Small enough for compute-sanitizer (tools/gpu/engine-check.sh): every kernel of the
+  // step (each family's variants, every linear, an N:M pattern, a ragged batch of 3 and
+  // batch 1, run-time activation sparsity) on 2-layer random models with 4 decode steps,
+  // the graph and the launches one by one; they agree bitwise.
+  void smallStepsForSanitizers_data() {
+    QTest::addColumn<QString>("arch");
+    QTest::addColumn<int>("linear");
+    for (const char* arch : {"llama", "qwen3", "gemma3"})
+      for (const Linear l : {Linear::Cublas, Linear::Dense, Linear::Sparse})
+        QTest::addRow("%s %s", arch, linearName(l).c_str()) << arch << static_cast<int>(l);
+  }
+  void smallStepsForSanitizers() {
+    QFETCH(QString, arch);
+    QFETCH(int, linear);
+    if (arch == "gemma3" && !fs::exists(kRef / "gemma3-tiny")) QSKIP("tests/data/reference/gemma3-tiny is missing");
+    ModelConfig c = shape(arch);
+    c.numLayers = 2;
+    c.hiddenSize = 256;
+    c.intermediateSize = 512;
+    c.vocabSize = 512;
+    for (const bool sparsity : {false, true}) {
+      LoadOptions g = opts("bfloat16", static_cast<Linear>(linear), true, true);
+      LoadOptions u = opts("bfloat16", static_cast<Linear>(linear), true, false);
+      if (sparsity) g.activationSparsity = u.activationSparsity = 0.5;
+      const auto mg = Model::randomInit(c, g, 3, 0.05);
+      const auto mu = Model::randomInit(c, u, 3, 0.05);
+      QVERIFY(QString::fromStdString(mg->engineDescription()).startsWith("CUDA graph"));
+      GenerationOptions go;
+      go.maxNewTokens = 4;
+      go.keepLogits = true;
+      for (const int batch : {1, 3}) {
+        const auto ps = prompts(batch, c.vocabSize);
+        const auto a = mg->generateBatch(ps, go), b = mu->generateBatch(ps, go);
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          QCOMPARE(a[i].tokens, b[i].tokens);
+          QVERIFY(a[i].logits == b[i].logits);
+        }
+      }
+    }
+  }
+
   // The captured graph replays exactly what the kernels compute launched one by one.
   void graphEqualsLaunches() {
     for (const Linear l : {Linear::Cublas, Linear::Dense, Linear::Sparse}) {

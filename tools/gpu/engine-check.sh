@@ -3,8 +3,8 @@
 # them (test_engine_cuda, test_model_cuda, test_actsparse_cuda), profile one
 # attention kernel of a Llama-3.1-8B-shaped step with Nsight Compute (detailed
 # set), then compute-sanitizer: memcheck, racecheck and synccheck over the
-# engine's graph and packed-model functions and the activation-sparsity kernel,
-# and racecheck over every data row of test_spmv_cuda's matchesReference in 10
+# engine (smallStepsForSanitizers) and the activation-sparsity kernel,
+# and racecheck over every data row of test_spmv_cuda's matchesReference in 16
 # processes. Everything lands in $OUT/results.tgz (or out/gpu).
 #   tools/gpu/engine-check.sh
 #   ENGINE_CHECK_SANITIZE=0 ...   no sanitizers
@@ -34,10 +34,10 @@ if [ -n "$ncu" ]; then
 fi
 if [ "${ENGINE_CHECK_SANITIZE:-1}" = 1 ]; then
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
-    SANITIZE_SUITES="test_engine_cuda@graphEqualsLaunches,sparseHoldsNoDenseCopy test_actsparse_cuda@rowsMatchEagerFunctions" \
+    SANITIZE_SUITES="test_engine_cuda@smallStepsForSanitizers test_actsparse_cuda@rowsMatchEagerFunctions" \
     tools/gpu/sanitize.sh > /dev/null 2>&1 &
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s2 SANITIZE_TOOLS=racecheck SANITIZE_SUITES="" \
-    SANITIZE_SHARDS="test_spmv_cuda:matchesReference:10" tools/gpu/sanitize.sh > /dev/null 2>&1 &
+    SANITIZE_SHARDS="test_spmv_cuda:matchesReference:${SPMV_SHARDS:-16}" tools/gpu/sanitize.sh > /dev/null 2>&1 &
   wait
   cat "$O/s1/sanitize.log" "$O/s2/sanitize.log"
 fi
