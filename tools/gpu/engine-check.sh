@@ -5,7 +5,9 @@
 # set), then compute-sanitizer: memcheck, racecheck and synccheck over the
 # engine (smallStepsForSanitizers) and the activation-sparsity kernel,
 # and racecheck over every data row of test_spmv_cuda's matchesReference in 16
-# processes. Everything lands in $OUT/results.tgz (or out/gpu).
+# processes, each row every 4th configuration of its launch space (the rows of a
+# space together reach all of it; SPMV_CONFIG_STRIDE=1: all on every row).
+# Everything lands in $OUT/results.tgz (or out/gpu).
 #   tools/gpu/engine-check.sh
 #   ENGINE_CHECK_SANITIZE=0 ...   no sanitizers
 set -u
@@ -36,7 +38,7 @@ if [ "${ENGINE_CHECK_SANITIZE:-1}" = 1 ]; then
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
     SANITIZE_SUITES="test_engine_cuda@smallStepsForSanitizers test_actsparse_cuda@rowsMatchEagerFunctions" \
     tools/gpu/sanitize.sh > /dev/null 2>&1 &
-  SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s2 SANITIZE_TOOLS=racecheck SANITIZE_SUITES="" \
+  SDW_SPMV_CONFIG_STRIDE=${SPMV_CONFIG_STRIDE:-4} SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s2 SANITIZE_TOOLS=racecheck SANITIZE_SUITES="" \
     SANITIZE_SHARDS="test_spmv_cuda:matchesReference:${SPMV_SHARDS:-16}" tools/gpu/sanitize.sh > /dev/null 2>&1 &
   wait
   cat "$O/s1/sanitize.log" "$O/s2/sanitize.log"
