@@ -87,6 +87,8 @@ PY
   else
     echo "no ncu on this machine"
   fi
+  # One archive for the breakdown's files (a call brings back only a few files).
+  (cd "$out" && tar -czf breakdown.tgz breakdown-*.json ncu-step.txt 2>/dev/null && rm -f breakdown-*.json ncu-step.txt)
 elif [ "${DECODE_FULL:-0}" = 1 ]; then
   bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
     --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
