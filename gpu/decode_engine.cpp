@@ -704,16 +704,10 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     if (norms) addNorm(g.yO.data_ptr(), &W.postNorm, gemma ? W.preFfnNorm : W.postNorm, g.sHidden, "post-attention norm");
     sparsify(g.sHidden, l, ProjectionInput::GateUp, "gate|up input sparsity");
     for (const auto& op : g.ops[l][2]) runLinear(g, op, g.sHidden, g.yGu, st);
-    if (swiglu) {
-      if (gemma)
-        ck(kernels::launchGeluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
-                                  g.sInter.layout(), st, pdl),
-           "GELU-tanh");
-      else
-        ck(kernels::launchSiluMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
-                                  g.sInter.layout(), st, pdl),
-           "SwiGLU");
-    }
+    if (swiglu)
+      ck(kernels::launchGatedMul(g.yGu.data_ptr(), g.yGu.size(1), c.intermediateSize, B, dt, g.sInter.out(),
+                                 g.sInter.layout(), gemma, st, pdl),
+         gemma ? "GELU-tanh" : "SwiGLU");
     sparsify(g.sInter, l, ProjectionInput::Down, "down input sparsity");
     for (const auto& op : g.ops[l][3]) runLinear(g, op, g.sInter, g.yDown, st);
     prevY = g.yDown.data_ptr();

@@ -498,18 +498,6 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
 }
 
-template <typename T>
-__global__ void siluMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std::int64_t inter, T* __restrict__ x,
-                              std::int64_t sB, std::int64_t sC) {
-  prologue();
-  const int b = blockIdx.y;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < inter;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float g = toF<T>(gu[b * ldgu + i]), u = toF<T>(gu[b * ldgu + inter + i]);
-    const float sg = rnd<T>(g / (1.f + __expf(-g)));
-    x[b * sB + i * sC] = fromF<T>(sg * u);
-  }
-}
 
 // gelu(x, approximate="tanh") as LibTorch's CUDA kernel computes it (in fp32, its constants).
 __device__ __forceinline__ float geluTanh(float x) {
@@ -521,15 +509,17 @@ __device__ __forceinline__ float geluTanh(float x) {
   return 0.5f * x * (1.f + tanhf(inner));
 }
 
-template <typename T>
-__global__ void geluMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std::int64_t inter, T* __restrict__ x,
-                              std::int64_t sB, std::int64_t sC) {
+// x = round(act(g)) * u for the fused gate|up output: SiLU (Llama, Qwen) or GELU-tanh (Gemma 3).
+template <typename T, bool GELU>
+__global__ void gatedMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std::int64_t inter, T* __restrict__ x,
+                               std::int64_t sB, std::int64_t sC) {
   prologue();
   const int b = blockIdx.y;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < inter;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const float g = toF<T>(gu[b * ldgu + i]), u = toF<T>(gu[b * ldgu + inter + i]);
-    x[b * sB + i * sC] = fromF<T>(rnd<T>(geluTanh(g)) * u);
+    const float act = GELU ? geluTanh(g) : g / (1.f + __expf(-g));
+    x[b * sB + i * sC] = fromF<T>(rnd<T>(act) * u);
   }
 }
 
@@ -740,21 +730,13 @@ struct AttnL {
   }
 };
 template <typename T>
-struct SiluL {
-  static cudaError_t run(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, void* x, XLayout l,
+struct GatedL {
+  static cudaError_t run(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, void* x, XLayout l, bool gelu,
                          cudaStream_t st, bool pdl) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((inter + 255) / 256, 1024));
-    return launch(siluMulKernel<T>, dim3(blocks, static_cast<unsigned>(batch)), dim3(256), 0, st, pdl,
-                  static_cast<const T*>(gu), ldgu, inter, static_cast<T*>(x), l.strideB, l.strideC);
-  }
-};
-template <typename T>
-struct GeluL {
-  static cudaError_t run(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, void* x, XLayout l,
-                         cudaStream_t st, bool pdl) {
-    const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((inter + 255) / 256, 1024));
-    return launch(geluMulKernel<T>, dim3(blocks, static_cast<unsigned>(batch)), dim3(256), 0, st, pdl,
-                  static_cast<const T*>(gu), ldgu, inter, static_cast<T*>(x), l.strideB, l.strideC);
+    return launch(gelu ? gatedMulKernel<T, true> : gatedMulKernel<T, false>, dim3(blocks, static_cast<unsigned>(batch)),
+                  dim3(256), 0, st, pdl, static_cast<const T*>(gu), ldgu, inter, static_cast<T*>(x), l.strideB,
+                  l.strideC);
   }
 };
 template <typename T>
@@ -841,14 +823,9 @@ cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* wo
   return dispatch<AttnL>(dtype, a, workspace, stream, pdl);
 }
 
-cudaError_t launchSiluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
-                          XLayout layout, cudaStream_t stream, bool pdl) {
-  return dispatch<SiluL>(dtype, gu, ldgu, inter, batch, x, layout, stream, pdl);
-}
-
-cudaError_t launchGeluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
-                          XLayout layout, cudaStream_t stream, bool pdl) {
-  return dispatch<GeluL>(dtype, gu, ldgu, inter, batch, x, layout, stream, pdl);
+cudaError_t launchGatedMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
+                           XLayout layout, bool gelu, cudaStream_t stream, bool pdl) {
+  return dispatch<GatedL>(dtype, gu, ldgu, inter, batch, x, layout, gelu, stream, pdl);
 }
 
 cudaError_t launchArgmax(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype,

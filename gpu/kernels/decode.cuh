@@ -95,13 +95,11 @@ std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
                                   bool pdl = false);
 
-// x[b, i] = round(round(silu(g)) * u) for i < inter, with g = gu[b * ldgu + i] and
-// u = gu[b * ldgu + inter + i] (the fused gate|up projection output).
-cudaError_t launchSiluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
-                          XLayout layout, cudaStream_t stream, bool pdl = false);
-// The same with GELU-tanh (Gemma 3): x[b, i] = round(round(gelu_tanh(g)) * u).
-cudaError_t launchGeluMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
-                          XLayout layout, cudaStream_t stream, bool pdl = false);
+// x[b, i] = round(round(act(g)) * u) for i < inter, with g = gu[b * ldgu + i] and
+// u = gu[b * ldgu + inter + i] (the fused gate|up projection output); act is SiLU,
+// or GELU-tanh with `gelu` (Gemma 3).
+cudaError_t launchGatedMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,
+                           XLayout layout, bool gelu, cudaStream_t stream, bool pdl = false);
 
 // ids[b] = argmax of logits row b (the lowest index among equal maxima).
 cudaError_t launchArgmax(const void* logits, std::int64_t ldl, std::int64_t vocab, int batch, DType dtype,

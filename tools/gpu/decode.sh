@@ -64,7 +64,7 @@ if [ "${DECODE_BREAKDOWN:-0}" = 1 ]; then
   ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   if [ -n "$ncu" ]; then
     timeout 240 "$ncu" --graph-profiling node --cache-control none --clock-control none \
-      -k "regex:attention|addRmsNorm|siluMul|embed|argmax|Norm|denseGemv" -c 60 --metrics gpu__time_duration.sum \
+      -k "regex:attention|addRmsNorm|gatedMul|embed|argmax|Norm|denseGemv" -c 60 --metrics gpu__time_duration.sum \
       build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense --batch 1 --tokens 2 --warmup 1 \
       > "$out/ncu-step.txt" 2>&1 || echo "ncu failed (exit $?)"
     python3 - "$out/ncu-step.txt" <<'PY' | tee -a "$out/bench.log"
