@@ -81,6 +81,32 @@ class TestModelPanel : public QObject {
     return loaded.wait(30000) || loaded.count() == 1;
   }
 
+  // Generates 12 greedy tokens after "The jury said" through the panel; true when it
+  // ended without an error.
+  bool generateInPanel() {
+    GenerateSettings s;
+    s.prompt = QStringLiteral("The jury said");
+    s.maxNewTokens = 12;
+    s.temperature = 0;
+    s.chatFormat = false;
+    panel_->setGenerateSettings(s);
+    QSignalSpy ended(controller_.get(), &ModelController::generationEnded);
+    button(panel_.get(), "generate")->click();
+    if (!ended.wait(30000) && ended.count() == 0) return false;
+    return !ended.first().at(1).toBool();
+  }
+  // What the runtime itself generates for generateInPanel() with the sample loaded as `lo`.
+  static QString runtimeGreedyText(const sdw::gpu::LoadOptions& lo) {
+    const std::filesystem::path dir = QFile::encodeName(sdw::app::sampleModelDir()).toStdString();
+    const sdw::Tokenizer tok = sdw::Tokenizer::fromFile(dir / "tokenizer.json");
+    sdw::gpu::GenerationOptions o;
+    o.maxNewTokens = 12;
+    o.stopIds = tok.stopIds();
+    const auto ids = sdw::encodePrompt(tok, sdw::ChatFamily::Plain, "The jury said");
+    const auto model = sdw::gpu::Model::load(dir, lo);
+    return QString::fromStdString(tok.decode(model->generate(ids, o).tokens, /*skipSpecialTokens=*/true));
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     config_ = sampleConfig();
@@ -458,26 +484,10 @@ class TestModelPanel : public QObject {
 
     // It generates, with sparsified inputs: the greedy text is the runtime's
     // own at p_x 0.5.
-    GenerateSettings s;
-    s.prompt = QStringLiteral("The jury said");
-    s.maxNewTokens = 12;
-    s.temperature = 0;
-    s.chatFormat = false;
-    panel_->setGenerateSettings(s);
-    QSignalSpy ended(controller_.get(), &ModelController::generationEnded);
-    button(panel_.get(), "generate")->click();
-    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 30000);
-    QCOMPARE(ended.first().at(1).toBool(), false);
-    const std::filesystem::path dir = QFile::encodeName(sdw::app::sampleModelDir()).toStdString();
-    const sdw::Tokenizer tok = sdw::Tokenizer::fromFile(dir / "tokenizer.json");
-    sdw::gpu::GenerationOptions o;
-    o.maxNewTokens = 12;
-    o.stopIds = tok.stopIds();
-    const auto ids = sdw::encodePrompt(tok, sdw::ChatFamily::Plain, "The jury said");
-    auto sparse = sdw::gpu::Model::load(
-        dir, {.device = "cpu", .dtype = controller_->summary().dtype.toStdString(), .activationSparsity = 0.5});
+    QVERIFY(generateInPanel());
     QCOMPARE(panel_->generatedText(),
-             QString::fromStdString(tok.decode(sparse->generate(ids, o).tokens, /*skipSpecialTokens=*/true)));
+             runtimeGreedyText(
+                 {.device = "cpu", .dtype = controller_->summary().dtype.toStdString(), .activationSparsity = 0.5}));
 
     // Another engine reloads with the p_x the field shows.
     panel_->setEngineChoice(QStringLiteral("dense"));
@@ -583,28 +593,12 @@ class TestModelPanel : public QObject {
                                             controller_->summary().dtype));
 
     // It generates with those thresholds: the greedy text is the runtime's own.
-    GenerateSettings s;
-    s.prompt = QStringLiteral("The jury said");
-    s.maxNewTokens = 12;
-    s.temperature = 0;
-    s.chatFormat = false;
-    panel_->setGenerateSettings(s);
-    QSignalSpy ended(controller_.get(), &ModelController::generationEnded);
-    button(panel_.get(), "generate")->click();
-    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 30000);
-    QCOMPARE(ended.first().at(1).toBool(), false);
-    const std::filesystem::path dir = QFile::encodeName(sdw::app::sampleModelDir()).toStdString();
-    const sdw::Tokenizer tok = sdw::Tokenizer::fromFile(dir / "tokenizer.json");
-    sdw::gpu::GenerationOptions o;
-    o.maxNewTokens = 12;
-    o.stopIds = tok.stopIds();
+    QVERIFY(generateInPanel());
     sdw::gpu::LoadOptions lo{.device = "cpu", .dtype = controller_->summary().dtype.toStdString()};
-    lo.activationThresholds = sdw::gpu::thresholdsForModel(expected, sdw::gpu::loadModelConfig(dir));
+    lo.activationThresholds = sdw::gpu::thresholdsForModel(
+        expected, sdw::gpu::loadModelConfig(QFile::encodeName(sdw::app::sampleModelDir()).toStdString()));
     QCOMPARE(lo.activationThresholds.size(), std::size_t(config_.value(QStringLiteral("num_hidden_layers")).toInt()));
-    auto thresholded = sdw::gpu::Model::load(dir, lo);
-    const auto ids = sdw::encodePrompt(tok, sdw::ChatFamily::Plain, "The jury said");
-    QCOMPARE(panel_->generatedText(),
-             QString::fromStdString(tok.decode(thresholded->generate(ids, o).tokens, /*skipSpecialTokens=*/true)));
+    QCOMPARE(panel_->generatedText(), runtimeGreedyText(lo));
     QVERIFY2(panel_->generationStatusText().endsWith(QStringLiteral(" · p_x 0.50 (thresholds: calib-samples)")),
              qPrintable(panel_->generationStatusText()));
 
