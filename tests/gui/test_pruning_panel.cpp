@@ -134,6 +134,19 @@ class TestPruningPanel : public QObject {
   QString path(const char* name) const { return dir_.filePath(QLatin1String(name)); }
 
   // Waits for the job's end and returns its outcome.
+  // The panel's evaluation defaults cut to a tiny run of `models`: one seed, 2 prompts of
+  // 4 new tokens, 2 windows of 16, one side-by-side sample.
+  sdw::widgets::EvaluateForm tinyEvaluation(const QStringList& models) const {
+    sdw::widgets::EvaluateForm e = panel_->evaluateDefaults();
+    e.models = models;
+    e.seeds = QStringLiteral("0");
+    e.maxNewTokens = 4;
+    e.maxPrompts = 2;
+    e.windows = 2;
+    e.window = 16;
+    e.sideBySide = 1;
+    return e;
+  }
   PruningPanel::Outcome waitEnd(QSignalSpy& ended, int ms) {
     if (ended.isEmpty() && !ended.wait(ms)) return PruningPanel::Outcome::Failed;
     return ended.last().at(1).value<PruningPanel::Outcome>();
@@ -594,15 +607,8 @@ class TestPruningPanel : public QObject {
   void evaluateTiny() {
     QVERIFY(!pruned_.isEmpty());
     QVERIFY(panel_->prunedCandidates().contains(pruned_));  // offered by the Evaluate… dialog
-    sdw::widgets::EvaluateForm e = panel_->evaluateDefaults();
-    QVERIFY(e.models.contains(pruned_));
-    e.models = QStringList{pruned_};
-    e.seeds = QStringLiteral("0");
-    e.maxNewTokens = 4;
-    e.maxPrompts = 2;
-    e.windows = 2;
-    e.window = 16;
-    e.sideBySide = 1;
+    QVERIFY(panel_->evaluateDefaults().models.contains(pruned_));
+    sdw::widgets::EvaluateForm e = tinyEvaluation({pruned_});
     QSignalSpy ended(controller_.get(), &PruningController::jobEnded);
     QVERIFY(controller_->evaluate(e) != 0);
     QCOMPARE(waitEnd(ended, 180000), PruningPanel::Outcome::Complete);
@@ -669,14 +675,7 @@ class TestPruningPanel : public QObject {
   void evaluateUnderActivationSparsity() {
     QVERIFY(!pruned_.isEmpty());
     QVERIFY(!duo_.isEmpty());
-    sdw::widgets::EvaluateForm e = panel_->evaluateDefaults();
-    e.models = QStringList{pruned_, duo_};  // SparseGPT and DuoGPT under the same p_x
-    e.seeds = QStringLiteral("0");
-    e.maxNewTokens = 4;
-    e.maxPrompts = 2;
-    e.windows = 2;
-    e.window = 16;
-    e.sideBySide = 1;
+    sdw::widgets::EvaluateForm e = tinyEvaluation({pruned_, duo_});  // SparseGPT and DuoGPT under the same p_x
     e.activationSparsity = 0.5;
     QSignalSpy started(controller_.get(), &PruningController::jobStarted);
     QSignalSpy ended(controller_.get(), &PruningController::jobEnded);
@@ -776,14 +775,7 @@ class TestPruningPanel : public QObject {
   void evaluateUnderActivationThresholds() {
     QVERIFY(!pruned_.isEmpty());
     QVERIFY(!samples_.isEmpty());
-    sdw::widgets::EvaluateForm e = panel_->evaluateDefaults();
-    e.models = QStringList{pruned_};
-    e.seeds = QStringLiteral("0");
-    e.maxNewTokens = 4;
-    e.maxPrompts = 2;
-    e.windows = 2;
-    e.window = 16;
-    e.sideBySide = 1;
+    sdw::widgets::EvaluateForm e = tinyEvaluation({pruned_});
     e.activationSparsity = 0.5;
     e.activationThresholds = samples_;
     QSignalSpy started(controller_.get(), &PruningController::jobStarted);
