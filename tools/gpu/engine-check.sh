@@ -10,6 +10,12 @@
 # Everything lands in $OUT/results.tgz (or out/gpu).
 #   tools/gpu/engine-check.sh
 #   ENGINE_CHECK_SANITIZE=0 ...   no sanitizers
+#   ENGINE_CHECK_TESTS=0 ENGINE_CHECK_NCU=0 ...   neither the suites nor the profile
+#   ENGINE_CHECK_AB=1 ...         first the Llama-3.1-8B batch-1 step as it is, with one shared-memory
+#                                 carveout for all kernels, and without PDL (dense, sparse 2:4)
+#   ENGINE_SHARDS=9 ...           smallStepsForSanitizers's rows one process each (not the
+#                                 activation-sparsity suite) under every tool
+#   SPMV_ROWS_DONE=FILE ...       the SpMV rows already raced clean at this code are left out
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -23,11 +29,24 @@ cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUD
   -DOpenGL_GL_PREFERENCE=GLVND > "$O/configure.log" 2>&1
 cmake --build --preset gpu -j "$(nproc)" --target sdw-cli test_engine_cuda test_model_cuda test_actsparse_cuda \
   test_spmv_cuda -- -k 0 > "$O/build.log" 2>&1 || { grep -E "error" -A3 "$O/build.log" | head -40; }
-(cd build-gpu && timeout 240 ctest -R "test_engine_cuda|test_model_cuda|test_actsparse_cuda" --output-on-failure -V) \
-  > "$O/ctest-decode.log" 2>&1
-grep -E "Totals|FAIL!|Loc:|Test +#" "$O/ctest-decode.log" | cut -c1-200 | head -30
+if [ "${ENGINE_CHECK_AB:-0}" = 1 ]; then
+  for v in default carveout100 nopdl; do
+    env=() args=()
+    [ $v = carveout100 ] && env=(SDW_ENGINE_CARVEOUT=100)
+    [ $v = nopdl ] && args=(--no-pdl)
+    env "${env[@]}" build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense,sparse --patterns 2:4 --batch 1 \
+      "${args[@]}" --json --out "$O/ab-$v.json" > /dev/null 2>> "$O/ab.log"
+    python3 -c 'import json,sys; [print(sys.argv[2], r["linear"], r["pattern"] or "-", "%.1f tok/s" % r["tokens_per_second"]) for r in json.load(open(sys.argv[1]))["rows"]]' \
+      "$O/ab-$v.json" "$v" | tee -a "$O/ab.txt"
+  done
+fi
+if [ "${ENGINE_CHECK_TESTS:-1}" = 1 ]; then
+  (cd build-gpu && timeout 240 ctest -R "test_engine_cuda|test_model_cuda|test_actsparse_cuda" --output-on-failure -V) \
+    > "$O/ctest-decode.log" 2>&1
+  grep -E "Totals|FAIL!|Loc:|Test +#" "$O/ctest-decode.log" | cut -c1-200 | head -30
+fi
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-if [ -n "$ncu" ]; then
+if [ -n "$ncu" ] && [ "${ENGINE_CHECK_NCU:-1}" = 1 ]; then
   timeout 90 "$ncu" --graph-profiling node --set detailed -k regex:attentionKernel -s 40 -c 1 --cache-control none \
     --clock-control none build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense --batch 1 --tokens 2 \
     --warmup 1 > "$O/ncu-attention.txt" 2>&1
@@ -36,9 +55,10 @@ if [ -n "$ncu" ]; then
 fi
 if [ "${ENGINE_CHECK_SANITIZE:-1}" = 1 ]; then
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
-    SANITIZE_SUITES="test_engine_cuda@smallStepsForSanitizers test_actsparse_cuda@rowsMatchEagerFunctions" \
+    SANITIZE_SUITES="${ENGINE_SUITES-test_engine_cuda@smallStepsForSanitizers test_actsparse_cuda@rowsMatchEagerFunctions}" \
+    SANITIZE_SHARDS="${ENGINE_SHARDS:+test_engine_cuda:smallStepsForSanitizers:$ENGINE_SHARDS}" \
     tools/gpu/sanitize.sh > /dev/null 2>&1 &
-  SDW_SPMV_CONFIG_STRIDE=${SPMV_CONFIG_STRIDE:-4} SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s2 SANITIZE_TOOLS=racecheck SANITIZE_SUITES="" \
+  SANITIZE_ROWS_DONE=${SPMV_ROWS_DONE:-} SDW_SPMV_CONFIG_STRIDE=${SPMV_CONFIG_STRIDE:-4} SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s2 SANITIZE_TOOLS=racecheck SANITIZE_SUITES="" \
     SANITIZE_SHARDS="test_spmv_cuda:matchesReference:${SPMV_SHARDS:-16}" tools/gpu/sanitize.sh > /dev/null 2>&1 &
   wait
   cat "$O/s1/sanitize.log" "$O/s2/sanitize.log"

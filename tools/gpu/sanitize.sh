@@ -8,6 +8,7 @@
 #   (SUITE@F1,F2: only those test functions of the suite)
 #   SANITIZE_TOOLS="memcheck racecheck synccheck" (the default)
 #   SANITIZE_SHARDS="test_spmv_cuda:matchesReference:8" (a function's data rows over 8 processes)
+#   SANITIZE_ROWS_DONE=FILE (data tags, one per line, that the shards leave out: checked before)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -51,6 +52,9 @@ for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     bin=$(find build-gpu -name "$s" -type f -perm -u+x | head -1)
     [ -n "$bin" ] || { echo "$tool $s: not built" >> "$out/sanitize.log"; continue; }
     mapfile -t tags < <("$bin" -datatags | sed -n "s/^[A-Za-z_0-9]* $fn //p")
+    if [ -n "${SANITIZE_ROWS_DONE:-}" ]; then  # rows already checked at this code: left out
+      mapfile -t tags < <(printf '%s\n' "${tags[@]}" | grep -vxF -f "$SANITIZE_ROWS_DONE")
+    fi
     echo "$tool $s $fn: ${#tags[@]} data rows in $n processes" >> "$out/sanitize.log"
     for ((i = 0; i < n; i++)); do
       rows=()
