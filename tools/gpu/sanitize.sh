@@ -8,10 +8,12 @@
 #   (SUITE@F1,F2: only those test functions of the suite)
 #   SANITIZE_TOOLS="memcheck racecheck synccheck" (the default)
 #   SANITIZE_SHARDS="test_spmv_cuda:matchesReference:8" (a function's data rows over 8 processes)
+#   SANITIZE_ARGS="..." (more compute-sanitizer options, e.g. a kernel-name filter)
 #   SANITIZE_ROWS_DONE=FILE (data tags, one per line, that the shards leave out: checked before)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+. tools/gpu/env.sh  # the suites need the prefix's Qt libraries, also to list their data rows
 out=${OUT:-$root/out/gpu}
 mkdir -p "$out/sanitize"
 suites=${SANITIZE_SUITES-test_spmv_cuda test_spmspv_cuda test_colstats_cuda test_sparsegpt_cuda test_engine_cuda}
@@ -26,7 +28,7 @@ run_one() {
   shift 3
   (
     # QtTest's own watchdog (300 s per test function) must not stop a slow function first.
-    QTEST_FUNCTION_TIMEOUT=$((secs * 1000)) timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 "$bin" -maxwarnings 0 "$@" \
+    QTEST_FUNCTION_TIMEOUT=$((secs * 1000)) timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 ${SANITIZE_ARGS:-} "$bin" -maxwarnings 0 "$@" \
       > "$out/sanitize/$tool-$name.log" 2>&1
     rc=$?
     errs=$(grep -oE "ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard" "$out/sanitize/$tool-$name.log" | tail -1)
