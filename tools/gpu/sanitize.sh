@@ -21,6 +21,8 @@ secs=${SANITIZE_TIMEOUT:-240}
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 [ -n "$san" ] || { echo "compute-sanitizer not found" | tee "$out/sanitize.log"; exit 1; }
 "$san" --version | tail -1 | tee "$out/sanitize.log"
+# Its kernel filters, for SANITIZE_ARGS (e.g. to leave cuBLAS's own kernels out of racecheck).
+"$san" --help 2>/dev/null | grep -iE -A2 -- "--kernel-name|--kernel-regex|--filter" > "$out/sanitize-filters.txt"
 pids=()
 # run_one TOOL BIN NAME [QTEST ARGS...]: one sanitizer process, its log and summary line.
 run_one() {
