@@ -17,6 +17,7 @@
 #   ENGINE_SHARDS=9 ...           smallStepsForSanitizers's rows one process each (not the
 #                                 activation-sparsity suite) under every tool
 #   SPMV_ROWS_DONE=FILE ...       the SpMV rows already raced clean at this code are left out
+#   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -54,6 +55,15 @@ if [ -n "$ncu" ] && [ "${ENGINE_CHECK_NCU:-1}" = 1 ]; then
     --warmup 1 > "$O/ncu-attention.txt" 2>&1
   grep -E "Grid Size|Block Size|Duration|Registers Per|Memory Throughput|DRAM Throughput|Achieved Occupancy|Dynamic Shared|Warp Cycles Per|Issued Warp|No Eligible|Executed Ipc|L2 Hit|Elapsed Cycles|SM Frequency" \
     "$O/ncu-attention.txt" | head -30
+fi
+# The spMspV kernel on the Llama-3.1-8B gate shape at p_x 0.5 (docs/kernels.md: latency-bound).
+if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
+  cmake --build --preset gpu -j "$(nproc)" --target sdw-cli > /dev/null 2>&1
+  timeout 120 "$ncu" --set detailed -k regex:spmspvKernel -s 5 -c 1 --cache-control none --clock-control none \
+    build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096 --patterns 2:4 --activation-sparsity 0.5 --repeats 1 \
+    --no-layer --no-cusparselt > "$O/ncu-spmspv.txt" 2>&1
+  grep -E "Grid Size|Block Size|Duration|Registers Per|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Dynamic Shared|Executed Ipc|L2 Hit|Elapsed Cycles|SM Active" \
+    "$O/ncu-spmspv.txt" | head -20
 fi
 if [ "${ENGINE_CHECK_SANITIZE:-1}" = 1 ]; then
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
