@@ -17,6 +17,8 @@
 #   ENGINE_SHARDS=9 ...           smallStepsForSanitizers's rows one process each (not the
 #                                 activation-sparsity suite) under every tool
 #   SPMV_ROWS_DONE=FILE ...       the SpMV rows already raced clean at this code are left out
+#   ENGINE_CHECK_CALIBRATE=1 ...  AR calibration throughput (Llama-3.1-8B shape) and exact vs re-forward
+#                                 capture of the sample checkpoint in bf16 (tools/gpu/capture_agreement.py)
 #   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,6 +57,21 @@ if [ -n "$ncu" ] && [ "${ENGINE_CHECK_NCU:-1}" = 1 ]; then
     --warmup 1 > "$O/ncu-attention.txt" 2>&1
   grep -E "Grid Size|Block Size|Duration|Registers Per|Memory Throughput|DRAM Throughput|Achieved Occupancy|Dynamic Shared|Warp Cycles Per|Issued Warp|No Eligible|Executed Ipc|L2 Hit|Elapsed Cycles|SM Frequency" \
     "$O/ncu-attention.txt" | head -30
+fi
+# AR calibration (issue: 1M decode tokens in <= 10 min, bf16 re-forward within 1e-2 of exact
+# capture on a real checkpoint): the Llama-3.1-8B-shape throughput, then exact against
+# re-forward capture of the sample checkpoint in bf16 on the GPU, greedy.
+if [ "${ENGINE_CHECK_CALIBRATE:-0}" = 1 ]; then
+  build-gpu/bin/sdw-cli bench calibrate --config llama3-8b --tokens ${CALIBRATE_TOKENS:-8192} --exact-tokens 128 \
+    --json > "$O/calibrate-llama3-8b.json" 2> "$O/calibrate.log"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})' \
+    "$O/calibrate-llama3-8b.json"
+  for cap in exact reforward; do
+    build-gpu/bin/sdw-cli calibrate --model samples/model/brown-llama --source ar --prompts samples/prompts/brown-calib.jsonl \
+      --tokens 4096 --max-new-tokens 64 --temperature 0 --capture $cap --device cuda --dtype bfloat16 \
+      --out "/tmp/capture-$cap.sdw.h5" --force >> "$O/calibrate.log" 2>&1
+  done
+  python3 tools/gpu/capture_agreement.py /tmp/capture-exact.sdw.h5 /tmp/capture-reforward.sdw.h5 "$O/capture-agreement-bf16.json"
 fi
 # The spMspV kernel on the Llama-3.1-8B gate shape at p_x 0.5 (docs/kernels.md: latency-bound).
 if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
