@@ -101,20 +101,23 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
       hb[i] = fromF<T>(v);
     }
     ss += v * v;
+    return v;  // exactly the value stored (already rounded to T)
   };
+  // The first rows' sums stay in registers: no second trip to memory after the reduction.
+  float hk[kKeep];
 #pragma unroll
   for (int k = 0; k < kKeep; ++k) {
     const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
-    if (i < hidden) addRow(i);
+    if (i < hidden) hk[k] = addRow(i);
   }
   for (std::int64_t i = threadIdx.x + static_cast<std::int64_t>(kKeep) * blockDim.x; i < hidden; i += blockDim.x) addRow(i);
   const float r = rsqrtf(blockSum(ss) / static_cast<float>(hidden) + eps);
-  // Each thread reads back only what it wrote.
 #pragma unroll
   for (int k = 0; k < kKeep; ++k) {
     const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
-    if (i < hidden) x[b * sB + i * sC] = fromF<T>(wk[k] * rnd<T>(toF<T>(hb[i]) * r));
+    if (i < hidden) x[b * sB + i * sC] = fromF<T>(wk[k] * rnd<T>(hk[k] * r));
   }
+  // Rows past those: each thread reads back only what it wrote.
   for (std::int64_t i = threadIdx.x + static_cast<std::int64_t>(kKeep) * blockDim.x; i < hidden; i += blockDim.x)
     x[b * sB + i * sC] = fromF<T>(toF<T>(w[i]) * rnd<T>(toF<T>(hb[i]) * r));
 }
