@@ -480,8 +480,6 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   const ModelConfig& c = m.config;
   EngineState& e = *m.engine;
   auto g = std::make_unique<DecodeGraph>();
-  // Profiling aid (docs/decode-engine.md): one shared-memory carveout for every kernel of ours.
-  if (const char* env = std::getenv("SDW_ENGINE_CARVEOUT")) kernels::setPreferredCarveout(std::atoi(env));
   // A/B aid: 4 lanes per cache slot in the attention kernel (docs/decode-engine.md).
   if (const char* env = std::getenv("SDW_ENGINE_ATTN_LANES")) g->attnLanes = std::atoi(env) == 4 ? 4 : 1;
   if (const char* env = std::getenv("SDW_ENGINE_SKIP")) {

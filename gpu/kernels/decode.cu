@@ -860,7 +860,6 @@ cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const v
   return dispatch<GemmaAddNormL>(dtype, h, y, ldy, postW, w, hidden, batch, eps, x, layout, stream, pdl);
 }
 
-void setPreferredCarveout(int percent) { detail::preferredCarveout() = percent < 0 ? -1 : std::min(percent, 100); }
 
 int attentionSplits(std::int64_t capacity, int headDim, int lanesPerSlot) {
   const int spb = attnSlotsPerBlock(lanesFor(headDim, lanesPerSlot));

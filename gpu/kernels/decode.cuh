@@ -90,9 +90,6 @@ struct AttentionArgs {
   // of 32, others use 1). The workspace is sized for it (attentionWorkspaceFloats).
   int lanesPerSlot = 1;
 };
-// Profiling aid: every later launch of our kernels asks for this shared-memory carveout
-// (percent, 0-100; -1: the driver's choice per kernel, the default).
-void setPreferredCarveout(int percent);
 
 // Slot blocks per (row, KV head): of 128 slots, or 32 with 4 lanes per slot.
 int attentionSplits(std::int64_t capacity, int headDim, int lanesPerSlot = 1);

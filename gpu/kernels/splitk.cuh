@@ -49,25 +49,12 @@ inline bool hopperLaunchSupported() {
   return ok;
 }
 
-// The shared-memory carveout every launch below asks for (percent of the unified
-// L1/shared memory, cudaFuncAttributePreferredSharedMemoryCarveout); -1: the driver's
-// choice per kernel. A profiling aid (kernels::setPreferredCarveout, SDW_ENGINE_CARVEOUT):
-// kernels of one step that want different carveouts make the SMs reconfigure between them.
-inline int& preferredCarveout() {
-  static int carveout = -1;
-  return carveout;
-}
-
 // cudaLaunchKernelEx with an optional cluster of `clusterY` blocks along y (0: none)
 // and the programmatic-dependent-launch attribute when `pdl` (callers pass it only
 // where hopperLaunchSupported()).
 template <typename... KArgs, typename... Args>
 cudaError_t launchEx(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                      unsigned clusterY, bool pdl, Args&&... args) {
-  if (const int c = preferredCarveout(); c >= 0) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, c);
-    if (e != cudaSuccess) return e;
-  }
   cudaLaunchConfig_t lc = {};
   lc.gridDim = grid;
   lc.blockDim = block;

@@ -51,14 +51,7 @@ if [ "${DECODE_BREAKDOWN:-0}" = 1 ]; then
     SDW_ENGINE_SKIP=$v bench "breakdown-$skip.json" --config llama3-8b --linear dense,sparse --patterns 2:4 --batch 1 \
       ${DECODE_ARGS:-}
   done
-  # The whole step with one shared-memory carveout for every kernel of ours (no
-  # reconfiguration between the attention's 82 KB and the projections), then without
-  # programmatic dependent launch.
-  echo "== SDW_ENGINE_CARVEOUT=100" | tee -a "$out/bench.log"
-  SDW_ENGINE_CARVEOUT=100 bench breakdown-carveout100.json --config llama3-8b --linear dense,sparse --patterns 2:4 \
-    --batch 1 ${DECODE_ARGS:-}
-  echo "== --no-pdl" | tee -a "$out/bench.log"
-  bench breakdown-nopdl.json --config llama3-8b --linear dense,sparse --patterns 2:4 --batch 1 --no-pdl ${DECODE_ARGS:-}
+  # (Variants of the whole step side by side: ENGINE_CHECK_AB=1 tools/gpu/engine-check.sh.)
   # Each non-projection kernel on its own (Nsight Compute, warm caches, unlocked clocks):
   # durations of the kernels of a few captured steps.
   ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
