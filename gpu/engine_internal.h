@@ -66,8 +66,8 @@ at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x
 // Whether the fused engine has kernels for the architecture (all supported ones, Gemma 3
 // included; not attention soft-capping, which no supported config applies).
 bool engineSupportsArchitecture(const ModelConfig& c);
-// Whether decode steps of `batch` rows run through the fused engine now (CUDA, no
-// observers, no activation sparsity, an architecture the engine supports).
+// Whether decode steps run through the fused engine now (CUDA, no observers, an
+// architecture and head shape the engine supports; activation sparsity included).
 bool engineDecodes(const Model::Impl& m);
 // One decode step through the engine: row b feeds ids[b] at model position
 // slot - pad[b], its key/value goes to cache slot `slot`. Returns the logits

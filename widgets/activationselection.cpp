@@ -60,6 +60,16 @@ void ActivationSelection::addRun(const RunChoice& c) {
   run_->setItemData(run_->count() - 1, c.sampleRows, kSampleRowsRole);
 }
 
+int ActivationSelection::runIndex(const QString& path) {
+  const int i = run_->findData(path);
+  if (i >= 0) return i;
+  RunChoice c;
+  c.path = path;
+  c.sampleRows = -1;  // not known
+  addRun(c);
+  return run_->count() - 1;
+}
+
 void ActivationSelection::setRuns(const QVector<RunChoice>& runs) {
   const QString before = run_->currentData().toString();
   // A run picked for thresholds stays; one only preselected gives way to a
@@ -71,14 +81,7 @@ void ActivationSelection::setRuns(const QVector<RunChoice>& runs) {
     run_->clear();
     for (const RunChoice& c : runs) addRun(c);
     int i = keep ? run_->findData(before) : -1;
-    if (i < 0 && !before.isEmpty() && thresholdsChosen()) {
-      // The run chosen is kept, known by its path only.
-      RunChoice c;
-      c.path = before;
-      c.sampleRows = -1;
-      addRun(c);
-      i = run_->count() - 1;
-    }
+    if (i < 0 && !before.isEmpty() && thresholdsChosen()) i = runIndex(before);  // the run chosen is kept
     for (qsizetype k = 0; i < 0 && k < runs.size(); ++k)
       if (runs[k].sampleRows > 0) i = static_cast<int>(k);
     if (i < 0 && run_->count() > 0) i = 0;
@@ -102,17 +105,7 @@ QString ActivationSelection::thresholdsRun() const {
 void ActivationSelection::setThresholdsRun(const QString& run) {
   {
     const QSignalBlocker b1(selection_), b2(run_);
-    if (!run.isEmpty()) {
-      int i = run_->findData(run);
-      if (i < 0) {
-        RunChoice c;
-        c.path = run;
-        c.sampleRows = -1;
-        addRun(c);
-        i = run_->count() - 1;
-      }
-      run_->setCurrentIndex(i);
-    }
+    if (!run.isEmpty()) run_->setCurrentIndex(runIndex(run));
     selection_->setCurrentIndex(run.isEmpty() ? kTopK : kThresholds);
   }
   refresh();

@@ -49,6 +49,8 @@ class ActivationSelection : public QWidget {
 
  private:
   void addRun(const RunChoice& c);
+  // The index of `path` in the run picker, added (known by its path only) when absent.
+  int runIndex(const QString& path);
   void refresh();  // what is enabled, the tool tips
 
   QComboBox* selection_ = nullptr;

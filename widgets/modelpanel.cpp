@@ -462,11 +462,9 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
     else if (activationSelection_->thresholdsChosen() && s.activationSparsity > 0)
       activationSelection_->setThresholdsRun(QString());
   }
-  setSummaryValue(QStringLiteral("Architecture"), s.architecture);
   // The features are a sentence: in the grid they would push the other columns out of view.
-  for (auto& [k, label] : summaryLabels_)
-    if (k == QLatin1String("Architecture") && !s.features.isEmpty())
-      label->setToolTip(s.architecture + QLatin1Char('\n') + s.features);
+  setSummaryValue(QStringLiteral("Architecture"), s.architecture,
+                  s.features.isEmpty() ? QString() : s.architecture + QLatin1Char('\n') + s.features);
   setSummaryValue(QStringLiteral("Layers"), count(s.layers));
   setSummaryValue(QStringLiteral("Hidden size"), count(s.hiddenSize));
   setSummaryValue(QStringLiteral("Intermediate size"), count(s.intermediateSize));
@@ -491,10 +489,10 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
   if (s.activationSparsity > 0)
     asLoaded += QStringLiteral(", ") + activationSparsityText(s.activationSparsity) +
                 (s.activationThresholds.isEmpty() ? QString() : tr(" thresholds"));
-  setSummaryValue(QStringLiteral("As loaded"), asLoaded);
-  for (auto& [k, label] : summaryLabels_)
-    if (k == QLatin1String("As loaded") && !s.activationThresholds.isEmpty())
-      label->setToolTip(tr("%1\nactivation sparsity %2 from %3 (run %4)")
+  setSummaryValue(QStringLiteral("As loaded"), asLoaded,
+                  s.activationThresholds.isEmpty()
+                      ? QString()
+                      : tr("%1\nactivation sparsity %2 from %3 (run %4)")
                             .arg(asLoaded, activationSparsityText(s.activationSparsity, s.activationThresholds),
                                  s.activationThresholds, s.activationThresholdsRunId));
   setSummaryValue(QStringLiteral("Tokenizer"), s.tokenizer);
@@ -611,11 +609,11 @@ QString ModelPanel::summaryValue(const QString& key) const {
 QString ModelPanel::statusText() const { return status_->text(); }
 QString ModelPanel::generationStatusText() const { return genStatus_->text(); }
 
-void ModelPanel::setSummaryValue(const QString& key, const QString& value) {
+void ModelPanel::setSummaryValue(const QString& key, const QString& value, const QString& tip) {
   for (auto& [k, label] : summaryLabels_)
     if (k == key) {
       label->setText(value);
-      label->setToolTip(value);  // long values (tokenizer, sizes) may be cut off
+      label->setToolTip(tip.isEmpty() ? value : tip);  // long values (tokenizer, sizes) may be cut off
     }
 }
 

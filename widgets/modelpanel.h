@@ -161,7 +161,8 @@ class ModelPanel : public QWidget {
   void chooseFolder();
   void updateButtons();
   void setStatus(const QString& text, bool isError);
-  void setSummaryValue(const QString& key, const QString& value);
+  // `tip`: the value's tool tip (default: the value itself, which may be cut off).
+  void setSummaryValue(const QString& key, const QString& value, const QString& tip = QString());
 
   // checkpoint
   QLineEdit* dirEdit_ = nullptr;

@@ -209,7 +209,6 @@ widgets::ModelSummary ModelController::summary() const {
 
 JobId ModelController::setWorkspace(const QString& dir) {
   if (!jobs_) return 0;
-  workspace_ = dir;
   return jobs_->start(Job<QVector<widgets::RunChoice>>{
       .name = tr("Find calibration runs"),
       .slot = &scan_,

@@ -93,7 +93,6 @@ class ModelController : public QObject {
   JobSlot load_;
   JobSlot generate_;
   JobSlot scan_;
-  QString workspace_;
   int chunkMs_ = 30;
 };
 
