@@ -10,6 +10,7 @@
 #include "gpu/device.h"
 #include "gpu/model.h"
 #include "gpu/model_internal.h"
+#include "tests/gpu/require_gpu.h"
 
 #include <torch/types.h>
 #ifdef SDW_TORCH_CUDA
@@ -62,9 +63,7 @@ class TestActSparseCuda : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    const auto& d = deviceInfo();
-    if (!d.cudaAvailable) QSKIP(qPrintable(QStringLiteral("no usable GPU: %1").arg(QString::fromStdString(d.reason))));
-    qInfo("device: %s", describeDevice(d).c_str());
+    SDW_REQUIRE_GPU();
   }
 
   void rowsMatchEagerFunctions_data() {

@@ -3,6 +3,7 @@
 
 #include "gpu/colstats_ops.h"
 #include "gpu/device.h"
+#include "tests/gpu/require_gpu.h"
 
 #include <torch/torch.h>
 
@@ -12,9 +13,7 @@ class TestColstatsCuda : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void initTestCase() {
-    const auto& d = sdw::gpu::deviceInfo();
-    if (!d.cudaAvailable) QSKIP(qPrintable(QStringLiteral("no usable GPU: %1").arg(QString::fromStdString(d.reason))));
-    qInfo("device: %s", sdw::gpu::describeDevice(d).c_str());
+    SDW_REQUIRE_GPU();
   }
 
   void matchesReference_data() {

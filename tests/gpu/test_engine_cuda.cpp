@@ -11,6 +11,7 @@
 #include "gpu/device.h"
 #include "gpu/model.h"
 #include "gpu/spmv.h"
+#include "tests/gpu/require_gpu.h"
 #include "tests/gpu/sparse_fixture.h"
 
 #include <QTemporaryDir>
@@ -108,9 +109,7 @@ class TestEngineCuda : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    const auto& d = deviceInfo();
-    if (!d.cudaAvailable) QSKIP(qPrintable(QStringLiteral("no usable GPU: %1").arg(QString::fromStdString(d.reason))));
-    qInfo("device: %s", describeDevice(d).c_str());
+    SDW_REQUIRE_GPU();
     QVERIFY(tmp_.isValid());
     kPruned = fs::path(tmp_.path().toStdString()) / "pruned-2-4";
     sdw::testing::writeNmPruned(kPruned, {2, 4});

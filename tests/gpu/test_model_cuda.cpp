@@ -13,6 +13,7 @@
 
 #include "gpu/device.h"
 #include "gpu/model.h"
+#include "tests/gpu/require_gpu.h"
 
 #include <nlohmann/json.hpp>
 
@@ -77,9 +78,7 @@ class TestModelCuda : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    const auto& d = deviceInfo();
-    if (!d.cudaAvailable) QSKIP(qPrintable(QStringLiteral("no usable GPU: %1").arg(QString::fromStdString(d.reason))));
-    qInfo("device: %s", describeDevice(d).c_str());
+    SDW_REQUIRE_GPU();
   }
 
   void models_data() {

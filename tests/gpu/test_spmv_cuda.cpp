@@ -10,6 +10,7 @@
 #include "gpu/device.h"
 #include "gpu/kernel_cases.h"
 #include "gpu/spmv_ops.h"
+#include "tests/gpu/require_gpu.h"
 
 #include <torch/torch.h>
 #ifdef SDW_TORCH_CUDA
@@ -42,9 +43,7 @@ class TestSpmvCuda : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void initTestCase() {
-    const auto& d = gpu::deviceInfo();
-    if (!d.cudaAvailable) QSKIP(qPrintable(QStringLiteral("no usable GPU: %1").arg(QString::fromStdString(d.reason))));
-    qInfo("device: %s", gpu::describeDevice(d).c_str());
+    SDW_REQUIRE_GPU();
   }
 
   void matchesReference_data() {
