@@ -18,6 +18,7 @@
 #include "core/runstore.h"
 #include "gpu/calibration.h"
 #include "gpu/epsilon_analysis.h"
+#include "tests/gui/sample_calibration.h"
 #include "widgets/activationplots.h"
 #include "widgets/activationspage.h"
 #include "widgets/analysispanel.h"
@@ -146,17 +147,10 @@ QPushButton* button(QWidget* w, const char* name) { return w->findChild<QPushBut
 
 // A calibration of the sample model that keeps `rows` activation samples.
 void calibrateWithSamples(const fs::path& out, sdw::gpu::CalibrationSource source, std::int64_t budget, int rows) {
-  const fs::path samples = fs::path(SDW_SOURCE_DIR) / "samples";
-  sdw::gpu::CalibrationSettings s;
-  s.source = source;
-  s.model = samples / "model/brown-llama";
-  s.corpus = samples / "corpus/brown-calib.txt";
-  s.prompts = samples / "prompts/brown-calib.jsonl";
-  s.tokenBudget = budget;
+  sdw::gpu::CalibrationSettings s = sdw::testing::sampleCalibrationSettings(source, budget, rows);
   s.window = 128;
   s.maxNewTokens = 24;
   s.seed = 5;
-  s.sampleRows = rows;
   const sdw::gpu::CalibrationResult r = sdw::gpu::runCalibration(s, out);
   if (!r.complete) throw std::runtime_error("calibration incomplete: " + out.string());
 }

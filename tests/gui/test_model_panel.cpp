@@ -61,6 +61,16 @@ QString en(qint64 v) { return QLocale(QLocale::English).toString(v); }
 
 QPushButton* button(QWidget* w, const char* name) { return w->findChild<QPushButton*>(QLatin1String(name)); }
 
+// Greedy (the text is known), plain prompt "The jury said", `tokens` new tokens.
+GenerateSettings jurySaid(int tokens) {
+  GenerateSettings s;
+  s.prompt = QStringLiteral("The jury said");
+  s.maxNewTokens = tokens;
+  s.temperature = 0;
+  s.chatFormat = false;
+  return s;
+}
+
 }  // namespace
 
 class TestModelPanel : public QObject {
@@ -84,12 +94,7 @@ class TestModelPanel : public QObject {
   // Generates 12 greedy tokens after "The jury said" through the panel; true when it
   // ended without an error.
   bool generateInPanel() {
-    GenerateSettings s;
-    s.prompt = QStringLiteral("The jury said");
-    s.maxNewTokens = 12;
-    s.temperature = 0;
-    s.chatFormat = false;
-    panel_->setGenerateSettings(s);
+    panel_->setGenerateSettings(jurySaid(12));
     QSignalSpy ended(controller_.get(), &ModelController::generationEnded);
     button(panel_.get(), "generate")->click();
     if (!ended.wait(30000) && ended.count() == 0) return false;
@@ -216,12 +221,7 @@ class TestModelPanel : public QObject {
 
   void generationStreamsTheGreedyText() {
     QVERIFY(controller_->hasModel());
-    GenerateSettings s;
-    s.prompt = QStringLiteral("The jury said");
-    s.maxNewTokens = 20;
-    s.temperature = 0;  // greedy: the text is known
-    s.chatFormat = false;
-    panel_->setGenerateSettings(s);
+    panel_->setGenerateSettings(jurySaid(20));
     QCOMPARE(panel_->generateSettings().maxNewTokens, 20);
 
     QVector<int> sizes;  // generated text length at each chunk
@@ -264,12 +264,7 @@ class TestModelPanel : public QObject {
   }
 
   void stopEndsALongGenerationPromptly() {
-    GenerateSettings s;
-    s.prompt = QStringLiteral("The jury said");
-    s.maxNewTokens = 480;  // near the sample's 512-token context
-    s.temperature = 0;
-    s.chatFormat = false;
-    panel_->setGenerateSettings(s);
+    panel_->setGenerateSettings(jurySaid(480));  // near the sample's 512-token context
     controller_->setChunkInterval(5);
     QVector<int> sizes;
     auto conn = connect(controller_.get(), &ModelController::textStreamed, this,
@@ -396,12 +391,7 @@ class TestModelPanel : public QObject {
     QVERIFY(panel_->summary().hasSparseFile);
     QVERIFY(panel_->sparseSelectable());
 
-    GenerateSettings s;
-    s.prompt = QStringLiteral("The jury said");
-    s.maxNewTokens = 10;
-    s.temperature = 0;
-    s.chatFormat = false;
-    panel_->setGenerateSettings(s);
+    panel_->setGenerateSettings(jurySaid(10));
     const auto generate = [&]() -> QString {
       QSignalSpy ended(controller_.get(), &ModelController::generationEnded);
       button(panel_.get(), "generate")->click();
