@@ -13,6 +13,9 @@
 #include "tests/gpu/require_gpu.h"
 
 #include <torch/torch.h>
+
+#include <algorithm>
+#include <utility>
 #ifdef SDW_TORCH_CUDA
 #include "gpu/kernels/gemv.cuh"
 #include "gpu/kernels/spmv.cuh"
@@ -134,11 +137,19 @@ class TestSpmvCuda : public QObject {
       // SDW_SPMV_CONFIG_STRIDE=K (for compute-sanitizer runs, where every launch is slow):
       // each data row runs every K-th configuration of its space, starting at an offset
       // taken from the row's tag, so the rows of a space together still reach all of it.
+      // SDW_SPMV_CONFIG_PART=I/N: of those, only every N-th from the I-th (one row in N
+      // processes, for a row too slow for one).
       static const int stride = std::max(1, qEnvironmentVariableIntValue("SDW_SPMV_CONFIG_STRIDE"));
+      static const auto [part, parts] = [] {
+        const QStringList p = qEnvironmentVariable("SDW_SPMV_CONFIG_PART").split(u'/');
+        const int n = p.size() == 2 ? std::max(1, p[1].toInt()) : 1;
+        return std::pair{p.size() == 2 ? std::clamp(p[0].toInt(), 0, n - 1) : 0, n};
+      }();
       const int offset = static_cast<int>(qHash(QString::fromUtf8(QTest::currentDataTag())) % static_cast<size_t>(stride));
-      int configs = 0, index = 0;
+      int configs = 0, index = 0, selected = 0;
       for (const gpu::CaseConfig& cfg : kc.space->valid(cols, batch, splitK)) {
         if (index++ % stride != offset) continue;
+        if (selected++ % parts != part) continue;
         const QString what = QStringLiteral("%1 %2%3").arg(QString::fromUtf8(gpu::kernelName(kc.id).data(),
                                                                               static_cast<int>(gpu::kernelName(kc.id).size())),
                                                            QString::fromStdString(kc.describe(in, cfg)),
@@ -151,10 +162,10 @@ class TestSpmvCuda : public QObject {
         });
         ++configs;
       }
-      QVERIFY2(configs > 0 || (stride > 1 && index > 0), "an empty launch space");
-      if (stride > 1)
-        qInfo("%s: %d of %d configurations (stride %d)", std::string(gpu::kernelName(kc.id)).c_str(), configs, index,
-              stride);
+      QVERIFY2(configs > 0 || ((stride > 1 || parts > 1) && index > 0), "an empty launch space");
+      if (stride > 1 || parts > 1)
+        qInfo("%s: %d of %d configurations (stride %d, part %d/%d)", std::string(gpu::kernelName(kc.id)).c_str(), configs,
+              index, stride, part, parts);
 
       const auto xd = ref.x.to(cuda);  // exact: the 16-bit values themselves
       if (kc.id == gpu::KernelId::Sparse) {

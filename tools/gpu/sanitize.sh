@@ -10,6 +10,8 @@
 #   SANITIZE_SHARDS="test_spmv_cuda:matchesReference:8" (a function's data rows over 8 processes)
 #   SANITIZE_ARGS="..." (more compute-sanitizer options, e.g. a kernel-name filter)
 #   SANITIZE_ROWS_DONE=FILE (data tags, one per line, that the shards leave out: checked before)
+#   SANITIZE_ROW_PARTS=K (each shard process K times, the k-th with SDW_SPMV_CONFIG_PART=k/K:
+#     test_spmv_cuda then runs only every K-th configuration of a row, for rows too slow for one)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -30,7 +32,7 @@ run_one() {
   shift 3
   (
     # QtTest's own watchdog (300 s per test function) must not stop a slow function first.
-    QTEST_FUNCTION_TIMEOUT=$((secs * 1000)) timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 ${SANITIZE_ARGS:-} "$bin" -maxwarnings 0 "$@" \
+    QTEST_FUNCTION_TIMEOUT=$((secs * 1000)) SDW_SPMV_CONFIG_PART=${part_of_row:-0/1} timeout "$secs" "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 ${SANITIZE_ARGS:-} "$bin" -maxwarnings 0 "$@" \
       > "$out/sanitize/$tool-$name.log" 2>&1
     rc=$?
     errs=$(grep -oE "ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard" "$out/sanitize/$tool-$name.log" | tail -1)
@@ -41,6 +43,7 @@ run_one() {
   pids+=($!)
 }
 for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+  part_of_row=
   for spec in $suites; do
     s=${spec%%@*}
     fns=()
@@ -63,7 +66,12 @@ for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     for ((i = 0; i < n; i++)); do
       rows=()
       for ((j = i; j < ${#tags[@]}; j += n)); do rows+=("$fn:${tags[j]}"); done
-      [ ${#rows[@]} -gt 0 ] && run_one "$tool" "$bin" "$s@$fn-rows$i" "${rows[@]}"
+      [ ${#rows[@]} -gt 0 ] || continue
+      parts=${SANITIZE_ROW_PARTS:-1}
+      for ((k = 0; k < parts; k++)); do
+        if [ "$parts" -gt 1 ]; then part_of_row=$k/$parts name="$s@$fn-rows$i-part$k"; else part_of_row= name="$s@$fn-rows$i"; fi
+        run_one "$tool" "$bin" "$name" "${rows[@]}"
+      done
     done
   done
 done
