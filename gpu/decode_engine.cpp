@@ -412,7 +412,6 @@ struct DecodeGraph {
   // (everything but them), attention, norms, swiglu. Tokens are then wrong.
   enum Skip : unsigned { kSkipLinears = 1, kSkipAttention = 2, kSkipNorms = 4, kSkipSwiglu = 8, kSkipEdges = 16 };
   unsigned skip = 0;
-  int attnLanes = 1;  // kernels::AttentionArgs::lanesPerSlot
   bool runs(unsigned what) const { return (skip & what) == 0; }
   std::vector<at::Tensor> tensors() const {
     return {ids, slot, pad, h, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
@@ -480,8 +479,6 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   const ModelConfig& c = m.config;
   EngineState& e = *m.engine;
   auto g = std::make_unique<DecodeGraph>();
-  // A/B aid: 4 lanes per cache slot in the attention kernel (docs/decode-engine.md).
-  if (const char* env = std::getenv("SDW_ENGINE_ATTN_LANES")) g->attnLanes = std::atoi(env) == 4 ? 4 : 1;
   if (const char* env = std::getenv("SDW_ENGINE_SKIP")) {
     std::stringstream list(env);
     for (std::string v; std::getline(list, v, ',');) {
@@ -539,7 +536,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   g->logits = at::zeros({B, c.vocabSize}, o);
   if (scratchFloats > 0) g->scratch = at::empty({scratchFloats}, o);
   const auto attnN = kernels::attentionWorkspaceFloats(Bi, static_cast<int>(c.numHeads), static_cast<int>(c.headDim),
-                                                       cache.capacity, g->attnLanes);
+                                                       cache.capacity);
   g->attnWs = at::empty({static_cast<std::int64_t>(attnN)}, o.dtype(at::kFloat));
   g->attnCounters = at::zeros({B * c.numKvHeads}, oi);
   std::size_t wsN = 1;
@@ -697,7 +694,6 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     aa.out = g.sAttn.out();
     aa.layout = g.sAttn.layout();
     aa.counters = reinterpret_cast<unsigned*>(g.attnCounters.data_ptr());
-    aa.lanesPerSlot = g.attnLanes;
     if (attention) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
     sparsify(g.sAttn, l, ProjectionInput::O, "o input sparsity");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);

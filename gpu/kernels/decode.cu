@@ -208,21 +208,7 @@ __global__ void gemmaAddNormKernel(T* __restrict__ h, const T* __restrict__ y, s
 
 // ---- attention with q/k norm, RoPE and the KV-cache write fused in
 constexpr int kAttnWarps = 4;
-
-// Lanes that score one cache slot together (LPS): 1, each lane a whole slot, 32 slots per
-// warp; or 4, each lane every 4th 8-element chunk of the head, 8 slots per warp (heads of a
-// multiple of 32 only; AttentionArgs::lanesPerSlot).
-__host__ __device__ constexpr int attnSlotsPerBlock(int lps) { return kAttnWarps * (32 / lps); }
-int lanesFor(int headDim, int asked) { return asked == 4 && headDim % 32 == 0 ? 4 : 1; }
-// Elements per slot row in shared memory. One lane per slot: D + 8, so the 16-byte reads of
-// the 8 lanes of a phase (8 rows) start 4 banks apart. Four lanes per slot: the 4 lanes of a
-// slot read 64 consecutive bytes, the next slot's 4 lanes must start 16 banks further.
-__host__ __device__ constexpr int attnRowElems(int D, int bytes, int lps) {
-  if (lps == 1) return D + 8;
-  for (int pad = 8; pad <= 64; pad += 8)
-    if ((((D + pad) * bytes) / 4) % 32 == 16) return D + pad;
-  return D + 8;
-}
+constexpr int kSlotsPerBlock = kAttnWarps * 32;
 
 // 8 consecutive elements as floats.
 template <typename T>
@@ -281,23 +267,18 @@ __device__ void normRopeWarp(float* x, int D, const T* norm, bool gemma, float e
 // query heads of this KV head from the projection output, normed and rotated (every
 // split does this, a few hundred values); the block whose split holds `slot` also
 // rotates the new key, writes key and value to the caches and into the rows of the
-// lane that scores the new slot. LPS lanes score one slot against the rep query heads
-// (LPS = 1: a lane the whole head; 4: a lane every 4th 8-element chunk of it, the four
-// partial dots added by shuffles), each warp reduces its 32 / LPS slots (max, exp-sum,
-// P V with lanes over the head dims), the block merges its warps and writes one partial per query head; the last
+// lane that scores the new slot. Each lane scores one slot against the rep query
+// heads, each warp reduces its 32 slots (max, exp-sum, P V with lanes over the head
+// dims), the block merges its warps and writes one partial per query head; the last
 // block of this (row, KV head) to finish (a ticket) merges the splits, every load of
 // that merge in flight at once. PV: the value rows have their own shared memory
 // (prefetched with the keys); without it (fp32 with wide heads) they reuse the key
 // rows after scoring.
-template <typename T, int EPL, int MAXREP, bool PV, int LPS>
+template <typename T, int EPL, int MAXREP, bool PV>
 __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs a, float* __restrict__ ws) {
-  constexpr int SPW = 32 / LPS;                        // slots per warp
-  constexpr int SPB = attnSlotsPerBlock(LPS);          // slots per block
-  constexpr int kUnits = static_cast<int>(sizeof(T)) / 2;  // 16-byte pieces of an 8-element chunk
   const int split = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int D = a.headDim, rep = a.heads / a.kvHeads, S = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int ls = lane / LPS, part = lane % LPS;  // this lane's slot in the warp, its part of the head
   constexpr int kPerThread = (MAXREP * 32 * EPL + kAttnWarps * 32 - 1) / (kAttnWarps * 32);  // rep * D / threads, at most
   extern __shared__ __align__(16) float smem[];
   float* wm = smem;                      // [warps][MAXREP] max
@@ -308,12 +289,12 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   float* wacc = vn + D;                  // [warps][rep][D]
   T* csm = reinterpret_cast<T*>(wacc + kAttnWarps * rep * D);  // [D] cos at the row's position
   T* snm = csm + D;                                            // [D] sin
-  // [warps][SPW slots][Dp] the warps' key rows, then (PV) their value rows (padded so the
-  // lanes' reads of a phase spread over the banks).
-  const int Dp = attnRowElems(D, static_cast<int>(sizeof(T)), LPS);
+  // [warps][32 slots][D + 8] the warps' key rows, then (PV) their value rows (padded: the
+  // lanes' row writes spread over the banks).
+  const int Dp = D + 8;
   T* rows = snm + D;
-  T* ksm = rows + static_cast<std::int64_t>(warp) * SPW * Dp;
-  T* vsm = PV ? rows + static_cast<std::int64_t>(kAttnWarps + warp) * SPW * Dp : ksm;
+  T* ksm = rows + static_cast<std::int64_t>(warp) * 32 * Dp;
+  T* vsm = PV ? rows + static_cast<std::int64_t>(kAttnWarps + warp) * 32 * Dp : ksm;
 
   // ---- before the wait: nothing here is written by the previous kernel (the slot and the
   // padding are set before the step, the cache rows below `slot` by earlier steps).
@@ -332,35 +313,28 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   const std::int64_t base = (static_cast<std::int64_t>(b) * a.kvHeads + g) * a.capacity * D;
   T* Kc = static_cast<T*>(a.kCache) + base;
   T* Vc = static_cast<T*>(a.vCache) + base;
-  const int s0 = split * SPB + warp * SPW;
-  const int s = s0 + ls;
+  const int s0 = split * kSlotsPerBlock + warp * 32;
+  const int s = s0 + lane;
   const bool valid = s >= first && s <= slot;
-  // This lane's 8-element chunks of a row: part, part + LPS, ... (of D / 8).
-  constexpr int kLaneChunks = 4 * EPL / LPS;  // at most, for the widest row of this EPL
-  const int rowChunks = D / 8;
+  constexpr int kChunks = 32 * EPL * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces of the widest row
+  const int rowChunks = D * static_cast<int>(sizeof(T)) / 16;
   if (valid && s < slot) {
-    const std::uint32_t kd = static_cast<std::uint32_t>(__cvta_generic_to_shared(ksm + ls * Dp));
-    const std::uint32_t vd = static_cast<std::uint32_t>(__cvta_generic_to_shared(vsm + ls * Dp));
+    const std::uint32_t kd = static_cast<std::uint32_t>(__cvta_generic_to_shared(ksm + lane * Dp));
+    const std::uint32_t vd = static_cast<std::uint32_t>(__cvta_generic_to_shared(vsm + lane * Dp));
     const uint4* kr = reinterpret_cast<const uint4*>(Kc + static_cast<std::int64_t>(s) * D);
     const uint4* vr = reinterpret_cast<const uint4*>(Vc + static_cast<std::int64_t>(s) * D);
 #pragma unroll
-    for (int i = 0; i < kLaneChunks; ++i) {
-      const int c = part + LPS * i;
+    for (int c = 0; c < kChunks; ++c) {
       if (c >= rowChunks) break;
-#pragma unroll
-      for (int u = 0; u < kUnits; ++u) {
-        const int q = kUnits * c + u;  // 16-byte piece of the row
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(kd + 16 * q), "l"(kr + q) : "memory");
-        if constexpr (PV)
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(vd + 16 * q), "l"(vr + q) : "memory");
-      }
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(kd + 16 * c), "l"(kr + c) : "memory");
+      if constexpr (PV) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(vd + 16 * c), "l"(vr + c) : "memory");
     }
   }
   asm volatile("cp.async.commit_group;\n" ::: "memory");
   prologue();  // the projection's output is complete from here on; the next kernel may start
 
   const T* qkv = static_cast<const T*>(a.qkv) + b * a.ldqkv;
-  const bool ownsSlot = split == slot / SPB;
+  const bool ownsSlot = split == slot / kSlotsPerBlock;
   const T* bias = static_cast<const T*>(a.qkvBias);
   // The projection output plus its bias, rounded as the projection's output.
   const auto in = [&](std::int64_t j) { return bias ? rnd<T>(toF<T>(qkv[j]) + toF<T>(bias[j])) : toF<T>(qkv[j]); };
@@ -380,9 +354,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   if (ownsSlot && warp == kAttnWarps - 1) {
     normRopeWarp<T>(ks, D, static_cast<const T*>(a.kNorm), a.gemmaNorm, a.eps, csm, snm);
     // The new key and value: to the caches, and to the rows of the lane scoring `slot`.
-    const int bs = slot - split * SPB;  // its warp bs / SPW, its row there bs % SPW
-    T* kRow = rows + static_cast<std::int64_t>(bs) * Dp;
-    T* vRow = PV ? rows + static_cast<std::int64_t>(kAttnWarps * SPW + bs) * Dp : nullptr;
+    const int ls = slot - split * kSlotsPerBlock;  // its warp ls / 32, its lane ls % 32
+    T* kRow = rows + static_cast<std::int64_t>(ls) * Dp;
+    T* vRow = PV ? rows + static_cast<std::int64_t>(kAttnWarps * 32 + ls) * Dp : nullptr;
     for (int d = lane; d < D; d += 32) {
       const T kv = fromF<T>(ks[d]), vv = fromF<T>(vn[d]);
       Kc[static_cast<std::int64_t>(slot) * D + d] = kv;
@@ -400,8 +374,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) score[r] = 0.f;
   if (valid) {
-    const T* kr = ksm + ls * Dp;
-    for (int d = 8 * part; d < D; d += 8 * LPS) {
+    const T* kr = ksm + lane * Dp;
+    for (int d = 0; d < D; d += 8) {
       float kv[8];
       load8<T>(kr + d, kv);
 #pragma unroll
@@ -415,20 +389,15 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
       }
     }
   }
-  // The LPS lanes of a slot add their parts (every one of them then holds the score).
-#pragma unroll
-  for (int r = 0; r < MAXREP; ++r)
-#pragma unroll
-    for (int o = LPS / 2; o > 0; o >>= 1) score[r] += __shfl_xor_sync(0xffffffffu, score[r], o);
   float m[MAXREP], l[MAXREP], acc[MAXREP][EPL];
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) {
     float sc = valid ? score[r] : -INFINITY;
     float mx = sc;
-    for (int o = 16; o >= LPS; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     const float p = valid ? __expf(sc - mx) : 0.f;
-    float sum = p;  // over the warp's slots: one lane of each (the same part)
-    for (int o = 16; o >= LPS; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    float sum = p;
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     m[r] = mx;
     l[r] = sum;
     score[r] = p;  // now the lane's probability (unnormalised)
@@ -437,18 +406,17 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   }
   if constexpr (!PV) {
     __syncwarp();  // the key rows are reused for the values
-    if (valid) {   // each lane brings its part of its slot's value row (the new one is in the cache now)
+    if (valid) {   // each lane brings its slot's value row (the new one is in the cache now)
       const T* vr = Vc + static_cast<std::int64_t>(s) * D;
 #pragma unroll
-      for (int i = 0; i < 4 * EPL / LPS; ++i) {
-        const int d = 8 * (part + LPS * i);
+      for (int d = 0; d < 32 * EPL; d += 8) {
         if (d >= D) break;
-        copy8<T>(vsm + ls * Dp + d, vr + d);
+        copy8<T>(vsm + lane * Dp + d, vr + d);
       }
     }
     __syncwarp();
   }
-  const int lo = max(s0, first), hi = min(s0 + SPW - 1, slot);
+  const int lo = max(s0, first), hi = min(s0 + 31, slot);
   for (int j = lo; j <= hi; ++j) {
     const T* vr = vsm + (j - s0) * Dp;
     float vv[EPL];
@@ -459,7 +427,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     }
 #pragma unroll
     for (int r = 0; r < MAXREP; ++r) {
-      const float p = __shfl_sync(0xffffffffu, score[r], (j - s0) * LPS);
+      const float p = __shfl_sync(0xffffffffu, score[r], j - s0);
 #pragma unroll
       for (int e = 0; e < EPL; ++e) acc[r][e] = fmaf(p, vv[e], acc[r][e]);
     }
@@ -519,7 +487,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     L[k] = 0.f;
     A[k] = 0.f;
   }
-#pragma unroll 4
+#pragma unroll 2
   for (int sp = 0; sp < S; ++sp) {
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
@@ -739,35 +707,29 @@ struct GemmaAddNormL {
 template <typename T>
 struct AttnL {
   // Shared memory of attentionKernel<T, ..., MAXREP, PV> (its layout, in order).
-  static std::size_t smemBytes(const AttentionArgs& a, int maxRep, bool pv, int lps) {
+  static std::size_t smemBytes(const AttentionArgs& a, int maxRep, bool pv) {
     const std::size_t D = static_cast<std::size_t>(a.headDim), rep = static_cast<std::size_t>(a.heads / a.kvHeads);
-    const std::size_t rowElems = static_cast<std::size_t>(attnRowElems(a.headDim, static_cast<int>(sizeof(T)), lps));
     return (2 * kAttnWarps * static_cast<std::size_t>(maxRep) + rep * D + 2 * D + kAttnWarps * rep * D) * sizeof(float) +
-           (2 * D + (pv ? 2 : 1) * static_cast<std::size_t>(attnSlotsPerBlock(lps)) * rowElems) * sizeof(T);
+           (2 * D + (pv ? 2 : 1) * kAttnWarps * 32 * (D + 8)) * sizeof(T);
   }
-  template <int EPL, int MAXREP, bool PV, int LPS>
+  template <int EPL, int MAXREP, bool PV>
   static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
-    const int S = static_cast<int>((a.capacity + attnSlotsPerBlock(LPS) - 1) / attnSlotsPerBlock(LPS));
-    const std::size_t smem = smemBytes(a, MAXREP, PV, LPS);
+    const int S = attentionSplits(a.capacity);
+    const std::size_t smem = smemBytes(a, MAXREP, PV);
     if (smem > 48 * 1024) {
-      const cudaError_t e = cudaFuncSetAttribute(attentionKernel<T, EPL, MAXREP, PV, LPS>,
+      const cudaError_t e = cudaFuncSetAttribute(attentionKernel<T, EPL, MAXREP, PV>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
     }
-    return launch(attentionKernel<T, EPL, MAXREP, PV, LPS>,
+    return launch(attentionKernel<T, EPL, MAXREP, PV>,
                   dim3(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch)),
                   dim3(kAttnWarps * 32), smem, st, pdl, a, ws);
   }
   // The value rows prefetched with the keys where both fit (all but fp32 with wide heads).
-  template <int EPL, int MAXREP, int LPS>
-  static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
-    if (smemBytes(a, MAXREP, true, LPS) <= 160 * 1024) return go<EPL, MAXREP, true, LPS>(a, ws, st, pdl);
-    return go<EPL, MAXREP, false, LPS>(a, ws, st, pdl);
-  }
   template <int EPL, int MAXREP>
   static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
-    if (lanesFor(a.headDim, a.lanesPerSlot) == 4) return go<EPL, MAXREP, 4>(a, ws, st, pdl);
-    return go<EPL, MAXREP, 1>(a, ws, st, pdl);
+    if (smemBytes(a, MAXREP, true) <= 160 * 1024) return go<EPL, MAXREP, true>(a, ws, st, pdl);
+    return go<EPL, MAXREP, false>(a, ws, st, pdl);
   }
   template <int EPL>
   static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
@@ -861,21 +823,17 @@ cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const v
 }
 
 
-int attentionSplits(std::int64_t capacity, int headDim, int lanesPerSlot) {
-  const int spb = attnSlotsPerBlock(lanesFor(headDim, lanesPerSlot));
-  return static_cast<int>((capacity + spb - 1) / spb);
-}
+int attentionSplits(std::int64_t capacity) { return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock); }
 
-std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity, int lanesPerSlot) {
+std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity) {
   return static_cast<std::size_t>(batch) * static_cast<std::size_t>(heads) *
-         static_cast<std::size_t>(attentionSplits(capacity, headDim, lanesPerSlot)) *
-         static_cast<std::size_t>(headDim + 2);
+         static_cast<std::size_t>(attentionSplits(capacity)) * static_cast<std::size_t>(headDim + 2);
 }
 
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
                                   bool pdl) {
   if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 ||
-      a.heads / a.kvHeads > 16 || !a.counters || (a.lanesPerSlot != 1 && a.lanesPerSlot != 4))
+      a.heads / a.kvHeads > 16 || !a.counters)
     return cudaErrorInvalidValue;
   return dispatch<AttnL>(dtype, a, workspace, stream, pdl);
 }

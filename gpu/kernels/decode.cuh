@@ -85,15 +85,10 @@ struct AttentionArgs {
   void* out = nullptr;
   XLayout layout;
   unsigned* counters = nullptr;
-  // Lanes that score one cache slot: 1 (a lane the whole head, 128 slots per block) or 4
-  // (a lane a quarter of it, 32 slots per block, four times the blocks; heads of a multiple
-  // of 32, others use 1). The workspace is sized for it (attentionWorkspaceFloats).
-  int lanesPerSlot = 1;
 };
 
-// Slot blocks per (row, KV head): of 128 slots, or 32 with 4 lanes per slot.
-int attentionSplits(std::int64_t capacity, int headDim, int lanesPerSlot = 1);
-std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity, int lanesPerSlot = 1);
+int attentionSplits(std::int64_t capacity);  // slot blocks of 128
+std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity);
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
                                   bool pdl = false);
 

@@ -11,8 +11,8 @@
 #   tools/gpu/engine-check.sh
 #   ENGINE_CHECK_SANITIZE=0 ...   no sanitizers
 #   ENGINE_CHECK_TESTS=0 ENGINE_CHECK_NCU=0 ...   neither the suites nor the profile
-#   ENGINE_CHECK_AB=1 ...         first the Llama-3.1-8B batch-1 step as it is, with 4 lanes per
-#                                 cache slot in the attention, and without PDL (dense, sparse 2:4)
+#   ENGINE_CHECK_AB=1 ...         first the Llama-3.1-8B batch-1 step as it is and without PDL
+#                                 (dense, sparse 2:4)
 #   ENGINE_SHARDS=9 ...           smallStepsForSanitizers's rows one process each (not the
 #                                 activation-sparsity suite) under every tool
 #   SPMV_ROWS_DONE=FILE ...       the SpMV rows already raced clean at this code are left out
@@ -33,11 +33,10 @@ cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUD
 cmake --build --preset gpu -j "$(nproc)" --target sdw-cli test_engine_cuda test_model_cuda test_actsparse_cuda \
   test_spmv_cuda -- -k 0 > "$O/build.log" 2>&1 || { grep -E "error" -A3 "$O/build.log" | head -40; }
 if [ "${ENGINE_CHECK_AB:-0}" = 1 ]; then
-  for v in default lanes4 nopdl; do
-    env=() args=()
-    [ $v = lanes4 ] && env=(SDW_ENGINE_ATTN_LANES=4)
+  for v in default nopdl; do
+    args=()
     [ $v = nopdl ] && args=(--no-pdl)
-    env "${env[@]}" build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense,sparse --patterns 2:4 --batch 1 \
+    build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense,sparse --patterns 2:4 --batch 1 \
       "${args[@]}" --json --out "$O/ab-$v.json" > /dev/null 2>> "$O/ab.log"
     python3 -c 'import json,sys; [print(sys.argv[2], r["linear"], r["pattern"] or "-", "%.1f tok/s" % r["tokens_per_second"]) for r in json.load(open(sys.argv[1]))["rows"]]' \
       "$O/ab-$v.json" "$v" | tee -a "$O/ab.txt"
