@@ -331,18 +331,29 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
   c.counters = at::zeros({kernels::spmspvCounters(c.host.rows)}, options(prob).dtype(at::kInt));
 }
 
-const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK) {
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages) {
   const auto i = static_cast<std::size_t>(copy);
   const kernels::SpmspvLayout w{c.chunks[i].data_ptr(), reinterpret_cast<const std::uint32_t*>(c.offsets[i].data_ptr()),
                                 c.host.rows, c.host.cols, kernelDType(c.host.dtype)};
-  return status(kernels::launchSpmspv(w, c.x.data_ptr(), c.threshold, c.y.data_ptr(), kernels::SpmspvConfig{warps, splitK},
-                                      c.ws.data_ptr<float>(), reinterpret_cast<unsigned*>(c.counters.data_ptr()),
-                                      stream()));
+  const kernels::SpmspvConfig cfg{warps, splitK, stages};
+  if (static_cast<std::size_t>(c.ws.numel()) < kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg))
+    return "spMspV: the workspace was sized for fewer split-K slices (setSpmspvActivation)";
+  return status(kernels::launchSpmspv(w, c.x.data_ptr(), c.threshold, c.y.data_ptr(), cfg, c.ws.data_ptr<float>(),
+                                      reinterpret_cast<unsigned*>(c.counters.data_ptr()), stream()));
 }
 
-std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK) {
-  return "w" + std::to_string(warps) + " s" +
-         std::to_string(kernels::spmspvSplitK(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK}));
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages) {
+  return "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK)) + " g" +
+         std::to_string(stages);
+}
+
+int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK) {
+  return kernels::spmspvSplitK(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK});
+}
+
+void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages) {
+  const auto floats = kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK, stages});
+  if (floats > static_cast<std::size_t>(c.ws.numel())) c.ws = at::empty({static_cast<std::int64_t>(floats)}, c.ws.options());
 }
 #else
 std::span<const KernelCase> kernelCases() { return {}; }
@@ -353,9 +364,13 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix, int) {
 void setSpmspvActivation(SpmspvCase&, std::vector<std::uint16_t>, double, int, int) {
   throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
 }
-const char* launchSpmspvCase(SpmspvCase&, int, int, int) { return "no CUDA kernels in this build"; }
-std::string describeSpmspv(const SpmspvCase&, int warps, int splitK) {
-  return "w" + std::to_string(warps) + " s" + std::to_string(splitK);
+const char* launchSpmspvCase(SpmspvCase&, int, int, int, int) { return "no CUDA kernels in this build"; }
+std::string describeSpmspv(const SpmspvCase&, int warps, int splitK, int stages) {
+  return "w" + std::to_string(warps) + " s" + std::to_string(splitK) + " g" + std::to_string(stages);
+}
+int spmspvSplitKOf(const SpmspvCase&, int, int splitK) { return splitK; }
+void reserveSpmspv(SpmspvCase&, int, int, int) {
+  throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
 }
 #endif
 

@@ -128,9 +128,13 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix packed, int copies);
 // skipped (activationThreshold), uploads it and sizes the scratch for (warps, splitK).
 void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, int warps, int splitK);
 // One launch on the current CUDA stream reading copy `copy`, writing c.y: nullptr, or why
-// the launch was refused. warps, splitK: kernels::SpmspvConfig (splitK 0: heuristic).
-const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK);
-std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK);  // "w4 s8"
+// the launch was refused. warps, splitK, stages: kernels::SpmspvConfig (splitK 0: heuristic).
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages = 3);
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages = 3);  // "w4 s8 g3"
+// The split-K count a launch of (warps, splitK) uses on c (splitK 0: the heuristic's).
+int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK);
+// Grows c's split-K scratch to what (warps, splitK, stages) needs (after setSpmspvActivation).
+void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages);
 
 // The dense [rows, cols] float64 matrix (host) held in the kernels' device layout:
 // values [tiles][G][32][16] 16-bit floats (any 16-bit tensor type), masks [tiles][G][32]

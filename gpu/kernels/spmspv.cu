@@ -5,10 +5,11 @@
 // Grid: (row tiles of 256 rows) x (split-K slices of the columns). Each warp of a
 // block owns every W-th step of 32 columns of the block's slice and
 //  1. selects its active columns (|x_j| > threshold) with a ballot, reading x and
-//     the chunk offsets of its columns in the same round trip, and compacts
-//     {chunk location and size, x_j} into its own list in shared memory;
-//  2. streams the chunks of those columns, groups of U chunks, S groups in flight,
-//     global -> shared with cp.async (16 bytes per lane, nothing read past a chunk);
+//     the chunk offsets of up to kPre of its 32-column steps in one round trip, and
+//     compacts {chunk location and size, x_j} into its own list in shared memory;
+//  2. streams the chunks of those columns, groups of U chunks, S groups in flight
+//     (S: SpmspvConfig::stages), global -> shared with cp.async (16 bytes per lane,
+//     nothing read past a chunk);
 //  3. per chunk, lane l owns rows 8 l .. 8 l + 7 of the tile: mask byte l, its
 //     values start at the popcount of bytes 0 .. l-1 (one packed warp scan for
 //     the U chunks of a group), one shared-memory load and one FMA per kept row
@@ -29,7 +30,7 @@ using detail::lo16;
 
 constexpr int kMaxWarps = 16;
 constexpr int kU = 4;                                                 // chunks per group (one packed scan)
-constexpr int kS = 3;                                                 // groups in flight per warp
+constexpr int kPre = 4;                                               // 32-column steps loaded per round trip
 constexpr int kChunkBytes = kSpmspvMaxChunkUnits * kSpmspvUnitBytes;  // 544: one chunk slot
 constexpr int kMaxListPerWarp = 512;                                  // active-column entries per warp
 constexpr int kSizeBits = 6;                                          // chunk size (<= 34 units) in an entry
@@ -51,7 +52,7 @@ __device__ __forceinline__ void cpAsyncWait() {
 
 // Per warp in dynamic shared memory: list[listCap] (uint2: chunk location << 6 | size in
 // units, relative to the tile's first chunk; x_j as fp32 bits), then kS x kU chunk slots.
-template <typename T>
+template <typename T, int kS>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     spmspvKernel(const uint4* __restrict__ chunks, const std::uint32_t* __restrict__ offsets, std::int64_t rows,
                  std::int64_t cols, const T* __restrict__ x, float threshold, int colsPerSplit, int listCap,
@@ -72,20 +73,35 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const unsigned short* xs = reinterpret_cast<const unsigned short*>(x);
 
   // 1. This warp's active columns, in increasing order within each of its 32-column steps.
+  // The x entries and offsets of kPre steps are loaded before any of them is used: one
+  // round trip for up to kPre steps instead of one per step.
   int n = 0;
-  for (std::int64_t c = c0 + 32 * warp + lane; c - lane < c1; c += 32 * W) {
-    const bool in = c < c1;
-    const float xv = in ? lo16<T>(__ldca(xs + c)) : 0.f;
-    const std::uint32_t lo = c <= c1 ? __ldg(tileOffsets + (c - 0)) : 0u;  // c == c1: the next chunk's start
-    std::uint32_t hi = __shfl_down_sync(0xffffffffu, lo, 1);
-    if (lane == 31 && in) hi = __ldg(tileOffsets + c + 1);
-    const bool active = in && fabsf(xv) > threshold;
-    const unsigned ballot = __ballot_sync(0xffffffffu, active);
-    if (active) {
-      const int pos = n + __popc(ballot & ((1u << lane) - 1));
-      list[pos] = make_uint2(((lo - tileBase) << kSizeBits) | (hi - lo), __float_as_uint(xv));
+  for (std::int64_t base = c0 + 32 * warp; base < c1; base += 32 * static_cast<std::int64_t>(W) * kPre) {
+    float xv[kPre];
+    std::uint32_t lo[kPre], last[kPre];
+#pragma unroll
+    for (int q = 0; q < kPre; ++q) {
+      const std::int64_t c = base + 32 * static_cast<std::int64_t>(W) * q + lane;
+      const bool in = c < c1;
+      xv[q] = in ? lo16<T>(__ldca(xs + c)) : 0.f;
+      lo[q] = c <= c1 ? __ldg(tileOffsets + c) : 0u;  // c == c1: the next chunk's start
+      last[q] = lane == 31 && in ? __ldg(tileOffsets + c + 1) : 0u;
     }
-    n += __popc(ballot);
+#pragma unroll
+    for (int q = 0; q < kPre; ++q) {
+      const std::int64_t c = base + 32 * static_cast<std::int64_t>(W) * q + lane;
+      if (c - lane >= c1) break;  // the same for every lane
+      const bool in = c < c1;
+      std::uint32_t hi = __shfl_down_sync(0xffffffffu, lo[q], 1);
+      if (lane == 31) hi = last[q];
+      const bool active = in && fabsf(xv[q]) > threshold;
+      const unsigned ballot = __ballot_sync(0xffffffffu, active);
+      if (active) {
+        const int pos = n + __popc(ballot & ((1u << lane) - 1));
+        list[pos] = make_uint2(((lo[q] - tileBase) << kSizeBits) | (hi - lo[q]), __float_as_uint(xv[q]));
+      }
+      n += __popc(ballot);
+    }
   }
   __syncwarp();
 
@@ -188,8 +204,8 @@ int listCap(std::int64_t cols, int splits, int warps) {
   return static_cast<int>((stepsPerSplit(cols, splits) + warps - 1) / warps * 32);
 }
 
-template <typename T>
-cudaError_t launchTyped(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
+template <typename T, int kS>
+cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
                         float* ws, unsigned* counters, cudaStream_t stream) {
   const int splitK = spmspvSplitK(w.rows, w.cols, cfg);
   const std::int64_t per = stepsPerSplit(w.cols, splitK);
@@ -198,7 +214,7 @@ cudaError_t launchTyped(const SpmspvLayout& w, const void* x, float threshold, v
   const std::size_t smem = std::max<std::size_t>(
       static_cast<std::size_t>(cfg.warps) * (static_cast<std::size_t>(cap) * sizeof(uint2) + kS * kU * kChunkBytes),
       static_cast<std::size_t>(cfg.warps) * kSpmspvTileRows * sizeof(float));
-  auto kernel = spmspvKernel<T>;
+  auto kernel = spmspvKernel<T, kS>;
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(spmspvTiles(w.rows)), static_cast<unsigned>(splits));
@@ -208,7 +224,21 @@ cudaError_t launchTyped(const SpmspvLayout& w, const void* x, float threshold, v
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t launchTyped(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
+                        float* ws, unsigned* counters, cudaStream_t stream) {
+  switch (cfg.stages) {
+    case 2: return launchStaged<T, 2>(w, x, threshold, y, cfg, ws, counters, stream);
+    case 3: return launchStaged<T, 3>(w, x, threshold, y, cfg, ws, counters, stream);
+    case 4: return launchStaged<T, 4>(w, x, threshold, y, cfg, ws, counters, stream);
+    case 6: return launchStaged<T, 6>(w, x, threshold, y, cfg, ws, counters, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 }  // namespace
+
+bool spmspvStagesSupported(int stages) { return stages == 2 || stages == 3 || stages == 4 || stages == 6; }
 
 int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
   const std::int64_t tiles = spmspvTiles(rows), steps = (cols + 31) / 32;
@@ -237,7 +267,8 @@ cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, 
                          float* workspace, unsigned* counters, cudaStream_t stream) {
   if (w.rows <= 0 || w.cols <= 0 || w.cols > kMaxCols || !w.chunks || !w.offsets || !x || !y)
     return cudaErrorInvalidValue;
-  if (cfg.warps < 1 || cfg.warps > kMaxWarps || spmspvTiles(w.rows) > 2147483647) return cudaErrorInvalidValue;
+  if (cfg.warps < 1 || cfg.warps > kMaxWarps || !spmspvStagesSupported(cfg.stages) || spmspvTiles(w.rows) > 2147483647)
+    return cudaErrorInvalidValue;
   if ((reinterpret_cast<std::uintptr_t>(w.chunks) & 15) != 0) return cudaErrorMisalignedAddress;
   if (spmspvWorkspaceFloats(w.rows, w.cols, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
   switch (w.dtype) {

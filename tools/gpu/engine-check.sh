@@ -19,6 +19,8 @@
 #   ENGINE_CHECK_CALIBRATE=1 ...  AR calibration throughput (Llama-3.1-8B shape) and exact vs re-forward
 #                                 capture of the sample checkpoint in bf16 (tools/gpu/capture_agreement.py)
 #   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5
+#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, then the spMspV launch grid (bench kernels --tune: warps,
+#                                 split-K, chunk groups in flight) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -31,7 +33,7 @@ echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
 cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
   -DOpenGL_GL_PREFERENCE=GLVND > "$O/configure.log" 2>&1
 cmake --build --preset gpu -j "$(nproc)" --target sdw-cli test_engine_cuda test_model_cuda test_actsparse_cuda \
-  test_spmv_cuda -- -k 0 > "$O/build.log" 2>&1 || { grep -E "error" -A3 "$O/build.log" | head -40; }
+  test_spmv_cuda test_spmspv_cuda -- -k 0 > "$O/build.log" 2>&1 || { grep -E "error" -A3 "$O/build.log" | head -40; }
 if [ "${ENGINE_CHECK_AB:-0}" = 1 ]; then
   for v in default nopdl; do
     args=()
@@ -78,6 +80,17 @@ if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
     --no-layer --no-cusparselt > "$O/ncu-spmspv.txt" 2>&1
   grep -E "Grid Size|Block Size|Duration|Registers Per|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Dynamic Shared|Executed Ipc|L2 Hit|Elapsed Cycles|SM Active" \
     "$O/ncu-spmspv.txt" | head -20
+fi
+if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
+  (cd build-gpu && timeout 240 ctest -R test_spmspv_cuda --output-on-failure -V) > "$O/ctest-spmspv.log" 2>&1
+  grep -E "Totals|FAIL!|Loc:" "$O/ctest-spmspv.log" | cut -c1-200 | head -20
+  build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096,4096x14336,4096x4096,1024x4096 --batch 1 --patterns 2:4 \
+    --activation-sparsity 0,0.5,0.75 --tune --tuning-out /tmp/spmspv-grid-tuning.json --no-layer --no-cusparselt \
+    --json --out "$O/spmspv-grid.json" > /dev/null 2> "$O/spmspv-grid.log"
+  python3 -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["kernel"] == "spmspv": print("%dx%d p_x %.2f: %.1f us, %.2fx dense, %s" % (r["rows"], r["cols"], r["activation_sparsity"], r["us"], r.get("speedup_vs_dense", 0), r["config"]))' \
+    "$O/spmspv-grid.json"
 fi
 if [ "${ENGINE_CHECK_SANITIZE:-1}" = 1 ]; then
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
