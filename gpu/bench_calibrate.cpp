@@ -50,6 +50,7 @@ Measured measure(Model& model, const CalibrateBenchOptions& o, CaptureMode captu
     const auto st = runArBatch(model, model, records, s, {}, target - counted, acc);
     counted += st.counted;
     m.result.generateSeconds += st.generateSeconds;
+    m.result.generateSecondsPerCall.push_back(st.generateSeconds);
     m.result.forwardSeconds += st.forwardSeconds;
     m.result.generations += batch;
     if (keep) m.records.insert(m.records.end(), records.begin(), records.end());
@@ -63,6 +64,7 @@ Measured measure(Model& model, const CalibrateBenchOptions& o, CaptureMode captu
   acc.flush();
   acc.synchronize();
   m.result.seconds = secondsSince(t0);
+  m.result.engine = capture == CaptureMode::Exact ? "eager forward (observed)" : model.engineDescription();
   m.result.tokens = counted;
   m.result.tokensPerSecond = m.result.seconds > 0 ? static_cast<double>(counted) / m.result.seconds : 0;
   m.result.extrapolatedSeconds =
@@ -88,7 +90,6 @@ CalibrateBenchResult runCalibrateBench(const CalibrateBenchOptions& o, const Pro
   CalibrateBenchResult r;
   r.configName = o.configName;
   r.dtype = canonicalDtype(o.dtype);
-  r.parameters = o.config.parameterCount();
   r.device = o.device == "cpu" ? "cpu" : describeDevice(deviceInfo());
   r.extrapolateTokens = o.extrapolateTokens;
   const c10::NoGradGuard noGrad;
@@ -96,31 +97,33 @@ CalibrateBenchResult runCalibrateBench(const CalibrateBenchOptions& o, const Pro
   LoadOptions lo;
   lo.device = o.device;
   lo.dtype = r.dtype;
-  auto model = Model::randomInit(o.config, lo, o.seed);
+  auto model = o.checkpoint.empty() ? Model::randomInit(o.config, lo, o.seed) : Model::load(o.checkpoint, lo);
+  const ModelConfig config = model->config();
+  r.parameters = config.parameterCount();
   const c10::Device dev = model->impl().device;
-  for (const auto& in : describeInputs(o.config))
+  for (const auto& in : describeInputs(config))
     r.accumulatorBytes += static_cast<std::uint64_t>(in.dIn * in.dIn + in.dIn) * 4;
   r.setupSeconds = secondsSince(t0);
 
   // Warm-up (cuBLAS handles, allocator, RoPE tables) in both modes, untimed.
   {
-    StatsAccumulator warm(o.config, dev);
+    StatsAccumulator warm(config, dev);
     CalibrateBenchOptions w = o;
     w.maxNewTokens = 4;
     (void)measure(*model, w, CaptureMode::Reforward, std::min(o.batch, 2), 3, warm, false, {});
     (void)measure(*model, w, CaptureMode::Exact, 1, 3, warm, false, {});
   }
   if (o.reforward) {
-    StatsAccumulator acc(o.config, dev);
+    StatsAccumulator acc(config, dev);
     r.captures.push_back(measure(*model, o, CaptureMode::Reforward, o.batch, reforwardTokens, acc, false, progress).result);
   }
   if (o.exact) {
-    StatsAccumulator acc(o.config, dev);
+    StatsAccumulator acc(config, dev);
     auto m = measure(*model, o, CaptureMode::Exact, o.exactBatch, exactTokens, acc, o.checkAgreement, progress);
     r.captures.push_back(m.result);
     if (o.checkAgreement) {
       // The same generations, re-forwarded: the two modes must give the same sums.
-      StatsAccumulator ref(o.config, dev);
+      StatsAccumulator ref(config, dev);
       std::vector<ForwardRows> seqs;
       for (const auto& rec : m.records) {
         ForwardRows f;

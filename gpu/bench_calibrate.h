@@ -20,6 +20,7 @@ namespace sdw::gpu {
 struct CalibrateBenchOptions {
   ModelConfig config;
   std::string configName;
+  std::string checkpoint;           // a checkpoint directory instead of random weights (config then ignored)
   std::string device = "cuda";
   std::string dtype = "bfloat16";
   // Decode tokens to measure, rounded to whole batches of batch x (maxNewTokens - 1).
@@ -43,8 +44,10 @@ struct CaptureBenchResult {
   std::int64_t generations = 0;
   double seconds = 0;               // wall time, device synchronised
   double generateSeconds = 0;
+  std::vector<double> generateSecondsPerCall;  // each batch's generation, in order
   double forwardSeconds = 0;
   double tokensPerSecond = 0;
+  std::string engine;               // how the generation decoded (Model::engineDescription)
   double extrapolatedSeconds = 0;   // for extrapolateTokens
 };
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -26,7 +27,15 @@ int runBenchCalibrate(const Args& a) {
   }
   gpu::CalibrateBenchOptions o;
   o.device = device;
-  o.config = resolveModelConfig(a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b"), o.configName);
+  o.checkpoint = a.get("model", "");
+  if (!o.checkpoint.empty() && a.has("config")) throw UsageError("--model and --config: give one of them");
+  if (o.checkpoint.empty())
+    o.config = resolveModelConfig(a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b"), o.configName);
+  else
+  {
+    const auto dir = std::filesystem::path(o.checkpoint).lexically_normal();
+    o.configName = (dir.has_filename() ? dir : dir.parent_path()).filename().string();
+  }
   o.dtype = gpu::canonicalDtype(a.get("dtype", device == "cpu" ? "float32" : "bfloat16"));
   o.tokens = a.getInt("tokens", 2048);
   o.exactTokens = a.getInt("exact-tokens", 256);
@@ -59,6 +68,8 @@ int runBenchCalibrate(const Args& a) {
                     {"generations", c.generations},
                     {"seconds", c.seconds},
                     {"generate_seconds", c.generateSeconds},
+                    {"generate_seconds_per_call", c.generateSecondsPerCall},
+                    {"engine", c.engine},
                     {"forward_seconds", c.forwardSeconds},
                     {"decode_tokens_per_second", c.tokensPerSecond},
                     {"extrapolated_seconds", c.extrapolatedSeconds}});
@@ -96,9 +107,10 @@ int runBenchCalibrate(const Args& a) {
 const RegisterBenchMode regCalibrate{BenchMode{
     "calibrate",
     "AR calibration throughput (decode tokens/s) in exact and re-forward capture, extrapolated to 1M tokens",
-    "bench calibrate [--config llama3-8b|NAME|FILE] [--tokens 2048] [--exact-tokens 256] [--batch 16] "
+    "bench calibrate [--config llama3-8b|NAME|FILE | --model DIR] [--tokens 2048] [--exact-tokens 256] [--batch 16] "
     "[--exact-batch 1] [--capture exact|reforward|both] [--device cuda|cpu] [--json]",
     {{"config", "NAME|FILE", "model shape: llama3-8b, a name in resources/configs/ or a config.json", ""},
+     {"model", "DIR", "a checkpoint's own weights instead of random ones (prompts stay random token ids)", ""},
      {"tokens", "N", "decode tokens measured with re-forward capture (rounded to whole batches)", "2048"},
      {"exact-tokens", "N", "decode tokens measured with exact capture (rounded to whole batches)", "256"},
      {"batch", "N", "prompts per generation call (re-forward)", "16"},

@@ -17,7 +17,7 @@
 #                                 activation-sparsity suite) under every tool
 #   SPMV_ROWS_DONE=FILE ...       the SpMV rows already raced clean at this code are left out
 #   ENGINE_CHECK_CALIBRATE=1 ...  AR calibration throughput (Llama-3.1-8B shape) and exact vs re-forward
-#                                 capture of the sample checkpoint in bf16 (tools/gpu/capture_agreement.py)
+#                                 capture of the same generations of the sample checkpoint in bf16
 #   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, then the spMspV launch grid (bench kernels --tune: warps,
 #                                 split-K, chunk groups in flight) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
@@ -65,12 +65,13 @@ if [ "${ENGINE_CHECK_CALIBRATE:-0}" = 1 ]; then
     --json > "$O/calibrate-llama3-8b.json" 2> "$O/calibrate.log"
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})' \
     "$O/calibrate-llama3-8b.json"
-  for cap in exact reforward; do
-    build-gpu/bin/sdw-cli calibrate --model samples/model/brown-llama --source ar --prompts samples/prompts/brown-calib.jsonl \
-      --tokens 4096 --max-new-tokens 64 --temperature 0 --capture $cap --device cuda --dtype bfloat16 \
-      --out "/tmp/capture-$cap.sdw.h5" --force >> "$O/calibrate.log" 2>&1
-  done
-  python3 tools/gpu/capture_agreement.py /tmp/capture-exact.sdw.h5 /tmp/capture-reforward.sdw.h5 "$O/capture-agreement-bf16.json"
+  python3 -c 'import json,sys; [print(c["capture"], c["engine"], "per call:", ["%.1f s" % t for t in c["generate_seconds_per_call"]]) for c in json.load(open(sys.argv[1]))["captures"]]' \
+    "$O/calibrate-llama3-8b.json"
+  # The sample checkpoint's own weights: exact capture, then the same generations re-forwarded.
+  build-gpu/bin/sdw-cli bench calibrate --model samples/model/brown-llama --dtype bfloat16 --tokens 4096 \
+    --exact-tokens 4096 --exact-batch 8 --batch 16 --json > "$O/calibrate-brown-llama-bf16.json" 2>> "$O/calibrate.log"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("brown-llama bf16 exact vs re-forward:", d.get("exact_vs_reforward_rel_frobenius"))' \
+    "$O/calibrate-brown-llama-bf16.json"
 fi
 # The spMspV kernel on the Llama-3.1-8B gate shape at p_x 0.5 (docs/kernels.md: latency-bound).
 if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
