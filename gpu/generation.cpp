@@ -8,6 +8,7 @@
 #include "core/timing.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
@@ -101,11 +102,18 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
     const auto consume = [&](const at::Tensor& logitsDev, std::vector<std::int32_t>& next) {
       const at::Tensor host = logitsDev.reshape({B, c.vocabSize}).to(at::kCPU, at::kFloat).contiguous();
       const float* base = host.data_ptr<float>();
+      // The rows' draws are independent (a sampler each): in parallel, then booked in order.
+      std::vector<std::int32_t> drawn(static_cast<std::size_t>(B), 0);
+      at::parallel_for(0, B, 1, [&](std::int64_t b0, std::int64_t b1) {
+        for (std::int64_t b = b0; b < b1; ++b)
+          if (!done[static_cast<std::size_t>(b)])
+            drawn[static_cast<std::size_t>(b)] = samplers[static_cast<std::size_t>(b)].next(
+                std::span<const float>(base + b * c.vocabSize, static_cast<std::size_t>(c.vocabSize)));
+      });
       for (std::int64_t b = 0; b < B; ++b) {
         const auto bi = static_cast<std::size_t>(b);
         if (done[bi]) continue;
-        const std::int32_t tok = samplers[bi].next(
-            std::span<const float>(base + b * c.vocabSize, static_cast<std::size_t>(c.vocabSize)));
+        const std::int32_t tok = drawn[bi];
         next[bi] = tok;
         if (options.keepLogits)
           results[bi].logits.insert(results[bi].logits.end(), base + b * c.vocabSize, base + (b + 1) * c.vocabSize);

@@ -17,6 +17,9 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <random>
+#include <span>
 
 using namespace sdw;
 using namespace sdw::gpu;
@@ -595,6 +598,90 @@ class TestModelCpu : public QObject {
     QCOMPARE(counts.size(), std::size_t(3));
     QVERIFY(counts.count(1) && counts.count(2) && counts.count(4));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Sampler({.temperature = 1.0, .topK = 0, .topP = 0.0, .seed = 0}));
+  }
+
+  // The sampler builds only as much of the sorted order as its rule needs; it must draw
+  // exactly what a full stable sort of the row draws, from the same seeded stream.
+  void samplerMatchesFullSort() {
+    const auto reference = [](std::span<const float> logits, const SamplingOptions& o, std::mt19937_64& rng) {
+      const std::size_t n = logits.size();
+      std::vector<std::int32_t> idx(n);
+      std::iota(idx.begin(), idx.end(), 0);
+      std::stable_sort(idx.begin(), idx.end(), [&](std::int32_t a, std::int32_t b) {
+        const float la = std::isnan(logits[a]) ? -INFINITY : logits[a];
+        const float lb = std::isnan(logits[b]) ? -INFINITY : logits[b];
+        return la > lb;
+      });
+      std::size_t keep = o.topK > 0 ? std::min<std::size_t>(n, static_cast<std::size_t>(o.topK)) : n;
+      const double top = static_cast<double>(logits[idx[0]]) / o.temperature;
+      std::vector<double> p(keep);
+      double sum = 0;
+      for (std::size_t i = 0; i < keep; ++i) {
+        const double l = static_cast<double>(logits[idx[i]]);
+        p[i] = std::isfinite(l) ? std::exp(l / o.temperature - top) : 0.0;
+        sum += p[i];
+      }
+      if (!(sum > 0)) return idx[0];
+      for (auto& v : p) v /= sum;
+      if (o.topP < 1.0) {
+        double cum = 0;
+        std::size_t cut = 0;
+        while (cut < keep) {
+          cum += p[cut++];
+          if (cum >= o.topP) break;
+        }
+        keep = std::max<std::size_t>(cut, 1);
+        double s2 = 0;
+        for (std::size_t i = 0; i < keep; ++i) s2 += p[i];
+        for (std::size_t i = 0; i < keep; ++i) p[i] /= s2;
+      }
+      const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+      double cum = 0;
+      for (std::size_t i = 0; i < keep; ++i) {
+        cum += p[i];
+        if (u < cum) return idx[i];
+      }
+      return idx[keep - 1];
+    };
+    std::mt19937_64 gen(5);
+    std::normal_distribution<float> normal;
+    struct Row {
+      const char* what;
+      std::vector<float> logits;
+    };
+    std::vector<Row> rows;
+    for (const std::size_t n : {std::size_t{3}, std::size_t{700}, std::size_t{20000}}) {
+      Row flat{"flat", {}}, peaked{"peaked", {}}, ties{"ties", {}}, odd{"nan and -inf", {}};
+      for (std::size_t i = 0; i < n; ++i) {
+        const float z = normal(gen);
+        flat.logits.push_back(z);
+        peaked.logits.push_back(6.f * z);
+        ties.logits.push_back(std::round(z));
+        odd.logits.push_back(i % 7 == 3 ? NAN : i % 11 == 5 ? -INFINITY : z);
+      }
+      rows.push_back(std::move(flat));
+      rows.push_back(std::move(peaked));
+      rows.push_back(std::move(ties));
+      rows.push_back(std::move(odd));
+    }
+    const std::vector<SamplingOptions> options = {
+        {.temperature = 1.0, .topK = 0, .topP = 1.0}, {.temperature = 0.7, .topK = 0, .topP = 1.0},
+        {.temperature = 1.3, .topK = 50, .topP = 1.0}, {.temperature = 1.0, .topK = 0, .topP = 0.9},
+        {.temperature = 0.8, .topK = 40, .topP = 0.5}, {.temperature = 2.0, .topK = 1, .topP = 1.0}};
+    int draws = 0;
+    for (const Row& row : rows)
+      for (std::size_t k = 0; k < options.size(); ++k) {
+        SamplingOptions o = options[k];
+        o.seed = 100 + k;
+        Sampler sampler(o);
+        std::mt19937_64 rng(o.seed);
+        for (int i = 0; i < 60; ++i, ++draws) {
+          const std::int32_t want = reference(row.logits, o, rng), got = sampler.next(row.logits);
+          QVERIFY2(got == want, qPrintable(QStringLiteral("%1, %2 logits, options %3, draw %4: %5, a full sort draws %6")
+                                               .arg(row.what).arg(row.logits.size()).arg(k).arg(i).arg(got).arg(want)));
+        }
+      }
+    QCOMPARE(draws, 12 * 6 * 60);
   }
 
   void samplingIsSeeded() {
