@@ -19,6 +19,9 @@
 #   ENGINE_CHECK_CALIBRATE=1 ...  AR calibration throughput (Llama-3.1-8B shape) and exact vs re-forward
 #                                 capture of the same generations of the sample checkpoint in bf16
 #   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5
+#   ENGINE_CHECK_TIMELINE=1 ...   an Nsight Systems trace of the Llama-3.1-8B batch-1 step in its graph (dense, sparse
+#                                 2:4): per step the span, the kernels' busy time, the gaps, each kernel's share
+#                                 (tools/gpu/timeline_summary.py)
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, then the spMspV launch grid (bench kernels --tune: warps,
 #                                 split-K, chunk groups in flight) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
 set -u
@@ -51,11 +54,27 @@ if [ "${ENGINE_CHECK_TESTS:-1}" = 1 ]; then
 fi
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$ncu" ] && [ "${ENGINE_CHECK_NCU:-1}" = 1 ]; then
-  timeout 90 "$ncu" --graph-profiling node --set detailed -k regex:attentionKernel -s 40 -c 1 --cache-control none \
+  timeout 120 "$ncu" --graph-profiling node --set detailed --section WarpStateStats --section SchedulerStats -k regex:attentionKernel -s 40 -c 1 --cache-control none \
     --clock-control none build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear dense --batch 1 --tokens 2 \
     --warmup 1 > "$O/ncu-attention.txt" 2>&1
-  grep -E "Grid Size|Block Size|Duration|Registers Per|Memory Throughput|DRAM Throughput|Achieved Occupancy|Dynamic Shared|Warp Cycles Per|Issued Warp|No Eligible|Executed Ipc|L2 Hit|Elapsed Cycles|SM Frequency" \
-    "$O/ncu-attention.txt" | head -30
+  grep -E "Grid Size|Block Size|Duration|Registers Per|Memory Throughput|DRAM Throughput|Achieved Occupancy|Dynamic Shared|Warp Cycles Per|Issued Warp|No Eligible|Executed Ipc|L2 Hit|Elapsed Cycles|SM Frequency|Stall|stalled" \
+    "$O/ncu-attention.txt" | head -40
+fi
+nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+if [ "${ENGINE_CHECK_TIMELINE:-0}" = 1 ]; then
+  if [ -z "$nsys" ]; then
+    echo "timeline: nsys not found" | tee "$O/timeline.txt"
+  else
+    for lin in dense sparse; do
+      timeout 150 "$nsys" profile --cuda-graph-trace=node --trace=cuda -o "/tmp/step-$lin" --force-overwrite true \
+        build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear "$lin" --patterns 2:4 --batch 1 --tokens 6 \
+        --warmup 3 > "$O/nsys-$lin.log" 2>&1
+      "$nsys" stats --report cuda_gpu_trace --format csv --output "/tmp/trace-$lin" "/tmp/step-$lin.nsys-rep" \
+        >> "$O/nsys-$lin.log" 2>&1
+      trace=$(ls /tmp/trace-"$lin"*.csv 2>/dev/null | head -1)
+      [ -n "$trace" ] && cp "$trace" "$O/trace-$lin.csv" && python3 tools/gpu/timeline_summary.py "$trace" | tee "$O/timeline-$lin.txt"
+    done
+  fi
 fi
 # AR calibration (issue: 1M decode tokens in <= 10 min, bf16 re-forward within 1e-2 of exact
 # capture on a real checkpoint): the Llama-3.1-8B-shape throughput, then exact against
