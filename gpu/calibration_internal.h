@@ -79,6 +79,8 @@ class StatsAccumulator {
   std::function<void(int)> layerDone_;
   int onlyLayer_ = -1;
   bool halves_ = false;
+  // Every row added so far came in as bf16 or fp16 (its fp32 copy is then exact in TF32).
+  bool sixteenBitRows_ = true;
 };
 
 // One generation of an AR batch.
