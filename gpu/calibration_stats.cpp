@@ -35,10 +35,11 @@ class ObserverGuard {
 // TF32 (11-bit significands), so TF32 tensor cores form their products exactly and only
 // the order of the fp32 accumulation differs from plain fp32 matmul, at several times its
 // rate on the GPU: these sums are most of the work of capturing calibration statistics.
-// Off again afterwards (unless it was on before).
+// Off again afterwards: nothing else in the workbench turns TF32 on (and only the setter
+// is called: LibTorch 2.9+ warns on the old getter).
 class Tf32Scope {
  public:
-  explicit Tf32Scope(bool on) : on_(on && !at::globalContext().allowTF32CuBLAS()) {
+  explicit Tf32Scope(bool on) : on_(on) {
     if (on_) at::globalContext().setAllowTF32CuBLAS(true);
   }
   ~Tf32Scope() {
