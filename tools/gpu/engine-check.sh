@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, one call: build sdw-cli and the engine's GPU suites, run
-# them (test_engine_cuda, test_model_cuda, test_actsparse_cuda), profile one
+# them (test_engine_cuda, test_model_cuda, test_actsparse_cuda, and test_colstats_cuda
+# for the calibration sums), profile one
 # attention kernel of a Llama-3.1-8B-shaped step with Nsight Compute (detailed
 # set), then compute-sanitizer: memcheck, racecheck and synccheck over the
 # engine (smallStepsForSanitizers) and the activation-sparsity kernel,
@@ -36,7 +37,7 @@ echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
 cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
   -DOpenGL_GL_PREFERENCE=GLVND > "$O/configure.log" 2>&1
 cmake --build --preset gpu -j "$(nproc)" --target sdw-cli test_engine_cuda test_model_cuda test_actsparse_cuda \
-  test_spmv_cuda test_spmspv_cuda -- -k 0 > "$O/build.log" 2>&1 || { grep -E "error" -A3 "$O/build.log" | head -40; }
+  test_spmv_cuda test_spmspv_cuda test_colstats_cuda -- -k 0 > "$O/build.log" 2>&1 || { grep -E "error" -A3 "$O/build.log" | head -40; }
 if [ "${ENGINE_CHECK_AB:-0}" = 1 ]; then
   for v in default nopdl; do
     args=()
@@ -48,7 +49,7 @@ if [ "${ENGINE_CHECK_AB:-0}" = 1 ]; then
   done
 fi
 if [ "${ENGINE_CHECK_TESTS:-1}" = 1 ]; then
-  (cd build-gpu && timeout 240 ctest -R "test_engine_cuda|test_model_cuda|test_actsparse_cuda" --output-on-failure -V) \
+  (cd build-gpu && timeout 240 ctest -R "test_engine_cuda|test_model_cuda|test_actsparse_cuda|test_colstats_cuda" --output-on-failure -V) \
     > "$O/ctest-decode.log" 2>&1
   grep -E "Totals|FAIL!|Loc:|Test +#" "$O/ctest-decode.log" | cut -c1-200 | head -30
 fi
