@@ -154,7 +154,8 @@ CalibrateBenchResult runCalibrateBench(const CalibrateBenchOptions& o, const Pro
   if (ex && rf && ex->tokensPerSecond > 0) r.speedup = rf->tokensPerSecond / ex->tokensPerSecond;
   r.method = "random prompts of " + std::to_string(o.promptTokens) + " tokens, " +
              decodingOf(CalibrationSettings{}.sampling).describe() + " (calibration's default), " +
-             std::to_string(o.maxNewTokens) + " new tokens each, no stop tokens; decode positions accumulated into fp32 "
+             std::to_string(o.maxNewTokens) +
+             " new tokens each, no stop tokens; decode positions accumulated into fp32 "
              "sum x x^T and sum x^2 of every shared projection input; wall clock with the device synchronised; "
              "one untimed warm-up per mode";
   return r;

@@ -20,7 +20,7 @@ namespace sdw::gpu {
 struct CalibrateBenchOptions {
   ModelConfig config;
   std::string configName;
-  std::string checkpoint;           // a checkpoint directory instead of random weights (config then ignored)
+  std::string checkpoint;  // a checkpoint directory instead of random weights (config then ignored)
   std::string device = "cuda";
   std::string dtype = "bfloat16";
   // Decode tokens to measure, rounded to whole batches of batch x (maxNewTokens - 1).

@@ -535,8 +535,8 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   g->yDown = at::zeros({B, c.hiddenSize}, o);
   g->logits = at::zeros({B, c.vocabSize}, o);
   if (scratchFloats > 0) g->scratch = at::empty({scratchFloats}, o);
-  const auto attnN = kernels::attentionWorkspaceFloats(Bi, static_cast<int>(c.numHeads), static_cast<int>(c.headDim),
-                                                       cache.capacity);
+  const auto attnN =
+      kernels::attentionWorkspaceFloats(Bi, static_cast<int>(c.numHeads), static_cast<int>(c.headDim), cache.capacity);
   g->attnWs = at::empty({static_cast<std::int64_t>(attnN)}, o.dtype(at::kFloat));
   g->attnCounters = at::zeros({B * c.numKvHeads}, oi);
   std::size_t wsN = 1;

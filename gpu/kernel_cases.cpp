@@ -352,8 +352,10 @@ int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK) {
 }
 
 void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages) {
-  const auto floats = kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK, stages});
-  if (floats > static_cast<std::size_t>(c.ws.numel())) c.ws = at::empty({static_cast<std::int64_t>(floats)}, c.ws.options());
+  const auto floats =
+      kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK, stages});
+  if (floats > static_cast<std::size_t>(c.ws.numel()))
+    c.ws = at::empty({static_cast<std::int64_t>(floats)}, c.ws.options());
 }
 #else
 std::span<const KernelCase> kernelCases() { return {}; }

@@ -31,8 +31,7 @@ int runBenchCalibrate(const Args& a) {
   if (!o.checkpoint.empty() && a.has("config")) throw UsageError("--model and --config: give one of them");
   if (o.checkpoint.empty())
     o.config = resolveModelConfig(a.get("config", device == "cpu" ? "bench-tiny" : "llama3-8b"), o.configName);
-  else
-  {
+  else {
     const auto dir = std::filesystem::path(o.checkpoint).lexically_normal();
     o.configName = (dir.has_filename() ? dir : dir.parent_path()).filename().string();
   }

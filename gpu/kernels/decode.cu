@@ -327,7 +327,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     for (int c = 0; c < kChunks; ++c) {
       if (c >= rowChunks) break;
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(kd + 16 * c), "l"(kr + c) : "memory");
-      if constexpr (PV) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(vd + 16 * c), "l"(vr + c) : "memory");
+      if constexpr (PV)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(vd + 16 * c), "l"(vr + c) : "memory");
     }
   }
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -513,7 +514,6 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   }
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
 }
-
 
 // gelu(x, approximate="tanh") as LibTorch's CUDA kernel computes it (in fp32, its constants).
 __device__ __forceinline__ float geluTanh(float x) {
@@ -709,7 +709,8 @@ struct AttnL {
   // Shared memory of attentionKernel<T, ..., MAXREP, PV> (its layout, in order).
   static std::size_t smemBytes(const AttentionArgs& a, int maxRep, bool pv) {
     const std::size_t D = static_cast<std::size_t>(a.headDim), rep = static_cast<std::size_t>(a.heads / a.kvHeads);
-    return (2 * kAttnWarps * static_cast<std::size_t>(maxRep) + rep * D + 2 * D + kAttnWarps * rep * D) * sizeof(float) +
+    return (2 * kAttnWarps * static_cast<std::size_t>(maxRep) + rep * D + 2 * D + kAttnWarps * rep * D) *
+               sizeof(float) +
            (2 * D + (pv ? 2 : 1) * kAttnWarps * 32 * (D + 8)) * sizeof(T);
   }
   template <int EPL, int MAXREP, bool PV>
@@ -822,8 +823,9 @@ cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const v
   return dispatch<GemmaAddNormL>(dtype, h, y, ldy, postW, w, hidden, batch, eps, x, layout, stream, pdl);
 }
 
-
-int attentionSplits(std::int64_t capacity) { return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock); }
+int attentionSplits(std::int64_t capacity) {
+  return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock);
+}
 
 std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity) {
   return static_cast<std::size_t>(batch) * static_cast<std::size_t>(heads) *
@@ -832,8 +834,8 @@ std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int
 
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
                                   bool pdl) {
-  if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 ||
-      a.heads / a.kvHeads > 16 || !a.counters)
+  if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 || a.heads / a.kvHeads > 16 ||
+      !a.counters)
     return cudaErrorInvalidValue;
   return dispatch<AttnL>(dtype, a, workspace, stream, pdl);
 }

@@ -206,7 +206,7 @@ int listCap(std::int64_t cols, int splits, int warps) {
 
 template <typename T, int kS>
 cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
-                        float* ws, unsigned* counters, cudaStream_t stream) {
+                         float* ws, unsigned* counters, cudaStream_t stream) {
   const int splitK = spmspvSplitK(w.rows, w.cols, cfg);
   const std::int64_t per = stepsPerSplit(w.cols, splitK);
   const int splits = static_cast<int>(((w.cols + 31) / 32 + per - 1) / per);

@@ -665,7 +665,7 @@ class TestModelCpu : public QObject {
       rows.push_back(std::move(odd));
     }
     const std::vector<SamplingOptions> options = {
-        {.temperature = 1.0, .topK = 0, .topP = 1.0}, {.temperature = 0.7, .topK = 0, .topP = 1.0},
+        {.temperature = 1.0, .topK = 0, .topP = 1.0},  {.temperature = 0.7, .topK = 0, .topP = 1.0},
         {.temperature = 1.3, .topK = 50, .topP = 1.0}, {.temperature = 1.0, .topK = 0, .topP = 0.9},
         {.temperature = 0.8, .topK = 40, .topP = 0.5}, {.temperature = 2.0, .topK = 1, .topP = 1.0}};
     int draws = 0;
@@ -677,8 +677,14 @@ class TestModelCpu : public QObject {
         std::mt19937_64 rng(o.seed);
         for (int i = 0; i < 60; ++i, ++draws) {
           const std::int32_t want = reference(row.logits, o, rng), got = sampler.next(row.logits);
-          QVERIFY2(got == want, qPrintable(QStringLiteral("%1, %2 logits, options %3, draw %4: %5, a full sort draws %6")
-                                               .arg(row.what).arg(row.logits.size()).arg(k).arg(i).arg(got).arg(want)));
+          QVERIFY2(got == want,
+                   qPrintable(QStringLiteral("%1, %2 logits, options %3, draw %4: %5, a full sort draws %6")
+                                  .arg(row.what)
+                                  .arg(row.logits.size())
+                                  .arg(k)
+                                  .arg(i)
+                                  .arg(got)
+                                  .arg(want)));
         }
       }
     QCOMPARE(draws, 12 * 6 * 60);

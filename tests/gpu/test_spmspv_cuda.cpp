@@ -75,7 +75,8 @@ class TestSpmspvCuda : public QObject {
         QTest::addRow("1x5 p=%.2f %s", p, dt) << 1 << 5 << 3 << 5 << p << dt << 1 << 1 << 4;
         QTest::addRow("600x4000 50%% p=%.2f %s", p, dt) << 600 << 4000 << 2000 << 4000 << p << dt << 16 << 7 << 6;
       }
-      QTest::addRow("dense 512x2080 p=0.5 %s", dt) << 512 << 2080 << 2080 << 2080 << 0.5 << dt << 4 << 0 << 3;  // 34-unit chunks
+      QTest::addRow("dense 512x2080 p=0.5 %s", dt)
+          << 512 << 2080 << 2080 << 2080 << 0.5 << dt << 4 << 0 << 3;  // 34-unit chunks
       QTest::addRow("split 65 of 2080 cols %s", dt) << 513 << 2080 << 1040 << 2080 << 0.5 << dt << 2 << 65 << 2;
     }
     for (double p : {0.0, 0.5, 0.75}) {

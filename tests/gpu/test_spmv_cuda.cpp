@@ -164,8 +164,8 @@ class TestSpmvCuda : public QObject {
       }
       QVERIFY2(configs > 0 || ((stride > 1 || parts > 1) && index > 0), "an empty launch space");
       if (stride > 1 || parts > 1)
-        qInfo("%s: %d of %d configurations (stride %d, part %d/%d)", std::string(gpu::kernelName(kc.id)).c_str(), configs,
-              index, stride, part, parts);
+        qInfo("%s: %d of %d configurations (stride %d, part %d/%d)", std::string(gpu::kernelName(kc.id)).c_str(),
+              configs, index, stride, part, parts);
 
       const auto xd = ref.x.to(cuda);  // exact: the 16-bit values themselves
       if (kc.id == gpu::KernelId::Sparse) {
