@@ -37,7 +37,8 @@
 
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/hbm.cuh"
-#include "gpu/kernels/spmv.cuh"  // pdlSupported
+#include "gpu/kernels/spmspv.cuh"  // SpmspvConfig
+#include "gpu/kernels/spmv.cuh"    // pdlSupported
 #endif
 
 namespace sdw::gpu {
@@ -525,9 +526,6 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     // spMspV at each activation sparsity, after the baselines of the same shapes (their
     // rows give its speed-ups): 50% unstructured weights, x standard normal.
     if (!timesSpmspv(s)) continue;
-    struct SpmspvLaunch {
-      int warps = 4, splitK = 0, stages = 3;  // the launcher's defaults (gpu/kernels/spmspv.cuh)
-    };
     for (const auto& sh : group) {
       SpmspvMatrix m =
           packSpmspv(randomPrunedWeights(sh.rows, sh.cols, dtype, sh.cols / 2, sh.cols, seed), sh.rows, sh.cols, dtype);
@@ -535,11 +533,11 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
       const int copies = copiesFor(static_cast<double>(m.bytes()));
       SpmspvCase c = prepareSpmspvCase(std::move(m), copies);
       for (double p : s.activationSparsities) {
-        const SpmspvLaunch def;
+        const kernels::SpmspvConfig def;  // the launcher's defaults
         setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
         // --tune: a grid of warps per block, split-K (the heuristic's, twice, four times) and
         // chunk groups in flight; the fastest is the row, the defaults' time stands in its config.
-        std::vector<SpmspvLaunch> launches{def};
+        std::vector<kernels::SpmspvConfig> launches{def};
         if (s.tune)
           for (int w : {4, 8, 16})
             for (int f : {1, 2, 4})
@@ -551,7 +549,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         r.bytes = c.bytes;
         double defaultUs = 0;
         int timed = 0;
-        for (const SpmspvLaunch& l : launches) {
+        for (const kernels::SpmspvConfig& l : launches) {
           reserveSpmspv(c, l.warps, l.splitK, l.stages);
           if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages)) {
             if (&l == &launches.front()) throw std::runtime_error(std::string("spMspV: ") + e);

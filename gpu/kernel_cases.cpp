@@ -325,9 +325,8 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
   for (std::size_t i = 0; i < xf.size(); ++i) xf[i] = sparse::from16(c.xHost[i], c.host.dtype);
   c.bytes = spmspvReadBytes(c.host, xf, c.threshold);
   c.x = at::from_blob(c.xHost.data(), {c.host.cols}, at::kShort).to(at::kCUDA).view(c.host.dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf);
-  const kernels::SpmspvConfig cfg{warps, splitK};
-  const auto floats = std::max<std::size_t>(1, kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg));
-  c.ws = at::empty({static_cast<std::int64_t>(floats)}, options(prob).dtype(at::kFloat));
+  c.ws = at::empty({1}, options(prob).dtype(at::kFloat));
+  reserveSpmspv(c, warps, splitK, kernels::SpmspvConfig{}.stages);  // stages do not change the scratch
   c.counters = at::zeros({kernels::spmspvCounters(c.host.rows)}, options(prob).dtype(at::kInt));
 }
 

@@ -232,13 +232,11 @@ cudaError_t launchTyped(const SpmspvLayout& w, const void* x, float threshold, v
     case 3: return launchStaged<T, 3>(w, x, threshold, y, cfg, ws, counters, stream);
     case 4: return launchStaged<T, 4>(w, x, threshold, y, cfg, ws, counters, stream);
     case 6: return launchStaged<T, 6>(w, x, threshold, y, cfg, ws, counters, stream);
-    default: return cudaErrorInvalidValue;
+    default: return cudaErrorInvalidValue;  // no kernel built for these stages
   }
 }
 
 }  // namespace
-
-bool spmspvStagesSupported(int stages) { return stages == 2 || stages == 3 || stages == 4 || stages == 6; }
 
 int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
   const std::int64_t tiles = spmspvTiles(rows), steps = (cols + 31) / 32;
@@ -267,7 +265,7 @@ cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, 
                          float* workspace, unsigned* counters, cudaStream_t stream) {
   if (w.rows <= 0 || w.cols <= 0 || w.cols > kMaxCols || !w.chunks || !w.offsets || !x || !y)
     return cudaErrorInvalidValue;
-  if (cfg.warps < 1 || cfg.warps > kMaxWarps || !spmspvStagesSupported(cfg.stages) || spmspvTiles(w.rows) > 2147483647)
+  if (cfg.warps < 1 || cfg.warps > kMaxWarps || spmspvTiles(w.rows) > 2147483647)
     return cudaErrorInvalidValue;
   if ((reinterpret_cast<std::uintptr_t>(w.chunks) & 15) != 0) return cudaErrorMisalignedAddress;
   if (spmspvWorkspaceFloats(w.rows, w.cols, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;

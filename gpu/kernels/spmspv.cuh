@@ -28,7 +28,6 @@ struct SpmspvConfig {
   int splitK = 0;  // blocks per row tile along the input dimension; 0: spmspvSplitK's heuristic
   int stages = 3;  // groups of 4 chunks each warp has in flight: 2, 3, 4 or 6 (shared memory: 2.1 KB each)
 };
-bool spmspvStagesSupported(int stages);
 
 // The split-K count a launch uses: cfg.splitK (or, when 0, about 4 blocks per SM of the
 // current device with at least 2 steps of 32 columns per warp), raised so that each

@@ -95,7 +95,6 @@ if [ "${ENGINE_CHECK_CALIBRATE:-0}" = 1 ]; then
 fi
 # The spMspV kernel on the Llama-3.1-8B gate shape at p_x 0.5 (docs/kernels.md: latency-bound).
 if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
-  cmake --build --preset gpu -j "$(nproc)" --target sdw-cli > /dev/null 2>&1
   timeout 120 "$ncu" --set detailed -k regex:spmspvKernel -s 5 -c 1 --cache-control none --clock-control none \
     build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096 --patterns 2:4 --activation-sparsity 0.5 --repeats 1 \
     --no-layer --no-cusparselt > "$O/ncu-spmspv.txt" 2>&1
