@@ -52,6 +52,9 @@ Measured measure(Model& model, const CalibrateBenchOptions& o, CaptureMode captu
     m.result.generateSeconds += st.generateSeconds;
     m.result.generateSecondsPerCall.push_back(st.generateSeconds);
     m.result.forwardSeconds += st.forwardSeconds;
+    m.result.launchSeconds += st.launchSeconds;
+    m.result.readbackSeconds += st.readbackSeconds;
+    m.result.sampleSeconds += st.sampleSeconds;
     m.result.generations += batch;
     if (keep) m.records.insert(m.records.end(), records.begin(), records.end());
     Progress p;

@@ -46,6 +46,9 @@ struct CaptureBenchResult {
   double generateSeconds = 0;
   std::vector<double> generateSecondsPerCall;  // each batch's generation, in order
   double forwardSeconds = 0;
+  // The generation calls' host time by phase: issuing steps, waiting for the device and
+  // copying logits back, drawing tokens (GenerationResult).
+  double launchSeconds = 0, readbackSeconds = 0, sampleSeconds = 0;
   double tokensPerSecond = 0;
   std::string engine;               // how the generation decoded (Model::engineDescription)
   double extrapolatedSeconds = 0;   // for extrapolateTokens

@@ -99,6 +99,8 @@ struct ArBatchStats {
   std::int64_t counted = 0;
   double generateSeconds = 0;
   double forwardSeconds = 0;
+  // The generation call's host time by phase (GenerationResult's launch, readback, sample).
+  double launchSeconds = 0, readbackSeconds = 0, sampleSeconds = 0;
 };
 
 // Budget split of one batch: prefill positions first (prompt by prompt), then

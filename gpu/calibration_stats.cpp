@@ -273,6 +273,15 @@ void forwardObserve(Model& model, const std::vector<ForwardRows>& seqs, const Te
 
 // ---------------------------------------------------------------- one AR batch
 
+namespace {
+void bookPhases(const std::vector<GenerationResult>& results, ArBatchStats& out) {
+  if (results.empty()) return;
+  out.launchSeconds = results.front().launchSeconds;
+  out.readbackSeconds = results.front().readbackSeconds;
+  out.sampleSeconds = results.front().sampleSeconds;
+}
+}  // namespace
+
 ArBatchStats runArBatch(Model& model, Model& generator, std::vector<GenerationRecord>& batch,
                         const CalibrationSettings& settings, const std::vector<std::int32_t>& stopIds,
                         std::int64_t remaining, StatsAccumulator& acc,
@@ -324,6 +333,7 @@ ArBatchStats runArBatch(Model& model, Model& generator, std::vector<GenerationRe
       if (hi > lo) acc.add(ev.modules.front(), x.narrow(0, lo - ev.position, hi - lo), batch[i].half);
     });
     results = generator.generateBatch(prompts, go, tokenCb);
+    bookPhases(results, out);
     for (std::size_t i = 0; i < B; ++i) batch[i].tokens = results[i].tokens;
     splitBudget(batch, settings.includePrefill, remaining);
     for (std::size_t i = 0; i < B; ++i) {
@@ -337,6 +347,7 @@ ArBatchStats runArBatch(Model& model, Model& generator, std::vector<GenerationRe
   } else {
     results = generator.generateBatch(prompts, go, tokenCb);
     out.generateSeconds = secondsSince(t0);
+    bookPhases(results, out);
     for (std::size_t i = 0; i < B; ++i) batch[i].tokens = results[i].tokens;
     splitBudget(batch, settings.includePrefill, remaining);
     std::vector<ForwardRows> seqs;

@@ -99,8 +99,17 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
     const auto t0 = std::chrono::steady_clock::now();
     bool stopAll = false;
     // Logits [B, vocab] fp32 host -> one token per live row.
+    double launchS = 0, readbackS = 0, sampleS = 0;
+    auto mark = std::chrono::steady_clock::now();  // reset before each step's launch
+    const auto lap = [&](double& into) {
+      const auto now = std::chrono::steady_clock::now();
+      into += std::chrono::duration<double>(now - mark).count();
+      mark = now;
+    };
     const auto consume = [&](const at::Tensor& logitsDev, std::vector<std::int32_t>& next) {
+      lap(launchS);
       const at::Tensor host = logitsDev.reshape({B, c.vocabSize}).to(at::kCPU, at::kFloat).contiguous();
+      lap(readbackS);
       const float* base = host.data_ptr<float>();
       // The rows' draws are independent (a sampler each): in parallel, then booked in order.
       std::vector<std::int32_t> drawn(static_cast<std::size_t>(B), 0);
@@ -110,6 +119,7 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
             drawn[static_cast<std::size_t>(b)] = samplers[static_cast<std::size_t>(b)].next(
                 std::span<const float>(base + b * c.vocabSize, static_cast<std::size_t>(c.vocabSize)));
       });
+      lap(sampleS);
       for (std::int64_t b = 0; b < B; ++b) {
         const auto bi = static_cast<std::size_t>(b);
         if (done[bi]) continue;
@@ -134,6 +144,7 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
             done[b] = true;
             results[b].stopReason = StopReason::Callback;
           }
+      mark = std::chrono::steady_clock::now();
     };
 
     // ---- prefill
@@ -186,6 +197,9 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
     for (auto& r : results) {
       r.prefillSeconds = prefill;
       r.decodeSeconds = decode;
+      r.launchSeconds = launchS;
+      r.readbackSeconds = readbackS;
+      r.sampleSeconds = sampleS;
     }
   } catch (const c10::Error& e) {
     throw std::runtime_error(std::string("generation failed: ") + e.what_without_backtrace());

@@ -116,6 +116,11 @@ struct GenerationResult {
   int promptTokens = 0;
   double prefillSeconds = 0;
   double decodeSeconds = 0;          // all decode steps of the call
+  // Where the call's host time went, prefill and decode together (the same for every row):
+  // issuing the steps, waiting for the device and copying the logits back, drawing tokens.
+  double launchSeconds = 0;
+  double readbackSeconds = 0;
+  double sampleSeconds = 0;
   std::vector<float> logits;         // [tokens, vocab] fp32 with keepLogits, else empty
 };
 

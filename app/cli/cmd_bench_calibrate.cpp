@@ -68,6 +68,8 @@ int runBenchCalibrate(const Args& a) {
                     {"seconds", c.seconds},
                     {"generate_seconds", c.generateSeconds},
                     {"generate_seconds_per_call", c.generateSecondsPerCall},
+                    {"generate_phase_seconds",
+                     {{"launch", c.launchSeconds}, {"readback", c.readbackSeconds}, {"sample", c.sampleSeconds}}},
                     {"engine", c.engine},
                     {"forward_seconds", c.forwardSeconds},
                     {"decode_tokens_per_second", c.tokensPerSecond},
