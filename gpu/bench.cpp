@@ -535,15 +535,16 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
       for (double p : s.activationSparsities) {
         const kernels::SpmspvConfig def;  // the launcher's defaults
         setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
-        // --tune: a grid of warps per block, split-K (the heuristic's, twice, four times) and
-        // chunk groups in flight; the fastest is the row, the defaults' time stands in its config.
+        // --tune: a grid of warps per block, split-K (the heuristic's, a half and a quarter of it:
+        // the heuristic already gives each warp about one step) and chunk groups in flight; the
+        // fastest is the row, the defaults' time stands in its config.
         std::vector<kernels::SpmspvConfig> launches{def};
         if (s.tune)
           for (int w : {4, 8, 16})
             for (int f : {1, 2, 4})
               for (int g : {2, 3, 6})
                 if (w != def.warps || f != 1 || g != def.stages)
-                  launches.push_back({w, f == 1 ? 0 : f * spmspvSplitKOf(c, w, 0), g});
+                  launches.push_back({w, f == 1 ? 0 : std::max(1, spmspvSplitKOf(c, w, 0) / f), g});
         BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, kSpmspvPattern, 1, KernelId::Spmspv);
         r.activationSparsity = p;
         r.bytes = c.bytes;

@@ -8,7 +8,6 @@
 #include "core/timing.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
@@ -76,6 +75,7 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
     so.seed += static_cast<std::uint64_t>(b);  // row b: seed + b
     samplers.emplace_back(so);
   }
+  BatchSampler draws(std::move(samplers));
 
   try {
     const c10::NoGradGuard noGrad;
@@ -111,14 +111,9 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
       const at::Tensor host = logitsDev.reshape({B, c.vocabSize}).to(at::kCPU, at::kFloat).contiguous();
       lap(readbackS);
       const float* base = host.data_ptr<float>();
-      // The rows' draws are independent (a sampler each): in parallel, then booked in order.
+      // The rows' draws are independent (a sampler each): on the pool's threads, then booked in order.
       std::vector<std::int32_t> drawn(static_cast<std::size_t>(B), 0);
-      at::parallel_for(0, B, 1, [&](std::int64_t b0, std::int64_t b1) {
-        for (std::int64_t b = b0; b < b1; ++b)
-          if (!done[static_cast<std::size_t>(b)])
-            drawn[static_cast<std::size_t>(b)] = samplers[static_cast<std::size_t>(b)].next(
-                std::span<const float>(base + b * c.vocabSize, static_cast<std::size_t>(c.vocabSize)));
-      });
+      draws.draw(base, static_cast<std::size_t>(c.vocabSize), done, drawn);
       lap(sampleS);
       for (std::int64_t b = 0; b < B; ++b) {
         const auto bi = static_cast<std::size_t>(b);

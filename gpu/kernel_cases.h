@@ -129,8 +129,8 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix packed, int copies);
 void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, int warps, int splitK);
 // One launch on the current CUDA stream reading copy `copy`, writing c.y: nullptr, or why
 // the launch was refused. warps, splitK, stages: kernels::SpmspvConfig (splitK 0: heuristic).
-const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages = 3);
-std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages = 3);  // "w4 s8 g3"
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages = 2);
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages = 2);  // "w8 s16 g2"
 // The split-K count a launch of (warps, splitK) uses on c (splitK 0: the heuristic's).
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK);
 // Grows c's split-K scratch to what (warps, splitK, stages) needs (after setSpmspvActivation).

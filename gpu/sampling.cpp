@@ -1,12 +1,17 @@
 #include "gpu/sampling.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sdw::gpu {
@@ -50,7 +55,13 @@ std::int32_t Sampler::next(std::span<const float> logits) {
     const float la = value(a), lb = value(b);
     return la > lb || (la == lb && a < b);  // a strict total order: the stable sort's
   };
-  std::vector<std::int32_t> idx(n);
+  // Per-thread scratch, kept between draws: a 128K row's buffers are megabytes, and
+  // allocating them afresh on every draw costs page faults on every thread.
+  thread_local std::vector<std::int32_t> idx;
+  thread_local std::vector<double> w;  // every candidate's weight, when every candidate is kept
+  thread_local std::vector<std::uint32_t> key;
+  thread_local std::vector<std::int32_t> cand, nextCand;
+  idx.resize(n);
   std::iota(idx.begin(), idx.end(), 0);
   std::size_t sorted = 0;  // idx[0, sorted) holds the first `sorted` candidates in order
   const auto sortTo = [&](std::size_t m) {
@@ -65,14 +76,21 @@ std::int32_t Sampler::next(std::span<const float> logits) {
     return idx[i];
   };
   const std::size_t keep0 = opt_.topK > 0 ? std::min<std::size_t>(n, static_cast<std::size_t>(opt_.topK)) : n;
-  sortTo(opt_.topK > 0 ? keep0 : 1);
+  if (opt_.topK > 0) {
+    sortTo(keep0);
+  } else {  // the first candidate by one scan (a partial sort of one costs several times that)
+    std::size_t best = 0;
+    for (std::size_t j = 1; j < n; ++j)
+      if (before(static_cast<std::int32_t>(j), static_cast<std::int32_t>(best))) best = j;
+    std::swap(idx[0], idx[best]);
+    sorted = 1;
+  }
   const double top = static_cast<double>(logits[static_cast<std::size_t>(idx[0])]) / opt_.temperature;
   const auto weight = [&](std::int32_t i) {
     const double l = static_cast<double>(logits[static_cast<std::size_t>(i)]);
     return std::isfinite(l) ? std::exp(l / opt_.temperature - top) : 0.0;
   };
   double sum = 0;
-  std::vector<double> w;  // every candidate's weight, when every candidate is kept
   if (opt_.topK > 0) {
     for (std::size_t i = 0; i < keep0; ++i) sum += weight(idx[i]);
   } else {
@@ -108,22 +126,28 @@ std::int32_t Sampler::next(std::span<const float> logits) {
   // Every candidate kept: a radix select on the values' order-preserving bit patterns
   // finds the bucket of equal leading bits where the running mass passes u (12, then 10,
   // then 10 bits); only that bucket is sorted and walked.
-  std::vector<std::uint32_t> key(n);
+  key.resize(n);
   for (std::size_t j = 0; j < n; ++j) {
-    float v = value(static_cast<std::int32_t>(j));
-    if (v == 0.f) v = 0.f;  // -0 ties with +0, as the comparison does
-    const auto bits = std::bit_cast<std::uint32_t>(v);
-    key[j] = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;  // ascending with the value
+    std::uint32_t bits = std::bit_cast<std::uint32_t>(value(static_cast<std::int32_t>(j)));
+    bits = bits == 0x80000000u ? 0u : bits;  // -0 ties with +0, as the comparison does
+    // Ascending with the value: negatives all bits flipped, the rest the sign bit set
+    // (branch-free: a random sign per logit defeats the branch predictor).
+    const std::uint32_t neg = static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31);
+    key[j] = bits ^ (neg | 0x80000000u);
   }
   const double u = uniform();
-  std::vector<std::int32_t> cand = std::move(idx);  // candidates whose leading key bits match so far
-  double massBefore = 0;                            // of every candidate ranked before them
+  cand.clear();  // candidates whose leading key bits match so far; empty before the first pass: all of them
+  bool all = true;
+  double massBefore = 0;  // of every candidate ranked before them
   for (const int shift : {20, 10, 0}) {
-    if (cand.size() <= 2048) break;
+    if ((all ? n : cand.size()) <= 2048) break;
     const std::uint32_t buckets = shift == 20 ? 4096u : 1024u;
     std::vector<double> m(buckets, 0.0);
     const auto bucket = [&](std::int32_t j) { return (key[static_cast<std::size_t>(j)] >> shift) & (buckets - 1); };
-    for (const std::int32_t j : cand) m[bucket(j)] += w[static_cast<std::size_t>(j)] / sum;
+    if (all)
+      for (std::size_t j = 0; j < n; ++j) m[(key[j] >> shift) & (buckets - 1)] += w[j] / sum;
+    else
+      for (const std::int32_t j : cand) m[bucket(j)] += w[static_cast<std::size_t>(j)] / sum;
     std::uint32_t pick = buckets;  // the highest bucket first
     std::uint32_t last = buckets;  // the last non-empty one, should rounding pass them all
     for (std::uint32_t b = buckets; b-- > 0;) {
@@ -140,10 +164,20 @@ std::int32_t Sampler::next(std::span<const float> logits) {
       pick = last;
       massBefore -= m[last];
     }
-    std::vector<std::int32_t> next;
-    for (const std::int32_t j : cand)
-      if (bucket(j) == pick) next.push_back(j);
-    cand = std::move(next);
+    nextCand.clear();
+    if (all) {
+      for (std::size_t j = 0; j < n; ++j)
+        if (((key[j] >> shift) & (buckets - 1)) == pick) nextCand.push_back(static_cast<std::int32_t>(j));
+    } else {
+      for (const std::int32_t j : cand)
+        if (bucket(j) == pick) nextCand.push_back(j);
+    }
+    cand.swap(nextCand);
+    all = false;
+  }
+  if (all) {
+    cand.resize(n);
+    std::iota(cand.begin(), cand.end(), 0);
   }
   std::sort(cand.begin(), cand.end(), [&](std::int32_t a, std::int32_t b) {
     const std::uint32_t ka = key[static_cast<std::size_t>(a)], kb = key[static_cast<std::size_t>(b)];
@@ -155,6 +189,93 @@ std::int32_t Sampler::next(std::span<const float> logits) {
     if (u < cum) return j;
   }
   return cand.back();  // rounding left a sliver above this bucket
+}
+
+// ---- BatchSampler -------------------------------------------------------------------
+
+struct BatchSampler::Pool {
+  std::vector<Sampler> rows;
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  std::condition_variable wake, finished;
+  std::uint64_t round = 0;  // bumped per draw(); workers wait for a new one
+  bool stop = false;
+  int busy = 0;             // workers still in this round
+  // The round's job:
+  const float* logits = nullptr;
+  std::size_t vocab = 0;
+  const std::vector<bool>* skip = nullptr;
+  std::vector<std::int32_t>* out = nullptr;
+  std::atomic<std::size_t> nextRow{0};
+  std::exception_ptr error;
+
+  void work() {
+    for (std::size_t r; (r = nextRow.fetch_add(1)) < rows.size();) {
+      if ((*skip)[r]) continue;
+      try {
+        (*out)[r] = rows[r].next(std::span<const float>(logits + r * vocab, vocab));
+      } catch (...) {
+        const std::lock_guard lock(mu);
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  void loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(mu);
+        wake.wait(lock, [&] { return stop || round != seen; });
+        if (stop) return;
+        seen = round;
+      }
+      work();
+      const std::lock_guard lock(mu);
+      if (--busy == 0) finished.notify_one();
+    }
+  }
+};
+
+BatchSampler::BatchSampler(std::vector<Sampler> rows, int threads) : pool_(std::make_unique<Pool>()) {
+  pool_->rows = std::move(rows);
+  const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int n = std::clamp(threads > 0 ? threads : hw, 1, std::max(1, static_cast<int>(pool_->rows.size())));
+  for (int t = 1; t < n; ++t) pool_->workers.emplace_back([p = pool_.get()] { p->loop(); });  // the caller is one
+}
+
+BatchSampler::~BatchSampler() {
+  {
+    const std::lock_guard lock(pool_->mu);
+    pool_->stop = true;
+  }
+  pool_->wake.notify_all();
+  for (auto& t : pool_->workers) t.join();
+}
+
+int BatchSampler::threads() const { return static_cast<int>(pool_->workers.size()) + 1; }
+
+void BatchSampler::draw(const float* logits, std::size_t vocab, const std::vector<bool>& skip,
+                        std::vector<std::int32_t>& out) {
+  Pool& p = *pool_;
+  if (skip.size() != p.rows.size() || out.size() < p.rows.size())
+    throw std::invalid_argument("batch sampler: " + std::to_string(p.rows.size()) + " rows, given " +
+                                std::to_string(skip.size()));
+  {
+    const std::lock_guard lock(p.mu);
+    p.logits = logits;
+    p.vocab = vocab;
+    p.skip = &skip;
+    p.out = &out;
+    p.nextRow = 0;
+    p.error = nullptr;
+    p.busy = static_cast<int>(p.workers.size());
+    ++p.round;
+  }
+  p.wake.notify_all();
+  p.work();
+  std::unique_lock lock(p.mu);
+  p.finished.wait(lock, [&] { return p.busy == 0; });
+  if (p.error) std::rethrow_exception(p.error);
 }
 
 }  // namespace sdw::gpu

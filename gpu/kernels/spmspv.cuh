@@ -24,13 +24,16 @@ struct SpmspvLayout {
 };
 
 struct SpmspvConfig {
-  int warps = 4;   // warps per block (1..16), each walking its own share of the block's columns
+  // The defaults are the H200 grid's (bench kernels --tune over four Llama-3.1-8B shapes at
+  // p_x 0, 0.5, 0.75): 8 or 16 warps, 2 groups in flight and as many split-K blocks as keep
+  // one step of 32 columns per warp won 10 of 12 rows.
+  int warps = 8;   // warps per block (1..16), each walking its own share of the block's columns
   int splitK = 0;  // blocks per row tile along the input dimension; 0: spmspvSplitK's heuristic
-  int stages = 3;  // groups of 4 chunks each warp has in flight: 2, 3, 4 or 6 (shared memory: 2.1 KB each)
+  int stages = 2;  // groups of 4 chunks each warp has in flight: 2, 3, 4 or 6 (shared memory: 2.1 KB each)
 };
 
-// The split-K count a launch uses: cfg.splitK (or, when 0, about 4 blocks per SM of the
-// current device with at least 2 steps of 32 columns per warp), raised so that each
+// The split-K count a launch uses: cfg.splitK (or, when 0, about 8 blocks per SM of the
+// current device with at least 1 step of 32 columns per warp), raised so that each
 // warp's list of active columns fits in shared memory.
 int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
 // fp32 partial sums (0 without split-K) and split-K counters (zeroed once before first

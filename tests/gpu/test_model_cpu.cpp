@@ -690,6 +690,51 @@ class TestModelCpu : public QObject {
     QCOMPARE(draws, 12 * 6 * 60);
   }
 
+  // The batch's rows drawn on worker threads: each row's tokens are its own sampler's,
+  // whatever the number of threads; finished rows are left alone and do not advance
+  // their streams; a row's error reaches the caller.
+  void batchSamplerMatchesRowSamplers() {
+    const std::size_t rows = 24, vocab = 5000;
+    std::mt19937_64 gen(9);
+    std::normal_distribution<float> normal;
+    std::vector<float> logits(rows * vocab);
+    for (auto& v : logits) v = 3.f * normal(gen);
+    const SamplingOptions base{.temperature = 1.0, .topK = 0, .topP = 1.0};
+    std::vector<std::vector<std::int32_t>> want(rows);
+    std::vector<Sampler> serial;
+    for (std::size_t r = 0; r < rows; ++r) serial.emplace_back(SamplingOptions{base.temperature, 0, 1.0, 7 + r});
+    const auto skipped = [](std::size_t r, int round) { return (r + static_cast<std::size_t>(round)) % 5 == 0; };
+    for (int round = 0; round < 6; ++round)
+      for (std::size_t r = 0; r < rows; ++r)
+        if (!skipped(r, round)) want[r].push_back(serial[r].next(std::span<const float>(&logits[r * vocab], vocab)));
+    for (const int threads : {1, 3, 8, 64}) {
+      std::vector<Sampler> samplers;
+      for (std::size_t r = 0; r < rows; ++r) samplers.emplace_back(SamplingOptions{base.temperature, 0, 1.0, 7 + r});
+      BatchSampler batch(std::move(samplers), threads);
+      QCOMPARE(batch.threads(), std::min<int>(threads, static_cast<int>(rows)));
+      std::vector<std::vector<std::int32_t>> got(rows);
+      for (int round = 0; round < 6; ++round) {
+        std::vector<bool> skip(rows);
+        for (std::size_t r = 0; r < rows; ++r) skip[r] = skipped(r, round);
+        std::vector<std::int32_t> out(rows, -1);
+        batch.draw(logits.data(), vocab, skip, out);
+        for (std::size_t r = 0; r < rows; ++r) {
+          if (skip[r]) QCOMPARE(out[r], -1);
+          else got[r].push_back(out[r]);
+        }
+      }
+      for (std::size_t r = 0; r < rows; ++r) QCOMPARE(got[r], want[r]);
+      bool threw = false;
+      try {
+        std::vector<std::int32_t> out(rows, 0);
+        batch.draw(logits.data(), 0, std::vector<bool>(rows, false), out);
+      } catch (const std::invalid_argument& e) {
+        threw = QString::fromUtf8(e.what()).contains("empty logit row");
+      }
+      QVERIFY2(threw, "a row's error reaches the caller");
+    }
+  }
+
   void samplingIsSeeded() {
     const auto m = Model::load(kRef / "llama-tiny");
     const auto prompt = ids(golden("llama-tiny")["greedy_prompt_ids"]);

@@ -17,7 +17,8 @@
 #   ENGINE_SHARDS=9 ...           smallStepsForSanitizers's rows one process each (not the
 #                                 activation-sparsity suite) under every tool
 #   SPMV_ROWS_DONE=FILE ...       the SpMV rows already raced clean at this code are left out
-#   ENGINE_CHECK_CALIBRATE=1 ...  AR calibration throughput (Llama-3.1-8B shape) and exact vs re-forward
+#   ENGINE_CHECK_CALIBRATE=1 ...  AR calibration throughput (Llama-3.1-8B shape; re-forward alone also at
+#                                 CALIBRATE_BATCHES, default "64 128") and exact vs re-forward
 #                                 capture of the same generations of the sample checkpoint in bf16
 #   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5
 #   ENGINE_CHECK_TIMELINE=1 ...   an Nsight Systems trace of the Llama-3.1-8B batch-1 step in its graph (dense, sparse
@@ -85,8 +86,16 @@ if [ "${ENGINE_CHECK_CALIBRATE:-0}" = 1 ]; then
     --json > "$O/calibrate-llama3-8b.json" 2> "$O/calibrate.log"
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})' \
     "$O/calibrate-llama3-8b.json"
-  python3 -c 'import json,sys; [print(c["capture"], c["engine"], "per call:", ["%.1f s" % t for t in c["generate_seconds_per_call"]]) for c in json.load(open(sys.argv[1]))["captures"]]' \
+  python3 -c 'import json,sys; [print(c["capture"], c["engine"], "per call:", ["%.1f s" % t for t in c["generate_seconds_per_call"]], c["generate_phase_seconds"]) for c in json.load(open(sys.argv[1]))["captures"]]' \
     "$O/calibrate-llama3-8b.json"
+  # Re-forward capture alone at larger batches (CALIBRATE_BATCHES), with where the
+  # generation's host time goes (issuing steps, device + readback, drawing tokens).
+  for b in ${CALIBRATE_BATCHES:-64 128}; do
+    build-gpu/bin/sdw-cli bench calibrate --config llama3-8b --capture reforward --batch "$b" \
+      --tokens $((b * 127 * ${CALIBRATE_CALLS:-4})) --json > "$O/calibrate-llama3-8b-b$b.json" 2>> "$O/calibrate.log"
+    python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["captures"][0]; print("re-forward batch", c["batch"], "%.0f tok/s" % c["decode_tokens_per_second"], "1M in %.0f s" % c["extrapolated_seconds"], "generate %.1f s forward %.1f s" % (c["generate_seconds"], c["forward_seconds"]), c["generate_phase_seconds"])' \
+      "$O/calibrate-llama3-8b-b$b.json"
+  done
   # The sample checkpoint's own weights: exact capture, then the same generations re-forwarded.
   build-gpu/bin/sdw-cli bench calibrate --model samples/model/brown-llama --dtype bfloat16 --tokens 4096 \
     --exact-tokens 4096 --exact-batch 8 --batch 16 --json > "$O/calibrate-brown-llama-bf16.json" 2>> "$O/calibrate.log"
@@ -105,7 +114,7 @@ if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
   (cd build-gpu && timeout 240 ctest -R test_spmspv_cuda --output-on-failure -V) > "$O/ctest-spmspv.log" 2>&1
   grep -E "Totals|FAIL!|Loc:" "$O/ctest-spmspv.log" | cut -c1-200 | head -20
   build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096,4096x14336,4096x4096,1024x4096 --batch 1 --patterns 2:4 \
-    --activation-sparsity 0,0.5,0.75 --tune --tuning-out /tmp/spmspv-grid-tuning.json --no-layer --no-cusparselt \
+    --activation-sparsity 0,0.5,0.75 --tune --tuning-out "$O/spmspv-grid-tuning.json" --no-layer --no-cusparselt \
     --json --out "$O/spmspv-grid.json" > /dev/null 2> "$O/spmspv-grid.log"
   python3 -c 'import json,sys
 for r in json.load(open(sys.argv[1]))["rows"]:
