@@ -200,7 +200,7 @@ struct BatchSampler::Pool {
   std::condition_variable wake, finished;
   std::uint64_t round = 0;  // bumped per draw(); workers wait for a new one
   bool stop = false;
-  int busy = 0;             // workers still in this round
+  int busy = 0;  // workers still in this round
   // The round's job:
   const float* logits = nullptr;
   std::size_t vocab = 0;
