@@ -100,6 +100,7 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
     bool stopAll = false;
     // Logits [B, vocab] fp32 host -> one token per live row.
     double launchS = 0, readbackS = 0, sampleS = 0;
+    at::Tensor pinnedLogits;  // [B, vocab] bf16 on the host
     auto mark = std::chrono::steady_clock::now();  // reset before each step's launch
     const auto lap = [&](double& into) {
       const auto now = std::chrono::steady_clock::now();
@@ -108,12 +109,26 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
     };
     const auto consume = [&](const at::Tensor& logitsDev, std::vector<std::int32_t>& next) {
       lap(launchS);
-      const at::Tensor host = logitsDev.reshape({B, c.vocabSize}).to(at::kCPU, at::kFloat).contiguous();
-      lap(readbackS);
-      const float* base = host.data_ptr<float>();
       // The rows' draws are independent (a sampler each): on the pool's threads, then booked in order.
       std::vector<std::int32_t> drawn(static_cast<std::size_t>(B), 0);
-      draws.draw(base, static_cast<std::size_t>(c.vocabSize), done, drawn);
+      const float* base = nullptr;
+      at::Tensor host;
+      if (logitsDev.scalar_type() == at::kBFloat16 && !options.keepLogits) {
+        // bf16 logits come back as they are, into page-locked memory kept for the call
+        // (half the bytes of fp32 at full copy speed); the drawing threads widen them.
+        if (!pinnedLogits.defined())
+          pinnedLogits = at::empty({B, c.vocabSize}, at::TensorOptions().dtype(at::kBFloat16).pinned_memory(
+                                                         logitsDev.is_cuda()));
+        pinnedLogits.copy_(logitsDev.reshape({B, c.vocabSize}));
+        lap(readbackS);
+        draws.drawBf16(reinterpret_cast<const std::uint16_t*>(pinnedLogits.data_ptr()),
+                       static_cast<std::size_t>(c.vocabSize), done, drawn);
+      } else {
+        host = logitsDev.reshape({B, c.vocabSize}).to(at::kCPU, at::kFloat).contiguous();
+        lap(readbackS);
+        base = host.data_ptr<float>();
+        draws.draw(base, static_cast<std::size_t>(c.vocabSize), done, drawn);
+      }
       lap(sampleS);
       for (std::int64_t b = 0; b < B; ++b) {
         const auto bi = static_cast<std::size_t>(b);

@@ -80,8 +80,14 @@ std::int32_t Sampler::next(std::span<const float> logits) {
     sortTo(keep0);
   } else {  // the first candidate by one scan (a partial sort of one costs several times that)
     std::size_t best = 0;
-    for (std::size_t j = 1; j < n; ++j)
-      if (before(static_cast<std::int32_t>(j), static_cast<std::int32_t>(best))) best = j;
+    float bestValue = value(0);
+    for (std::size_t j = 1; j < n; ++j) {
+      const float v = value(static_cast<std::int32_t>(j));
+      if (v > bestValue) {  // strictly: the first index on ties, as `before` orders them
+        bestValue = v;
+        best = j;
+      }
+    }
     std::swap(idx[0], idx[best]);
     sorted = 1;
   }
@@ -144,10 +150,12 @@ std::int32_t Sampler::next(std::span<const float> logits) {
     const std::uint32_t buckets = shift == 20 ? 4096u : 1024u;
     std::vector<double> m(buckets, 0.0);
     const auto bucket = [&](std::int32_t j) { return (key[static_cast<std::size_t>(j)] >> shift) & (buckets - 1); };
+    // Each bucket's weight, then its share of the mass (one division per bucket).
     if (all)
-      for (std::size_t j = 0; j < n; ++j) m[(key[j] >> shift) & (buckets - 1)] += w[j] / sum;
+      for (std::size_t j = 0; j < n; ++j) m[(key[j] >> shift) & (buckets - 1)] += w[j];
     else
-      for (const std::int32_t j : cand) m[bucket(j)] += w[static_cast<std::size_t>(j)] / sum;
+      for (const std::int32_t j : cand) m[bucket(j)] += w[static_cast<std::size_t>(j)];
+    for (double& mb : m) mb /= sum;
     std::uint32_t pick = buckets;  // the highest bucket first
     std::uint32_t last = buckets;  // the last non-empty one, should rounding pass them all
     for (std::uint32_t b = buckets; b-- > 0;) {
@@ -203,6 +211,7 @@ struct BatchSampler::Pool {
   int busy = 0;  // workers still in this round
   // The round's job:
   const float* logits = nullptr;
+  const std::uint16_t* bf16 = nullptr;  // instead of logits: bfloat16 bit patterns
   std::size_t vocab = 0;
   const std::vector<bool>* skip = nullptr;
   std::vector<std::int32_t>* out = nullptr;
@@ -213,7 +222,15 @@ struct BatchSampler::Pool {
     for (std::size_t r; (r = nextRow.fetch_add(1)) < rows.size();) {
       if ((*skip)[r]) continue;
       try {
-        (*out)[r] = rows[r].next(std::span<const float>(logits + r * vocab, vocab));
+        if (bf16) {
+          thread_local std::vector<float> row;
+          row.resize(vocab);
+          const std::uint16_t* src = bf16 + r * vocab;
+          for (std::size_t j = 0; j < vocab; ++j) row[j] = std::bit_cast<float>(std::uint32_t{src[j]} << 16);
+          (*out)[r] = rows[r].next(std::span<const float>(row.data(), vocab));
+        } else {
+          (*out)[r] = rows[r].next(std::span<const float>(logits + r * vocab, vocab));
+        }
       } catch (...) {
         const std::lock_guard lock(mu);
         if (!error) error = std::current_exception();
@@ -256,6 +273,16 @@ int BatchSampler::threads() const { return static_cast<int>(pool_->workers.size(
 
 void BatchSampler::draw(const float* logits, std::size_t vocab, const std::vector<bool>& skip,
                         std::vector<std::int32_t>& out) {
+  run(logits, nullptr, vocab, skip, out);
+}
+
+void BatchSampler::drawBf16(const std::uint16_t* logits, std::size_t vocab, const std::vector<bool>& skip,
+                            std::vector<std::int32_t>& out) {
+  run(nullptr, logits, vocab, skip, out);
+}
+
+void BatchSampler::run(const float* logits, const std::uint16_t* bf16, std::size_t vocab,
+                       const std::vector<bool>& skip, std::vector<std::int32_t>& out) {
   Pool& p = *pool_;
   if (skip.size() != p.rows.size() || out.size() < p.rows.size())
     throw std::invalid_argument("batch sampler: " + std::to_string(p.rows.size()) + " rows, given " +
@@ -263,6 +290,7 @@ void BatchSampler::draw(const float* logits, std::size_t vocab, const std::vecto
   {
     const std::lock_guard lock(p.mu);
     p.logits = logits;
+    p.bf16 = bf16;
     p.vocab = vocab;
     p.skip = &skip;
     p.out = &out;

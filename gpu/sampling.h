@@ -60,11 +60,17 @@ class BatchSampler {
   // logits: rows x vocab, row-major. Rows with skip[r] are left alone in out; the first
   // error of any row is rethrown here.
   void draw(const float* logits, std::size_t vocab, const std::vector<bool>& skip, std::vector<std::int32_t>& out);
+  // The same from bfloat16 rows (their bit patterns), each widened to fp32 on its thread:
+  // a device's bf16 logits come back in half the bytes.
+  void drawBf16(const std::uint16_t* logits, std::size_t vocab, const std::vector<bool>& skip,
+                std::vector<std::int32_t>& out);
   int threads() const;
 
  private:
   struct Pool;
   std::unique_ptr<Pool> pool_;
+  void run(const float* logits, const std::uint16_t* bf16, std::size_t vocab, const std::vector<bool>& skip,
+           std::vector<std::int32_t>& out);
 };
 
 }  // namespace sdw::gpu

@@ -13,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -724,6 +725,28 @@ class TestModelCpu : public QObject {
         }
       }
       for (std::size_t r = 0; r < rows; ++r) QCOMPARE(got[r], want[r]);
+      // bfloat16 rows (bit patterns) draw what their fp32 widening draws.
+      {
+        std::vector<std::uint16_t> bits(rows * vocab);
+        std::vector<float> widened(rows * vocab);
+        for (std::size_t i = 0; i < bits.size(); ++i) {
+          bits[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(logits[i]) >> 16);
+          widened[i] = std::bit_cast<float>(std::uint32_t{bits[i]} << 16);
+        }
+        std::vector<Sampler> a, b;
+        for (std::size_t r = 0; r < rows; ++r) {
+          a.emplace_back(SamplingOptions{0.8, 0, 1.0, 30 + r});
+          b.emplace_back(SamplingOptions{0.8, 0, 1.0, 30 + r});
+        }
+        BatchSampler fromBits(std::move(a), threads), fromFloats(std::move(b), 1);
+        const std::vector<bool> none(rows, false);
+        for (int round = 0; round < 3; ++round) {
+          std::vector<std::int32_t> x(rows), y(rows);
+          fromBits.drawBf16(bits.data(), vocab, none, x);
+          fromFloats.draw(widened.data(), vocab, none, y);
+          QCOMPARE(x, y);
+        }
+      }
       bool threw = false;
       try {
         std::vector<std::int32_t> out(rows, 0);
