@@ -100,7 +100,7 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
     bool stopAll = false;
     // Logits [B, vocab] fp32 host -> one token per live row.
     double launchS = 0, readbackS = 0, sampleS = 0;
-    at::Tensor pinnedLogits;  // [B, vocab] bf16 on the host
+    at::Tensor pinnedLogits;                       // [B, vocab] bf16 on the host
     auto mark = std::chrono::steady_clock::now();  // reset before each step's launch
     const auto lap = [&](double& into) {
       const auto now = std::chrono::steady_clock::now();
@@ -117,8 +117,8 @@ std::vector<GenerationResult> Model::generateBatch(const std::vector<std::vector
         // bf16 logits come back as they are, into page-locked memory kept for the call
         // (half the bytes of fp32 at full copy speed); the drawing threads widen them.
         if (!pinnedLogits.defined())
-          pinnedLogits = at::empty({B, c.vocabSize}, at::TensorOptions().dtype(at::kBFloat16).pinned_memory(
-                                                         logitsDev.is_cuda()));
+          pinnedLogits =
+              at::empty({B, c.vocabSize}, at::TensorOptions().dtype(at::kBFloat16).pinned_memory(logitsDev.is_cuda()));
         pinnedLogits.copy_(logitsDev.reshape({B, c.vocabSize}));
         lap(readbackS);
         draws.drawBf16(reinterpret_cast<const std::uint16_t*>(pinnedLogits.data_ptr()),

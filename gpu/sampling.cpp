@@ -281,8 +281,8 @@ void BatchSampler::drawBf16(const std::uint16_t* logits, std::size_t vocab, cons
   run(nullptr, logits, vocab, skip, out);
 }
 
-void BatchSampler::run(const float* logits, const std::uint16_t* bf16, std::size_t vocab,
-                       const std::vector<bool>& skip, std::vector<std::int32_t>& out) {
+void BatchSampler::run(const float* logits, const std::uint16_t* bf16, std::size_t vocab, const std::vector<bool>& skip,
+                       std::vector<std::int32_t>& out) {
   Pool& p = *pool_;
   if (skip.size() != p.rows.size() || out.size() < p.rows.size())
     throw std::invalid_argument("batch sampler: " + std::to_string(p.rows.size()) + " rows, given " +
