@@ -62,6 +62,12 @@ void printActivationSparsity(std::ostream& out, const ActivationSparsityArgs& s,
   else out << ", thresholds from " << s.thresholds.string() << " (run " << runId << ")\n";
 }
 
+std::string benchCommandLine(const std::string& sub, const Args& a) {
+  std::string s = "sdw-cli bench " + sub;
+  for (const auto& [k, v] : a.values) s += " --" + k + (v == "1" && k != "repeats" ? "" : " " + v);
+  return s;
+}
+
 bool emitJson(const Args& a, const std::string& text) {
   if (a.has("out")) {
     std::ofstream out(a.get("out"));

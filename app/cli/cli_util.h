@@ -20,6 +20,8 @@ gpu::ModelConfig resolveModelConfig(const std::string& spec, std::string& name);
 // Writes `text` to --out FILE when given; prints it when --json is given and
 // returns true then (the caller skips its table). Throws on a write error.
 bool emitJson(const Args& a, const std::string& text);
+// "sdw-cli bench SUB --opt value ...": the command a benchmark's JSON records.
+std::string benchCommandLine(const std::string& sub, const Args& a);
 
 // printf-formats v with f ("%.3f"); "n/a" for NaN, "inf" / "-inf" for infinities.
 std::string fmt(const char* f, double v);

@@ -3,6 +3,7 @@
 // says so.
 
 #include "app/cli/bench_modes.h"
+#include "app/cli/cli_util.h"
 #include "gpu/bench.h"
 #include "gpu/device.h"
 #include "gpu/spmv.h"
@@ -23,12 +24,6 @@ std::vector<std::string> splitList(const std::string& s) {
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-std::string commandLine(const std::string& sub, const Args& a) {
-  std::string s = "sdw-cli bench " + sub;
-  for (const auto& [k, v] : a.values) s += " --" + k + (v == "1" && k != "repeats" ? "" : " " + v);
-  return s;
 }
 
 int runKernels(const Args& a) {
@@ -65,7 +60,7 @@ int runKernels(const Args& a) {
     throw UsageError(e.what());
   }
   if (!json) std::fprintf(stderr, "\n");
-  const std::string text = gpu::toJson(r, commandLine("kernels", a), s);
+  const std::string text = gpu::toJson(r, benchCommandLine("kernels", a), s);
   if (a.has("out")) {
     std::ofstream out(a.get("out"));
     if (!out) {

@@ -87,7 +87,8 @@ int runBenchCalibrate(const Args& a) {
                       {"captures", caps},
                       {"reforward_speedup_over_exact", r.speedup},
                       {"exact_vs_reforward_rel_frobenius", r.agreement},
-                      {"method", r.method}};
+                      {"method", r.method},
+                      {"command", benchCommandLine("calibrate", a)}};
   if (emitJson(a, j.dump(2))) return 0;
   std::printf("calibration benchmark: %s (%.2fB parameters), %s, %s\n", r.configName.c_str(),
               static_cast<double>(r.parameters) / 1e9, r.dtype.c_str(), r.device.c_str());

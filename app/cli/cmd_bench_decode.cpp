@@ -128,6 +128,7 @@ int runDecode(const Args& a) {
     j["benchmark"] = "decode";
     j["device"] = r.device;
     j["measured_copy_gb_per_s"] = r.measuredCopyGBs;
+    j["command"] = benchCommandLine("decode", a);
     if (emitJson(a, j.dump(2))) return 0;
     std::printf("decode benchmark: %s (%s, %.2fB parameters), %s, context %d, batch %d\n", r.configName.c_str(),
                 cells.front().shape.architectureName.c_str(), static_cast<double>(r.parameters) / 1e9, r.dtype.c_str(),
@@ -161,7 +162,8 @@ int runDecode(const Args& a) {
                       {"tuning", o.tuningFile.string()},
                       {"rows", rows},
                       {"summary", summary}};
-  if (emitJson(a, j.dump(2))) return 0;
+  j["command"] = benchCommandLine("decode", a);
+    if (emitJson(a, j.dump(2))) return 0;
   std::printf("end-to-end decode: %s, %s, context %d, median of %d steps after %d warm-up; read bandwidth %.0f GB/s\n",
               results.front().device.c_str(), o.dtype.c_str(), o.context, o.tokens, o.warmup, o.readGBs);
   std::printf("%-12s %-7s %-6s %5s %10s %9s %9s %7s %10s\n", "config", "linear", "pattern", "batch", "tokens/s", "GB/s",

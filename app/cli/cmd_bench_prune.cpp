@@ -66,7 +66,8 @@ int runBenchPrune(const Args& a) {
                             {"layer_seconds", r.layerSeconds},
                             {"per_kind", kinds},
                             {"mean_rel_output_error", r.meanRelOutputError},
-                            {"damping_steps", r.dampingSteps}};
+                            {"damping_steps", r.dampingSteps},
+                            {"command", benchCommandLine("prune", a)}};
   if (emitJson(a, j.dump(2))) return 0;
   std::printf("SparseGPT %s pruning benchmark: %s, %d layers, %d projections, %s\n", r.pattern.c_str(),
               r.configName.c_str(), r.layers, r.modules, r.device.c_str());
