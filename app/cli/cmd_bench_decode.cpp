@@ -163,7 +163,7 @@ int runDecode(const Args& a) {
                       {"rows", rows},
                       {"summary", summary}};
   j["command"] = benchCommandLine("decode", a);
-    if (emitJson(a, j.dump(2))) return 0;
+  if (emitJson(a, j.dump(2))) return 0;
   std::printf("end-to-end decode: %s, %s, context %d, median of %d steps after %d warm-up; read bandwidth %.0f GB/s\n",
               results.front().device.c_str(), o.dtype.c_str(), o.context, o.tokens, o.warmup, o.readGBs);
   std::printf("%-12s %-7s %-6s %5s %10s %9s %9s %7s %10s\n", "config", "linear", "pattern", "batch", "tokens/s", "GB/s",
