@@ -64,7 +64,7 @@ void printActivationSparsity(std::ostream& out, const ActivationSparsityArgs& s,
 
 std::string benchCommandLine(const std::string& sub, const Args& a) {
   std::string s = "sdw-cli bench " + sub;
-  for (const auto& [k, v] : a.values) s += " --" + k + (v == "1" && k != "repeats" ? "" : " " + v);
+  for (const auto& [k, v] : a.values) s += " --" + k + (a.flags.count(k) ? "" : " " + v);
   return s;
 }
 

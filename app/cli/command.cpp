@@ -62,6 +62,7 @@ Args parseArgs(const Command& cmd, const std::vector<std::string>& argv) {
       if (spec->valueName.empty()) {
         if (inlineValue) throw UsageError("--" + name + " takes no value");
         a.values[name] = "1";
+        a.flags.insert(name);
       } else {
         if (!inlineValue) {
           if (i + 1 >= argv.size()) throw UsageError("--" + name + " needs a value " + spec->valueName);

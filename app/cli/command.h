@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,7 @@ struct OptionSpec {
 struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> values;
+  std::set<std::string> flags;  // the options given that take no value (their value is "1")
   bool has(const std::string& name) const { return values.count(name) != 0; }
   std::string get(const std::string& name, const std::string& fallback = {}) const;
   long long getInt(const std::string& name, long long fallback) const;
