@@ -343,13 +343,14 @@ class TestCli : public QObject {
   // A benchmark's JSON records the command that made it: options with their values
   // (a value of 1 included), flags bare.
   void benchJsonRecordsItsCommand() {
-    const auto r = cli({QStringLiteral("bench"), QStringLiteral("calibrate"), QStringLiteral("--device"),
-                        QStringLiteral("cpu"), QStringLiteral("--tokens"), QStringLiteral("12"),
-                        QStringLiteral("--exact-tokens"), QStringLiteral("4"), QStringLiteral("--batch"),
-                        QStringLiteral("1"), QStringLiteral("--max-new-tokens"), QStringLiteral("4"),
-                        QStringLiteral("--no-check"), QStringLiteral("--json")});
+    const auto r =
+        cli({QStringLiteral("bench"), QStringLiteral("calibrate"), QStringLiteral("--device"), QStringLiteral("cpu"),
+             QStringLiteral("--tokens"), QStringLiteral("12"), QStringLiteral("--exact-tokens"), QStringLiteral("4"),
+             QStringLiteral("--batch"), QStringLiteral("1"), QStringLiteral("--max-new-tokens"), QStringLiteral("4"),
+             QStringLiteral("--no-check"), QStringLiteral("--json")});
     QVERIFY2(r.code == 0, qPrintable(r.err));
-    const QString command = QJsonDocument::fromJson(r.out.toUtf8()).object().value(QStringLiteral("command")).toString();
+    const QString command =
+        QJsonDocument::fromJson(r.out.toUtf8()).object().value(QStringLiteral("command")).toString();
     QVERIFY2(command.startsWith(QStringLiteral("sdw-cli bench calibrate ")), qPrintable(command));
     for (const char* part : {" --batch 1 ", " --tokens 12 ", " --exact-tokens 4 ", " --device cpu ", " --no-check "})
       QVERIFY2((command + QStringLiteral(" ")).contains(QLatin1String(part)), qPrintable(command + " lacks" + part));
