@@ -146,7 +146,9 @@ CalibrateBenchResult runCalibrateBench(const CalibrateBenchOptions& o, const Pro
       double worst = 0;
       for (std::size_t i = 0; i < acc.inputs().size(); ++i) {
         const at::Tensor a = acc.inputs()[i].xtx.to(at::kDouble), b = ref.inputs()[i].xtx.to(at::kDouble);
-        worst = std::max(worst, (a - b).norm().item<double>() / std::max((b).norm().item<double>(), 1e-30));
+        const double rel = (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
+        r.agreementPerInput.emplace_back(acc.inputs()[i].name, rel);
+        worst = std::max(worst, rel);
       }
       r.agreement = worst;
     }

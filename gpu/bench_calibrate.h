@@ -64,6 +64,8 @@ struct CalibrateBenchResult {
   std::vector<CaptureBenchResult> captures;
   double speedup = 0;               // re-forward tokens/s over exact tokens/s (both measured)
   double agreement = -1;            // max relative Frobenius, exact vs re-forward of the same generations; -1: not run
+  // Per shared projection input, in the model's order: where the difference grows (its layer).
+  std::vector<std::pair<std::string, double>> agreementPerInput;
   std::int64_t extrapolateTokens = 0;
   std::string method;
 };

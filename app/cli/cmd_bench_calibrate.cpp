@@ -74,6 +74,8 @@ int runBenchCalibrate(const Args& a) {
                     {"forward_seconds", c.forwardSeconds},
                     {"decode_tokens_per_second", c.tokensPerSecond},
                     {"extrapolated_seconds", c.extrapolatedSeconds}});
+  nlohmann::json perInput = nlohmann::json::array();  // in the model's order
+  for (const auto& [name, rel] : r.agreementPerInput) perInput.push_back({{"input", name}, {"rel_frobenius", rel}});
   nlohmann::json j = {{"benchmark", "calibrate"},
                       {"device", r.device},
                       {"config", r.configName},
@@ -87,6 +89,7 @@ int runBenchCalibrate(const Args& a) {
                       {"captures", caps},
                       {"reforward_speedup_over_exact", r.speedup},
                       {"exact_vs_reforward_rel_frobenius", r.agreement},
+                      {"exact_vs_reforward_per_input", perInput},
                       {"method", r.method},
                       {"command", benchCommandLine("calibrate", a)}};
   if (emitJson(a, j.dump(2))) return 0;

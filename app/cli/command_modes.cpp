@@ -27,6 +27,7 @@ int runMode(std::span<const CommandMode> modes, const Args& a, const std::string
       throw UsageError("--" + name + " is not an option of '" + command + " " + it->name + "'; usage: sdw-cli " +
                        it->usage);
     own.values[name] = value;
+    if (a.flags.count(name)) own.flags.insert(name);
   }
   for (const auto& o : it->options)
     if (!o.defaultValue.empty() && !own.has(o.name)) own.values[o.name] = o.defaultValue;

@@ -347,15 +347,25 @@ class TestCli : public QObject {
         cli({QStringLiteral("bench"), QStringLiteral("calibrate"), QStringLiteral("--device"), QStringLiteral("cpu"),
              QStringLiteral("--tokens"), QStringLiteral("12"), QStringLiteral("--exact-tokens"), QStringLiteral("4"),
              QStringLiteral("--batch"), QStringLiteral("1"), QStringLiteral("--max-new-tokens"), QStringLiteral("4"),
-             QStringLiteral("--no-check"), QStringLiteral("--json")});
+             QStringLiteral("--json")});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QString command =
         QJsonDocument::fromJson(r.out.toUtf8()).object().value(QStringLiteral("command")).toString();
     QVERIFY2(command.startsWith(QStringLiteral("sdw-cli bench calibrate ")), qPrintable(command));
-    for (const char* part : {" --batch 1 ", " --tokens 12 ", " --exact-tokens 4 ", " --device cpu ", " --no-check "})
+    for (const char* part : {" --batch 1 ", " --tokens 12 ", " --exact-tokens 4 ", " --device cpu "})
       QVERIFY2((command + QStringLiteral(" ")).contains(QLatin1String(part)), qPrintable(command + " lacks" + part));
-    QVERIFY2(command.endsWith(QStringLiteral(" --json")) || command.contains(QStringLiteral(" --json ")),
-             qPrintable(command));
+    QVERIFY2((command.endsWith(QStringLiteral(" --json")) || command.contains(QStringLiteral(" --json "))) &&
+                 !command.contains(QStringLiteral(" --json 1")),
+             qPrintable(command + " (a flag stands bare)"));
+    // The exact-vs-re-forward agreement per shared input, in the model's order, its largest the headline.
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    const QJsonArray per = o.value(QStringLiteral("exact_vs_reforward_per_input")).toArray();
+    QVERIFY2(per.size() >= 4, qPrintable(QString::number(per.size())));
+    QVERIFY(per.first().toObject().value(QStringLiteral("input")).toString().contains(QStringLiteral("layers.0.")));
+    double worst = -1;
+    for (const auto& v : per) worst = std::max(worst, v.toObject().value(QStringLiteral("rel_frobenius")).toDouble(-1));
+    QVERIFY(worst >= 0);
+    QCOMPARE(worst, o.value(QStringLiteral("exact_vs_reforward_rel_frobenius")).toDouble());
   }
 
   void deviceReports() {
