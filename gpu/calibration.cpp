@@ -364,7 +364,7 @@ class Run {
 
   void afterBatch() {
     ++batchesSinceCheckpoint_;
-    const bool byTime = secondsSince(lastCheckpoint_) >= s_.checkpointSeconds;
+    const bool byTime = checkpointDue(secondsSince(lastCheckpoint_), s_.checkpointSeconds, lastCheckpointTook_);
     const bool byCount = s_.checkpointEvery > 0 && batchesSinceCheckpoint_ >= s_.checkpointEvery;
     report(static_cast<double>(collected_), s_.source == CalibrationSource::Fixed ? "windows " + std::to_string(windowsDone_)
                                                                  : "generations " + std::to_string(promptsDone_));
@@ -633,6 +633,7 @@ class Run {
   }
 
   void checkpointNow() {
+    const auto began = std::chrono::steady_clock::now();
     acc_->flush();
     if (s_.storage == StatsStorage::Full) {
       writeFullStats();
@@ -647,6 +648,7 @@ class Run {
     ++result_.checkpoints;
     batchesSinceCheckpoint_ = 0;
     lastCheckpoint_ = std::chrono::steady_clock::now();
+    lastCheckpointTook_ = std::chrono::duration<double>(lastCheckpoint_ - began).count();
     report(static_cast<double>(collected_), "checkpoint " + std::to_string(writer_->checkpointCount()));
   }
 
@@ -796,6 +798,7 @@ class Run {
   std::vector<GenerationRecord> pending_;
   std::vector<WindowRecord> pendingWindows_;
   std::chrono::steady_clock::time_point lastCheckpoint_;
+  double lastCheckpointTook_ = 0;  // seconds the last checkpoint took to write (checkpointDue)
   int batchesSinceCheckpoint_ = 0;
   bool stop_ = false;
   CalibrationResult result_;

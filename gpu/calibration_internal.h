@@ -110,6 +110,13 @@ struct ArBatchStats {
 // positions.
 void splitBudget(std::vector<GenerationRecord>& batch, bool includePrefill, std::int64_t remaining);
 
+// Whether a time-driven checkpoint is due, `since` seconds after the last one, which
+// took `lastTook` seconds to write. intervalSeconds > 0: at that interval, but never so
+// often that writing takes more than a tenth of the run (an 8B's full sums are 32 GB: a
+// checkpoint every 30 s would spend more time writing than collecting).
+// intervalSeconds == 0: after every batch, as asked.
+bool checkpointDue(double since, double intervalSeconds, double lastTook);
+
 // Generates the batch (records hold promptIds; tokens are filled) with
 // `generator` and collects into `acc` through `model` with the settings'
 // capture mode ("exact" needs generator == model). `onToken` may report

@@ -190,6 +190,11 @@ void StatsAccumulator::synchronize() {
 
 // ---------------------------------------------------------------- budget split
 
+bool checkpointDue(double since, double intervalSeconds, double lastTook) {
+  if (intervalSeconds <= 0) return true;
+  return since >= std::max(intervalSeconds, 9.0 * std::max(lastTook, 0.0));
+}
+
 void splitBudget(std::vector<GenerationRecord>& batch, bool includePrefill, std::int64_t remaining) {
   std::int64_t total = 0;
   for (auto& r : batch) {

@@ -243,7 +243,7 @@ Command makeCommand() {
      {"store", "KIND", "full (xtx) or topk (eigenpairs + diagonal); default full", ""},
      {"topk", "K", "eigenpairs kept with --store topk (default 64)", ""},
      {"chat", "MODE", "auto (the model's chat template) or plain", ""},
-     {"checkpoint-seconds", "S", "write the statistics at least this often (default 30; 0: every batch)", ""},
+     {"checkpoint-seconds", "S", "write the statistics this often (default 30; 0: every batch), writing at most a tenth of the time", ""},
      {"sample-rows", "N", "also keep a uniform sample of N counted rows of every projection input, with their "
       "sequence, position and decode step (one more teacher-forced pass at the end; default 0: none)", ""},
      {"no-halves", "", "do not also sum two halves of the sequences apart (saves one d_in x d_in per input on the "
