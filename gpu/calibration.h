@@ -77,7 +77,8 @@ struct CalibrationSettings {
   StatsStorage storage = StatsStorage::Full;  // full (xtx) | topk (eigenpairs + diagonal)
   int topK = 64;
   ChatMode chat = ChatMode::Auto;  // auto (the model's chat template when it has one) | plain
-  double checkpointSeconds = 30; // statistics are written this often (0: after every batch), at most a tenth of the time (checkpointDue)
+  double checkpointSeconds =
+      30;  // statistics are written this often (0: after every batch), at most a tenth of the time (checkpointDue)
   int checkpointEvery = 0;       // ... and after this many batches (0: by time only)
   // Also sum the statistics of two halves of the sequences apart (fixed text:
   // even / odd windows; AR: generations of even / odd prompt lines), from

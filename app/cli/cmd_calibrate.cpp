@@ -210,51 +210,55 @@ int runCalibrate(const Args& a) {
 }
 
 Command makeCommand() {
-  Command c{
-    "calibrate",
-    "collect calibration statistics (fixed text or the model's own decoding) into a run file",
-    "calibrate --model DIR --source fixed|ar|cross-model (--corpus FILE | --prompts FILE) --tokens N "
-    "--out RUN.sdw.h5 [OPTIONS]",
-    "Per shared projection input: sum x x^T (fp32), sum x^2 per column and the token count, stored in a run "
-    "file of kind 'calibration' (docs/run-format.md). Fixed text: random windows of --window tokens, "
-    "teacher-forced, every position counts. AR: the dense model continues each prompt (chat-formatted when it "
-    "has a template); only decode positions count (the positions of generated tokens read back as inputs). "
-    "The disk and memory estimate is printed first (--dry-run: only that). Ctrl-C stops at the end of the "
-    "current batch and keeps the run, marked incomplete; --resume --out RUN continues it. AR generations "
-    "follow the workbench's decoding protocol unless --temperature / --top-k / --top-p say otherwise: "
-    "sampled from the model's own distribution (temperature 1, top-k off, top-p 1), the same default as "
-    "eval and analyze drift; a checkpoint's generation_config.json is not applied (a note says when it asks "
-    "for something else).",
-    {{"model", "DIR", "the model (Hugging Face folder)", ""},
-     {"source", "SRC", "fixed, ar or cross-model", ""},
-     {"corpus", "FILE", "fixed: .txt (\"# doc\" headers) or .jsonl with \"text\"", ""},
-     {"prompts", "FILE", "ar / cross-model: .jsonl with \"id\" and \"prompt\"", ""},
-     {"cross-model", "DIR", "cross-model: the model that generates", ""},
-     {"tokens", "N", "token budget (positions counted)", ""},
-     {"out", "RUN", "the run file to write (.sdw.h5)", ""},
-     {"window", "N", "fixed: window length (default 256)", ""},
-     {"max-new-tokens", "N", "ar: tokens generated per prompt (default 128)", ""},
-     {"batch", "N", "windows or prompts per batch (default 8)", ""},
-     {"capture", "MODE", "ar: exact or reforward (default reforward)", ""},
-     {"include-prefill", "", "ar ablation: the prompt positions count too", ""},
-     {"seed", "S", "window draws and sampling (generation j uses S + j); default 0", ""},
-     {"device", "DEV", "cpu or cuda (default cpu)", ""},
-     {"dtype", "DTYPE", "float32, bfloat16 or float16 (default float32)", ""},
-     {"store", "KIND", "full (xtx) or topk (eigenpairs + diagonal); default full", ""},
-     {"topk", "K", "eigenpairs kept with --store topk (default 64)", ""},
-     {"chat", "MODE", "auto (the model's chat template) or plain", ""},
-     {"checkpoint-seconds", "S", "write the statistics this often (default 30; 0: every batch), writing at most a tenth of the time", ""},
-     {"sample-rows", "N", "also keep a uniform sample of N counted rows of every projection input, with their "
-      "sequence, position and decode step (one more teacher-forced pass at the end; default 0: none)", ""},
-     {"no-halves", "", "do not also sum two halves of the sequences apart (saves one d_in x d_in per input on the "
-                       "device and two in a full-storage file; the epsilon analysis then has no noise floor)", ""},
-     {"resume", "", "continue the incomplete run --out with its stored settings (--device may change)", ""},
-     {"force", "", "replace an existing run file", ""},
-     {"dry-run", "", "print the estimate only", ""},
-     {"json", "", "machine-readable output", ""}},
-    0,
-    0,
-    runCalibrate};
+  Command c{"calibrate",
+            "collect calibration statistics (fixed text or the model's own decoding) into a run file",
+            "calibrate --model DIR --source fixed|ar|cross-model (--corpus FILE | --prompts FILE) --tokens N "
+            "--out RUN.sdw.h5 [OPTIONS]",
+            "Per shared projection input: sum x x^T (fp32), sum x^2 per column and the token count, stored in a run "
+            "file of kind 'calibration' (docs/run-format.md). Fixed text: random windows of --window tokens, "
+            "teacher-forced, every position counts. AR: the dense model continues each prompt (chat-formatted when it "
+            "has a template); only decode positions count (the positions of generated tokens read back as inputs). "
+            "The disk and memory estimate is printed first (--dry-run: only that). Ctrl-C stops at the end of the "
+            "current batch and keeps the run, marked incomplete; --resume --out RUN continues it. AR generations "
+            "follow the workbench's decoding protocol unless --temperature / --top-k / --top-p say otherwise: "
+            "sampled from the model's own distribution (temperature 1, top-k off, top-p 1), the same default as "
+            "eval and analyze drift; a checkpoint's generation_config.json is not applied (a note says when it asks "
+            "for something else).",
+            {{"model", "DIR", "the model (Hugging Face folder)", ""},
+             {"source", "SRC", "fixed, ar or cross-model", ""},
+             {"corpus", "FILE", "fixed: .txt (\"# doc\" headers) or .jsonl with \"text\"", ""},
+             {"prompts", "FILE", "ar / cross-model: .jsonl with \"id\" and \"prompt\"", ""},
+             {"cross-model", "DIR", "cross-model: the model that generates", ""},
+             {"tokens", "N", "token budget (positions counted)", ""},
+             {"out", "RUN", "the run file to write (.sdw.h5)", ""},
+             {"window", "N", "fixed: window length (default 256)", ""},
+             {"max-new-tokens", "N", "ar: tokens generated per prompt (default 128)", ""},
+             {"batch", "N", "windows or prompts per batch (default 8)", ""},
+             {"capture", "MODE", "ar: exact or reforward (default reforward)", ""},
+             {"include-prefill", "", "ar ablation: the prompt positions count too", ""},
+             {"seed", "S", "window draws and sampling (generation j uses S + j); default 0", ""},
+             {"device", "DEV", "cpu or cuda (default cpu)", ""},
+             {"dtype", "DTYPE", "float32, bfloat16 or float16 (default float32)", ""},
+             {"store", "KIND", "full (xtx) or topk (eigenpairs + diagonal); default full", ""},
+             {"topk", "K", "eigenpairs kept with --store topk (default 64)", ""},
+             {"chat", "MODE", "auto (the model's chat template) or plain", ""},
+             {"checkpoint-seconds", "S",
+              "write the statistics this often (default 30; 0: every batch), writing at most a tenth of the time", ""},
+             {"sample-rows", "N",
+              "also keep a uniform sample of N counted rows of every projection input, with their "
+              "sequence, position and decode step (one more teacher-forced pass at the end; default 0: none)",
+              ""},
+             {"no-halves", "",
+              "do not also sum two halves of the sequences apart (saves one d_in x d_in per input on the "
+              "device and two in a full-storage file; the epsilon analysis then has no noise floor)",
+              ""},
+             {"resume", "", "continue the incomplete run --out with its stored settings (--device may change)", ""},
+             {"force", "", "replace an existing run file", ""},
+             {"dry-run", "", "print the estimate only", ""},
+             {"json", "", "machine-readable output", ""}},
+            0,
+            0,
+            runCalibrate};
   // The AR decoding options sit after the AR ones, with the protocol's defaults.
   const auto at = std::find_if(c.options.begin(), c.options.end(),
                                [](const OptionSpec& o) { return o.name == "include-prefill"; });

@@ -122,12 +122,12 @@ class TestReplay : public QObject {
     using sdw::gpu::checkpointDue;
     QVERIFY(!checkpointDue(29.9, 30, 0.01));
     QVERIFY(checkpointDue(30.0, 30, 0.01));
-    QVERIFY(checkpointDue(30.0, 30, 3.3));      // 9 x 3.3 = 29.7 s: the interval rules
-    QVERIFY(!checkpointDue(30.0, 30, 16.0));    // a 16 s write: the next one 144 s later
+    QVERIFY(checkpointDue(30.0, 30, 3.3));    // 9 x 3.3 = 29.7 s: the interval rules
+    QVERIFY(!checkpointDue(30.0, 30, 16.0));  // a 16 s write: the next one 144 s later
     QVERIFY(!checkpointDue(143.9, 30, 16.0));
     QVERIFY(checkpointDue(144.0, 30, 16.0));
-    QVERIFY(checkpointDue(0.0, 0, 16.0));       // 0: every batch, whatever a write costs
-    QVERIFY(checkpointDue(30.0, 30, -1.0));     // a clock that went back counts as no cost
+    QVERIFY(checkpointDue(0.0, 0, 16.0));    // 0: every batch, whatever a write costs
+    QVERIFY(checkpointDue(30.0, 30, -1.0));  // a clock that went back counts as no cost
   }
 
   void changedCorpusIsRefused() {
