@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace sdw::kernels {
 namespace {
@@ -476,6 +477,172 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
                            static_cast<std::int64_t>(gridDim.x) * 32);
 }
 
+// ---- Batch 2-8 on the tensor cores, 2:4 only (SpmvConfig::unroll 100 + U) ----------------
+// mma.sp m16n8k32: the 16 kept values of a 2:4 row's mask word, in increasing column
+// order, are the compressed row of the sparse A operand as they are (values 2k, 2k+1 from
+// group k of four columns); the metadata, the two kept positions of each group (2 bits
+// each, the lower first), comes from each mask nibble by a table. A warp's 32-row tile is
+// two m16 halves sharing one B operand: x of the word's 32 columns for 8 batch columns
+// (those >= B zero), staged per block in shared memory as 16-bit values, [word][n][40]
+// (32 columns + 8 of padding: the B fragment loads hit 32 distinct banks). Fragment and
+// metadata layouts: PTX ISA, "Matrix fragments for mma.sp.m16n8k32 with .f16/.bf16";
+// sparsity selector 0 (threads 0 and 1 of each quad give the metadata); the kept positions
+// of a group are in increasing order, as .sp::ordered_metadata requires. Other patterns
+// do not satisfy the instruction's 2:4 constraint: the caller selects this path for 2:4
+// weights only.
+
+// 4-bit metadata of each mask nibble, entry i at bits 4i: idx0 | idx1 << 2 for the six 2:4
+// nibbles; positions 0 and 1 for the others (the padding rows' 0xF and 0x0, whose values
+// are zero).
+constexpr unsigned long long kMeta24 = 0x444e4dc449844444ull;
+constexpr int kMmaXsStride = 40;  // 16-bit values per staged (word, batch column)
+constexpr int kMmaXsBytesPerWord = 8 * kMmaXsStride * 2;
+
+__device__ __forceinline__ std::uint32_t meta24(std::uint32_t m) {
+  std::uint32_t e = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k)
+    e |= static_cast<std::uint32_t>((kMeta24 >> (((m >> (4 * k)) & 15u) * 4)) & 15u) << (4 * k);
+  return e;
+}
+
+template <typename T>
+__device__ __forceinline__ void mmaSp16832(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[4],
+                                           std::uint32_t e) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, "
+        "{%0,%1,%2,%3}, %12, 0x0;\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+  else
+    asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, "
+        "{%0,%1,%2,%3}, %12, 0x0;\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+#else
+  __trap();
+#endif
+}
+
+// One mask word of the tile: its A fragments (a[h]: half h's rows grp and grp + 8,
+// compressed columns 2t, 2t + 1 and 2t + 8, 2t + 9), the masks of those rows (mk[2h],
+// mk[2h + 1]), and xb, this word's staged x at batch column grp.
+struct MmaWord {
+  std::uint32_t a[2][4];
+  std::uint32_t mk[4];
+};
+
+__device__ __forceinline__ MmaWord loadMmaWord(const std::uint32_t* __restrict__ v32,
+                                               const std::uint32_t* __restrict__ masks, std::int64_t word, int grp,
+                                               int t) {
+  MmaWord w;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const std::int64_t r0 = word * 32 + 16 * h + grp, r1 = r0 + 8;  // element index of the row's word
+    w.a[h][0] = __ldcg(v32 + r0 * 8 + t);
+    w.a[h][1] = __ldcg(v32 + r1 * 8 + t);
+    w.a[h][2] = __ldcg(v32 + r0 * 8 + t + 4);
+    w.a[h][3] = __ldcg(v32 + r1 * 8 + t + 4);
+    w.mk[2 * h] = __ldcg(masks + r0);
+    w.mk[2 * h + 1] = __ldcg(masks + r1);
+  }
+  return w;
+}
+
+template <typename T>
+__device__ __forceinline__ void mmaWord(const MmaWord& w, const std::uint32_t* xb, int t, float (&c)[2][4]) {
+  const std::uint32_t b[4] = {xb[t], xb[t + 4], xb[t + 8], xb[t + 12]};  // k = 2t + 8j, 2t + 8j + 1
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const std::uint32_t m0 = meta24(w.mk[2 * h]), m1 = meta24(w.mk[2 * h + 1]);
+    // Thread 0 of a quad: groups 0-3 (columns 0-15) of rows grp (low half) and grp + 8;
+    // thread 1: groups 4-7. Threads 2 and 3 are not read (selector 0).
+    const std::uint32_t e = (t & 1) ? (m0 >> 16) | (m1 & 0xffff0000u) : (m0 & 0xffffu) | (m1 << 16);
+    mmaSp16832<T>(c[h], w.a[h], b, e);
+  }
+}
+
+template <typename T, int B, int XS, int U, bool PDL>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    bitmaskSpmvMmaKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
+                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
+                         std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
+  __shared__ float red[kMaxWarps * B * 32];
+  extern __shared__ float4 xsRaw[];
+  auto* xs = reinterpret_cast<unsigned short*>(xsRaw);  // [words of this split][8][kMmaXsStride]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const int grp = lane >> 2, t = lane & 3;
+  const std::int64_t tile = blockIdx.x;
+  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
+  const int g1 = min(G, gs + wordsPerSplit);
+  const std::int64_t tileBase = tile * G;
+  if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
+
+  // Stage this split's slice of x as 16-bit values, transposed to [word][n][column].
+  const auto* xg = reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS;
+  const int n8 = (g1 - gs) * 32 * 8;
+  for (int i = threadIdx.x; i < n8; i += blockDim.x) {
+    const int n = i & 7, col = i >> 3;
+    xs[((col >> 5) * 8 + n) * kMmaXsStride + (col & 31)] = n < B ? xg[static_cast<std::int64_t>(col) * XS + n] : 0;
+  }
+  __syncthreads();
+
+  float c[2][4] = {};
+  const auto* v32 = reinterpret_cast<const std::uint32_t*>(values);
+  const auto* xs32 = reinterpret_cast<const std::uint32_t*>(xs);
+  int g = gs + warp * U;
+  for (; g + U <= g1; g += W * U) {
+    MmaWord w[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) w[u] = loadMmaWord(v32, masks, tileBase + g + u, grp, t);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      mmaWord<T>(w[u], xs32 + ((g + u - gs) * 8 + grp) * (kMmaXsStride / 2), t, c);
+  }
+  if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
+  for (; g < g1; ++g)  // a last chunk shorter than U (one warp at most)
+    mmaWord<T>(loadMmaWord(v32, masks, tileBase + g, grp, t), xs32 + ((g - gs) * 8 + grp) * (kMmaXsStride / 2), t,
+               c);
+
+  // c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1).
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = 16 * h + grp + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
+      if (n < B) red[(warp * B + n) * 32 + row] = c[h][i];
+    }
+  __syncthreads();
+  if (warp != 0) return;
+  float tot[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) tot[b] = 0.f;
+  for (int w = 0; w < W; ++w) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) tot[b] += red[(w * B + b) * 32 + lane];
+  }
+  const std::int64_t row = tile * 32 + lane;
+  detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row,
+                           static_cast<std::int64_t>(gridDim.x) * 32);
+}
+
+template <typename T, int B, int XS, int U>
+cudaError_t launchMma(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
+                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
+                      unsigned* counters, cudaStream_t stream) {
+  const int G = static_cast<int>(cols / 32);
+  const int wordsPerSplit = spmvWordsPerSplit(cols, B, cfg);
+  const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
+  const std::size_t smem = static_cast<std::size_t>(wordsPerSplit) * kMmaXsBytesPerWord;
+  dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
+  const bool pdl = cfg.pdl && hopperLaunchSupported();
+  return detail::launchEx(pdl ? bitmaskSpmvMmaKernel<T, B, XS, U, true> : bitmaskSpmvMmaKernel<T, B, XS, U, false>,
+                          grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
+                          static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,
+                          static_cast<T*>(y), ldy, ws, counters);
+}
+
 template <typename T, int B, int XS, int U>
 cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                         const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
@@ -573,6 +740,9 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 101: return launchMma<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 102: return launchMma<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 104: return launchMma<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -600,7 +770,8 @@ std::int64_t spmvTiles(std::int64_t rows) { return (rows + 31) / 32; }
 
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   const int G = static_cast<int>(cols / 32);
-  const int maxWords = kMaxXsBytes / (32 * spmvXStride(batch) * static_cast<int>(sizeof(float)));
+  const int maxWords = spmvTensorCores(cfg) ? kMaxXsBytes / kMmaXsBytesPerWord
+                                            : kMaxXsBytes / (32 * spmvXStride(batch) * static_cast<int>(sizeof(float)));
   const int S = batch == 1 ? std::clamp(cfg.splitK, 1, G)  // batch 1: x is not staged
                            : std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
   return (G + S - 1) / S;

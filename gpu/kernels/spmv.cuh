@@ -25,7 +25,9 @@ struct SpmvConfig {
   int warps = 8;     // warps per block, all on the same 32-row tile: 1..16 at batch 1, 1..8 above
   int unroll = 2;    // mask words per warp with loads in flight before use (1, 2, 4; 3 at batch 1);
                      // batch 1, 10 S + U (41, 61, 81, 42, 34): S-stage bulk-copy pipeline through shared
-                     // memory (sm_90, 16-byte aligned pointers; else the register path with U words)
+                     // memory (sm_90, 16-byte aligned pointers; else the register path with U words);
+                     // batch 2-8, 100 + U (101, 102, 104): the tensor cores (mma.sp m16n8k32, sm_80+),
+                     // for 2:4 weights only (other patterns break the instruction's constraint)
   int splitK = 1;    // blocks per tile along the input dimension (two-pass reduction);
                      // raised where the x slice would not fit in shared memory
   int cluster = -1;  // batch 1 with splitK > 1 on sm_90+: the blocks of a tile form a thread-block
@@ -36,6 +38,8 @@ struct SpmvConfig {
 };
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8
+// Whether a configuration takes the tensor-core path (unroll 100 + U; batch 2-8, 2:4 weights).
+inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
 std::int64_t spmvTiles(std::int64_t rows);
 // Mask words per split-K slice actually used (cfg.splitK, raised for shared memory).
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg);

@@ -177,6 +177,73 @@ class TestSpmvCuda : public QObject {
     }
   }
 
+  // Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U: mma.sp, 2:4 weights only):
+  // every unroll, 4 and 8 warps, split-K through the workspace, plain and as a programmatic
+  // dependent launch, against the float64 reference of the same 16-bit values (padding
+  // rows, batch columns beyond the batch and split slices included); batch 1 refuses it.
+  void tensorCoresMatchReference_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<int>("splitK");
+    for (const char* dt : {"bf16", "fp16"}) {
+      for (int b = 2; b <= 8; ++b) QTest::addRow("batch %d 101x1024 %s", b, dt) << 101 << 1024 << b << dt << 1;
+      QTest::addRow("K=32 33x32 b5 %s", dt) << 33 << 32 << 5 << dt << 1;
+      QTest::addRow("split-K 1000x5120 b8 %s", dt) << 1000 << 5120 << 8 << dt << 4;
+      QTest::addRow("uneven split 65x4064 b3 %s", dt) << 65 << 4064 << 3 << dt << 7;
+      QTest::addRow("x slice over shared memory 70x14336 b4 %s", dt) << 70 << 14336 << 4 << dt << 1;
+    }
+  }
+
+  void tensorCoresMatchReference() {
+#ifndef SDW_TORCH_CUDA
+    QSKIP("this build has no CUDA kernels");
+#else
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(int, batch);
+    QFETCH(QString, dtype);
+    QFETCH(int, splitK);
+    const auto dt = sparse::parseDType(dtype.toStdString());
+    const double tol = dt == sparse::DType::BF16 ? 8e-3 : 1e-3;
+    const double ulp = dt == sparse::DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
+    const gpu::KernelCase* kc = gpu::kernelCase(gpu::KernelId::Sparse);
+    QVERIFY(kc);
+    const auto seed = static_cast<std::uint64_t>(rows * 977 + cols + batch * 13 + splitK);
+    auto in = kc->prepare(gpu::CaseProblem{rows, cols, dt, sparse::Pattern{2, 4}, seed}, 1);
+    kc->setBatch(in, batch);
+    const auto ref = kc->reference(in, 0);
+    const auto want = torch::matmul(ref.x, ref.w.t());  // [batch, rows]
+    const auto absRef = torch::matmul(ref.x.abs(), ref.w.abs().t());
+    const double wantNorm = want.norm().item<double>();
+    int configs = 0;
+    for (const int warps : {4, 8})
+      for (const int unroll : {101, 102, 104})
+        for (const bool pdl : {false, true}) {
+          const gpu::SpmvLaunch cfg{warps, unroll, splitK, -1, pdl};
+          const QString what = QString::fromStdString(kc->describe(in, cfg)) + (pdl ? QStringLiteral(" pdl") : QString());
+          kc->reserve(in, {cfg});
+          for (int run = 0; run < 2; ++run) {  // the second run finds the counters the first left
+            in.y.fill_(kSentinel);
+            const char* error = kc->launch(in, 0, cfg);
+            QVERIFY2(!error, qPrintable(what + ": " + QString::fromUtf8(error ? error : "")));
+          }
+          torch::cuda::synchronize();
+          const auto yd = in.y.cpu().to(torch::kDouble);
+          QVERIFY2(torch::isfinite(yd).all().item<bool>(), qPrintable(what));
+          const double rel = (yd - want).norm().item<double>() / wantNorm;
+          QVERIFY2(rel < tol, qPrintable(QStringLiteral("%1: relative error %2").arg(what).arg(rel)));
+          const auto bad = ((yd - want).abs() > want.abs() * ulp + absRef * 1e-5 + 1e-6).sum().item<std::int64_t>();
+          QVERIFY2(bad == 0, qPrintable(QStringLiteral("%1: %2 elements off").arg(what).arg(bad)));
+          ++configs;
+        }
+    QCOMPARE(configs, 12);
+    kc->setBatch(in, 1);
+    QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 102, 1, -1, false}), "batch 1 has no tensor-core path");
+#endif
+  }
+
   // A chain of launches in which each layer's input is the previous layer's output
   // (x_{i+1} = y_i), every launch a programmatic dependent launch of the one before:
   // the weights may be read early, x only after the previous kernel has finished.
