@@ -511,12 +511,14 @@ __device__ __forceinline__ void mmaSp16832(float (&c)[4], const std::uint32_t (&
                                            std::uint32_t e) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, "
+    asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9,%10,%11}, "
         "{%0,%1,%2,%3}, %12, 0x0;\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
   else
-    asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, "
+    asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9,%10,%11}, "
         "{%0,%1,%2,%3}, %12, 0x0;\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
@@ -597,15 +599,13 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll
     for (int u = 0; u < U; ++u) w[u] = loadMmaWord(v32, masks, tileBase + g + u, grp, t);
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      mmaWord<T>(w[u], xs32 + ((g + u - gs) * 8 + grp) * (kMmaXsStride / 2), t, c);
+    for (int u = 0; u < U; ++u) mmaWord<T>(w[u], xs32 + ((g + u - gs) * 8 + grp) * (kMmaXsStride / 2), t, c);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  for (; g < g1; ++g)  // a last chunk shorter than U (one warp at most)
-    mmaWord<T>(loadMmaWord(v32, masks, tileBase + g, grp, t), xs32 + ((g - gs) * 8 + grp) * (kMmaXsStride / 2), t,
-               c);
+  for (; g < g1; ++g)                        // a last chunk shorter than U (one warp at most)
+    mmaWord<T>(loadMmaWord(v32, masks, tileBase + g, grp, t), xs32 + ((g - gs) * 8 + grp) * (kMmaXsStride / 2), t, c);
 
-  // c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1).
+    // c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1).
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -629,8 +629,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 
 template <typename T, int B, int XS, int U>
 cudaError_t launchMma(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
-                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                      unsigned* counters, cudaStream_t stream) {
+                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
+                      cudaStream_t stream) {
   const int G = static_cast<int>(cols / 32);
   const int wordsPerSplit = spmvWordsPerSplit(cols, B, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;

@@ -222,7 +222,8 @@ class TestSpmvCuda : public QObject {
       for (const int unroll : {101, 102, 104})
         for (const bool pdl : {false, true}) {
           const gpu::SpmvLaunch cfg{warps, unroll, splitK, -1, pdl};
-          const QString what = QString::fromStdString(kc->describe(in, cfg)) + (pdl ? QStringLiteral(" pdl") : QString());
+          const QString what =
+              QString::fromStdString(kc->describe(in, cfg)) + (pdl ? QStringLiteral(" pdl") : QString());
           kc->reserve(in, {cfg});
           for (int run = 0; run < 2; ++run) {  // the second run finds the counters the first left
             in.y.fill_(kSentinel);
