@@ -449,13 +449,24 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         kc.space->store(e, cfg, best, haveChained ? &cfgChained : nullptr, bestChained);
         table.put(e);
       }
+      // --tensor-cores: 2:4 at batch 2-8 through mma.sp, with the warps, unroll and split-K the
+      // FMA kernel would use (the tuning space does not hold the tensor-core path yet).
+      const auto onTensorCores = [&](CaseConfig c) {
+        if (!s.sparseTensorCores || kc.id != KernelId::Sparse || pattern != "2:4" || b < 2) return c;
+        auto l = std::get<SpmvLaunch>(c);
+        l.unroll = 100 + (l.unroll == 1 || l.unroll == 4 ? l.unroll : 2);
+        l.warps = std::min(l.warps, 8);
+        l.cluster = -1;
+        return CaseConfig{l};
+      };
+      cfg = onTensorCores(cfg);
       BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, pattern, b, kc.id);
       r.bytes = kc.bytes(sh, b);
       r.config = kc.describe(in, cfg);
       r.us = timeCase(kc, in, withPdl(cfg, false), s.repeats);
       CaseConfig cfgChained = cfg;
       if (chained && kc.chained && kc.space) {
-        cfgChained = kc.space->lookup(table, sh.rows, sh.cols, b, s.dtype, sms, true);
+        cfgChained = onTensorCores(kc.space->lookup(table, sh.rows, sh.cols, b, s.dtype, sms, true));
         r.usChained = timeCase(kc, in, withPdl(cfgChained, true), s.repeats);
         r.config += " | chained " + kc.describe(in, cfgChained);
       }

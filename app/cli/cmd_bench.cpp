@@ -41,6 +41,7 @@ int runKernels(const Args& a) {
   s.dtype = a.get("dtype", "bf16");
   s.repeats = static_cast<int>(a.getInt("repeats", 7));
   s.tune = a.has("tune");
+  s.sparseTensorCores = a.has("tensor-cores");
   s.forceCpu = a.has("cpu");
   s.layer = !a.has("no-layer");
   s.cusparselt = !a.has("no-cusparselt");
@@ -125,7 +126,7 @@ const RegisterBenchMode regKernels{BenchMode{
     "kernels",
     "the bitmask N:M SpMV kernels against dense and 2:4 baselines",
     "bench kernels [--shapes llama3-8b,qwen3-14b,qwen3-32b|RxC] [--patterns 2:4,...] [--batch 1,2,4,8] "
-    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--tune] [--json] [--out FILE]",
+    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--tune] [--tensor-cores] [--json] [--out FILE]",
     {{"shapes", "LIST", "models (llama3-8b, qwen3-14b, qwen3-32b) or ROWSxCOLS shapes", "llama3-8b,qwen3-14b"},
      {"patterns", "LIST", "N:M patterns", "2:4,4:8,8:16,16:32"},
      {"batch", "LIST", "batch sizes, 1..8", "1"},
@@ -134,6 +135,7 @@ const RegisterBenchMode regKernels{BenchMode{
      {"activation-sparsity", "LIST",
       "also time the spMspV kernel (batch 1, 50% unstructured weights) skipping these fractions of x, in [0, 1)", ""},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
+     {"tensor-cores", "", "2:4 at batch 2-8: our SpMV on the tensor cores (mma.sp)", ""},
      {"tuning", "FILE", "tuning table to use (default: resources/tuning/<gpu>.json)", ""},
      {"tuning-out", "FILE", "where --tune writes its table", "tuning.json"},
      {"cpu", "", "benchmark the CPU kernels even when a GPU is present", ""},

@@ -24,6 +24,9 @@
 #   ENGINE_CHECK_TIMELINE=1 ...   an Nsight Systems trace of the Llama-3.1-8B batch-1 step in its graph (dense, sparse
 #                                 2:4): per step the span, the kernels' busy time, the gaps, each kernel's share
 #                                 (tools/gpu/timeline_summary.py)
+#   ENGINE_CHECK_MMA=1 ...        the 2:4 SpMV at batch 2-8 on the tensor cores: test_spmv_cuda
+#                                 tensorCoresMatchReference, then bench kernels at batch 2, 4, 8 with and
+#                                 without --tensor-cores (median sparse over the best dense per batch)
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, then the spMspV launch grid (bench kernels --tune: warps,
 #                                 split-K, chunk groups in flight) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
 set -u
@@ -120,6 +123,33 @@ if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
 for r in json.load(open(sys.argv[1]))["rows"]:
     if r["kernel"] == "spmspv": print("%dx%d p_x %.2f: %.1f us, %.2fx dense, %s" % (r["rows"], r["cols"], r["activation_sparsity"], r["us"], r.get("speedup_vs_dense", 0), r["config"]))' \
     "$O/spmspv-grid.json"
+fi
+# The 2:4 SpMV at batch 2-8 on the tensor cores (mma.sp): its test, then the kernel rows of
+# the Llama-3.1-8B and Qwen3-14B shapes at batch 2, 4, 8 with the FMA kernel and with it.
+if [ "${ENGINE_CHECK_MMA:-0}" = 1 ]; then
+  build-gpu/tests/test_spmv_cuda tensorCoresMatchReference > "$O/test-spmv-mma.log" 2>&1
+  grep -E "Totals|FAIL!|Loc:" "$O/test-spmv-mma.log" | cut -c1-200 | head -20
+  for tc in fma mma; do
+    args=()
+    [ $tc = mma ] && args=(--tensor-cores)
+    build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 2,4,8 --patterns 2:4 --no-layer \
+      --no-cusparselt "${args[@]}" --json --out "$O/spmv-batch-$tc.json" > /dev/null 2>> "$O/spmv-batch.log"
+  done
+  python3 - "$O/spmv-batch-fma.json" "$O/spmv-batch-mma.json" <<'PY'
+import json, statistics, sys
+for f in sys.argv[1:]:
+    rows = json.load(open(f))["rows"]
+    for b in (2, 4, 8):
+        sp = [r for r in rows if r["kernel"] == "sparse" and r["batch"] == b]
+        best = {}
+        for r in rows:
+            if r["kernel"] in ("cublas", "dense") and r["batch"] == b:
+                k = (r["model"], r["module"])
+                best[k] = min(best.get(k, 1e9), r["us"])
+        ratios = [best[(r["model"], r["module"])] / r["us"] for r in sp if (r["model"], r["module"]) in best]
+        print(f.split("/")[-1], "batch", b, "median sparse over the best dense: %.2fx" % statistics.median(ratios),
+              "configs", sorted(set(r["config"].split(" |")[0] for r in sp))[:3])
+PY
 fi
 if [ "${ENGINE_CHECK_SANITIZE:-1}" = 1 ]; then
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-240} OUT=$O/s1 SANITIZE_TOOLS="memcheck racecheck synccheck" \
