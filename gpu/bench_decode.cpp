@@ -152,6 +152,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   lo.randomPattern = o.pattern;
   lo.cudaGraph = o.graph;
   lo.pdl = o.pdl;
+  lo.sparseTensorCores = o.sparseTensorCores;
   lo.tuningFile = o.tuningFile;
   auto model = o.checkpoint.empty() ? Model::randomInit(c, lo, o.seed, 0.02) : Model::load(o.checkpoint, lo);
   auto& m = model->impl();

@@ -434,7 +434,8 @@ LinOp denseOp(const EngineState& e, const at::Tensor& w, std::int64_t yOff, int 
   return op;
 }
 
-LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, int B, at::ScalarType compute) {
+LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, int B, at::ScalarType compute,
+               bool tensorCores) {
   LinOp op;
   op.packed = d;
   op.rows = d.rows;
@@ -443,6 +444,12 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
+  if (op.mode == LinOp::Spmv && tensorCores && B >= 2 && d.pattern.n == 2 && d.pattern.m == 4) {
+    // The tensor-core SpMV with the warps, unroll and split-K tuned for the FMA kernel.
+    op.spmv.unroll = 100 + (op.spmv.unroll == 1 || op.spmv.unroll == 4 ? op.spmv.unroll : 2);
+    op.spmv.warps = std::min(op.spmv.warps, 8);
+    op.spmv.cluster = -1;
+  }
   return op;
 }
 
@@ -450,13 +457,15 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
 std::vector<LinOp> groupOps(const Model::Impl& m, const EngineState& e, std::size_t l, std::initializer_list<int> kinds,
                             const at::Tensor& fusedDense, const DeviceBitmask& fusedPacked, int B) {
   if (fusedDense.defined()) return {denseOp(e, fusedDense, 0, B, false)};
-  if (fusedPacked.values.defined()) return {packedOp(e, fusedPacked, 0, B, m.computeDtype)};
+  if (fusedPacked.values.defined())
+    return {packedOp(e, fusedPacked, 0, B, m.computeDtype, m.options.sparseTensorCores)};
   std::vector<LinOp> ops;
   std::int64_t off = 0;
   auto& W = const_cast<LayerWeights&>(m.w.layers[l]);
   for (const int k : kinds) {
     const PackedProj& p = e.packed[l][static_cast<std::size_t>(k)];
-    ops.push_back(p.present ? packedOp(e, p.dev, off, B, m.computeDtype) : denseOp(e, denseOf(W, k), off, B, false));
+    ops.push_back(p.present ? packedOp(e, p.dev, off, B, m.computeDtype, m.options.sparseTensorCores)
+                            : denseOp(e, denseOf(W, k), off, B, false));
     off += ops.back().rows;
   }
   return ops;

@@ -51,6 +51,7 @@ int runDecode(const Args& a) {
   o.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
   o.graph = !a.has("no-graph");
   o.pdl = !a.has("no-pdl");
+  o.sparseTensorCores = a.has("tensor-cores");
   if (a.has("tuning")) o.tuningFile = a.get("tuning");
   else if (device != "cpu")
     o.tuningFile = gpu::defaultTuningPath(std::filesystem::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
@@ -159,6 +160,7 @@ int runDecode(const Args& a) {
                       {"measured_read_gb_per_s", o.readGBs},
                       {"cuda_graph", o.graph},
                       {"programmatic_dependent_launch", o.pdl},
+                      {"sparse_tensor_cores", o.sparseTensorCores},
                       {"tuning", o.tuningFile.string()},
                       {"rows", rows},
                       {"summary", summary}};
@@ -188,7 +190,7 @@ const RegisterBenchMode regDecode{BenchMode{
     "decode",
     "decode tokens/s of the model runtime (random weights from a config) vs the HBM bandwidth limit",
     "bench decode [--config llama3-8b,...] [--linear cublas,dense,sparse,eager] [--patterns 2:4,...] [--batch 1,2,...] "
-    "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] [--no-pdl] "
+    "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] [--no-pdl] [--tensor-cores] "
     "[--out FILE] [--json]",
     {{"config", "NAMES", "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or config.json files", ""},
      {"model", "DIR", "a real checkpoint instead of --config shapes (sparse: its model.sdwsparse; --patterns ignored)", ""},
@@ -196,6 +198,7 @@ const RegisterBenchMode regDecode{BenchMode{
      {"patterns", "LIST", "N:M patterns of the sparse engine (2:4, 4:8, 8:16, 16:32)", "2:4"},
      {"no-graph", "", "launch the engine's kernels one by one instead of replaying a CUDA graph", ""},
      {"no-pdl", "", "no programmatic dependent launch between the engine's kernels", ""},
+     {"tensor-cores", "", "2:4 at batch 2-8: the sparse engine's SpMV on the tensor cores (mma.sp)", ""},
      {"tuning", "FILE", "launch configurations of our kernels (default: resources/tuning/<gpu>.json)", ""},
      {"context", "N", "tokens already in the KV cache", "512"},
      {"tokens", "N", "timed decode steps", "50"},

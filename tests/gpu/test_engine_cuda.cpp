@@ -247,22 +247,28 @@ class TestEngineCuda : public QObject {
     QTest::addColumn<QString>("arch");
     QTest::addColumn<int>("linear");
     QTest::addColumn<QString>("pattern");
+    QTest::addColumn<bool>("tensorCores");  // 2:4 at batch 2-8 through the mma.sp SpMV
     for (const char* a : {"llama", "qwen3", "gemma3"}) {
       const QString arch = QString::fromLatin1(a);
-      QTest::newRow(qPrintable(QStringLiteral("%1 cublas").arg(arch))) << arch << int(Linear::Cublas) << "";
-      QTest::newRow(qPrintable(QStringLiteral("%1 dense").arg(arch))) << arch << int(Linear::Dense) << "";
+      QTest::newRow(qPrintable(QStringLiteral("%1 cublas").arg(arch))) << arch << int(Linear::Cublas) << "" << false;
+      QTest::newRow(qPrintable(QStringLiteral("%1 dense").arg(arch))) << arch << int(Linear::Dense) << "" << false;
       for (const char* p : {"2:4", "4:8", "8:16", "16:32"})
-        QTest::newRow(qPrintable(QStringLiteral("%1 sparse %2").arg(arch, p))) << arch << int(Linear::Sparse) << p;
+        QTest::newRow(qPrintable(QStringLiteral("%1 sparse %2").arg(arch, p)))
+            << arch << int(Linear::Sparse) << p << false;
+      QTest::newRow(qPrintable(QStringLiteral("%1 sparse 2:4 tensor cores").arg(arch)))
+          << arch << int(Linear::Sparse) << "2:4" << true;
     }
   }
   void patternsAndBatches() {
     QFETCH(QString, arch);
     QFETCH(int, linear);
     QFETCH(QString, pattern);
+    QFETCH(bool, tensorCores);
     if (arch == "gemma3" && !fs::exists(kRef / "gemma3-tiny")) QSKIP("tests/data/reference/gemma3-tiny is missing");
     const ModelConfig c = shape(arch);
     LoadOptions eo = opts("bfloat16", static_cast<Linear>(linear), false);
     LoadOptions go_ = opts("bfloat16", static_cast<Linear>(linear));
+    go_.sparseTensorCores = tensorCores;
     if (!pattern.isEmpty()) eo.randomPattern = go_.randomPattern = pattern.toStdString();
     const auto eager = Model::randomInit(c, eo, 7, 0.05);
     const auto m = Model::randomInit(c, go_, 7, 0.05);
