@@ -190,11 +190,18 @@ const RegisterBenchMode regDecode{BenchMode{
     "decode",
     "decode tokens/s of the model runtime (random weights from a config) vs the HBM bandwidth limit",
     "bench decode [--config llama3-8b,...] [--linear cublas,dense,sparse,eager] [--patterns 2:4,...] [--batch 1,2,...] "
-    "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] [--no-pdl] [--tensor-cores] "
+    "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] "
+    "[--no-pdl] [--tensor-cores] "
     "[--out FILE] [--json]",
-    {{"config", "NAMES", "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or config.json files", ""},
-     {"model", "DIR", "a real checkpoint instead of --config shapes (sparse: its model.sdwsparse; --patterns ignored)", ""},
-     {"linear", "LIST", "engines: cublas, dense (our GEMV), sparse (our bitmask SpMV, per pattern), eager (LibTorch forward, no engine)", "cublas"},
+    {{"config", "NAMES",
+      "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or "
+      "config.json files",
+      ""},
+     {"model", "DIR", "a real checkpoint instead of --config shapes (sparse: its model.sdwsparse; --patterns ignored)",
+      ""},
+     {"linear", "LIST",
+      "engines: cublas, dense (our GEMV), sparse (our bitmask SpMV, per pattern), eager (LibTorch forward, no engine)",
+      "cublas"},
      {"patterns", "LIST", "N:M patterns of the sparse engine (2:4, 4:8, 8:16, 16:32)", "2:4"},
      {"no-graph", "", "launch the engine's kernels one by one instead of replaying a CUDA graph", ""},
      {"no-pdl", "", "no programmatic dependent launch between the engine's kernels", ""},
