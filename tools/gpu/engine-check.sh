@@ -135,6 +135,14 @@ if [ "${ENGINE_CHECK_MMA:-0}" = 1 ]; then
     build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 2,4,8 --patterns 2:4 --no-layer \
       --no-cusparselt "${args[@]}" --json --out "$O/spmv-batch-$tc.json" > /dev/null 2>> "$O/spmv-batch.log"
   done
+  for tc in fma mma; do  # the engine end to end, cuBLAS beside it
+    args=()
+    [ $tc = mma ] && args=(--tensor-cores)
+    build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear cublas,sparse --patterns 2:4 --batch 2,4,8 \
+      "${args[@]}" --json --out "$O/decode-batch-$tc.json" > /dev/null 2>> "$O/spmv-batch.log"
+    python3 -c 'import json,sys; [print(sys.argv[2], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"]) for r in json.load(open(sys.argv[1]))["rows"]]' \
+      "$O/decode-batch-$tc.json" "$tc"
+  done
   python3 - "$O/spmv-batch-fma.json" "$O/spmv-batch-mma.json" <<'PY'
 import json, statistics, sys
 for f in sys.argv[1:]:
