@@ -24,6 +24,8 @@
 #   ENGINE_CHECK_TIMELINE=1 ...   an Nsight Systems trace of the Llama-3.1-8B batch-1 step in its graph (dense, sparse
 #                                 2:4): per step the span, the kernels' busy time, the gaps, each kernel's share
 #                                 (tools/gpu/timeline_summary.py)
+#   ENGINE_CHECK_HF=1 ...         transformers + torch.compile (hf_decode_baseline.py --method graph) and the
+#                                 engine's Llama-3.1-8B batch-1 step (cuBLAS, dense, sparse 2:4) in one run
 #   ENGINE_CHECK_MMA=1 ...        the 2:4 SpMV at batch 2-8 on the tensor cores: test_spmv_cuda
 #                                 tensorCoresMatchReference, then bench kernels at batch 2, 4, 8 with and
 #                                 without --tensor-cores (median sparse over the best dense per batch)
@@ -123,6 +125,18 @@ if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
 for r in json.load(open(sys.argv[1]))["rows"]:
     if r["kernel"] == "spmspv": print("%dx%d p_x %.2f: %.1f us, %.2fx dense, %s" % (r["rows"], r["cols"], r["activation_sparsity"], r["us"], r.get("speedup_vs_dense", 0), r["config"]))' \
     "$O/spmspv-grid.json"
+fi
+# The library baseline in the same run as the engine: transformers + torch.compile (the
+# compiled step captured by hand into one CUDA graph: tools/gpu/hf_decode_baseline.py
+# --method graph, HF_METHOD to change it), then the engine's Llama-3.1-8B batch-1 step.
+if [ "${ENGINE_CHECK_HF:-0}" = 1 ]; then
+  timeout ${HF_TIMEOUT:-240} python3 tools/gpu/hf_decode_baseline.py "$O/hf-decode-llama3-8b.json" \
+    --method "${HF_METHOD:-graph}" --config resources/configs/llama-3.1-8b.json > "$O/hf.log" 2>&1 \
+    && tail -1 "$O/hf.log" || { echo "transformers baseline failed:"; grep -E "Error|error|Assert" "$O/hf.log" | head -5 | cut -c1-300; }
+  build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear cublas,dense,sparse --patterns 2:4 --batch 1 \
+    --json --out "$O/decode-b1-with-hf.json" > /dev/null 2>> "$O/hf.log"
+  python3 -c 'import json,sys; [print(r["linear"], r["pattern"] or "-", "%.1f tok/s" % r["tokens_per_second"]) for r in json.load(open(sys.argv[1]))["rows"]]' \
+    "$O/decode-b1-with-hf.json"
 fi
 # The 2:4 SpMV at batch 2-8 on the tensor cores (mma.sp): its test, then the kernel rows of
 # the Llama-3.1-8B and Qwen3-14B shapes at batch 2, 4, 8 with the FMA kernel and with it.
