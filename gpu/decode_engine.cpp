@@ -445,8 +445,8 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
   if (op.mode == LinOp::Spmv && tensorCores && B >= 2 && d.pattern.n == 2 && d.pattern.m == 4) {
-    // The tensor-core SpMV with the warps, unroll and split-K tuned for the FMA kernel.
-    op.spmv.unroll = 100 + (op.spmv.unroll == 1 || op.spmv.unroll == 4 ? op.spmv.unroll : 2);
+    // The tensor-core SpMV (staged) with the warps and split-K tuned for the FMA kernel.
+    op.spmv.unroll = 123;  // three cp.async stages per warp, read by ldmatrix
     op.spmv.warps = std::min(op.spmv.warps, 8);
     op.spmv.cluster = -1;
   }

@@ -27,7 +27,8 @@ struct SpmvConfig {
                      // batch 1, 10 S + U (41, 61, 81, 42, 34): S-stage bulk-copy pipeline through shared
                      // memory (sm_90, 16-byte aligned pointers; else the register path with U words);
                      // batch 2-8, 100 + U (101, 102, 104): the tensor cores (mma.sp m16n8k32, sm_80+),
-                     // for 2:4 weights only (other patterns break the instruction's constraint)
+                     // for 2:4 weights only (other patterns break the instruction's constraint);
+                     // 120 + S (122, 123, 124): the same with S cp.async stages per warp read by ldmatrix
   int splitK = 1;    // blocks per tile along the input dimension (two-pass reduction);
                      // raised where the x slice would not fit in shared memory
   int cluster = -1;  // batch 1 with splitK > 1 on sm_90+: the blocks of a tile form a thread-block
