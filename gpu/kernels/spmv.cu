@@ -699,7 +699,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int i = 0; i < nw; ++i) {
     issue(i + S - 1);
     asm volatile("cp.async.wait_group %0;\n" ::"n"(S - 1) : "memory");  // word i's group is complete
-    __syncwarp();  // and the other lanes' copies visible
+    __syncwarp();                                                       // and the other lanes' copies visible
     const std::uint32_t st = stage0 + static_cast<std::uint32_t>((i % S) * kStageBytes);
     const auto* mk = reinterpret_cast<const std::uint32_t*>(stages + (i % S) * kStageBytes + 32 * kStageRowBytes);
     const int g = gs + warp + i * W;
@@ -752,7 +752,8 @@ cudaError_t launchMmaStaged(const void* values, const std::uint32_t* masks, std:
   dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && hopperLaunchSupported();
   auto kernel = pdl ? bitmaskSpmvMmaStagedKernel<T, B, XS, S, true> : bitmaskSpmvMmaStagedKernel<T, B, XS, S, false>;
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  const cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   return detail::launchEx(kernel, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
                           static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,

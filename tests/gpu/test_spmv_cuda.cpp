@@ -178,9 +178,9 @@ class TestSpmvCuda : public QObject {
   }
 
   // Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U, and 120 + S staged through
-  // cp.async and ldmatrix: mma.sp, 2:4 weights only): every unroll and stage count, 4 and 8 warps, split-K through the workspace, plain and as a programmatic
-  // dependent launch, against the float64 reference of the same 16-bit values (padding
-  // rows, batch columns beyond the batch and split slices included); batch 1 refuses it.
+  // cp.async and ldmatrix: mma.sp, 2:4 weights only): every unroll and stage count, 4 and 8 warps, split-K through the
+  // workspace, plain and as a programmatic dependent launch, against the float64 reference of the same 16-bit values
+  // (padding rows, batch columns beyond the batch and split slices included); batch 1 refuses it.
   void tensorCoresMatchReference_data() {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");
