@@ -38,7 +38,8 @@
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/hbm.cuh"
 #include "gpu/kernels/spmspv.cuh"  // SpmspvConfig
-#include "gpu/kernels/spmv.cuh"    // pdlSupported
+#include "gpu/kernels/launch_space.h"  // toConfig, toLaunch
+#include "gpu/kernels/spmv.cuh"    // pdlSupported, spmvOnTensorCores
 #endif
 
 namespace sdw::gpu {
@@ -453,11 +454,8 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
       // FMA kernel would use (the tuning space does not hold the tensor-core path yet).
       const auto onTensorCores = [&](CaseConfig c) {
         if (!s.sparseTensorCores || kc.id != KernelId::Sparse || pattern != "2:4" || b < 2) return c;
-        auto l = std::get<SpmvLaunch>(c);
-        l.unroll = 123;  // three cp.async stages per warp, read by ldmatrix
-        l.warps = std::min(l.warps, 8);
-        l.cluster = -1;
-        return CaseConfig{l};
+        const auto& l = std::get<SpmvLaunch>(c);
+        return CaseConfig{kernels::toLaunch(kernels::spmvOnTensorCores(kernels::toConfig(l, l.pdl)))};
       };
       cfg = onTensorCores(cfg);
       BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, pattern, b, kc.id);

@@ -444,12 +444,8 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  if (op.mode == LinOp::Spmv && tensorCores && B >= 2 && d.pattern.n == 2 && d.pattern.m == 4) {
-    // The tensor-core SpMV (staged) with the warps and split-K tuned for the FMA kernel.
-    op.spmv.unroll = 123;  // three cp.async stages per warp, read by ldmatrix
-    op.spmv.warps = std::min(op.spmv.warps, 8);
-    op.spmv.cluster = -1;
-  }
+  if (op.mode == LinOp::Spmv && tensorCores && B >= 2 && d.pattern.n == 2 && d.pattern.m == 4)
+    op.spmv = kernels::spmvOnTensorCores(op.spmv);
   return op;
 }
 

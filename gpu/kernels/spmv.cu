@@ -565,6 +565,46 @@ __device__ __forceinline__ void mmaWord(const MmaWord& w, const std::uint32_t* x
   }
 }
 
+// x of this split's words [gs, g1), 16-bit, transposed to [word][n][kMmaXsStride]; batch
+// columns n >= B zero.
+template <int B, int XS, typename T>
+__device__ __forceinline__ void stageXMma(unsigned short* xs, const T* x, int gs, int g1) {
+  const auto* xg = reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS;
+  const int n8 = (g1 - gs) * 32 * 8;
+  for (int i = threadIdx.x; i < n8; i += blockDim.x) {
+    const int n = i & 7, col = i >> 3;
+    xs[((col >> 5) * 8 + n) * kMmaXsStride + (col & 31)] = n < B ? xg[static_cast<std::int64_t>(col) * XS + n] : 0;
+  }
+}
+
+// The warps' accumulators (c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1))
+// summed through shared memory by warp 0, then the split-K finish.
+template <typename T, int B>
+__device__ __forceinline__ void finishMma(const float (&c)[2][4], float* red, T* __restrict__ y, std::int64_t ldy,
+                                          std::int64_t rows, float* __restrict__ ws, unsigned* __restrict__ counters) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const int grp = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = 16 * h + grp + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
+      if (n < B) red[(warp * B + n) * 32 + row] = c[h][i];
+    }
+  __syncthreads();
+  if (warp != 0) return;
+  float tot[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) tot[b] = 0.f;
+  for (int w = 0; w < W; ++w) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) tot[b] += red[(w * B + b) * 32 + lane];
+  }
+  const std::int64_t tile = blockIdx.x, row = tile * 32 + lane;
+  detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row,
+                           static_cast<std::int64_t>(gridDim.x) * 32);
+}
+
 template <typename T, int B, int XS, int U, bool PDL>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     bitmaskSpmvMmaKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
@@ -582,12 +622,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
 
   // Stage this split's slice of x as 16-bit values, transposed to [word][n][column].
-  const auto* xg = reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS;
-  const int n8 = (g1 - gs) * 32 * 8;
-  for (int i = threadIdx.x; i < n8; i += blockDim.x) {
-    const int n = i & 7, col = i >> 3;
-    xs[((col >> 5) * 8 + n) * kMmaXsStride + (col & 31)] = n < B ? xg[static_cast<std::int64_t>(col) * XS + n] : 0;
-  }
+  stageXMma<B, XS>(xs, x, gs, g1);
   __syncthreads();
 
   float c[2][4] = {};
@@ -605,26 +640,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (; g < g1; ++g)                        // a last chunk shorter than U (one warp at most)
     mmaWord<T>(loadMmaWord(v32, masks, tileBase + g, grp, t), xs32 + ((g - gs) * 8 + grp) * (kMmaXsStride / 2), t, c);
 
-    // c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1).
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = 16 * h + grp + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
-      if (n < B) red[(warp * B + n) * 32 + row] = c[h][i];
-    }
-  __syncthreads();
-  if (warp != 0) return;
-  float tot[B];
-#pragma unroll
-  for (int b = 0; b < B; ++b) tot[b] = 0.f;
-  for (int w = 0; w < W; ++w) {
-#pragma unroll
-    for (int b = 0; b < B; ++b) tot[b] += red[(w * B + b) * 32 + lane];
-  }
-  const std::int64_t row = tile * 32 + lane;
-  detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row,
-                           static_cast<std::int64_t>(gridDim.x) * 32);
+  finishMma<T, B>(c, red, y, ldy, rows, ws, counters);
 }
 
 // The same on the tensor cores, staged (SpmvConfig::unroll 120 + S, S = 2, 3, 4): each warp
@@ -682,12 +698,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int i = 0; i < S - 1; ++i) issue(i);  // the weights: before the wait
 
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
-  const auto* xg = reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS;
-  const int n8 = (g1 - gs) * 32 * 8;
-  for (int i = threadIdx.x; i < n8; i += blockDim.x) {
-    const int n = i & 7, col = i >> 3;
-    xs[((col >> 5) * 8 + n) * kMmaXsStride + (col & 31)] = n < B ? xg[static_cast<std::int64_t>(col) * XS + n] : 0;
-  }
+  stageXMma<B, XS>(xs, x, gs, g1);
   __syncthreads();
 
   float c[2][4] = {};
@@ -718,25 +729,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   if constexpr (PDL) pdlLaunchDependents();
 
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = 16 * h + grp + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
-      if (n < B) red[(warp * B + n) * 32 + row] = c[h][i];
-    }
-  __syncthreads();
-  if (warp != 0) return;
-  float tot[B];
-#pragma unroll
-  for (int b = 0; b < B; ++b) tot[b] = 0.f;
-  for (int w = 0; w < W; ++w) {
-#pragma unroll
-    for (int b = 0; b < B; ++b) tot[b] += red[(w * B + b) * 32 + lane];
-  }
-  const std::int64_t row = tile * 32 + lane;
-  detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row,
-                           static_cast<std::int64_t>(gridDim.x) * 32);
+  finishMma<T, B>(c, red, y, ldy, rows, ws, counters);
 }
 
 template <typename T, int B, int XS, int S>

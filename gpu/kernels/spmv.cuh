@@ -41,6 +41,14 @@ struct SpmvConfig {
 int spmvXStride(int batch);  // 1, 2, 4 or 8
 // Whether a configuration takes the tensor-core path (unroll 100 + U; batch 2-8, 2:4 weights).
 inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
+// A configuration tuned for the FMA kernel moved to the tensor cores (staged, 3 stages), its
+// warps (at most 8) and split-K kept: what --tensor-cores / LoadOptions::sparseTensorCores run.
+inline SpmvConfig spmvOnTensorCores(SpmvConfig cfg) {
+  cfg.unroll = 123;
+  cfg.warps = cfg.warps < 8 ? cfg.warps : 8;
+  cfg.cluster = -1;
+  return cfg;
+}
 std::int64_t spmvTiles(std::int64_t rows);
 // Mask words per split-K slice actually used (cfg.splitK, raised for shared memory).
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg);
