@@ -37,9 +37,9 @@
 
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/hbm.cuh"
-#include "gpu/kernels/spmspv.cuh"  // SpmspvConfig
 #include "gpu/kernels/launch_space.h"  // toConfig, toLaunch
-#include "gpu/kernels/spmv.cuh"    // pdlSupported, spmvOnTensorCores
+#include "gpu/kernels/spmspv.cuh"      // SpmspvConfig
+#include "gpu/kernels/spmv.cuh"        // pdlSupported, spmvOnTensorCores
 #endif
 
 namespace sdw::gpu {
