@@ -413,6 +413,10 @@ struct DecodeGraph {
   enum Skip : unsigned { kSkipLinears = 1, kSkipAttention = 2, kSkipNorms = 4, kSkipSwiglu = 8, kSkipEdges = 16 };
   unsigned skip = 0;
   bool runs(unsigned what) const { return (skip & what) == 0; }
+  // How the attention merges its splits: a cluster through distributed shared memory
+  // where the splits fit one (sm_90, capacity <= 1024), else the workspace and a ticket;
+  // SDW_ATTENTION=ticket|cluster|empty chooses (empty: a profiling aid, the launch alone).
+  kernels::AttentionMerge attentionMerge = kernels::AttentionMerge::Ticket;
   std::vector<at::Tensor> tensors() const {
     return {ids, slot, pad, h, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
             sInter.xr, sInter.xi, sFinal.xr, attnWs, attnCounters, splitWs, counters};
@@ -498,6 +502,20 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   }
   g->B = B;
   g->capacity = cache.capacity;
+  g->attentionMerge = kernels::attentionClusterMergeSupported(cache.capacity) ? kernels::AttentionMerge::Cluster
+                                                                             : kernels::AttentionMerge::Ticket;
+  if (const char* env = std::getenv("SDW_ATTENTION")) {
+    const std::string v = env;
+    if (v == "ticket") g->attentionMerge = kernels::AttentionMerge::Ticket;
+    else if (v == "empty") g->attentionMerge = kernels::AttentionMerge::Empty;
+    else if (v == "cluster") {
+      if (!kernels::attentionClusterMergeSupported(cache.capacity))
+        throw std::runtime_error("SDW_ATTENTION=cluster: needs sm_90 and a cache of at most " +
+                                 std::to_string(kernels::kMaxAttentionClusterSplits * 128) + " slots");
+      g->attentionMerge = kernels::AttentionMerge::Cluster;
+    } else if (!v.empty())
+      throw std::runtime_error("SDW_ATTENTION: unknown merge \"" + v + "\" (ticket, cluster, empty)");
+  }
   g->cacheKey = cache.k.front().data_ptr();
   g->ropeKey = m.ropeCos.data_ptr();
   const auto o = at::TensorOptions().dtype(m.computeDtype).device(m.device);
@@ -699,6 +717,7 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     aa.out = g.sAttn.out();
     aa.layout = g.sAttn.layout();
     aa.counters = reinterpret_cast<unsigned*>(g.attnCounters.data_ptr());
+    aa.merge = g.attentionMerge;
     if (attention) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
     sparsify(g.sAttn, l, ProjectionInput::O, "o input sparsity");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);

@@ -333,6 +333,10 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   }
   asm volatile("cp.async.commit_group;\n" ::: "memory");
   prologue();  // the projection's output is complete from here on; the next kernel may start
+  if (a.merge == AttentionMerge::Empty) {  // profiling aid: the launch, the copies and the waits alone
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    return;
+  }
 
   const T* qkv = static_cast<const T*>(a.qkv) + b * a.ldqkv;
   const bool ownsSlot = split == slot / kSlotsPerBlock;
@@ -448,27 +452,83 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     }
   }
   __syncthreads();
+  // The block's partial (maximum, sum, output) of query head r, dim d, from its warps'.
+  float bM[kPerThread], bL[kPerThread], bA[kPerThread];
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = threadIdx.x + k * kAttnWarps * 32;
+    bM[k] = -INFINITY;
+    bL[k] = 0.f;
+    bA[k] = 0.f;
+    if (i >= rep * D) continue;
+    const int r = i / D, d = i % D;
+    for (int w = 0; w < kAttnWarps; ++w) bM[k] = fmaxf(bM[k], wm[w * MAXREP + r]);
+    if (bM[k] != -INFINITY) {
+      for (int w = 0; w < kAttnWarps; ++w) {
+        const float f = __expf(wm[w * MAXREP + r] - bM[k]);  // exp(-inf) = 0 for empty warps
+        bL[k] += f * wl[w * MAXREP + r];
+        bA[k] += f * wacc[(w * rep + r) * D + d];
+      }
+    }
+  }
+  T* out = static_cast<T*>(a.out);
+  const bool viaCluster = a.merge == AttentionMerge::Cluster;
+  // The block partials, [rep][D + 2] each (max, sum, D outputs): in the workspace, or
+  // (cluster) in this block's shared memory, over its warps' rows (read above).
+  float* part = viaCluster ? wacc : nullptr;
   const auto partial = [&](int h, int sp) {
     return ws + ((static_cast<std::int64_t>(b) * a.heads + h) * S + sp) * (D + 2);
   };
-  for (int i = threadIdx.x; i < rep * D; i += blockDim.x) {
+  if (viaCluster) __syncthreads();  // every warp row read before the partials replace them
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = threadIdx.x + k * kAttnWarps * 32;
+    if (i >= rep * D) continue;
     const int r = i / D, d = i % D;
-    float M = -INFINITY;
-    for (int w = 0; w < kAttnWarps; ++w) M = fmaxf(M, wm[w * MAXREP + r]);
-    float L = 0.f, A = 0.f;
-    if (M != -INFINITY) {
-      for (int w = 0; w < kAttnWarps; ++w) {
-        const float f = __expf(wm[w * MAXREP + r] - M);  // exp(-inf) = 0 for empty warps
-        L += f * wl[w * MAXREP + r];
-        A += f * wacc[(w * rep + r) * D + d];
-      }
-    }
-    float* p = partial(g * rep + r, split);
+    float* p = viaCluster ? part + r * (D + 2) : partial(g * rep + r, split);
     if (d == 0) {
-      p[0] = M;
-      p[1] = L;
+      p[0] = bM[k];
+      p[1] = bL[k];
     }
-    p[2 + d] = A;
+    p[2 + d] = bA[k];
+  }
+  // One pass over the splits' partials with a running maximum: the same floats whichever
+  // memory they come from (the two merges agree bitwise). No contraction into FMAs, so
+  // both code paths round alike.
+  const auto fold = [](float& M, float& L, float& A, float mq, float lq, float aq) {
+    if (mq == -INFINITY) return;
+    const float mn = fmaxf(M, mq);
+    const float f0 = __expf(M - mn), f1 = __expf(mq - mn);  // exp(-inf) = 0 before the first
+    L = __fadd_rn(__fmul_rn(L, f0), __fmul_rn(lq, f1));
+    A = __fadd_rn(__fmul_rn(A, f0), __fmul_rn(aq, f1));
+    M = mn;
+  };
+  if (viaCluster) {
+#if __CUDA_ARCH__ >= 900
+    // Every block of the cluster (the splits of this row and KV head, rank = split) has
+    // written its partial; each block then merges a share of the rep * D outputs, reading
+    // the others' shared memory, and none leaves before all have read.
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    const std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(part));
+    for (int i = split * kAttnWarps * 32 + threadIdx.x; i < rep * D; i += S * kAttnWarps * 32) {
+      const int r = i / D, d = i % D;
+      float M = -INFINITY, L = 0.f, A = 0.f;
+      for (int sp = 0; sp < S; ++sp) {
+        std::uint32_t remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(sp));
+        const std::uint32_t at = remote + static_cast<std::uint32_t>(r * (D + 2)) * 4u;
+        float mq, lq, aq;
+        asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(mq) : "r"(at) : "memory");
+        asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(lq) : "r"(at + 4u) : "memory");
+        asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(aq) : "r"(at + 8u + 4u * static_cast<std::uint32_t>(d)) : "memory");
+        fold(M, L, A, mq, lq, aq);
+      }
+      const int h = g * rep + r;
+      out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A / L);
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+    return;
   }
   // The last block of this (row, KV head) merges the splits.
   __threadfence();
@@ -479,7 +539,6 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   __syncthreads();
   if (ticket != static_cast<unsigned>(S - 1)) return;
   __threadfence();
-  T* out = static_cast<T*>(a.out);
   // One pass over the splits with a running maximum (loads of several splits in flight).
   float M[kPerThread], L[kPerThread], A[kPerThread];
 #pragma unroll
@@ -496,13 +555,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
       if (i >= rep * D) continue;
       const int r = i / D, d = i % D;
       const float* q = partial(g * rep + r, sp);
-      const float mq = __ldcg(q), lq = __ldcg(q + 1), aq = __ldcg(q + 2 + d);
-      if (mq == -INFINITY) continue;
-      const float mn = fmaxf(M[k], mq);
-      const float f0 = __expf(M[k] - mn), f1 = __expf(mq - mn);  // exp(-inf) = 0 before the first
-      L[k] = L[k] * f0 + lq * f1;
-      A[k] = A[k] * f0 + aq * f1;
-      M[k] = mn;
+      fold(M[k], L[k], A[k], __ldcg(q), __ldcg(q + 1), __ldcg(q + 2 + d));
     }
   }
 #pragma unroll
@@ -722,9 +775,25 @@ struct AttnL {
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
     }
-    return launch(attentionKernel<T, EPL, MAXREP, PV>,
-                  dim3(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch)),
-                  dim3(kAttnWarps * 32), smem, st, pdl, a, ws);
+    const dim3 grid(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch));
+    if (a.merge != AttentionMerge::Cluster)
+      return launch(attentionKernel<T, EPL, MAXREP, PV>, grid, dim3(kAttnWarps * 32), smem, st, pdl, a, ws);
+    // The S splits of a (row, KV head) one cluster along x.
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = grid;
+    lc.blockDim = dim3(kAttnWarps * 32);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = st;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(S);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    lc.attrs = attr;
+    lc.numAttrs = pdl ? 2 : 1;
+    return cudaLaunchKernelEx(&lc, attentionKernel<T, EPL, MAXREP, PV>, a, ws);
   }
   // The value rows prefetched with the keys where both fit (all but fp32 with wide heads).
   template <int EPL, int MAXREP>
@@ -827,6 +896,10 @@ int attentionSplits(std::int64_t capacity) {
   return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock);
 }
 
+bool attentionClusterMergeSupported(std::int64_t capacity) {
+  return attentionSplits(capacity) <= kMaxAttentionClusterSplits && detail::hopperLaunchSupported();
+}
+
 std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity) {
   return static_cast<std::size_t>(batch) * static_cast<std::size_t>(heads) *
          static_cast<std::size_t>(attentionSplits(capacity)) * static_cast<std::size_t>(headDim + 2);
@@ -837,6 +910,7 @@ cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* wo
   if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 || a.heads / a.kvHeads > 16 ||
       !a.counters)
     return cudaErrorInvalidValue;
+  if (a.merge == AttentionMerge::Cluster && !attentionClusterMergeSupported(a.capacity)) return cudaErrorNotSupported;
   return dispatch<AttnL>(dtype, a, workspace, stream, pdl);
 }
 

@@ -62,7 +62,16 @@ cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const v
 // outputs to `workspace`; the last of them to finish merges them into out (row b,
 // head h, dim d at b * strideB + (h * headDim + d) * strideC). counters: batch *
 // kvHeads unsigned, zero before the first launch (left zero). headDim <= 256, a
-// multiple of 8; heads / kvHeads <= 16.
+// multiple of 8; heads / kvHeads <= 16. With AttentionMerge::Cluster (sm_90, at most
+// kMaxAttentionClusterSplits splits) the splits of a (row, KV head) form one
+// thread-block cluster and merge through distributed shared memory instead: no
+// workspace round trip, no ticket; both merges compute the same floats (bitwise).
+enum class AttentionMerge : int {
+  Ticket = 0,   // partials in the workspace, the last block (an atomic ticket) merges
+  Cluster = 1,  // the splits one cluster, merged through distributed shared memory
+  Empty = 2,    // profiling aid: the launch and its waits alone, no attention (output left as it is)
+};
+constexpr int kMaxAttentionClusterSplits = 8;
 struct AttentionArgs {
   const void* qkv = nullptr;
   std::int64_t ldqkv = 0;
@@ -85,12 +94,15 @@ struct AttentionArgs {
   void* out = nullptr;
   XLayout layout;
   unsigned* counters = nullptr;
+  AttentionMerge merge = AttentionMerge::Ticket;
 };
 
 int attentionSplits(std::int64_t capacity);  // slot blocks of 128
 std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity);
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
                                   bool pdl = false);
+// Whether AttentionMerge::Cluster can run for this cache capacity on the current device.
+bool attentionClusterMergeSupported(std::int64_t capacity);
 
 // x[b, i] = round(round(act(g)) * u) for i < inter, with g = gu[b * ldgu + i] and
 // u = gu[b * ldgu + inter + i] (the fused gate|up projection output); act is SiLU,

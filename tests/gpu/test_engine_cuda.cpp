@@ -361,6 +361,48 @@ class TestEngineCuda : public QObject {
     }
   }
 
+  // The attention's two merges of its splits (a thread-block cluster through distributed
+  // shared memory, the default on sm_90 up to 1024 cache slots; the workspace and a
+  // ticket) compute the same floats: tokens and logits bitwise equal over 5 splits,
+  // with grouped queries of 4 and 5 per KV head, head_dim 64-256, Gemma 3's sliding
+  // window (splits without a slot), batch 1 and a ragged batch of 3.
+  void attentionMergesAgree_data() {
+    QTest::addColumn<QString>("arch");
+    for (const char* a : {"llama", "qwen3", "gemma3"}) QTest::newRow(a) << QString::fromLatin1(a);
+  }
+  void attentionMergesAgree() {
+    QFETCH(QString, arch);
+    if (arch == "gemma3" && !fs::exists(kRef / "gemma3-tiny")) QSKIP("tests/data/reference/gemma3-tiny is missing");
+    ModelConfig c = shape(arch);
+    c.numLayers = 2;
+    GenerationOptions go;
+    go.maxNewTokens = 560;  // the cache rounds up to 640 slots: 5 splits of 128
+    go.keepLogits = true;
+    for (const int batch : {1, 3}) {
+      const auto ps = prompts(batch, c.vocabSize);
+      std::vector<GenerationResult> runs[2];
+      for (const int i : {0, 1}) {
+        qputenv("SDW_ATTENTION", i == 0 ? "ticket" : "cluster");
+        const auto m = Model::randomInit(c, opts("bfloat16", Linear::Dense), 5, 0.05);
+        try {
+          runs[i] = m->generateBatch(ps, go);
+        } catch (const std::exception& e) {
+          qunsetenv("SDW_ATTENTION");
+          if (i == 1 && QString::fromUtf8(e.what()).contains("needs sm_90")) QSKIP(e.what());
+          QFAIL(e.what());
+        }
+      }
+      qunsetenv("SDW_ATTENTION");
+      for (int r = 0; r < batch; ++r) {
+        const auto& a = runs[0][static_cast<std::size_t>(r)];
+        const auto& b = runs[1][static_cast<std::size_t>(r)];
+        QCOMPARE(a.tokens.size(), static_cast<std::size_t>(go.maxNewTokens));
+        QCOMPARE(a.tokens, b.tokens);
+        QVERIFY2(a.logits == b.logits, qPrintable(QStringLiteral("batch %1 row %2: logits differ").arg(batch).arg(r)));
+      }
+    }
+  }
+
   // The sparse engine keeps no dense copy of a packed projection.
   void sparseHoldsNoDenseCopy() {
     const auto d = Model::load(kPruned, opts("bfloat16", Linear::Dense));
