@@ -503,7 +503,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   g->B = B;
   g->capacity = cache.capacity;
   g->attentionMerge = kernels::attentionClusterMergeSupported(cache.capacity) ? kernels::AttentionMerge::Cluster
-                                                                             : kernels::AttentionMerge::Ticket;
+                                                                              : kernels::AttentionMerge::Ticket;
   if (const char* env = std::getenv("SDW_ATTENTION")) {
     const std::string v = env;
     if (v == "ticket") g->attentionMerge = kernels::AttentionMerge::Ticket;

@@ -520,7 +520,10 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
         float mq, lq, aq;
         asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(mq) : "r"(at) : "memory");
         asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(lq) : "r"(at + 4u) : "memory");
-        asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(aq) : "r"(at + 8u + 4u * static_cast<std::uint32_t>(d)) : "memory");
+        asm volatile("ld.shared::cluster.f32 %0, [%1];\n"
+                     : "=f"(aq)
+                     : "r"(at + 8u + 4u * static_cast<std::uint32_t>(d))
+                     : "memory");
         fold(M, L, A, mq, lq, aq);
       }
       const int h = g * rep + r;

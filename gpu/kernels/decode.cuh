@@ -54,10 +54,9 @@ cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const v
 
 // Grouped-query attention of one new token per row, from the fused q|k|v projection
 // output qkv [batch][ldqkv]: per-head RMSNorm of q and k where qNorm/kNorm are given
-// (Qwen3; Gemma 3's (1 + w) norm with gemmaNorm), rotary embedding at position slot - pad[b] (cos/sin: [positions, headDim]),
-// the new key and value written to the caches [batch, kvHeads, capacity, headDim] at
-// `slot`, then attention over the cache slots [pad[b], slot] (the last `window` of
-// them with a sliding window), split along the slots
+// (Qwen3; Gemma 3's (1 + w) norm with gemmaNorm), rotary embedding at position slot - pad[b] (cos/sin: [positions,
+// headDim]), the new key and value written to the caches [batch, kvHeads, capacity, headDim] at `slot`, then attention
+// over the cache slots [pad[b], slot] (the last `window` of them with a sliding window), split along the slots
 // (flash-decoding): `splits` blocks per (row, KV head) write partial maxima, sums and
 // outputs to `workspace`; the last of them to finish merges them into out (row b,
 // head h, dim d at b * strideB + (h * headDim + d) * strideC). counters: batch *
