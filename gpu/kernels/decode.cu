@@ -512,19 +512,25 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     const std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(part));
     for (int i = split * kAttnWarps * 32 + threadIdx.x; i < rep * D; i += S * kAttnWarps * 32) {
       const int r = i / D, d = i % D;
-      float M = -INFINITY, L = 0.f, A = 0.f;
-      for (int sp = 0; sp < S; ++sp) {
+      // Every split's (max, sum, output) requested first, all in flight, then folded in order.
+      float mq[kMaxAttentionClusterSplits], lq[kMaxAttentionClusterSplits], aq[kMaxAttentionClusterSplits];
+#pragma unroll
+      for (int sp = 0; sp < kMaxAttentionClusterSplits; ++sp) {
+        if (sp >= S) break;
         std::uint32_t remote;
         asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(sp));
         const std::uint32_t at = remote + static_cast<std::uint32_t>(r * (D + 2)) * 4u;
-        float mq, lq, aq;
-        asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(mq) : "r"(at) : "memory");
-        asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(lq) : "r"(at + 4u) : "memory");
+        asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(mq[sp]), "=f"(lq[sp]) : "r"(at) : "memory");
         asm volatile("ld.shared::cluster.f32 %0, [%1];\n"
-                     : "=f"(aq)
+                     : "=f"(aq[sp])
                      : "r"(at + 8u + 4u * static_cast<std::uint32_t>(d))
                      : "memory");
-        fold(M, L, A, mq, lq, aq);
+      }
+      float M = -INFINITY, L = 0.f, A = 0.f;
+#pragma unroll
+      for (int sp = 0; sp < kMaxAttentionClusterSplits; ++sp) {
+        if (sp >= S) break;
+        fold(M, L, A, mq[sp], lq[sp], aq[sp]);
       }
       const int h = g * rep + r;
       out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A / L);
