@@ -38,6 +38,14 @@ def make_cache(cfg, batch, length, dtype):
         return StaticCache(config=cfg, max_batch_size=batch, max_cache_len=length, device="cuda", dtype=dtype)
 
 
+def cache_len(ctx, warmup, tokens):
+    # Room for every step: transformers 5 may place a step's key at the cache's fill level
+    # (its count of written slots) rather than at the cache_position given, so the slot
+    # advances per step; a cache of ctx + 64 then overflowed after 64 steps (Inductor's
+    # index assert "0 <= tmp7 < 576").
+    return ctx + warmup + tokens + 64
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -102,7 +110,7 @@ def time_generate(model, cfg, B, ctx, warmup, tokens):
 
 
 def time_graph(model, cfg, B, ctx, warmup, tokens, dtype):
-    cache = make_cache(cfg, B, ctx + 64, dtype)
+    cache = make_cache(cfg, B, cache_len(ctx, warmup, tokens), dtype)
     ids = torch.randint(cfg.vocab_size, (B, ctx), device="cuda")
     with torch.no_grad():
         out = model(ids, past_key_values=cache, cache_position=torch.arange(ctx, device="cuda"), use_cache=True)
@@ -142,7 +150,7 @@ def time_graph(model, cfg, B, ctx, warmup, tokens, dtype):
 
 def time_steps(model, cfg, B, ctx, warmup, tokens, dtype):
     a = argparse.Namespace(warmup=warmup, tokens=tokens)
-    cache = make_cache(cfg, B, ctx + 64, dtype)
+    cache = make_cache(cfg, B, cache_len(ctx, warmup, tokens), dtype)
     ids = torch.randint(cfg.vocab_size, (B, ctx), device="cuda")
     with torch.no_grad():
         out = model(ids, past_key_values=cache, cache_position=torch.arange(ctx, device="cuda"), use_cache=True)
