@@ -417,6 +417,7 @@ struct DecodeGraph {
   // where the splits fit one (sm_90, capacity <= 1024), else the workspace and a ticket;
   // SDW_ATTENTION=ticket|cluster|empty chooses (empty: a profiling aid, the launch alone).
   kernels::AttentionMerge attentionMerge = kernels::AttentionMerge::Ticket;
+  int attentionLanes = 1;  // lanes per cache slot (SDW_ATTENTION_LANES=1|2|4; AttentionArgs::lanesPerSlot)
   std::vector<at::Tensor> tensors() const {
     return {ids, slot, pad, h, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
             sInter.xr, sInter.xi, sFinal.xr, attnWs, attnCounters, splitWs, counters};
@@ -515,6 +516,11 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
       g->attentionMerge = kernels::AttentionMerge::Cluster;
     } else if (!v.empty())
       throw std::runtime_error("SDW_ATTENTION: unknown merge \"" + v + "\" (ticket, cluster, empty)");
+  }
+  if (const char* env = std::getenv("SDW_ATTENTION_LANES")) {
+    const std::string v = env;
+    if (v == "1" || v == "2" || v == "4") g->attentionLanes = std::stoi(v);
+    else if (!v.empty()) throw std::runtime_error("SDW_ATTENTION_LANES: \"" + v + "\" is not 1, 2 or 4");
   }
   g->cacheKey = cache.k.front().data_ptr();
   g->ropeKey = m.ropeCos.data_ptr();
@@ -718,6 +724,7 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     aa.layout = g.sAttn.layout();
     aa.counters = reinterpret_cast<unsigned*>(g.attnCounters.data_ptr());
     aa.merge = g.attentionMerge;
+    aa.lanesPerSlot = g.attentionLanes;
     if (attention) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
     sparsify(g.sAttn, l, ProjectionInput::O, "o input sparsity");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);

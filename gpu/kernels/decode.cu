@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <type_traits>
 
 namespace sdw::kernels {
 namespace {
@@ -273,28 +274,35 @@ __device__ void normRopeWarp(float* x, int D, const T* norm, bool gemma, float e
 // block of this (row, KV head) to finish (a ticket) merges the splits, every load of
 // that merge in flight at once. PV: the value rows have their own shared memory
 // (prefetched with the keys); without it (fp32 with wide heads) they reuse the key
-// rows after scoring.
-template <typename T, int EPL, int MAXREP, bool PV>
-__global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs a, float* __restrict__ ws) {
+// rows after scoring. LPS lanes share a slot (1, 2 or 4; PV only): each scores it over
+// its D / LPS dims and the partial dots are added by shuffles, so a block has LPS times
+// the warps, each over 32 / LPS slots.
+template <typename T, int EPL, int MAXREP, bool PV, int LPS>
+__global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(AttentionArgs a, float* __restrict__ ws) {
+  static_assert(LPS == 1 || (PV && (LPS == 2 || LPS == 4)), "several lanes per slot need the value rows prefetched");
+  constexpr int W = kAttnWarps * LPS;  // warps
+  constexpr int kThreads = W * 32;
+  constexpr int SPW = 32 / LPS;        // slots per warp
   const int split = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int D = a.headDim, rep = a.heads / a.kvHeads, S = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  constexpr int kPerThread = (MAXREP * 32 * EPL + kAttnWarps * 32 - 1) / (kAttnWarps * 32);  // rep * D / threads, at most
+  const int dimPart = lane % LPS;  // which D / LPS dims of its slot the lane scores
+  constexpr int kPerThread = (MAXREP * 32 * EPL + kThreads - 1) / kThreads;  // rep * D / threads, at most
   extern __shared__ __align__(16) float smem[];
-  float* wm = smem;                      // [warps][MAXREP] max
-  float* wl = wm + kAttnWarps * MAXREP;  // [warps][MAXREP] sum
-  float* qs = wl + kAttnWarps * MAXREP;  // [rep][D]
-  float* ks = qs + rep * D;              // [D] the new key
-  float* vn = ks + D;                    // [D] the new value
-  float* wacc = vn + D;                  // [warps][rep][D]
-  T* csm = reinterpret_cast<T*>(wacc + kAttnWarps * rep * D);  // [D] cos at the row's position
-  T* snm = csm + D;                                            // [D] sin
-  // [warps][32 slots][D + 8] the warps' key rows, then (PV) their value rows (padded: the
+  float* wm = smem;             // [warps][MAXREP] max
+  float* wl = wm + W * MAXREP;  // [warps][MAXREP] sum
+  float* qs = wl + W * MAXREP;  // [rep][D]
+  float* ks = qs + rep * D;     // [D] the new key
+  float* vn = ks + D;           // [D] the new value
+  float* wacc = vn + D;         // [warps][rep][D]
+  T* csm = reinterpret_cast<T*>(wacc + W * rep * D);  // [D] cos at the row's position
+  T* snm = csm + D;                                   // [D] sin
+  // [warps][SPW slots][D + 8] the warps' key rows, then (PV) their value rows (padded: the
   // lanes' row writes spread over the banks).
   const int Dp = D + 8;
   T* rows = snm + D;
-  T* ksm = rows + static_cast<std::int64_t>(warp) * 32 * Dp;
-  T* vsm = PV ? rows + static_cast<std::int64_t>(kAttnWarps + warp) * 32 * Dp : ksm;
+  T* ksm = rows + static_cast<std::int64_t>(warp) * SPW * Dp;
+  T* vsm = PV ? rows + static_cast<std::int64_t>(kSlotsPerBlock + warp * SPW) * Dp : ksm;
 
   // ---- before the wait: nothing here is written by the previous kernel (the slot and the
   // padding are set before the step, the cache rows below `slot` by earlier steps).
@@ -313,19 +321,20 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   const std::int64_t base = (static_cast<std::int64_t>(b) * a.kvHeads + g) * a.capacity * D;
   T* Kc = static_cast<T*>(a.kCache) + base;
   T* Vc = static_cast<T*>(a.vCache) + base;
-  const int s0 = split * kSlotsPerBlock + warp * 32;
-  const int s = s0 + lane;
+  const int s0 = split * kSlotsPerBlock + warp * SPW;
+  const int s = s0 + lane / LPS;
   const bool valid = s >= first && s <= slot;
   constexpr int kChunks = 32 * EPL * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces of the widest row
   const int rowChunks = D * static_cast<int>(sizeof(T)) / 16;
   if (valid && s < slot) {
-    const std::uint32_t kd = static_cast<std::uint32_t>(__cvta_generic_to_shared(ksm + lane * Dp));
-    const std::uint32_t vd = static_cast<std::uint32_t>(__cvta_generic_to_shared(vsm + lane * Dp));
+    const std::uint32_t kd = static_cast<std::uint32_t>(__cvta_generic_to_shared(ksm + (lane / LPS) * Dp));
+    const std::uint32_t vd = static_cast<std::uint32_t>(__cvta_generic_to_shared(vsm + (lane / LPS) * Dp));
     const uint4* kr = reinterpret_cast<const uint4*>(Kc + static_cast<std::int64_t>(s) * D);
     const uint4* vr = reinterpret_cast<const uint4*>(Vc + static_cast<std::int64_t>(s) * D);
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       if (c >= rowChunks) break;
+      if (LPS > 1 && c % LPS != dimPart) continue;  // the slot's other lanes copy those pieces
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(kd + 16 * c), "l"(kr + c) : "memory");
       if constexpr (PV)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(vd + 16 * c), "l"(vr + c) : "memory");
@@ -345,7 +354,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   const auto in = [&](std::int64_t j) { return bias ? rnd<T>(toF<T>(qkv[j]) + toF<T>(bias[j])) : toF<T>(qkv[j]); };
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    const int i = threadIdx.x + k * kAttnWarps * 32;
+    const int i = threadIdx.x + k * kThreads;
     if (i < rep * D) qs[i] = in(static_cast<std::int64_t>(g) * rep * D + i);
   }
   if (ownsSlot)
@@ -354,14 +363,14 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
       vn[i] = in(qDim + kvDim + static_cast<std::int64_t>(g) * D + i);
     }
   __syncthreads();
-  for (int r = warp; r < rep; r += kAttnWarps)
+  for (int r = warp; r < rep; r += W)
     normRopeWarp<T>(qs + r * D, D, static_cast<const T*>(a.qNorm), a.gemmaNorm, a.eps, csm, snm);
-  if (ownsSlot && warp == kAttnWarps - 1) {
+  if (ownsSlot && warp == W - 1) {
     normRopeWarp<T>(ks, D, static_cast<const T*>(a.kNorm), a.gemmaNorm, a.eps, csm, snm);
     // The new key and value: to the caches, and to the rows of the lane scoring `slot`.
-    const int ls = slot - split * kSlotsPerBlock;  // its warp ls / 32, its lane ls % 32
+    const int ls = slot - split * kSlotsPerBlock;  // its warp ls / SPW, its lanes from (ls % SPW) * LPS
     T* kRow = rows + static_cast<std::int64_t>(ls) * Dp;
-    T* vRow = PV ? rows + static_cast<std::int64_t>(kAttnWarps * 32 + ls) * Dp : nullptr;
+    T* vRow = PV ? rows + static_cast<std::int64_t>(kSlotsPerBlock + ls) * Dp : nullptr;
     for (int d = lane; d < D; d += 32) {
       const T kv = fromF<T>(ks[d]), vv = fromF<T>(vn[d]);
       Kc[static_cast<std::int64_t>(slot) * D + d] = kv;
@@ -379,8 +388,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) score[r] = 0.f;
   if (valid) {
-    const T* kr = ksm + lane * Dp;
-    for (int d = 0; d < D; d += 8) {
+    const T* kr = ksm + (lane / LPS) * Dp;
+    const int dEnd = (dimPart + 1) * (D / LPS);
+    for (int d = dimPart * (D / LPS); d < dEnd; d += 8) {
       float kv[8];
       load8<T>(kr + d, kv);
 #pragma unroll
@@ -394,6 +404,12 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
       }
     }
   }
+  if constexpr (LPS > 1) {  // the slot's partial dots, added across its lanes
+#pragma unroll
+    for (int r = 0; r < MAXREP; ++r)
+#pragma unroll
+      for (int o = LPS / 2; o > 0; o >>= 1) score[r] += __shfl_xor_sync(0xffffffffu, score[r], o);
+  }
   float m[MAXREP], l[MAXREP], acc[MAXREP][EPL];
 #pragma unroll
   for (int r = 0; r < MAXREP; ++r) {
@@ -401,7 +417,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     float mx = sc;
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     const float p = valid ? __expf(sc - mx) : 0.f;
-    float sum = p;
+    float sum = dimPart == 0 ? p : 0.f;  // each slot once
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     m[r] = mx;
     l[r] = sum;
@@ -421,7 +437,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     }
     __syncwarp();
   }
-  const int lo = max(s0, first), hi = min(s0 + 31, slot);
+  const int lo = max(s0, first), hi = min(s0 + SPW - 1, slot);
   for (int j = lo; j <= hi; ++j) {
     const T* vr = vsm + (j - s0) * Dp;
     float vv[EPL];
@@ -432,7 +448,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     }
 #pragma unroll
     for (int r = 0; r < MAXREP; ++r) {
-      const float p = __shfl_sync(0xffffffffu, score[r], j - s0);
+      const float p = __shfl_sync(0xffffffffu, score[r], (j - s0) * LPS);
 #pragma unroll
       for (int e = 0; e < EPL; ++e) acc[r][e] = fmaf(p, vv[e], acc[r][e]);
     }
@@ -456,15 +472,15 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   float bM[kPerThread], bL[kPerThread], bA[kPerThread];
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    const int i = threadIdx.x + k * kAttnWarps * 32;
+    const int i = threadIdx.x + k * kThreads;
     bM[k] = -INFINITY;
     bL[k] = 0.f;
     bA[k] = 0.f;
     if (i >= rep * D) continue;
     const int r = i / D, d = i % D;
-    for (int w = 0; w < kAttnWarps; ++w) bM[k] = fmaxf(bM[k], wm[w * MAXREP + r]);
+    for (int w = 0; w < W; ++w) bM[k] = fmaxf(bM[k], wm[w * MAXREP + r]);
     if (bM[k] != -INFINITY) {
-      for (int w = 0; w < kAttnWarps; ++w) {
+      for (int w = 0; w < W; ++w) {
         const float f = __expf(wm[w * MAXREP + r] - bM[k]);  // exp(-inf) = 0 for empty warps
         bL[k] += f * wl[w * MAXREP + r];
         bA[k] += f * wacc[(w * rep + r) * D + d];
@@ -482,7 +498,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   if (viaCluster) __syncthreads();  // every warp row read before the partials replace them
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    const int i = threadIdx.x + k * kAttnWarps * 32;
+    const int i = threadIdx.x + k * kThreads;
     if (i >= rep * D) continue;
     const int r = i / D, d = i % D;
     float* p = viaCluster ? part + r * (D + 2) : partial(g * rep + r, split);
@@ -510,7 +526,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
     // the others' shared memory, and none leaves before all have read.
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
     const std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(part));
-    for (int i = split * kAttnWarps * 32 + threadIdx.x; i < rep * D; i += S * kAttnWarps * 32) {
+    for (int i = split * kThreads + threadIdx.x; i < rep * D; i += S * kThreads) {
       const int r = i / D, d = i % D;
       // Every split's (max, sum, output) requested first, all in flight, then folded in order.
       float mq[kMaxAttentionClusterSplits], lq[kMaxAttentionClusterSplits], aq[kMaxAttentionClusterSplits];
@@ -560,7 +576,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   for (int sp = 0; sp < S; ++sp) {
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
-      const int i = threadIdx.x + k * kAttnWarps * 32;
+      const int i = threadIdx.x + k * kThreads;
       if (i >= rep * D) continue;
       const int r = i / D, d = i % D;
       const float* q = partial(g * rep + r, sp);
@@ -569,7 +585,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attentionKernel(AttentionArgs
   }
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    const int i = threadIdx.x + k * kAttnWarps * 32;
+    const int i = threadIdx.x + k * kThreads;
     if (i >= rep * D) continue;
     const int r = i / D, d = i % D, h = g * rep + r;
     out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A[k] / L[k]);
@@ -768,29 +784,30 @@ struct GemmaAddNormL {
 };
 template <typename T>
 struct AttnL {
-  // Shared memory of attentionKernel<T, ..., MAXREP, PV> (its layout, in order).
-  static std::size_t smemBytes(const AttentionArgs& a, int maxRep, bool pv) {
+  // Shared memory of attentionKernel<T, ..., MAXREP, PV, LPS> (its layout, in order).
+  static std::size_t smemBytes(const AttentionArgs& a, int maxRep, bool pv, int lps) {
     const std::size_t D = static_cast<std::size_t>(a.headDim), rep = static_cast<std::size_t>(a.heads / a.kvHeads);
-    return (2 * kAttnWarps * static_cast<std::size_t>(maxRep) + rep * D + 2 * D + kAttnWarps * rep * D) *
-               sizeof(float) +
-           (2 * D + (pv ? 2 : 1) * kAttnWarps * 32 * (D + 8)) * sizeof(T);
+    const std::size_t warps = static_cast<std::size_t>(kAttnWarps * lps);
+    return (2 * warps * static_cast<std::size_t>(maxRep) + rep * D + 2 * D + warps * rep * D) * sizeof(float) +
+           (2 * D + (pv ? 2 : 1) * static_cast<std::size_t>(kSlotsPerBlock) * (D + 8)) * sizeof(T);
   }
-  template <int EPL, int MAXREP, bool PV>
+  template <int EPL, int MAXREP, bool PV, int LPS>
   static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
     const int S = attentionSplits(a.capacity);
-    const std::size_t smem = smemBytes(a, MAXREP, PV);
+    const std::size_t smem = smemBytes(a, MAXREP, PV, LPS);
+    auto kernel = attentionKernel<T, EPL, MAXREP, PV, LPS>;
     if (smem > 48 * 1024) {
-      const cudaError_t e = cudaFuncSetAttribute(attentionKernel<T, EPL, MAXREP, PV>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      const cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
     }
     const dim3 grid(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch));
-    if (a.merge != AttentionMerge::Cluster)
-      return launch(attentionKernel<T, EPL, MAXREP, PV>, grid, dim3(kAttnWarps * 32), smem, st, pdl, a, ws);
+    const dim3 block(kAttnWarps * 32 * LPS);
+    if (a.merge != AttentionMerge::Cluster) return launch(kernel, grid, block, smem, st, pdl, a, ws);
     // The S splits of a (row, KV head) one cluster along x.
     cudaLaunchConfig_t lc = {};
     lc.gridDim = grid;
-    lc.blockDim = dim3(kAttnWarps * 32);
+    lc.blockDim = block;
     lc.dynamicSmemBytes = smem;
     lc.stream = st;
     cudaLaunchAttribute attr[2];
@@ -802,13 +819,20 @@ struct AttnL {
     attr[1].val.programmaticStreamSerializationAllowed = 1;
     lc.attrs = attr;
     lc.numAttrs = pdl ? 2 : 1;
-    return cudaLaunchKernelEx(&lc, attentionKernel<T, EPL, MAXREP, PV>, a, ws);
+    return cudaLaunchKernelEx(&lc, kernel, a, ws);
   }
-  // The value rows prefetched with the keys where both fit (all but fp32 with wide heads).
+  // The value rows prefetched with the keys where both fit (all but fp32 with wide heads);
+  // several lanes per slot (16-bit types with the value rows prefetched, headDim a
+  // multiple of 8 * lanes) where asked for, else one.
   template <int EPL, int MAXREP>
   static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
-    if (smemBytes(a, MAXREP, true) <= 160 * 1024) return go<EPL, MAXREP, true>(a, ws, st, pdl);
-    return go<EPL, MAXREP, false>(a, ws, st, pdl);
+    if constexpr (!std::is_same_v<T, float>) {
+      const int lps = a.lanesPerSlot;
+      if ((lps == 2 || lps == 4) && a.headDim % (8 * lps) == 0 && smemBytes(a, MAXREP, true, lps) <= 160 * 1024)
+        return lps == 2 ? go<EPL, MAXREP, true, 2>(a, ws, st, pdl) : go<EPL, MAXREP, true, 4>(a, ws, st, pdl);
+    }
+    if (smemBytes(a, MAXREP, true, 1) <= 160 * 1024) return go<EPL, MAXREP, true, 1>(a, ws, st, pdl);
+    return go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
   }
   template <int EPL>
   static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {

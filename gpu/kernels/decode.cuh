@@ -94,6 +94,10 @@ struct AttentionArgs {
   XLayout layout;
   unsigned* counters = nullptr;
   AttentionMerge merge = AttentionMerge::Ticket;
+  // Lanes scoring each cache slot, each over headDim / lanes dims (1, 2 or 4): more warps
+  // per block over the same slots. Taken for bf16/fp16 where the value rows are
+  // prefetched and headDim is a multiple of 8 * lanes; otherwise one.
+  int lanesPerSlot = 1;
 };
 
 int attentionSplits(std::int64_t capacity);  // slot blocks of 128

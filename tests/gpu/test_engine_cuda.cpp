@@ -403,6 +403,60 @@ class TestEngineCuda : public QObject {
     }
   }
 
+  // Two or four lanes per cache slot (SDW_ATTENTION_LANES; more warps per block over the
+  // same slots, the partial dots added by shuffles): in bf16 within the engine's tolerance
+  // of the one-lane kernel (only the order of the dot products' additions differs), for
+  // both merges, over several splits, Llama (head_dim 128, 4 queries per KV head), Qwen3
+  // (64, 5) and Gemma 3 (256, sliding window), batch 1 and a ragged batch of 3.
+  void attentionLanesMatchOneLane_data() {
+    QTest::addColumn<QString>("arch");
+    QTest::addColumn<QString>("lanes");
+    QTest::addColumn<QString>("merge");
+    for (const char* a : {"llama", "qwen3", "gemma3"})
+      for (const char* l : {"2", "4"})
+        for (const char* m : {"cluster", "ticket"})
+          QTest::addRow("%s lanes %s %s", a, l, m) << QString::fromLatin1(a) << QString::fromLatin1(l) << QString::fromLatin1(m);
+  }
+  void attentionLanesMatchOneLane() {
+    QFETCH(QString, arch);
+    QFETCH(QString, lanes);
+    QFETCH(QString, merge);
+    if (arch == "gemma3" && !fs::exists(kRef / "gemma3-tiny")) QSKIP("tests/data/reference/gemma3-tiny is missing");
+    ModelConfig c = shape(arch);
+    if (arch != "gemma3") c.numLayers = 2;  // gemma3 keeps its 3 (sliding, sliding, full) layer types
+    GenerationOptions go;
+    go.maxNewTokens = 300;  // a cache of 384 slots: 3 splits
+    go.keepLogits = true;
+    for (const int batch : {1, 3}) {
+      const auto ps = prompts(batch, c.vocabSize);
+      std::vector<GenerationResult> a, b;
+      try {
+        qputenv("SDW_ATTENTION", merge.toLatin1());
+        a = Model::randomInit(c, opts("bfloat16", Linear::Dense), 5, 0.05)->generateBatch(ps, go);
+        qputenv("SDW_ATTENTION_LANES", lanes.toLatin1());
+        b = Model::randomInit(c, opts("bfloat16", Linear::Dense), 5, 0.05)->generateBatch(ps, go);
+      } catch (const std::exception& e) {
+        qunsetenv("SDW_ATTENTION_LANES");
+        qunsetenv("SDW_ATTENTION");
+        if (QString::fromUtf8(e.what()).contains("needs sm_90")) QSKIP(e.what());
+        QFAIL(e.what());
+      }
+      qunsetenv("SDW_ATTENTION_LANES");
+      qunsetenv("SDW_ATTENTION");
+      double worst = 0;
+      int minSteps = 1 << 20;
+      for (int i = 0; i < batch; ++i) {
+        const auto cmp = compareSteps(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)], c.vocabSize);
+        worst = std::max(worst, cmp.worst);
+        minSteps = std::min(minSteps, cmp.steps);
+        QVERIFY2(cmp.divergedAtTie, qPrintable(QStringLiteral("batch %1 row %2: another token without a near tie").arg(batch).arg(i)));
+      }
+      qInfo("batch %d: max relative difference %.4f, at least %d decode steps compared per row", batch, worst, minSteps);
+      QVERIFY(minSteps >= 1);
+      QVERIFY2(worst <= 0.03, qPrintable(QStringLiteral("batch %1: %2").arg(batch).arg(worst)));
+    }
+  }
+
   // The sparse engine keeps no dense copy of a packed projection.
   void sparseHoldsNoDenseCopy() {
     const auto d = Model::load(kPruned, opts("bfloat16", Linear::Dense));

@@ -29,9 +29,10 @@
 #   ENGINE_CHECK_MMA=1 ...        the 2:4 SpMV at batch 2-8 on the tensor cores: test_spmv_cuda
 #                                 tensorCoresMatchReference, then bench kernels at batch 2, 4, 8 with and
 #                                 without --tensor-cores (median sparse over the best dense per batch)
-#   ENGINE_CHECK_ATTN=1 ...       the attention's merges side by side: the Llama-3.1-8B batch-1 step (dense, sparse
-#                                 2:4) with SDW_ATTENTION=cluster, ticket, empty (the launch alone) and without the
-#                                 attention; then the attention-only step (linears, norms, SwiGLU left out) the same ways
+#   ENGINE_CHECK_ATTN=1 ...       the attention's variants side by side: the Llama-3.1-8B batch-1 step (dense, sparse
+#                                 2:4) with SDW_ATTENTION=cluster, SDW_ATTENTION_LANES=2 and 4, SDW_ATTENTION=ticket,
+#                                 empty (the launch alone) and without the attention; then the attention-only step
+#                                 (linears, norms, SwiGLU left out) the same ways
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, then the spMspV launch grid (bench kernels --tune: warps,
 #                                 split-K, chunk groups in flight) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
 set -u
@@ -59,18 +60,18 @@ if [ "${ENGINE_CHECK_AB:-0}" = 1 ]; then
 fi
 if [ "${ENGINE_CHECK_ATTN:-0}" = 1 ]; then
   for part in step attention-only; do
-    for v in cluster ticket empty skip; do
+    for v in cluster lanes2 lanes4 ticket empty skip; do
       skip=""
       [ $part = attention-only ] && skip="linears,norms,swiglu"
       [ $v = skip ] && skip="${skip:+$skip,}attention"
-      att=$v
-      [ $v = skip ] && att=""
+      att=$v lanes=""
+      case $v in skip) att="" ;; lanes*) att="" lanes=${v#lanes} ;; esac
       [ $part = attention-only ] && [ $v = skip ] && continue
       lin="dense,sparse"
       [ $part = attention-only ] && lin=dense
-      SDW_ENGINE_SKIP=$skip SDW_ATTENTION=$att build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear $lin \
+      SDW_ENGINE_SKIP=$skip SDW_ATTENTION=$att SDW_ATTENTION_LANES=$lanes build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear $lin \
         --patterns 2:4 --batch 1 --json --out "$O/attn-$part-$v.json" > /dev/null 2>> "$O/attn.log"
-      python3 -c 'import json,sys; [print(sys.argv[2], r["linear"], r["pattern"] or "-", "%.1f tok/s" % r["tokens_per_second"], "%.1f us/step" % (1e6 / r["tokens_per_second"])) for r in json.load(open(sys.argv[1]))["rows"]]' \
+      python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(sys.argv[2], r["linear"], r.get("pattern") or "-", "%.1f tok/s" % r["tokens_per_second"], "%.1f us/step" % (1e6 / r["tokens_per_second"])) for r in d.get("rows", [d])]' \
         "$O/attn-$part-$v.json" "$part $v" | tee -a "$O/attn.txt"
     done
   done
