@@ -282,19 +282,19 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
   static_assert(LPS == 1 || (PV && (LPS == 2 || LPS == 4)), "several lanes per slot need the value rows prefetched");
   constexpr int W = kAttnWarps * LPS;  // warps
   constexpr int kThreads = W * 32;
-  constexpr int SPW = 32 / LPS;        // slots per warp
+  constexpr int SPW = 32 / LPS;  // slots per warp
   const int split = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int D = a.headDim, rep = a.heads / a.kvHeads, S = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int dimPart = lane % LPS;  // which D / LPS dims of its slot the lane scores
   constexpr int kPerThread = (MAXREP * 32 * EPL + kThreads - 1) / kThreads;  // rep * D / threads, at most
   extern __shared__ __align__(16) float smem[];
-  float* wm = smem;             // [warps][MAXREP] max
-  float* wl = wm + W * MAXREP;  // [warps][MAXREP] sum
-  float* qs = wl + W * MAXREP;  // [rep][D]
-  float* ks = qs + rep * D;     // [D] the new key
-  float* vn = ks + D;           // [D] the new value
-  float* wacc = vn + D;         // [warps][rep][D]
+  float* wm = smem;                                   // [warps][MAXREP] max
+  float* wl = wm + W * MAXREP;                        // [warps][MAXREP] sum
+  float* qs = wl + W * MAXREP;                        // [rep][D]
+  float* ks = qs + rep * D;                           // [D] the new key
+  float* vn = ks + D;                                 // [D] the new value
+  float* wacc = vn + D;                               // [warps][rep][D]
   T* csm = reinterpret_cast<T*>(wacc + W * rep * D);  // [D] cos at the row's position
   T* snm = csm + D;                                   // [D] sin
   // [warps][SPW slots][D + 8] the warps' key rows, then (PV) their value rows (padded: the

@@ -415,7 +415,8 @@ class TestEngineCuda : public QObject {
     for (const char* a : {"llama", "qwen3", "gemma3"})
       for (const char* l : {"2", "4"})
         for (const char* m : {"cluster", "ticket"})
-          QTest::addRow("%s lanes %s %s", a, l, m) << QString::fromLatin1(a) << QString::fromLatin1(l) << QString::fromLatin1(m);
+          QTest::addRow("%s lanes %s %s", a, l, m)
+              << QString::fromLatin1(a) << QString::fromLatin1(l) << QString::fromLatin1(m);
   }
   void attentionLanesMatchOneLane() {
     QFETCH(QString, arch);
@@ -449,9 +450,11 @@ class TestEngineCuda : public QObject {
         const auto cmp = compareSteps(a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)], c.vocabSize);
         worst = std::max(worst, cmp.worst);
         minSteps = std::min(minSteps, cmp.steps);
-        QVERIFY2(cmp.divergedAtTie, qPrintable(QStringLiteral("batch %1 row %2: another token without a near tie").arg(batch).arg(i)));
+        QVERIFY2(cmp.divergedAtTie,
+                 qPrintable(QStringLiteral("batch %1 row %2: another token without a near tie").arg(batch).arg(i)));
       }
-      qInfo("batch %d: max relative difference %.4f, at least %d decode steps compared per row", batch, worst, minSteps);
+      qInfo("batch %d: max relative difference %.4f, at least %d decode steps compared per row", batch, worst,
+            minSteps);
       QVERIFY(minSteps >= 1);
       QVERIFY2(worst <= 0.03, qPrintable(QStringLiteral("batch %1: %2").arg(batch).arg(worst)));
     }
