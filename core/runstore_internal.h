@@ -118,7 +118,7 @@ void writeStringAttr(const RunFileState& st, const std::string& objPath, std::st
 
 // ---- opening (runstore.cpp) ----
 
-H5Handle fileAccessPlist();
+H5Handle fileAccessPlist(bool writable = false);  // writable: no metadata written between flushes
 // Opens `st.path` and checks that it is one of our run files of a schema this
 // build understands. Leaves st.file open and st.checkpoint loaded.
 void openValidated(RunFileState& st, bool writable);

@@ -442,7 +442,7 @@ RunWriter RunWriter::create(const fs::path& finalPath, const Provenance& provena
     // Room for the headers and provenance; the reserve applies to data writes,
     // so callers can lower it with setMinFreeSpace() first.
     checkFreeSpace(*st, 64 * 1024, "/", false);
-    H5Handle fapl = fileAccessPlist();
+    H5Handle fapl = fileAccessPlist(true);
     st->file = h5File(H5Fcreate(creating.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
     if (!st->file) {
         // EXCL and the removal above mean any file there now is our own failed attempt.
