@@ -91,31 +91,31 @@ std::string superblockProblem(const fs::path& p, std::uintmax_t size) {
 // ---- opening and validation ----
 
 H5Handle detail::fileAccessPlist(bool writable) {
-    H5Handle fapl = h5Plist(H5Pcreate(H5P_FILE_ACCESS));
-    // The 1.8 format: checksummed metadata (truncation and damage are
-    // detected), readable by every h5py, and no "file open for write" flag
-    // that a crashed writer would leave set (1.10 format only).
-    if (fapl) H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18);
-    if (fapl && writable) {
-        // No metadata reaches the file between checkpoints: with evictions off,
-        // the metadata cache keeps every changed header, heap and index in
-        // memory until H5Fflush (a checkpoint) or close, so a process killed
-        // mid-write leaves the metadata of the last flush, whole. With
-        // evictions on, a root header evicted mid-write could land on disk
-        // pointing past the end the superblock still recorded: a .partial that
-        // no longer opened (test_kill). The cache grows as needed instead (a
-        // run's metadata is a few MB).
-        H5AC_cache_config_t cfg;
-        cfg.version = H5AC__CURR_CACHE_CONFIG_VERSION;
-        if (H5Pget_mdc_config(fapl.get(), &cfg) >= 0) {
-            cfg.incr_mode = H5C_incr__off;
-            cfg.flash_incr_mode = H5C_flash_incr__off;
-            cfg.decr_mode = H5C_decr__off;
-            cfg.evictions_enabled = false;
-            H5Pset_mdc_config(fapl.get(), &cfg);
-        }
+  H5Handle fapl = h5Plist(H5Pcreate(H5P_FILE_ACCESS));
+  // The 1.8 format: checksummed metadata (truncation and damage are
+  // detected), readable by every h5py, and no "file open for write" flag
+  // that a crashed writer would leave set (1.10 format only).
+  if (fapl) H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18);
+  if (fapl && writable) {
+    // No metadata reaches the file between checkpoints: with evictions off,
+    // the metadata cache keeps every changed header, heap and index in
+    // memory until H5Fflush (a checkpoint) or close, so a process killed
+    // mid-write leaves the metadata of the last flush, whole. With
+    // evictions on, a root header evicted mid-write could land on disk
+    // pointing past the end the superblock still recorded: a .partial that
+    // no longer opened (test_kill). The cache grows as needed instead (a
+    // run's metadata is a few MB).
+    H5AC_cache_config_t cfg;
+    cfg.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+    if (H5Pget_mdc_config(fapl.get(), &cfg) >= 0) {
+      cfg.incr_mode = H5C_incr__off;
+      cfg.flash_incr_mode = H5C_flash_incr__off;
+      cfg.decr_mode = H5C_decr__off;
+      cfg.evictions_enabled = false;
+      H5Pset_mdc_config(fapl.get(), &cfg);
     }
-    return fapl;
+  }
+  return fapl;
 }
 
 void detail::openValidated(RunFileState& st, bool writable) {
