@@ -804,22 +804,8 @@ struct AttnL {
     const dim3 grid(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch));
     const dim3 block(kAttnWarps * 32 * LPS);
     if (a.merge != AttentionMerge::Cluster) return launch(kernel, grid, block, smem, st, pdl, a, ws);
-    // The S splits of a (row, KV head) one cluster along x.
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = grid;
-    lc.blockDim = block;
-    lc.dynamicSmemBytes = smem;
-    lc.stream = st;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(S);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    lc.attrs = attr;
-    lc.numAttrs = pdl ? 2 : 1;
-    return cudaLaunchKernelEx(&lc, kernel, a, ws);
+    // The S splits of a (row, KV head) one cluster along x (sm_90: attentionClusterMergeSupported).
+    return detail::launchEx(kernel, grid, block, smem, st, dim3(static_cast<unsigned>(S), 1, 1), pdl, a, ws);
   }
   // The value rows prefetched with the keys where both fit (all but fp32 with wide heads);
   // several lanes per slot (16-bit types with the value rows prefetched, headDim a

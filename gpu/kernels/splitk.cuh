@@ -49,12 +49,12 @@ inline bool hopperLaunchSupported() {
   return ok;
 }
 
-// cudaLaunchKernelEx with an optional cluster of `clusterY` blocks along y (0: none)
-// and the programmatic-dependent-launch attribute when `pdl` (callers pass it only
+// cudaLaunchKernelEx with an optional thread-block cluster of shape `cluster` (cluster.x 0:
+// none) and the programmatic-dependent-launch attribute when `pdl` (callers pass it only
 // where hopperLaunchSupported()).
 template <typename... KArgs, typename... Args>
 cudaError_t launchEx(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
-                     unsigned clusterY, bool pdl, Args&&... args) {
+                     dim3 cluster, bool pdl, Args&&... args) {
   cudaLaunchConfig_t lc = {};
   lc.gridDim = grid;
   lc.blockDim = block;
@@ -62,11 +62,11 @@ cudaError_t launchEx(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_
   lc.stream = stream;
   cudaLaunchAttribute attr[2];
   unsigned n = 0;
-  if (clusterY > 0) {
+  if (cluster.x > 0) {
     attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = 1;
-    attr[n].val.clusterDim.y = clusterY;
-    attr[n].val.clusterDim.z = 1;
+    attr[n].val.clusterDim.x = cluster.x;
+    attr[n].val.clusterDim.y = cluster.y;
+    attr[n].val.clusterDim.z = cluster.z;
     ++n;
   }
   if (pdl) {
@@ -77,6 +77,13 @@ cudaError_t launchEx(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_
   lc.attrs = attr;
   lc.numAttrs = n;
   return cudaLaunchKernelEx(&lc, kernel, std::forward<Args>(args)...);
+}
+// The same with a cluster of `clusterY` blocks along y (0: none).
+template <typename... KArgs, typename... Args>
+cudaError_t launchEx(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                     unsigned clusterY, bool pdl, Args&&... args) {
+  return launchEx(kernel, grid, block, smem, stream, clusterY > 0 ? dim3(1, clusterY, 1) : dim3(0, 0, 0), pdl,
+                  std::forward<Args>(args)...);
 }
 
 template <typename T>
