@@ -450,7 +450,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         kc.space->store(e, cfg, best, haveChained ? &cfgChained : nullptr, bestChained);
         table.put(e);
       }
-      // --tensor-cores: 2:4 at batch 2-8 through mma.sp (staged), with the warps and split-K the
+      // --tensor-cores: 2:4 at batch 2-8 through mma.sp, with the unroll, warps and split-K the
       // FMA kernel would use (the tuning space does not hold the tensor-core path yet).
       const auto onTensorCores = [&](CaseConfig c) {
         if (!s.sparseTensorCores || kc.id != KernelId::Sparse || pattern != "2:4" || b < 2) return c;

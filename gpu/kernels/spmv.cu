@@ -643,116 +643,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   finishMma<T, B>(c, red, y, ldy, rows, ws, counters);
 }
 
-// The same on the tensor cores, staged (SpmvConfig::unroll 120 + S, S = 2, 3, 4): each warp
-// copies its words into a ring of S shared-memory stages with cp.async (per lane its row's
-// 32 bytes as two 16-byte copies, coalesced, and its mask), S - 1 words in flight, and
-// reads the A fragments back with ldmatrix (rows padded to 48 bytes: the eight 16-byte
-// rows of each 8x8 matrix fall on distinct banks). The first version's 4-byte fragment
-// loads kept too few bytes in flight.
-constexpr int kStageRowBytes = 48;
-constexpr int kStageBytes = 32 * kStageRowBytes + 32 * 4;  // values, then the 32 masks
-
-__device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-template <typename T, int B, int XS, int S, bool PDL>
-__global__ void __launch_bounds__(kMaxWarps * 32)
-    bitmaskSpmvMmaStagedKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
-                               int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
-                               std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
-  __shared__ float red[kMaxWarps * B * 32];
-  extern __shared__ float4 smemRaw[];
-  auto* xs = reinterpret_cast<unsigned short*>(smemRaw);  // [words of this split][8][kMmaXsStride]
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-  const int grp = lane >> 2, t = lane & 3;
-  const std::int64_t tile = blockIdx.x;
-  const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
-  const int g1 = min(G, gs + wordsPerSplit);
-  const std::int64_t tileBase = tile * G;
-  unsigned char* stages = reinterpret_cast<unsigned char*>(smemRaw) +
-                          static_cast<std::size_t>(wordsPerSplit) * kMmaXsBytesPerWord +
-                          static_cast<std::size_t>(warp) * S * kStageBytes;
-  const std::uint32_t stage0 = static_cast<std::uint32_t>(__cvta_generic_to_shared(stages));
-  const int nw = g1 - gs > warp ? (g1 - gs - warp + W - 1) / W : 0;  // this warp's words: gs + warp + i W
-
-  // Word i of this warp into stage i % S (its lane's row and mask); always one commit group.
-  const auto issue = [&](int i) {
-    if (i < nw) {
-      const std::int64_t e = (tileBase + gs + warp + static_cast<std::int64_t>(i) * W) * 32 + lane;
-      const std::uint32_t d = stage0 + static_cast<std::uint32_t>((i % S) * kStageBytes);
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d + lane * kStageRowBytes), "l"(values + 2 * e)
-                   : "memory");
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d + lane * kStageRowBytes + 16),
-                   "l"(values + 2 * e + 1)
-                   : "memory");
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d + 32 * kStageRowBytes + lane * 4),
-                   "l"(masks + e)
-                   : "memory");
-    }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-  };
-#pragma unroll
-  for (int i = 0; i < S - 1; ++i) issue(i);  // the weights: before the wait
-
-  if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
-  stageXMma<B, XS>(xs, x, gs, g1);
-  __syncthreads();
-
-  float c[2][4] = {};
-  const auto* xs32 = reinterpret_cast<const std::uint32_t*>(xs);
-  // ldmatrix: lanes 0-7 give rows 0-7 of a half at bytes 0-15 (a0), 8-15 rows 8-15 (a1),
-  // 16-23 rows 0-7 at bytes 16-31 (a2), 24-31 rows 8-15 at bytes 16-31 (a3).
-  const std::uint32_t ldOff =
-      static_cast<std::uint32_t>(((lane & 7) + ((lane >> 3) & 1) * 8) * kStageRowBytes + ((lane >> 4) & 1) * 16);
-  for (int i = 0; i < nw; ++i) {
-    issue(i + S - 1);
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(S - 1) : "memory");  // word i's group is complete
-    __syncwarp();                                                       // and the other lanes' copies visible
-    const std::uint32_t st = stage0 + static_cast<std::uint32_t>((i % S) * kStageBytes);
-    const auto* mk = reinterpret_cast<const std::uint32_t*>(stages + (i % S) * kStageBytes + 32 * kStageRowBytes);
-    const int g = gs + warp + i * W;
-    const std::uint32_t* xb = xs32 + ((g - gs) * 8 + grp) * (kMmaXsStride / 2);
-    const std::uint32_t b[4] = {xb[t], xb[t + 4], xb[t + 8], xb[t + 12]};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      std::uint32_t a[4];
-      ldmatrixX4(a, st + static_cast<std::uint32_t>(h * 16 * kStageRowBytes) + ldOff);
-      const std::uint32_t m0 = meta24(mk[16 * h + grp]), m1 = meta24(mk[16 * h + grp + 8]);
-      const std::uint32_t e = (t & 1) ? (m0 >> 16) | (m1 & 0xffff0000u) : (m0 & 0xffffu) | (m1 << 16);
-      mmaSp16832<T>(c[h], a, b, e);
-    }
-    __syncwarp();  // the stage is read before the next iteration's copy replaces it
-  }
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-  if constexpr (PDL) pdlLaunchDependents();
-
-  finishMma<T, B>(c, red, y, ldy, rows, ws, counters);
-}
-
-template <typename T, int B, int XS, int S>
-cudaError_t launchMmaStaged(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
-                            const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                            unsigned* counters, cudaStream_t stream) {
-  if (reinterpret_cast<std::uintptr_t>(values) & 15) return cudaErrorMisalignedAddress;  // 16-byte copies
-  const int G = static_cast<int>(cols / 32);
-  const int wordsPerSplit = spmvWordsPerSplit(cols, B, cfg);
-  const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
-  const std::size_t smem = static_cast<std::size_t>(wordsPerSplit) * kMmaXsBytesPerWord +
-                           static_cast<std::size_t>(cfg.warps) * S * kStageBytes;
-  dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
-  const bool pdl = cfg.pdl && hopperLaunchSupported();
-  auto kernel = pdl ? bitmaskSpmvMmaStagedKernel<T, B, XS, S, true> : bitmaskSpmvMmaStagedKernel<T, B, XS, S, false>;
-  const cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (e != cudaSuccess) return e;
-  return detail::launchEx(kernel, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
-                          static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,
-                          static_cast<T*>(y), ldy, ws, counters);
-}
-
 template <typename T, int B, int XS, int U>
 cudaError_t launchMma(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                       const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
@@ -869,9 +759,6 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
       case 101: return launchMma<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 102: return launchMma<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 104: return launchMma<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 122: return launchMmaStaged<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 123: return launchMmaStaged<T, B, XS, 3>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 124: return launchMmaStaged<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       default: return cudaErrorInvalidValue;
     }
   }

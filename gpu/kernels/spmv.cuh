@@ -27,8 +27,7 @@ struct SpmvConfig {
                      // batch 1, 10 S + U (41, 61, 81, 42, 34): S-stage bulk-copy pipeline through shared
                      // memory (sm_90, 16-byte aligned pointers; else the register path with U words);
                      // batch 2-8, 100 + U (101, 102, 104): the tensor cores (mma.sp m16n8k32, sm_80+),
-                     // for 2:4 weights only (other patterns break the instruction's constraint);
-                     // 120 + S (122, 123, 124): the same with S cp.async stages per warp read by ldmatrix
+                     // for 2:4 weights only (other patterns break the instruction's constraint)
   int splitK = 1;    // blocks per tile along the input dimension (two-pass reduction);
                      // raised where the x slice would not fit in shared memory
   int cluster = -1;  // batch 1 with splitK > 1 on sm_90+: the blocks of a tile form a thread-block
@@ -41,10 +40,11 @@ struct SpmvConfig {
 int spmvXStride(int batch);  // 1, 2, 4 or 8
 // Whether a configuration takes the tensor-core path (unroll 100 + U; batch 2-8, 2:4 weights).
 inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
-// A configuration tuned for the FMA kernel moved to the tensor cores (staged, 3 stages), its
-// warps (at most 8) and split-K kept: what --tensor-cores / LoadOptions::sparseTensorCores run.
+// A configuration tuned for the FMA kernel moved to the tensor cores, its unroll (1, 2 or 4
+// words in flight), warps (at most 8) and split-K kept: what --tensor-cores /
+// LoadOptions::sparseTensorCores run.
 inline SpmvConfig spmvOnTensorCores(SpmvConfig cfg) {
-  cfg.unroll = 123;
+  cfg.unroll = 100 + (cfg.unroll == 1 || cfg.unroll == 2 || cfg.unroll == 4 ? cfg.unroll : 2);
   cfg.warps = cfg.warps < 8 ? cfg.warps : 8;
   cfg.cluster = -1;
   return cfg;

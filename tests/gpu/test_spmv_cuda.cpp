@@ -177,8 +177,8 @@ class TestSpmvCuda : public QObject {
     }
   }
 
-  // Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U, and 120 + S staged through
-  // cp.async and ldmatrix: mma.sp, 2:4 weights only): every unroll and stage count, 4 and 8 warps, split-K through the
+  // Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U: mma.sp, 2:4 weights only):
+  // every unroll, 4 and 8 warps, split-K through the
   // workspace, plain and as a programmatic dependent launch, against the float64 reference of the same 16-bit values
   // (padding rows, batch columns beyond the batch and split slices included); batch 1 refuses it.
   void tensorCoresMatchReference_data() {
@@ -219,7 +219,7 @@ class TestSpmvCuda : public QObject {
     const double wantNorm = want.norm().item<double>();
     int configs = 0;
     for (const int warps : {4, 8})
-      for (const int unroll : {101, 102, 104, 122, 123, 124})
+      for (const int unroll : {101, 102, 104})
         for (const bool pdl : {false, true}) {
           const gpu::SpmvLaunch cfg{warps, unroll, splitK, -1, pdl};
           const QString what =
@@ -239,7 +239,7 @@ class TestSpmvCuda : public QObject {
           QVERIFY2(bad == 0, qPrintable(QStringLiteral("%1: %2 elements off").arg(what).arg(bad)));
           ++configs;
         }
-    QCOMPARE(configs, 24);
+    QCOMPARE(configs, 12);
     kc->setBatch(in, 1);
     QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 102, 1, -1, false}), "batch 1 has no tensor-core path");
 #endif
