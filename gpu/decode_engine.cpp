@@ -417,7 +417,9 @@ struct DecodeGraph {
   // where the splits fit one (sm_90, capacity <= 1024), else the workspace and a ticket;
   // SDW_ATTENTION=ticket|cluster|empty chooses (empty: a profiling aid, the launch alone).
   kernels::AttentionMerge attentionMerge = kernels::AttentionMerge::Ticket;
-  int attentionLanes = 1;  // lanes per cache slot (SDW_ATTENTION_LANES=1|2|4; AttentionArgs::lanesPerSlot)
+  // Lanes per cache slot (AttentionArgs::lanesPerSlot): 2 where the kernel takes it (16-bit
+  // types, headDim a multiple of 16), else 1; SDW_ATTENTION_LANES=1|2|4 chooses.
+  int attentionLanes = 2;
   std::vector<at::Tensor> tensors() const {
     return {ids, slot, pad, h, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
             sInter.xr, sInter.xi, sFinal.xr, attnWs, attnCounters, splitWs, counters};

@@ -433,6 +433,7 @@ class TestEngineCuda : public QObject {
       std::vector<GenerationResult> a, b;
       try {
         qputenv("SDW_ATTENTION", merge.toLatin1());
+        qputenv("SDW_ATTENTION_LANES", "1");
         a = Model::randomInit(c, opts("bfloat16", Linear::Dense), 5, 0.05)->generateBatch(ps, go);
         qputenv("SDW_ATTENTION_LANES", lanes.toLatin1());
         b = Model::randomInit(c, opts("bfloat16", Linear::Dense), 5, 0.05)->generateBatch(ps, go);
