@@ -420,9 +420,14 @@ struct DecodeGraph {
   // Lanes per cache slot (AttentionArgs::lanesPerSlot): 2 where the kernel takes it (16-bit
   // types, headDim a multiple of 16), else 1; SDW_ATTENTION_LANES=1|2|4 chooses.
   int attentionLanes = 2;
+  // Norms run as the tail of the projection before them (kernels::NormTail), by index:
+  // 2l layer l's input norm, 2l + 1 its post-attention norm, 2L the final norm.
+  std::vector<char> normFused;
+  at::Tensor normCounters;
+  bool fused(std::size_t k) const { return k < normFused.size() && normFused[k]; }
   std::vector<at::Tensor> tensors() const {
     return {ids, slot, pad, h, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
-            sInter.xr, sInter.xi, sFinal.xr, attnWs, attnCounters, splitWs, counters};
+            sInter.xr, sInter.xi, sFinal.xr, attnWs, attnCounters, splitWs, counters, normCounters};
   }
 };
 
@@ -485,6 +490,45 @@ Site makeSite(std::int64_t B, std::int64_t cols, const at::TensorOptions& o, boo
 
 bool allSpmv(const std::vector<LinOp>& ops) {
   return std::all_of(ops.begin(), ops.end(), [](const LinOp& o) { return o.mode == LinOp::Spmv; });
+}
+
+// The residual add + RMSNorm after the o and down projections run as those projections'
+// last block (kernels::NormTail; bitwise the separate kernel's result) where the group is
+// one GEMV or SpMV op over the hidden rows: batch 1, Llama-style norms (not Gemma 3's),
+// norms not skipped. Layer 0's input norm follows the embedding and keeps its launch.
+// SDW_FUSE_NORMS=0 keeps every launch (the A/B and the tests' reference).
+void fuseNorms(const Model::Impl& m, DecodeGraph& g) {
+  const ModelConfig& c = m.config;
+  const std::size_t L = g.ops.size();
+  g.normFused.assign(2 * L + 1, 0);
+  bool fuse = g.B == 1 && !c.isGemma() && g.runs(DecodeGraph::kSkipNorms) && g.runs(DecodeGraph::kSkipLinears);
+  if (const char* env = std::getenv("SDW_FUSE_NORMS")) {
+    const std::string v = env;
+    if (v == "0") fuse = false;
+    else if (v != "1" && !v.empty()) throw std::runtime_error("SDW_FUSE_NORMS: \"" + v + "\" is not 0 or 1");
+  }
+  if (!fuse) return;
+  g.normCounters = at::zeros({static_cast<std::int64_t>(2 * L + 1)}, g.counters.options());
+  const auto tail = [&](std::vector<LinOp>& grp, const at::Tensor& w, const Site& site, std::size_t k) {
+    if (grp.size() != 1) return;
+    LinOp& op = grp.front();
+    if (op.rows != c.hiddenSize || op.yOff != 0 || site.interleaved) return;
+    kernels::NormTail t;
+    t.h = g.h.data_ptr();
+    t.w = w.data_ptr();
+    t.x = site.out();
+    t.counter = reinterpret_cast<unsigned*>(g.normCounters.data_ptr<std::int32_t>()) + k;
+    t.eps = static_cast<float>(c.rmsNormEps);
+    if (op.mode == LinOp::Gemv) op.gemv.tail = t;
+    else if (op.mode == LinOp::Spmv && !kernels::spmvTensorCores(op.spmv)) op.spmv.tail = t;
+    else return;
+    g.normFused[k] = 1;
+  };
+  for (std::size_t l = 0; l < L; ++l) {
+    tail(g.ops[l][1], m.w.layers[l].postNorm, g.sHidden, 2 * l + 1);
+    if (l + 1 < L) tail(g.ops[l][3], m.w.layers[l + 1].inputNorm, g.sHidden, 2 * l + 2);
+    else tail(g.ops[l][3], m.w.finalNorm, g.sFinal, 2 * L);
+  }
 }
 
 std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int64_t B) {
@@ -587,6 +631,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   account(g->lmHead);
   g->splitWs = at::empty({static_cast<std::int64_t>(wsN)}, o.dtype(at::kFloat));
   g->counters = at::zeros({counters}, oi);
+  fuseNorms(m, *g);
   return g;
 }
 
@@ -696,7 +741,7 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
   const at::Tensor* prevPost = nullptr;  // Gemma 3: the previous layer's post-feedforward norm
   for (std::size_t l = 0; l < m.w.layers.size(); ++l) {
     const LayerWeights& W = m.w.layers[l];
-    if (norms) addNorm(prevY, prevPost, W.inputNorm, g.sHidden, "input norm");
+    if (norms && !g.fused(2 * l)) addNorm(prevY, prevPost, W.inputNorm, g.sHidden, "input norm");
     sparsify(g.sHidden, l, ProjectionInput::Qkv, "q|k|v input sparsity");
     for (const auto& op : g.ops[l][0]) runLinear(g, op, g.sHidden, g.yQkv, st);
     kernels::AttentionArgs aa;
@@ -732,7 +777,8 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);
     // Llama: post_attention_layernorm is the MLP's input norm; Gemma 3: the attention
     // output's norm, then pre_feedforward_layernorm the MLP's input norm.
-    if (norms) addNorm(g.yO.data_ptr(), &W.postNorm, gemma ? W.preFfnNorm : W.postNorm, g.sHidden, "post-attention norm");
+    if (norms && !g.fused(2 * l + 1))
+      addNorm(g.yO.data_ptr(), &W.postNorm, gemma ? W.preFfnNorm : W.postNorm, g.sHidden, "post-attention norm");
     sparsify(g.sHidden, l, ProjectionInput::GateUp, "gate|up input sparsity");
     for (const auto& op : g.ops[l][2]) runLinear(g, op, g.sHidden, g.yGu, st);
     if (swiglu)
@@ -744,7 +790,7 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     prevY = g.yDown.data_ptr();
     prevPost = &W.postFfnNorm;
   }
-  if (edges) addNorm(prevY, prevPost, m.w.finalNorm, g.sFinal, "final norm");
+  if (edges && !g.fused(2 * m.w.layers.size())) addNorm(prevY, prevPost, m.w.finalNorm, g.sFinal, "final norm");
   runLinear(g, g.lmHead, g.sFinal, g.logits, st);
   if (edges) {
     if (c.finalLogitSoftcap > 0)  // Gemma 3: the logits capped in place (the step returns them), then argmax
@@ -921,6 +967,12 @@ std::string Model::engineDescription() const {
     if (*hi != *lo) s << ".." << *hi << " by layer";
   }
   if (!m.actThresholds.empty()) s << ", activation thresholds per layer and input";
+#ifdef SDW_ENGINE_CUDA
+  if (m.engine && m.engine->graph && !m.engine->graph->normFused.empty()) {  // once a step has been built
+    const auto& f = m.engine->graph->normFused;
+    s << ", " << std::count(f.begin(), f.end(), 1) << " of " << f.size() << " norms in the projection before them";
+  }
+#endif
   return s.str();
 }
 

@@ -6,7 +6,8 @@
 // Lanes are reduced with shuffles, warps through shared memory, split-K blocks
 // with the same two-pass epilogue as the sparse kernel (splitk.cuh). With
 // programmatic dependent launch the first step's weights are requested before
-// the wait for the previous kernel, as in the sparse kernel.
+// the wait for the previous kernel, as in the sparse kernel. At batch 1 the last
+// block may run the add + RMSNorm that follows (GemvConfig::tail, splitk.cuh).
 
 #include "gpu/kernels/gemv.cuh"
 #include "gpu/kernels/splitk.cuh"
@@ -40,7 +41,7 @@ template <typename T, int B, int R, int U, bool PDL>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     denseGemvKernel(const uint4* __restrict__ w, std::int64_t rows, std::int64_t cols8, std::int64_t chunksPerSplit,
                     const uint4* __restrict__ x, T* __restrict__ y, std::int64_t ldy, float* __restrict__ ws,
-                    unsigned* __restrict__ counters) {
+                    unsigned* __restrict__ counters, NormTail tail) {
   __shared__ float red[32 * B];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int rowsPerBlock = W * R;
@@ -101,14 +102,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       if (lane == 0) red[b * 32 + warp * R + r] = v;
     }
   __syncthreads();
-  if (warp != 0) return;
-  float tot[B];
+  bool wrote = false;
+  if (warp == 0) {
+    float tot[B];
 #pragma unroll
-  for (int b = 0; b < B; ++b) tot[b] = lane < rowsPerBlock ? red[b * 32 + lane] : 0.f;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * rowsPerBlock + lane;
-  const std::int64_t slot = row;
-  detail::finishRows<T, B>(tot, lane < rowsPerBlock, row, lane < rowsPerBlock && row < rows, y, ldy, ws,
-                           counters + blockIdx.x, slot, static_cast<std::int64_t>(gridDim.x) * rowsPerBlock);
+    for (int b = 0; b < B; ++b) tot[b] = lane < rowsPerBlock ? red[b * 32 + lane] : 0.f;
+    const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * rowsPerBlock + lane;
+    const std::int64_t slot = row;
+    wrote = detail::finishRows<T, B>(tot, lane < rowsPerBlock, row, lane < rowsPerBlock && row < rows, y, ldy, ws,
+                                     counters + blockIdx.x, slot, static_cast<std::int64_t>(gridDim.x) * rowsPerBlock);
+  }
+  if constexpr (B == 1) {
+    if (tail.counter) detail::normTail<T>(tail, wrote, y, rows);  // a kernel argument: block-uniform
+  }
 }
 
 template <typename T, int B, int R, int U>
@@ -125,7 +131,7 @@ cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, con
   return detail::launchEx(pdl ? denseGemvKernel<T, B, R, U, true> : denseGemvKernel<T, B, R, U, false>, grid,
                           dim3(static_cast<unsigned>(cfg.warps * 32)), 0, stream, 0, pdl, static_cast<const uint4*>(w),
                           rows, cols8, chunksPerSplit, static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws,
-                          counters);
+                          counters, cfg.tail);
 }
 
 template <typename T, int B>
@@ -174,6 +180,7 @@ cudaError_t launchDenseGemv(const void* w, DType dtype, std::int64_t rows, std::
   if (rows <= 0 || cols <= 0 || cols % 8 || ldy < rows || batch < 1 || batch > 8) return cudaErrorInvalidValue;
   if (cfg.warps < 1 || cfg.warps > kMaxWarps || cfg.warps * cfg.rowsPerWarp > 32) return cudaErrorInvalidValue;
   if (cfg.splitK > 1 && (!workspace || !counters)) return cudaErrorInvalidValue;
+  if (cfg.tail.on() && (batch != 1 || !cfg.tail.h || !cfg.tail.w || !cfg.tail.x)) return cudaErrorInvalidValue;
   switch (dtype) {
     case DType::BF16: return byBatch<__nv_bfloat16>(batch, w, rows, cols, x, y, ldy, cfg, workspace, counters, stream);
     case DType::F16: return byBatch<__half>(batch, w, rows, cols, x, y, ldy, cfg, workspace, counters, stream);

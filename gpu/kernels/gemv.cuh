@@ -4,6 +4,7 @@
 // split-K with the same two-pass reduction. Raw pointers only.
 
 #include "gpu/kernels/colstats.cuh"  // DType
+#include "gpu/kernels/normtail.cuh"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,7 @@ struct GemvConfig {
   int unroll = 2;        // 16-byte chunks per lane in flight (1, 2, 4; 1-2 for batch > 1)
   int splitK = 1;
   bool pdl = false;      // programmatic dependent launch, as SpmvConfig::pdl
+  NormTail tail;         // batch 1: the add + RMSNorm after this projection, run by its last block
 };
 
 std::size_t gemvWorkspaceFloats(std::int64_t rows, int batch, const GemvConfig& cfg);

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "gpu/kernels/normtail.cuh"
+
 #include <atomic>
 #include <cstdint>
 #include <utility>
@@ -115,8 +117,10 @@ __device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2ha
 // written out. With split-K each block stores its partials; the last block of a
 // row block to arrive (counter ticket) adds them in split order, which keeps the
 // result deterministic, writes y and resets the counter for the next launch.
+// Returns whether this block wrote its rows of y (every block without split-K; with it,
+// the last of the row block's splits), uniform across the warp.
 template <typename T, int B>
-__device__ __forceinline__ void finishRows(const float (&tot)[B], bool inBlock, std::int64_t row, bool valid,
+__device__ __forceinline__ bool finishRows(const float (&tot)[B], bool inBlock, std::int64_t row, bool valid,
                                            T* __restrict__ y, std::int64_t ldy, float* __restrict__ ws,
                                            unsigned* __restrict__ counter, std::int64_t slot, std::int64_t nSlots) {
   const unsigned S = gridDim.y;
@@ -125,7 +129,7 @@ __device__ __forceinline__ void finishRows(const float (&tot)[B], bool inBlock, 
 #pragma unroll
       for (int b = 0; b < B; ++b) y[b * ldy + row] = fromFloat<T>(tot[b]);
     }
-    return;
+    return true;
   }
   if (inBlock) {
 #pragma unroll
@@ -136,7 +140,7 @@ __device__ __forceinline__ void finishRows(const float (&tot)[B], bool inBlock, 
   unsigned ticket = 0;
   if ((threadIdx.x & 31) == 0) ticket = atomicAdd(counter, 1u);
   ticket = __shfl_sync(0xffffffffu, ticket, 0);
-  if (ticket != S - 1) return;
+  if (ticket != S - 1) return false;
   __threadfence();
   if (inBlock) {
     float s[B];
@@ -152,6 +156,63 @@ __device__ __forceinline__ void finishRows(const float (&tot)[B], bool inBlock, 
     }
   }
   if ((threadIdx.x & 31) == 0) *counter = 0;
+  return true;
+}
+
+template <typename T>
+__device__ __forceinline__ float toFloat(T v);
+template <>
+__device__ __forceinline__ float toFloat<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <>
+__device__ __forceinline__ float toFloat<__half>(__half v) { return __half2float(v); }
+template <typename T>
+__device__ __forceinline__ float roundTo(float v) { return toFloat<T>(fromFloat<T>(v)); }
+
+// The NormTail of a batch-1 projection (normtail.cuh), called by every thread of every
+// block once its rows are finished; `wrote`: this block stored its rows of y (warp 0's
+// value counts). The grid has gridDim.x writers, one per row block: each fences its stores
+// and takes a ticket, and the last one's block adds y (all n rows, read through L2) into
+// h and writes x = rmsnorm(h) * w. The result is bitwise that of decode.cu's
+// addRmsNormKernel: sums rounded to T, x = T(w * T(h * r)), and the sum of squares in
+// that kernel's order: its NT0 threads (launchAddRmsNorm's count) each add rows
+// t, t + NT0, ... in turn, warps by the same butterfly, then warp sums 0, 1, ... in turn;
+// here each thread plays the threads t = threadIdx.x + j * blockDim.x (lane for lane the
+// same warps, as blockDim.x is a multiple of 32). The counter is reset for the next launch.
+template <typename T>
+__device__ __forceinline__ void normTail(const NormTail& t, bool wrote, const T* y, std::int64_t n) {
+  __shared__ unsigned last;
+  __shared__ float part[32];
+  if (threadIdx.x < 32) {
+    if (wrote) __threadfence();
+    __syncwarp();
+    if (threadIdx.x == 0) last = wrote && atomicAdd(t.counter, 1u) == gridDim.x - 1 ? 1u : 0u;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  T* h = static_cast<T*>(t.h);
+  const T* w = static_cast<const T*>(t.w);
+  T* x = static_cast<T*>(t.x);
+  const int nt = static_cast<int>(blockDim.x);
+  int nt0 = 32;  // launchAddRmsNorm's threads: min(1024, the power of two >= ceil(n / 4)), >= 32
+  while (nt0 < 1024 && nt0 < (n + 3) / 4) nt0 *= 2;
+  for (int v = threadIdx.x; v < nt0; v += nt) {  // warp-uniform bounds (nt0, nt multiples of 32)
+    float ss = 0.f;
+    for (std::int64_t i = v; i < n; i += nt0) {
+      const float s = roundTo<T>(toFloat<T>(h[i]) + toFloat<T>(__ldcg(y + i)));
+      h[i] = fromFloat<T>(s);
+      ss += s * s;
+    }
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((v & 31) == 0) part[v >> 5] = ss;
+  }
+  __syncthreads();
+  float tot = 0.f;
+  for (int i = 0; i < nt0 / 32; ++i) tot += part[i];
+  const float r = rsqrtf(tot / static_cast<float>(n) + t.eps);
+  for (int v = threadIdx.x; v < nt0; v += nt)  // each thread reads back the rows it wrote
+    for (std::int64_t i = v; i < n; i += nt0) x[i] = fromFloat<T>(toFloat<T>(w[i]) * roundTo<T>(toFloat<T>(h[i]) * r));
+  if (threadIdx.x == 0) *t.counter = 0;
 }
 
 }  // namespace sdw::kernels::detail

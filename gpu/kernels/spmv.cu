@@ -222,7 +222,7 @@ __device__ __forceinline__ void tailWordsB1(const SliceB1<U>& sl, const uint4* _
 // ticket, splitk.cuh). Called by every thread of the block.
 template <typename T, bool CLUSTER>
 __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int64_t rows, float* __restrict__ ws,
-                                         unsigned* __restrict__ counters) {
+                                         unsigned* __restrict__ counters, const NormTail& tail) {
   __shared__ float red[kMaxWarpsB1 * 32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
@@ -245,20 +245,26 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
     }
     asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
     asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-    if (warp != 0 || rank != 0) return;
-    float s = 0.f;
-    s += tot;
-    for (unsigned k = 1; k < gridDim.y; ++k) s += part[k * 32 + lane];
-    if (row < rows) y[row] = detail::fromFloat<T>(s);
+    const bool wrote = warp == 0 && rank == 0;
+    if (wrote) {
+      float s = 0.f;
+      s += tot;
+      for (unsigned k = 1; k < gridDim.y; ++k) s += part[k * 32 + lane];
+      if (row < rows) y[row] = detail::fromFloat<T>(s);
+    }
+    if (tail.counter) detail::normTail<T>(tail, wrote, y, rows);  // a kernel argument: block-uniform
 #else
     __trap();  // never launched below sm_90 (hopperLaunchSupported)
 #endif
   } else {
-    if (warp != 0) return;
-    float tot[1] = {0.f};
-    for (int w = 0; w < W; ++w) tot[0] += red[w * 32 + lane];
-    detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile, row,
-                             static_cast<std::int64_t>(gridDim.x) * 32);
+    bool wrote = false;
+    if (warp == 0) {
+      float tot[1] = {0.f};
+      for (int w = 0; w < W; ++w) tot[0] += red[w * 32 + lane];
+      wrote = detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile, row,
+                                       static_cast<std::int64_t>(gridDim.x) * 32);
+    }
+    if (tail.counter) detail::normTail<T>(tail, wrote, y, rows);
   }
 }
 
@@ -283,7 +289,7 @@ template <typename T, int U, bool CLUSTER, bool PDL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
-                        float* __restrict__ ws, unsigned* __restrict__ counters) {
+                        float* __restrict__ ws, unsigned* __restrict__ counters, NormTail tail) {
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
@@ -313,7 +319,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   tailWordsB1<T, U>(sl, values, masks, xg, acc0, acc1);
 
-  finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters);
+  finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters, tail);
 }
 
 // Batch 1, sm_90, bulk-copy pipeline ("unroll" 10 S + U in SpmvConfig): each warp
@@ -329,7 +335,7 @@ template <typename T, int U, int S, bool CLUSTER, bool PDL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1BulkKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                             int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
-                            float* __restrict__ ws, unsigned* __restrict__ counters) {
+                            float* __restrict__ ws, unsigned* __restrict__ counters, NormTail tail) {
 #if __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char bulkRaw[];
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
@@ -409,7 +415,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   tailWordsB1<T, U>(sl, values, masks, xg, acc0, acc1);
-  finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters);
+  finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters, tail);
 #else
   __trap();  // never launched below sm_90 (hopperLaunchSupported)
 #endif
@@ -695,10 +701,11 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
       if (e != cudaSuccess) return e;
     }
     return detail::launchEx(kernel, grid, block, 0, stream, static_cast<unsigned>(splits), pdl, v, masks, G,
-                            wordsPerSplit, xt, rows, yt, ws, counters);
+                            wordsPerSplit, xt, rows, yt, ws, counters, cfg.tail);
   }
   return detail::launchEx(pdl ? bitmaskSpmvB1Kernel<T, U, false, true> : bitmaskSpmvB1Kernel<T, U, false, false>,
-                          grid, block, 0, stream, 0, pdl, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters);
+                          grid, block, 0, stream, 0, pdl, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters,
+                          cfg.tail);
 }
 
 // Batch 1 through the bulk-copy pipeline (sm_90, 16-byte aligned values, masks and x);
@@ -731,7 +738,7 @@ cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::in
   }
   return detail::launchEx(kernel, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream,
                           cl ? static_cast<unsigned>(splits) : 0u, cfg.pdl, v, masks, G, wordsPerSplit, xt, rows, yt,
-                          ws, counters);
+                          ws, counters, cfg.tail);
 }
 
 template <typename T, int B>
@@ -816,6 +823,7 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
   if (cfg.warps < 1 || cfg.warps > (batch == 1 ? kMaxWarpsB1 : kMaxWarps) || spmvTiles(rows) > 2147483647)
     return cudaErrorInvalidValue;
   if (spmvWorkspaceFloats(rows, cols, batch, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
+  if (cfg.tail.on() && (batch != 1 || !cfg.tail.h || !cfg.tail.w || !cfg.tail.x)) return cudaErrorInvalidValue;
   switch (dtype) {
     case DType::BF16:
       return byBatch<__nv_bfloat16>(batch, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream);

@@ -403,6 +403,46 @@ class TestEngineCuda : public QObject {
     }
   }
 
+  // The residual add + RMSNorm after the o and down projections run as those projections'
+  // last block (kernels::NormTail, batch 1): tokens and logits bitwise those of the separate
+  // norm launches (SDW_FUSE_NORMS=0), for the dense GEMV and the sparse kernel, Llama and
+  // Qwen3 shapes, bf16 and fp16; every norm but layer 0's input norm is fused.
+  void normTailsMatchLaunches_data() {
+    QTest::addColumn<QString>("arch");
+    QTest::addColumn<int>("linear");
+    QTest::addColumn<QString>("dtype");
+    QTest::newRow("llama dense bf16") << "llama" << int(Linear::Dense) << "bfloat16";
+    QTest::newRow("llama sparse bf16") << "llama" << int(Linear::Sparse) << "bfloat16";
+    QTest::newRow("qwen3 dense fp16") << "qwen3" << int(Linear::Dense) << "float16";
+    QTest::newRow("qwen3 sparse bf16") << "qwen3" << int(Linear::Sparse) << "bfloat16";
+  }
+  void normTailsMatchLaunches() {
+    QFETCH(QString, arch);
+    QFETCH(int, linear);
+    QFETCH(QString, dtype);
+    const ModelConfig c = shape(arch);
+    LoadOptions o = opts(dtype.toStdString(), static_cast<Linear>(linear));
+    if (static_cast<Linear>(linear) == Linear::Sparse) o.randomPattern = "2:4";
+    GenerationOptions go;
+    go.maxNewTokens = 40;
+    go.keepLogits = true;
+    const auto ps = prompts(1, c.vocabSize);
+    qputenv("SDW_FUSE_NORMS", "0");
+    const auto ma = Model::randomInit(c, o, 9, 0.05);
+    const auto a = ma->generateBatch(ps, go);
+    qunsetenv("SDW_FUSE_NORMS");
+    const auto mb = Model::randomInit(c, o, 9, 0.05);
+    const auto b = mb->generateBatch(ps, go);
+    const QString da = QString::fromStdString(ma->engineDescription()), db = QString::fromStdString(mb->engineDescription());
+    qInfo("%s | %s", qPrintable(da), qPrintable(db));
+    const int sites = 2 * static_cast<int>(c.numLayers) + 1;
+    QVERIFY2(da.contains(QStringLiteral("0 of %1 norms").arg(sites)), qPrintable(da));
+    QVERIFY2(db.contains(QStringLiteral("%1 of %2 norms").arg(sites - 1).arg(sites)), qPrintable(db));
+    QCOMPARE(a.front().tokens.size(), static_cast<std::size_t>(go.maxNewTokens));
+    QCOMPARE(a.front().tokens, b.front().tokens);
+    QVERIFY2(a.front().logits == b.front().logits, "logits differ");
+  }
+
   // Two or four lanes per cache slot (SDW_ATTENTION_LANES; more warps per block over the
   // same slots, the partial dots added by shuffles): in bf16 within the engine's tolerance
   // of the one-lane kernel (only the order of the dot products' additions differs), for

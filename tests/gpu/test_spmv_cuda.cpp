@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <utility>
 #ifdef SDW_TORCH_CUDA
+#include "gpu/kernels/decode.cuh"
 #include "gpu/kernels/gemv.cuh"
 #include "gpu/kernels/spmv.cuh"
 
@@ -347,6 +348,107 @@ class TestSpmvCuda : public QObject {
       torch::cuda::synchronize();
       QVERIFY2(torch::equal(act.cpu().view(torch::kShort), plain.view(torch::kShort)), qPrintable(QStringLiteral("graph replay %1 differs").arg(rep)));
     }
+#endif
+  }
+
+  // A batch-1 projection over the hidden rows with the add + RMSNorm that follows run by its
+  // last block (GemvConfig / SpmvConfig::tail): y, the residual h and the norm's output x
+  // bitwise those of the projection without it followed by launchAddRmsNorm, for every
+  // epilogue (no split, split-K with the ticket, the cluster, the bulk-copy SpMV, the GEMV
+  // with and without split-K), odd row counts, three times in a row (the counter resets).
+  void normTailMatchesLaunch_data() {
+    QTest::addColumn<QString>("kernel");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<int>("warps");
+    QTest::addColumn<int>("unroll");
+    QTest::addColumn<int>("rowsPerWarp");
+    QTest::addColumn<int>("splitK");
+    QTest::addColumn<int>("cluster");
+    QTest::newRow("sparse 512x512 no split") << "sparse" << 512 << 512 << "bf16" << 4 << 2 << 0 << 1 << -1;
+    QTest::newRow("sparse 4096x4096 cluster 4") << "sparse" << 4096 << 4096 << "bf16" << 8 << 2 << 0 << 4 << -1;
+    QTest::newRow("sparse 4096x4096 ticket 4") << "sparse" << 4096 << 4096 << "bf16" << 8 << 2 << 0 << 4 << 0;
+    QTest::newRow("sparse 4096x14336 bulk 42 split 2") << "sparse" << 4096 << 14336 << "bf16" << 4 << 42 << 0 << 2 << -1;
+    QTest::newRow("sparse 5120x1024 fp16 16 warps") << "sparse" << 5120 << 1024 << "fp16" << 16 << 3 << 0 << 1 << -1;
+    QTest::newRow("sparse odd 1000x512 ticket 3") << "sparse" << 1000 << 512 << "bf16" << 4 << 1 << 0 << 3 << 0;
+    QTest::newRow("dense 512x512") << "dense" << 512 << 512 << "bf16" << 4 << 2 << 2 << 1 << 0;
+    QTest::newRow("dense 4096x14336 split 4") << "dense" << 4096 << 14336 << "bf16" << 4 << 2 << 2 << 4 << 0;
+    QTest::newRow("dense 5120x1024 fp16 split 2") << "dense" << 5120 << 1024 << "fp16" << 8 << 1 << 4 << 2 << 0;
+    QTest::newRow("dense odd 1000x512 3 warps") << "dense" << 1000 << 512 << "bf16" << 3 << 4 << 1 << 1 << 0;
+  }
+  void normTailMatchesLaunch() {
+#ifndef SDW_TORCH_CUDA
+    QSKIP("this build has no CUDA kernels");
+#else
+    QFETCH(QString, kernel);
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(QString, dtype);
+    QFETCH(int, warps);
+    QFETCH(int, unroll);
+    QFETCH(int, rowsPerWarp);
+    QFETCH(int, splitK);
+    QFETCH(int, cluster);
+    const bool sparseK = kernel == "sparse";
+    const auto dt = sparse::parseDType(dtype.toStdString());
+    const auto kdt = dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16;
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA).dtype(dt == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf);
+    const gpu::KernelCase* kc = gpu::kernelCase(sparseK ? gpu::KernelId::Sparse : gpu::KernelId::Dense);
+    QVERIFY(kc);
+    auto in = kc->prepare(gpu::CaseProblem{rows, cols, dt, sparse::parsePattern("2:4"), 11}, 1);
+    kc->setBatch(in, 1);
+    torch::manual_seed(3);
+    const auto h0 = (torch::randn({rows}, torch::kFloat) * 3).to(cuda);
+    const auto wn = (torch::rand({rows}, torch::kFloat) + 0.5).to(cuda);
+    const float eps = 1e-5f;
+    auto ws = torch::zeros({1 << 22}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat));
+    auto counters = torch::zeros({4096}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kInt));
+    auto tailCounter = torch::zeros({1}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kInt));
+    const cudaStream_t st = c10::cuda::getCurrentCUDAStream();
+    const auto project = [&](torch::Tensor& y, const kernels::NormTail& tail) {
+      cudaError_t e;
+      if (sparseK) {
+        kernels::SpmvConfig c;
+        c.warps = warps, c.unroll = unroll, c.splitK = splitK, c.cluster = cluster, c.tail = tail;
+        e = kernels::launchBitmaskSpmv(in.w[0].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()),
+                                       kdt, rows, cols, in.x.data_ptr(), 1, y.data_ptr(), rows, c, ws.data_ptr<float>(),
+                                       reinterpret_cast<unsigned*>(counters.data_ptr()), st);
+      } else {
+        kernels::GemvConfig c;
+        c.warps = warps, c.unroll = unroll, c.rowsPerWarp = rowsPerWarp, c.splitK = splitK, c.tail = tail;
+        e = kernels::launchDenseGemv(in.w[0].data_ptr(), kdt, rows, cols, in.x.data_ptr(), 1, y.data_ptr(), rows, c,
+                                     ws.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr()), st);
+      }
+      return e;
+    };
+    for (int rep = 0; rep < 3; ++rep) {
+      // The reference: the projection, then the separate add + norm.
+      auto yA = torch::zeros({rows}, cuda), hA = h0.clone(), xA = torch::zeros({rows}, cuda);
+      QCOMPARE(int(project(yA, {})), int(cudaSuccess));
+      QCOMPARE(int(kernels::launchAddRmsNorm(hA.data_ptr(), yA.data_ptr(), rows, wn.data_ptr(), kdt, rows, 1, eps, xA.data_ptr(),
+                                         kernels::XLayout{rows, 1}, st)),
+               int(cudaSuccess));
+      auto yB = torch::zeros({rows}, cuda), hB = h0.clone(), xB = torch::zeros({rows}, cuda);
+      kernels::NormTail t;
+      t.h = hB.data_ptr(), t.w = wn.data_ptr(), t.x = xB.data_ptr(), t.eps = eps;
+      t.counter = reinterpret_cast<unsigned*>(tailCounter.data_ptr());
+      QCOMPARE(int(project(yB, t)), int(cudaSuccess));
+      torch::cuda::synchronize();
+      QVERIFY2(torch::equal(yA, yB), qPrintable(QStringLiteral("run %1: y differs").arg(rep)));
+      QVERIFY2(torch::equal(hA, hB), qPrintable(QStringLiteral("run %1: h differs (max %2)").arg(rep).arg(
+                                          (hA.to(torch::kFloat) - hB.to(torch::kFloat)).abs().max().item<float>())));
+      QVERIFY2(torch::equal(xA, xB), qPrintable(QStringLiteral("run %1: x differs (max %2)").arg(rep).arg(
+                                          (xA.to(torch::kFloat) - xB.to(torch::kFloat)).abs().max().item<float>())));
+      QVERIFY(!torch::equal(hB, h0));  // the residual was added
+      QCOMPARE(tailCounter.item<int>(), 0);
+      QCOMPARE(counters.sum().item<int>(), 0);
+    }
+    // Refused: a tail at batch 2, or without its buffers.
+    kernels::NormTail bad;
+    bad.counter = reinterpret_cast<unsigned*>(tailCounter.data_ptr());
+    auto y = torch::zeros({rows}, cuda);
+    QCOMPARE(int(project(y, bad)), int(cudaErrorInvalidValue));
 #endif
   }
 
