@@ -91,6 +91,7 @@ __global__ void embedKernel(const T* __restrict__ table, std::int64_t hidden, co
   }
 }
 
+// fp32 (16-bit types: addRmsNorm16Kernel below).
 template <typename T>
 __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std::int64_t ldy, const T* __restrict__ w,
                                  std::int64_t hidden, float eps, T* __restrict__ x, std::int64_t sB, std::int64_t sC) {
@@ -134,6 +135,72 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
   // Rows past those: each thread reads back only what it wrote.
   for (std::int64_t i = threadIdx.x + static_cast<std::int64_t>(kKeep) * blockDim.x; i < hidden; i += blockDim.x)
     x[b * sB + i * sC] = fromF<T>(toF<T>(w[i]) * rnd<T>(toF<T>(hb[i]) * r));
+}
+
+// 16-bit types: the same in the fixed order of splitk.cuh (rmsNormLanes; one thread per lane,
+// blockDim.x = rmsNormLanes(hidden)), so that a projection's NormTail gives the same bits.
+// The first kKeep chunks of a thread (every chunk up to hidden = 16384) stay in registers;
+// the norm's weights are requested before the wait for the previous kernel.
+template <typename T>
+__global__ void addRmsNorm16Kernel(T* __restrict__ h, const T* __restrict__ y, std::int64_t ldy,
+                                   const T* __restrict__ w, std::int64_t hidden, float eps, T* __restrict__ x,
+                                   std::int64_t sB, std::int64_t sC) {
+  using detail::load8;
+  using detail::store8;
+  const int b = blockIdx.x, nv = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  T* hb = h + b * hidden;
+  const T* yb = y ? y + b * ldy : nullptr;
+  const std::int64_t C = (hidden + 7) / 8;
+  const auto width = [&](std::int64_t c) { return static_cast<int>(hidden - 8 * c < 8 ? hidden - 8 * c : 8); };
+  constexpr int kKeep = 2;
+  uint4 wk[kKeep], hk[kKeep];
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {
+    const std::int64_t c = tid + static_cast<std::int64_t>(k) * nv;
+    if (c < C) wk[k] = load8(w, 8 * c, hidden, false);
+  }
+  prologue();
+  float ss = 0.f;
+  uint4 yk[kKeep];
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {  // every load before the first use
+    const std::int64_t c = tid + static_cast<std::int64_t>(k) * nv;
+    if (c < C) {
+      hk[k] = load8(hb, 8 * c, hidden, false);
+      if (yb) yk[k] = load8(yb, 8 * c, hidden, false);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {
+    const std::int64_t c = tid + static_cast<std::int64_t>(k) * nv;
+    if (c < C) {
+      hk[k] = detail::addChunk<T>(hk[k], yb ? &yk[k] : nullptr, width(c), ss);
+      if (yb) store8(hb, 8 * c, hidden, hk[k]);
+    }
+  }
+  for (std::int64_t c = tid + static_cast<std::int64_t>(kKeep) * nv; c < C; c += nv) {
+    const uint4 hv = load8(hb, 8 * c, hidden, false);
+    uint4 yv;
+    if (yb) yv = load8(yb, 8 * c, hidden, false);
+    const uint4 s2 = detail::addChunk<T>(hv, yb ? &yv : nullptr, width(c), ss);
+    if (yb) store8(hb, 8 * c, hidden, s2);
+  }
+  const float r = rsqrtf(blockSum(ss) / static_cast<float>(hidden) + eps);
+  T* xb = x + b * sB;
+  const auto put = [&](std::int64_t c, const uint4& v) {
+    if (sC == 1) {
+      store8(xb, 8 * c, hidden, v);
+      return;
+    }
+    for (int e = 0; e < width(c); ++e) xb[(8 * c + e) * sC] = fromF<T>(detail::get8<T>(v, e));
+  };
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {
+    const std::int64_t c = tid + static_cast<std::int64_t>(k) * nv;
+    if (c < C) put(c, detail::normChunk<T>(hk[k], wk[k], width(c), r));
+  }
+  for (std::int64_t c = tid + static_cast<std::int64_t>(kKeep) * nv; c < C; c += nv)  // reads back its own rows
+    put(c, detail::normChunk<T>(load8(hb, 8 * c, hidden, false), load8(w, 8 * c, hidden, false), width(c), r));
 }
 
 // Gemma 3's residual step (launchGemmaAddNorm): y normalised by (1 + postW) and added to
@@ -766,10 +833,17 @@ template <typename T>
 struct AddNormL {
   static cudaError_t run(void* h, const void* y, std::int64_t ldy, const void* w, std::int64_t hidden, int batch,
                          float eps, void* x, XLayout l, cudaStream_t st, bool pdl) {
-    const int threads = std::min(1024, threadsFor((hidden + 3) / 4));
-    return launch(addRmsNormKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(static_cast<unsigned>(threads)), 0, st,
-                  pdl, static_cast<T*>(h), static_cast<const T*>(y), ldy, static_cast<const T*>(w), hidden, eps,
-                  static_cast<T*>(x), l.strideB, l.strideC);
+    if constexpr (!std::is_same_v<T, float>) {
+      return launch(addRmsNorm16Kernel<T>, dim3(static_cast<unsigned>(batch)),
+                    dim3(static_cast<unsigned>(detail::rmsNormLanes(hidden))), 0, st, pdl, static_cast<T*>(h),
+                    static_cast<const T*>(y), ldy, static_cast<const T*>(w), hidden, eps, static_cast<T*>(x), l.strideB,
+                    l.strideC);
+    } else {
+      const int threads = std::min(1024, threadsFor((hidden + 3) / 4));
+      return launch(addRmsNormKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(static_cast<unsigned>(threads)), 0, st,
+                    pdl, static_cast<T*>(h), static_cast<const T*>(y), ldy, static_cast<const T*>(w), hidden, eps,
+                    static_cast<T*>(x), l.strideB, l.strideC);
+    }
   }
 };
 template <typename T>

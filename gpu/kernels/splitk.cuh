@@ -168,21 +168,109 @@ __device__ __forceinline__ float toFloat<__half>(__half v) { return __half2float
 template <typename T>
 __device__ __forceinline__ float roundTo(float v) { return toFloat<T>(fromFloat<T>(v)); }
 
+// ---- RMSNorm in a fixed order: decode.cu's addRmsNormKernel (16-bit) and normTail ----
+// The rows in chunks of 8 (the last one may be shorter) and NV = rmsNormLanes(n) lanes, a
+// function of n only: lane L adds, chunk after chunk (c = L, L + NV, ...), the squares of
+// its chunks' values in row order (fmaf); each warp of lanes reduces by butterfly, then the
+// warp sums are added in warp order. A kernel of any block size plays the lanes, so both
+// kernels give the same bits.
+__host__ __device__ inline int rmsNormLanes(std::int64_t n) {
+  const std::int64_t chunks = (n + 7) / 8;
+  int nv = 32;
+  while (nv < 1024 && nv < chunks) nv *= 2;
+  return nv;
+}
+
+template <typename T>
+__device__ __forceinline__ unsigned short bits16(T v);
+template <>
+__device__ __forceinline__ unsigned short bits16<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+template <>
+__device__ __forceinline__ unsigned short bits16<__half>(__half v) { return __half_as_ushort(v); }
+
+template <typename T>
+__device__ __forceinline__ float get8(const uint4& u, int e) {
+  const std::uint32_t w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;
+  return (e & 1) ? hi16<T>(w) : lo16<T>(w);
+}
+template <typename T>
+__device__ __forceinline__ void set8(uint4& u, int e, float v) {
+  std::uint32_t& w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;
+  const std::uint32_t b = bits16<T>(fromFloat<T>(v));
+  w = (e & 1) ? ((w & 0x0000ffffu) | (b << 16)) : ((w & 0xffff0000u) | b);
+}
+// Rows i0 .. i0 + 7 of p (those below n; the rest 0): one 16-byte load where aligned and
+// whole; `cg`: through L2 (written by other blocks of the same grid).
+template <typename T>
+__device__ __forceinline__ uint4 load8(const T* p, std::int64_t i0, std::int64_t n, bool cg) {
+  const T* q = p + i0;
+  if (i0 + 8 <= n && (reinterpret_cast<std::uintptr_t>(q) & 15) == 0)
+    return cg ? __ldcg(reinterpret_cast<const uint4*>(q)) : *reinterpret_cast<const uint4*>(q);
+  uint4 u = {0u, 0u, 0u, 0u};
+  const auto* s = reinterpret_cast<const unsigned short*>(q);
+  for (int e = 0; e < 8 && i0 + e < n; ++e) {
+    const std::uint32_t b = cg ? __ldcg(s + e) : s[e];
+    std::uint32_t& w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;
+    w |= (e & 1) ? b << 16 : b;
+  }
+  return u;
+}
+template <typename T>
+__device__ __forceinline__ void store8(T* p, std::int64_t i0, std::int64_t n, const uint4& u) {
+  T* q = p + i0;
+  if (i0 + 8 <= n && (reinterpret_cast<std::uintptr_t>(q) & 15) == 0) {
+    *reinterpret_cast<uint4*>(q) = u;
+    return;
+  }
+  auto* s = reinterpret_cast<unsigned short*>(q);
+  for (int e = 0; e < 8 && i0 + e < n; ++e) {
+    const std::uint32_t w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;
+    s[e] = static_cast<unsigned short>((e & 1) ? w >> 16 : w & 0xffffu);
+  }
+}
+// A chunk of the residual: h + y rounded to T (h alone without y), its squares added to ss.
+template <typename T>
+__device__ __forceinline__ uint4 addChunk(const uint4& h, const uint4* y, int m, float& ss) {
+  uint4 out = h;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    if (e >= m) break;
+    float v = get8<T>(h, e);
+    if (y) {
+      v = roundTo<T>(v + get8<T>(*y, e));
+      set8<T>(out, e, v);
+    }
+    ss = fmaf(v, v, ss);
+  }
+  return out;
+}
+// x = T(w * T(h * r)) for a chunk.
+template <typename T>
+__device__ __forceinline__ uint4 normChunk(const uint4& h, const uint4& w, int m, float r) {
+  uint4 out = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    if (e >= m) break;
+    set8<T>(out, e, get8<T>(w, e) * roundTo<T>(get8<T>(h, e) * r));
+  }
+  return out;
+}
+
 // The NormTail of a batch-1 projection (normtail.cuh), called by every thread of every
 // block once its rows are finished; `wrote`: this block stored its rows of y (warp 0's
 // value counts). The grid has gridDim.x writers, one per row block: each fences its stores
 // and takes a ticket, and the last one's block adds y (all n rows, read through L2) into
-// h and writes x = rmsnorm(h) * w. The result is bitwise that of decode.cu's
-// addRmsNormKernel: sums rounded to T, x = T(w * T(h * r)), and the sum of squares in
-// that kernel's order: its NT0 threads (launchAddRmsNorm's count) each add rows
-// t, t + NT0, ... in turn, warps by the same butterfly, then warp sums 0, 1, ... in turn;
-// here each thread plays the threads t = threadIdx.x + j * blockDim.x (lane for lane the
-// same warps, as blockDim.x is a multiple of 32). The counter is reset for the next launch.
+// h and writes x = rmsnorm(h) * w in the fixed order above (bitwise launchAddRmsNorm's
+// result), kGroup chunks a thread at a time with every load of a group issued before the
+// first use (rows one at a time, each load waiting on the previous store, made the first
+// version 17 us a tail); then it resets the counter for the next launch. Not inlined, int
+// indices and two chunks a group: the projection keeps its register count (its occupancy).
 template <typename T>
-__device__ __forceinline__ void normTail(const NormTail& t, bool wrote, const T* y, std::int64_t n) {
+__device__ __noinline__ void normTail(const NormTail t, bool wrote, const T* y, std::int64_t n) {
   __shared__ unsigned last;
   __shared__ float part[32];
   if (threadIdx.x < 32) {
+    part[threadIdx.x] = 0.f;  // the sums of warps of lanes without a chunk
     if (wrote) __threadfence();
     __syncwarp();
     if (threadIdx.x == 0) last = wrote && atomicAdd(t.counter, 1u) == gridDim.x - 1 ? 1u : 0u;
@@ -193,25 +281,62 @@ __device__ __forceinline__ void normTail(const NormTail& t, bool wrote, const T*
   T* h = static_cast<T*>(t.h);
   const T* w = static_cast<const T*>(t.w);
   T* x = static_cast<T*>(t.x);
-  const int nt = static_cast<int>(blockDim.x);
-  int nt0 = 32;  // launchAddRmsNorm's threads: min(1024, the power of two >= ceil(n / 4)), >= 32
-  while (nt0 < 1024 && nt0 < (n + 3) / 4) nt0 *= 2;
-  for (int v = threadIdx.x; v < nt0; v += nt) {  // warp-uniform bounds (nt0, nt multiples of 32)
-    float ss = 0.f;
-    for (std::int64_t i = v; i < n; i += nt0) {
-      const float s = roundTo<T>(toFloat<T>(h[i]) + toFloat<T>(__ldcg(y + i)));
-      h[i] = fromFloat<T>(s);
-      ss += s * s;
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int nv = rmsNormLanes(n);
+  const std::int64_t C = (n + 7) / 8;
+  const int K = static_cast<int>((C + nv - 1) / nv);  // chunks per lane, at most
+  // The lanes this thread plays that have a chunk: tid + j nt for j < J (warp-uniform: whole
+  // warps of lanes below min(nv, C); the others' sums stay 0).
+  const int firstOfWarp = tid & ~31, withChunks = static_cast<int>(C < nv ? C : nv);
+  const int J = firstOfWarp < withChunks ? (withChunks - firstOfWarp + nt - 1) / nt : 0;
+  const int E = J * K;                                // entry e: lane tid + (e / K) nt, its (e % K)-th chunk
+  const auto chunkOf = [&](int e) { return tid + (e / K) * nt + (e % K) * nv; };  // hidden sizes: far below 2^31
+  constexpr int kGroup = 2;
+  float ss = 0.f;
+  for (int e0 = 0; e0 < E; e0 += kGroup) {
+    uint4 hv[kGroup], yv[kGroup];
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) {
+      const int c = chunkOf(e0 + u);
+      if (e0 + u < E && c < C) hv[u] = load8(h, 8 * c, n, false), yv[u] = load8(y, 8 * c, n, true);
     }
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if ((v & 31) == 0) part[v >> 5] = ss;
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) {
+      const int e = e0 + u;
+      if (e >= E) break;
+      const int c = chunkOf(e);
+      if (c < C) {
+        const int m = static_cast<int>(n - 8 * c < 8 ? n - 8 * c : 8);
+        store8(h, 8 * c, n, addChunk<T>(hv[u], &yv[u], m, ss));
+      }
+      if (e % K == K - 1) {  // the lane's last chunk: its warp's butterfly
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        const int lane = tid + (e / K) * nt;
+        if ((lane & 31) == 0) part[lane >> 5] = ss;
+        ss = 0.f;
+      }
+    }
   }
   __syncthreads();
   float tot = 0.f;
-  for (int i = 0; i < nt0 / 32; ++i) tot += part[i];
+  for (int i = 0; i < nv / 32; ++i) tot += part[i];
   const float r = rsqrtf(tot / static_cast<float>(n) + t.eps);
-  for (int v = threadIdx.x; v < nt0; v += nt)  // each thread reads back the rows it wrote
-    for (std::int64_t i = v; i < n; i += nt0) x[i] = fromFloat<T>(toFloat<T>(w[i]) * roundTo<T>(toFloat<T>(h[i]) * r));
+  for (int e0 = 0; e0 < E; e0 += kGroup) {  // each thread reads back the chunks it wrote
+    uint4 hv[kGroup], wv[kGroup];
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) {
+      const int c = chunkOf(e0 + u);
+      if (e0 + u < E && c < C) hv[u] = load8(h, 8 * c, n, false), wv[u] = load8(w, 8 * c, n, false);
+    }
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) {
+      const int c = chunkOf(e0 + u);
+      if (e0 + u < E && c < C) {
+        const int m = static_cast<int>(n - 8 * c < 8 ? n - 8 * c : 8);
+        store8(x, 8 * c, n, normChunk<T>(hv[u], wv[u], m, r));
+      }
+    }
+  }
   if (threadIdx.x == 0) *t.counter = 0;
 }
 
