@@ -492,21 +492,23 @@ bool allSpmv(const std::vector<LinOp>& ops) {
   return std::all_of(ops.begin(), ops.end(), [](const LinOp& o) { return o.mode == LinOp::Spmv; });
 }
 
-// The residual add + RMSNorm after the o and down projections run as those projections'
-// last block (kernels::NormTail; bitwise the separate kernel's result) where the group is
-// one GEMV or SpMV op over the hidden rows: batch 1, Llama-style norms (not Gemma 3's),
-// norms not skipped. Layer 0's input norm follows the embedding and keeps its launch.
-// SDW_FUSE_NORMS=0 keeps every launch (the A/B and the tests' reference).
+// With SDW_FUSE_NORMS=1, the residual add + RMSNorm after the o and down projections run as
+// those projections' last block (kernels::NormTail; bitwise the separate kernel's result)
+// where the group is one GEMV or SpMV op over the hidden rows: batch 1, Llama-style norms
+// (not Gemma 3's), norms not skipped. Layer 0's input norm follows the embedding and keeps
+// its launch. Off by default: on the H200 the step is slower with it (a2ed288: 215.0 against
+// 232.8 tokens/s, Llama-3.1-8B dense; docs/decode-engine.md).
 void fuseNorms(const Model::Impl& m, DecodeGraph& g) {
   const ModelConfig& c = m.config;
   const std::size_t L = g.ops.size();
   g.normFused.assign(2 * L + 1, 0);
-  bool fuse = g.B == 1 && !c.isGemma() && g.runs(DecodeGraph::kSkipNorms) && g.runs(DecodeGraph::kSkipLinears);
+  bool fuse = false;
   if (const char* env = std::getenv("SDW_FUSE_NORMS")) {
     const std::string v = env;
-    if (v == "0") fuse = false;
-    else if (v != "1" && !v.empty()) throw std::runtime_error("SDW_FUSE_NORMS: \"" + v + "\" is not 0 or 1");
+    if (v == "1") fuse = true;
+    else if (v != "0" && !v.empty()) throw std::runtime_error("SDW_FUSE_NORMS: \"" + v + "\" is not 0 or 1");
   }
+  fuse = fuse && g.B == 1 && !c.isGemma() && g.runs(DecodeGraph::kSkipNorms) && g.runs(DecodeGraph::kSkipLinears);
   if (!fuse) return;
   g.normCounters = at::zeros({static_cast<std::int64_t>(2 * L + 1)}, g.counters.options());
   const auto tail = [&](std::vector<LinOp>& grp, const at::Tensor& w, const Site& site, std::size_t k) {

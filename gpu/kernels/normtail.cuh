@@ -1,7 +1,8 @@
 #pragma once
 // The residual add + RMSNorm that follows a projection writing the hidden vector,
 // run by the projection's last block instead of a launch of its own (batch 1):
-// h += y; x = rmsnorm(h) * w, the arithmetic of launchAddRmsNorm. Plain types only.
+// h += y; x = rmsnorm(h) * w, bitwise launchAddRmsNorm's result. Plain types only. The
+// decode engine uses it only with SDW_FUSE_NORMS=1: on the H200 the step is slower with it.
 
 namespace sdw::kernels {
 

@@ -35,7 +35,7 @@
 #                                 (linears, norms, SwiGLU left out) the same ways
 #   ENGINE_CHECK_FUSE=1 ...       the norms as projection tails: test_spmv_cuda normTailMatchesLaunch, then the
 #                                 batch-1 step of FUSE_CONFIGS (default "llama3-8b qwen3-14b"; dense, sparse 2:4)
-#                                 with SDW_FUSE_NORMS=0 (every norm its own launch) and as built
+#                                 with SDW_FUSE_NORMS=0 (every norm its own launch, the default) and 1 (the tails)
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, then the spMspV launch grid (bench kernels --tune: warps,
 #                                 split-K, chunk groups in flight) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
 set -u
