@@ -426,8 +426,9 @@ struct DecodeGraph {
   at::Tensor normCounters;
   bool fused(std::size_t k) const { return k < normFused.size() && normFused[k]; }
   std::vector<at::Tensor> tensors() const {
-    return {ids, slot, pad, h, yQkv, yO, yGu, yDown, logits, scratch, sHidden.xr, sHidden.xi, sAttn.xr, sAttn.xi,
-            sInter.xr, sInter.xi, sFinal.xr, attnWs, attnCounters, splitWs, counters, normCounters};
+    return {ids,       slot,    pad,          h,          yQkv,     yO,          yGu,       yDown,
+            logits,    scratch, sHidden.xr,   sHidden.xi, sAttn.xr, sAttn.xi,    sInter.xr, sInter.xi,
+            sFinal.xr, attnWs,  attnCounters, splitWs,    counters, normCounters};
   }
 };
 

@@ -840,8 +840,8 @@ struct AddNormL {
                     l.strideC);
     } else {
       const int threads = std::min(1024, threadsFor((hidden + 3) / 4));
-      return launch(addRmsNormKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(static_cast<unsigned>(threads)), 0, st,
-                    pdl, static_cast<T*>(h), static_cast<const T*>(y), ldy, static_cast<const T*>(w), hidden, eps,
+      return launch(addRmsNormKernel<T>, dim3(static_cast<unsigned>(batch)), dim3(static_cast<unsigned>(threads)), 0,
+                    st, pdl, static_cast<T*>(h), static_cast<const T*>(y), ldy, static_cast<const T*>(w), hidden, eps,
                     static_cast<T*>(x), l.strideB, l.strideC);
     }
   }

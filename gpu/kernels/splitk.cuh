@@ -162,11 +162,17 @@ __device__ __forceinline__ bool finishRows(const float (&tot)[B], bool inBlock, 
 template <typename T>
 __device__ __forceinline__ float toFloat(T v);
 template <>
-__device__ __forceinline__ float toFloat<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float toFloat<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
 template <>
-__device__ __forceinline__ float toFloat<__half>(__half v) { return __half2float(v); }
+__device__ __forceinline__ float toFloat<__half>(__half v) {
+  return __half2float(v);
+}
 template <typename T>
-__device__ __forceinline__ float roundTo(float v) { return toFloat<T>(fromFloat<T>(v)); }
+__device__ __forceinline__ float roundTo(float v) {
+  return toFloat<T>(fromFloat<T>(v));
+}
 
 // ---- RMSNorm in a fixed order: decode.cu's addRmsNormKernel (16-bit) and normTail ----
 // The rows in chunks of 8 (the last one may be shorter) and NV = rmsNormLanes(n) lanes, a
@@ -184,9 +190,13 @@ __host__ __device__ inline int rmsNormLanes(std::int64_t n) {
 template <typename T>
 __device__ __forceinline__ unsigned short bits16(T v);
 template <>
-__device__ __forceinline__ unsigned short bits16<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+__device__ __forceinline__ unsigned short bits16<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat16_as_ushort(v);
+}
 template <>
-__device__ __forceinline__ unsigned short bits16<__half>(__half v) { return __half_as_ushort(v); }
+__device__ __forceinline__ unsigned short bits16<__half>(__half v) {
+  return __half_as_ushort(v);
+}
 
 template <typename T>
 __device__ __forceinline__ float get8(const uint4& u, int e) {
@@ -289,7 +299,7 @@ __device__ __noinline__ void normTail(const NormTail t, bool wrote, const T* y, 
   // warps of lanes below min(nv, C); the others' sums stay 0).
   const int firstOfWarp = tid & ~31, withChunks = static_cast<int>(C < nv ? C : nv);
   const int J = firstOfWarp < withChunks ? (withChunks - firstOfWarp + nt - 1) / nt : 0;
-  const int E = J * K;                                // entry e: lane tid + (e / K) nt, its (e % K)-th chunk
+  const int E = J * K;  // entry e: lane tid + (e / K) nt, its (e % K)-th chunk
   const auto chunkOf = [&](int e) { return tid + (e / K) * nt + (e % K) * nv; };  // hidden sizes: far below 2^31
   constexpr int kGroup = 2;
   float ss = 0.f;

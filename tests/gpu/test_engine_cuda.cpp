@@ -439,7 +439,8 @@ class TestEngineCuda : public QObject {
       QFAIL(e.what());
     }
     qunsetenv("SDW_FUSE_NORMS");
-    const QString da = QString::fromStdString(ma->engineDescription()), db = QString::fromStdString(mb->engineDescription());
+    const QString da = QString::fromStdString(ma->engineDescription()),
+                  db = QString::fromStdString(mb->engineDescription());
     qInfo("%s | %s", qPrintable(da), qPrintable(db));
     const int sites = 2 * static_cast<int>(c.numLayers) + 1;
     QVERIFY2(da.contains(QStringLiteral("0 of %1 norms").arg(sites)), qPrintable(da));

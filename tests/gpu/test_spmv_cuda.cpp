@@ -369,7 +369,8 @@ class TestSpmvCuda : public QObject {
     QTest::newRow("sparse 512x512 no split") << "sparse" << 512 << 512 << "bf16" << 4 << 2 << 0 << 1 << -1;
     QTest::newRow("sparse 4096x4096 cluster 4") << "sparse" << 4096 << 4096 << "bf16" << 8 << 2 << 0 << 4 << -1;
     QTest::newRow("sparse 4096x4096 ticket 4") << "sparse" << 4096 << 4096 << "bf16" << 8 << 2 << 0 << 4 << 0;
-    QTest::newRow("sparse 4096x14336 bulk 42 split 2") << "sparse" << 4096 << 14336 << "bf16" << 4 << 42 << 0 << 2 << -1;
+    QTest::newRow("sparse 4096x14336 bulk 42 split 2")
+        << "sparse" << 4096 << 14336 << "bf16" << 4 << 42 << 0 << 2 << -1;
     QTest::newRow("sparse 5120x1024 fp16 16 warps") << "sparse" << 5120 << 1024 << "fp16" << 16 << 3 << 0 << 1 << -1;
     QTest::newRow("sparse odd 1000x512 ticket 3") << "sparse" << 1000 << 512 << "bf16" << 4 << 1 << 0 << 3 << 0;
     QTest::newRow("dense 512x512") << "dense" << 512 << 512 << "bf16" << 4 << 2 << 2 << 1 << 0;
@@ -393,7 +394,8 @@ class TestSpmvCuda : public QObject {
     const bool sparseK = kernel == "sparse";
     const auto dt = sparse::parseDType(dtype.toStdString());
     const auto kdt = dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16;
-    const auto cuda = torch::TensorOptions().device(torch::kCUDA).dtype(dt == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf);
+    const auto cuda =
+        torch::TensorOptions().device(torch::kCUDA).dtype(dt == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf);
     const gpu::KernelCase* kc = gpu::kernelCase(sparseK ? gpu::KernelId::Sparse : gpu::KernelId::Dense);
     QVERIFY(kc);
     auto in = kc->prepare(gpu::CaseProblem{rows, cols, dt, sparse::parsePattern("2:4"), 11}, 1);
@@ -411,8 +413,9 @@ class TestSpmvCuda : public QObject {
       if (sparseK) {
         kernels::SpmvConfig c;
         c.warps = warps, c.unroll = unroll, c.splitK = splitK, c.cluster = cluster, c.tail = tail;
-        e = kernels::launchBitmaskSpmv(in.w[0].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()),
-                                       kdt, rows, cols, in.x.data_ptr(), 1, y.data_ptr(), rows, c, ws.data_ptr<float>(),
+        e = kernels::launchBitmaskSpmv(in.w[0].data_ptr(),
+                                       reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()), kdt, rows, cols,
+                                       in.x.data_ptr(), 1, y.data_ptr(), rows, c, ws.data_ptr<float>(),
                                        reinterpret_cast<unsigned*>(counters.data_ptr()), st);
       } else {
         kernels::GemvConfig c;
@@ -426,8 +429,8 @@ class TestSpmvCuda : public QObject {
       // The reference: the projection, then the separate add + norm.
       auto yA = torch::zeros({rows}, cuda), hA = h0.clone(), xA = torch::zeros({rows}, cuda);
       QCOMPARE(int(project(yA, {})), int(cudaSuccess));
-      QCOMPARE(int(kernels::launchAddRmsNorm(hA.data_ptr(), yA.data_ptr(), rows, wn.data_ptr(), kdt, rows, 1, eps, xA.data_ptr(),
-                                         kernels::XLayout{rows, 1}, st)),
+      QCOMPARE(int(kernels::launchAddRmsNorm(hA.data_ptr(), yA.data_ptr(), rows, wn.data_ptr(), kdt, rows, 1, eps,
+                                             xA.data_ptr(), kernels::XLayout{rows, 1}, st)),
                int(cudaSuccess));
       auto yB = torch::zeros({rows}, cuda), hB = h0.clone(), xB = torch::zeros({rows}, cuda);
       kernels::NormTail t;
@@ -436,10 +439,14 @@ class TestSpmvCuda : public QObject {
       QCOMPARE(int(project(yB, t)), int(cudaSuccess));
       torch::cuda::synchronize();
       QVERIFY2(torch::equal(yA, yB), qPrintable(QStringLiteral("run %1: y differs").arg(rep)));
-      QVERIFY2(torch::equal(hA, hB), qPrintable(QStringLiteral("run %1: h differs (max %2)").arg(rep).arg(
-                                          (hA.to(torch::kFloat) - hB.to(torch::kFloat)).abs().max().item<float>())));
-      QVERIFY2(torch::equal(xA, xB), qPrintable(QStringLiteral("run %1: x differs (max %2)").arg(rep).arg(
-                                          (xA.to(torch::kFloat) - xB.to(torch::kFloat)).abs().max().item<float>())));
+      QVERIFY2(torch::equal(hA, hB),
+               qPrintable(QStringLiteral("run %1: h differs (max %2)")
+                              .arg(rep)
+                              .arg((hA.to(torch::kFloat) - hB.to(torch::kFloat)).abs().max().item<float>())));
+      QVERIFY2(torch::equal(xA, xB),
+               qPrintable(QStringLiteral("run %1: x differs (max %2)")
+                              .arg(rep)
+                              .arg((xA.to(torch::kFloat) - xB.to(torch::kFloat)).abs().max().item<float>())));
       QVERIFY(!torch::equal(hB, h0));  // the residual was added
       QCOMPARE(tailCounter.item<int>(), 0);
       QCOMPARE(counters.sum().item<int>(), 0);
