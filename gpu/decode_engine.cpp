@@ -503,11 +503,15 @@ void fuseNorms(const Model::Impl& m, DecodeGraph& g) {
   const ModelConfig& c = m.config;
   const std::size_t L = g.ops.size();
   g.normFused.assign(2 * L + 1, 0);
-  bool fuse = false;
+  // SDW_FUSE_NORMS=ticket (profiling): the projections take the tails' tickets without
+  // running the norms, which stay launches: the cost of the fences and atomics alone.
+  bool fuse = false, ticketOnly = false;
   if (const char* env = std::getenv("SDW_FUSE_NORMS")) {
     const std::string v = env;
     if (v == "1") fuse = true;
-    else if (v != "0" && !v.empty()) throw std::runtime_error("SDW_FUSE_NORMS: \"" + v + "\" is not 0 or 1");
+    else if (v == "ticket") fuse = ticketOnly = true;
+    else if (v != "0" && !v.empty())
+      throw std::runtime_error("SDW_FUSE_NORMS: \"" + v + "\" is not 0, 1 or ticket");
   }
   fuse = fuse && g.B == 1 && !c.isGemma() && g.runs(DecodeGraph::kSkipNorms) && g.runs(DecodeGraph::kSkipLinears);
   if (!fuse) return;
@@ -522,10 +526,11 @@ void fuseNorms(const Model::Impl& m, DecodeGraph& g) {
     t.x = site.out();
     t.counter = reinterpret_cast<unsigned*>(g.normCounters.data_ptr<std::int32_t>()) + k;
     t.eps = static_cast<float>(c.rmsNormEps);
+    t.normalize = !ticketOnly;
     if (op.mode == LinOp::Gemv) op.gemv.tail = t;
     else if (op.mode == LinOp::Spmv && !kernels::spmvTensorCores(op.spmv)) op.spmv.tail = t;
     else return;
-    g.normFused[k] = 1;
+    g.normFused[k] = ticketOnly ? 0 : 1;
   };
   for (std::size_t l = 0; l < L; ++l) {
     tail(g.ops[l][1], m.w.layers[l].postNorm, g.sHidden, 2 * l + 1);

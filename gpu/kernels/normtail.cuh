@@ -12,6 +12,8 @@ struct NormTail {
   void* x = nullptr;            // [n] the next projection's input
   unsigned* counter = nullptr;  // one per launch site, zero before first use (left zero); null: no tail
   float eps = 0.f;
+  bool normalize = true;  // false: the tickets only (fences, atomics, the counter's reset), no norm; a
+                          // profiling aid (SDW_FUSE_NORMS=ticket: the norms stay launches)
   bool on() const { return counter != nullptr; }
 };
 

@@ -287,6 +287,10 @@ __device__ __noinline__ void normTail(const NormTail t, bool wrote, const T* y, 
   }
   __syncthreads();
   if (!last) return;
+  if (!t.normalize) {
+    if (threadIdx.x == 0) *t.counter = 0;
+    return;
+  }
   __threadfence();
   T* h = static_cast<T*>(t.h);
   const T* w = static_cast<const T*>(t.w);

@@ -451,6 +451,22 @@ class TestSpmvCuda : public QObject {
       QCOMPARE(tailCounter.item<int>(), 0);
       QCOMPARE(counters.sum().item<int>(), 0);
     }
+    // The tickets alone (NormTail::normalize false, a profiling aid): y as always, h and x
+    // untouched, the counter back at 0.
+    {
+      auto yA = torch::zeros({rows}, cuda), yC = torch::zeros({rows}, cuda), hC = h0.clone();
+      auto xC = torch::zeros({rows}, cuda);
+      QCOMPARE(int(project(yA, {})), int(cudaSuccess));
+      kernels::NormTail t;
+      t.h = hC.data_ptr(), t.w = wn.data_ptr(), t.x = xC.data_ptr(), t.eps = eps, t.normalize = false;
+      t.counter = reinterpret_cast<unsigned*>(tailCounter.data_ptr());
+      QCOMPARE(int(project(yC, t)), int(cudaSuccess));
+      torch::cuda::synchronize();
+      QVERIFY(torch::equal(yA, yC));
+      QVERIFY(torch::equal(hC, h0));
+      QCOMPARE(xC.abs().sum().item<float>(), 0.f);
+      QCOMPARE(tailCounter.item<int>(), 0);
+    }
     // Refused: a tail at batch 2, or without its buffers.
     kernels::NormTail bad;
     bad.counter = reinterpret_cast<unsigned*>(tailCounter.data_ptr());

@@ -35,7 +35,8 @@
 #                                 (linears, norms, SwiGLU left out) the same ways
 #   ENGINE_CHECK_FUSE=1 ...       the norms as projection tails: test_spmv_cuda normTailMatchesLaunch, then the
 #                                 batch-1 step of FUSE_CONFIGS (default "llama3-8b qwen3-14b"; dense, sparse 2:4)
-#                                 with SDW_FUSE_NORMS=0 (every norm its own launch, the default) and 1 (the tails)
+#                                 with SDW_FUSE_NORMS=0 (every norm its own launch, the default), 1 (the tails)
+#                                 and ticket (the tails' fences and atomics alone, the norms still launched)
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, then the spMspV launch grid (bench kernels --tune: warps,
 #                                 split-K, chunk groups in flight) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
 set -u
@@ -83,7 +84,7 @@ if [ "${ENGINE_CHECK_FUSE:-0}" = 1 ]; then
   build-gpu/tests/test_spmv_cuda normTailMatchesLaunch > "$O/test-spmv-normtail.log" 2>&1
   grep -E "Totals|FAIL!|Loc:" "$O/test-spmv-normtail.log" | head -20
   for cfg in ${FUSE_CONFIGS:-llama3-8b qwen3-14b}; do
-    for v in 0 1; do
+    for v in 0 1 ticket; do
       SDW_FUSE_NORMS=$v build-gpu/bin/sdw-cli bench decode --config "$cfg" --linear dense,sparse --patterns 2:4 --batch 1 \
         --json --out "$O/fuse-$cfg-$v.json" > /dev/null 2>> "$O/fuse.log"
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(sys.argv[2], r["linear"], r.get("pattern") or "-", "%.1f tok/s" % r["tokens_per_second"], "%.1f us/step" % (1e6 / r["tokens_per_second"]), "limit %.1f" % r["limit_tokens_per_second"]) for r in d.get("rows", [d])]' \
