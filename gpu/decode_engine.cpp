@@ -510,8 +510,7 @@ void fuseNorms(const Model::Impl& m, DecodeGraph& g) {
     const std::string v = env;
     if (v == "1") fuse = true;
     else if (v == "ticket") fuse = ticketOnly = true;
-    else if (v != "0" && !v.empty())
-      throw std::runtime_error("SDW_FUSE_NORMS: \"" + v + "\" is not 0, 1 or ticket");
+    else if (v != "0" && !v.empty()) throw std::runtime_error("SDW_FUSE_NORMS: \"" + v + "\" is not 0, 1 or ticket");
   }
   fuse = fuse && g.B == 1 && !c.isGemma() && g.runs(DecodeGraph::kSkipNorms) && g.runs(DecodeGraph::kSkipLinears);
   if (!fuse) return;
