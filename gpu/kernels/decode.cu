@@ -21,27 +21,10 @@
 namespace sdw::kernels {
 namespace {
 
-template <typename T>
-__device__ __forceinline__ float toF(T v);
-template <>
-__device__ __forceinline__ float toF<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ float toF<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <>
-__device__ __forceinline__ float toF<__half>(__half v) { return __half2float(v); }
-
-template <typename T>
-__device__ __forceinline__ T fromF(float v);
-template <>
-__device__ __forceinline__ float fromF<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half fromF<__half>(float v) { return __float2half_rn(v); }
-
-// Rounds through T (what a T-typed elementwise op does to its float result).
-template <typename T>
-__device__ __forceinline__ float rnd(float v) { return toF<T>(fromF<T>(v)); }
+// 16-bit and float conversions (splitk.cuh): to float, from float, rounded through T.
+using detail::fromFloat;
+using detail::roundTo;
+using detail::toFloat;
 
 // Launched with programmatic dependent launch (sm_90), a kernel may start while the
 // previous one of the stream still runs: it waits for it before touching anything,
@@ -73,7 +56,7 @@ __global__ void embedKernel(const T* __restrict__ table, std::int64_t hidden, co
   const T* src = table + static_cast<std::int64_t>(ids[b]) * hidden;
   T* dst = h + b * hidden;
   // Gemma 3: embedding * sqrt(hidden) (the scale already rounded to T), one rounding.
-  const auto scaled = [&](T v) { return scale == 1.f ? v : fromF<T>(toF<T>(v) * scale); };
+  const auto scaled = [&](T v) { return scale == 1.f ? v : fromFloat<T>(toFloat<T>(v) * scale); };
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
   const bool wide = hidden % kVec == 0 && ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 15) == 0;
   if (wide) {  // rows of whole, aligned 16-byte pieces: a few wide copies per thread
@@ -105,15 +88,15 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
 #pragma unroll
   for (int k = 0; k < kKeep; ++k) {
     const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
-    if (i < hidden) wk[k] = toF<T>(w[i]);
+    if (i < hidden) wk[k] = toFloat<T>(w[i]);
   }
   prologue();
   float ss = 0.f;
   const auto addRow = [&](std::int64_t i) {
-    float v = toF<T>(hb[i]);
+    float v = toFloat<T>(hb[i]);
     if (y) {
-      v = rnd<T>(v + toF<T>(y[b * ldy + i]));
-      hb[i] = fromF<T>(v);
+      v = roundTo<T>(v + toFloat<T>(y[b * ldy + i]));
+      hb[i] = fromFloat<T>(v);
     }
     ss += v * v;
     return v;  // exactly the value stored (already rounded to T)
@@ -130,11 +113,11 @@ __global__ void addRmsNormKernel(T* __restrict__ h, const T* __restrict__ y, std
 #pragma unroll
   for (int k = 0; k < kKeep; ++k) {
     const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
-    if (i < hidden) x[b * sB + i * sC] = fromF<T>(wk[k] * rnd<T>(hk[k] * r));
+    if (i < hidden) x[b * sB + i * sC] = fromFloat<T>(wk[k] * roundTo<T>(hk[k] * r));
   }
   // Rows past those: each thread reads back only what it wrote.
   for (std::int64_t i = threadIdx.x + static_cast<std::int64_t>(kKeep) * blockDim.x; i < hidden; i += blockDim.x)
-    x[b * sB + i * sC] = fromF<T>(toF<T>(w[i]) * rnd<T>(toF<T>(hb[i]) * r));
+    x[b * sB + i * sC] = fromFloat<T>(toFloat<T>(w[i]) * roundTo<T>(toFloat<T>(hb[i]) * r));
 }
 
 // 16-bit types: the same in the fixed order of splitk.cuh (rmsNormLanes; one thread per lane,
@@ -192,7 +175,7 @@ __global__ void addRmsNorm16Kernel(T* __restrict__ h, const T* __restrict__ y, s
       store8(xb, 8 * c, hidden, v);
       return;
     }
-    for (int e = 0; e < width(c); ++e) xb[(8 * c + e) * sC] = fromF<T>(detail::get8<T>(v, e));
+    for (int e = 0; e < width(c); ++e) xb[(8 * c + e) * sC] = fromFloat<T>(detail::get8<T>(v, e));
   };
 #pragma unroll
   for (int k = 0; k < kKeep; ++k) {
@@ -227,20 +210,20 @@ __global__ void gemmaAddNormKernel(T* __restrict__ h, const T* __restrict__ y, s
     for (int k = 0; k < kKeep; ++k) {
       const std::int64_t i = idx(k);
       if (i < hidden) {
-        keep[k] = toF<T>(yb[i]);
+        keep[k] = toFloat<T>(yb[i]);
         ss += keep[k] * keep[k];
       }
     }
     for (std::int64_t i = rest; i < hidden; i += blockDim.x) {
-      const float v = toF<T>(yb[i]);
+      const float v = toFloat<T>(yb[i]);
       ss += v * v;
     }
     const float r = rsqrtf(blockSum(ss) / n + eps);
     // h + round(postNorm(y)): the product rounded to fp32 before the add (no fma), as the eager pass.
     const auto add = [&](std::int64_t i, float yv) {
-      const float yn = rnd<T>(__fmul_rn(yv * r, toF<T>(postW[i]) + 1.f));
-      const float v = rnd<T>(toF<T>(hb[i]) + yn);
-      hb[i] = fromF<T>(v);
+      const float yn = roundTo<T>(__fmul_rn(yv * r, toFloat<T>(postW[i]) + 1.f));
+      const float v = roundTo<T>(toFloat<T>(hb[i]) + yn);
+      hb[i] = fromFloat<T>(v);
       return v;
     };
 #pragma unroll
@@ -248,12 +231,12 @@ __global__ void gemmaAddNormKernel(T* __restrict__ h, const T* __restrict__ y, s
       const std::int64_t i = idx(k);
       if (i < hidden) keep[k] = add(i, keep[k]);
     }
-    for (std::int64_t i = rest; i < hidden; i += blockDim.x) add(i, toF<T>(yb[i]));
+    for (std::int64_t i = rest; i < hidden; i += blockDim.x) add(i, toFloat<T>(yb[i]));
   } else {
 #pragma unroll
     for (int k = 0; k < kKeep; ++k) {
       const std::int64_t i = idx(k);
-      if (i < hidden) keep[k] = toF<T>(hb[i]);
+      if (i < hidden) keep[k] = toFloat<T>(hb[i]);
     }
   }
   float ss = 0.f;
@@ -261,17 +244,17 @@ __global__ void gemmaAddNormKernel(T* __restrict__ h, const T* __restrict__ y, s
   for (int k = 0; k < kKeep; ++k)
     if (idx(k) < hidden) ss += keep[k] * keep[k];
   for (std::int64_t i = rest; i < hidden; i += blockDim.x) {
-    const float v = toF<T>(hb[i]);
+    const float v = toFloat<T>(hb[i]);
     ss += v * v;
   }
   const float r = rsqrtf(blockSum(ss) / n + eps);
 #pragma unroll
   for (int k = 0; k < kKeep; ++k) {
     const std::int64_t i = idx(k);
-    if (i < hidden) x[b * sB + i * sC] = fromF<T>(keep[k] * r * (toF<T>(w[i]) + 1.f));
+    if (i < hidden) x[b * sB + i * sC] = fromFloat<T>(keep[k] * r * (toFloat<T>(w[i]) + 1.f));
   }
   for (std::int64_t i = rest; i < hidden; i += blockDim.x)
-    x[b * sB + i * sC] = fromF<T>(toF<T>(hb[i]) * r * (toF<T>(w[i]) + 1.f));
+    x[b * sB + i * sC] = fromFloat<T>(toFloat<T>(hb[i]) * r * (toFloat<T>(w[i]) + 1.f));
 }
 
 // ---- attention with q/k norm, RoPE and the KV-cache write fused in
@@ -291,7 +274,7 @@ __device__ __forceinline__ void load8(const T* p, float (&o)[8]) {
   const uint4 u = *reinterpret_cast<const uint4*>(p);
   const T* e = reinterpret_cast<const T*>(&u);
 #pragma unroll
-  for (int j = 0; j < 8; ++j) o[j] = toF<T>(e[j]);
+  for (int j = 0; j < 8; ++j) o[j] = toFloat<T>(e[j]);
 }
 
 // 8 consecutive elements copied as they are (16-byte aligned).
@@ -314,15 +297,15 @@ __device__ void normRopeWarp(float* x, int D, const T* norm, bool gemma, float e
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     const float r = rsqrtf(ss / static_cast<float>(D) + eps);
     if (gemma)
-      for (int d = lane; d < D; d += 32) x[d] = rnd<T>(x[d] * r * (toF<T>(norm[d]) + 1.f));
+      for (int d = lane; d < D; d += 32) x[d] = roundTo<T>(x[d] * r * (toFloat<T>(norm[d]) + 1.f));
     else
-      for (int d = lane; d < D; d += 32) x[d] = rnd<T>(toF<T>(norm[d]) * rnd<T>(x[d] * r));
+      for (int d = lane; d < D; d += 32) x[d] = roundTo<T>(toFloat<T>(norm[d]) * roundTo<T>(x[d] * r));
     __syncwarp();
   }
   for (int i = lane; i < half; i += 32) {
     const float x0 = x[i], x1 = x[i + half];
-    x[i] = rnd<T>(rnd<T>(x0 * toF<T>(cs[i])) + rnd<T>(-x1 * toF<T>(sn[i])));
-    x[i + half] = rnd<T>(rnd<T>(x1 * toF<T>(cs[i + half])) + rnd<T>(x0 * toF<T>(sn[i + half])));
+    x[i] = roundTo<T>(roundTo<T>(x0 * toFloat<T>(cs[i])) + roundTo<T>(-x1 * toFloat<T>(sn[i])));
+    x[i + half] = roundTo<T>(roundTo<T>(x1 * toFloat<T>(cs[i + half])) + roundTo<T>(x0 * toFloat<T>(sn[i + half])));
   }
   __syncwarp();
 }
@@ -418,7 +401,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
   const bool ownsSlot = split == slot / kSlotsPerBlock;
   const T* bias = static_cast<const T*>(a.qkvBias);
   // The projection output plus its bias, rounded as the projection's output.
-  const auto in = [&](std::int64_t j) { return bias ? rnd<T>(toF<T>(qkv[j]) + toF<T>(bias[j])) : toF<T>(qkv[j]); };
+  const auto in = [&](std::int64_t j) { return bias ? roundTo<T>(toFloat<T>(qkv[j]) + toFloat<T>(bias[j])) : toFloat<T>(qkv[j]); };
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int i = threadIdx.x + k * kThreads;
@@ -439,7 +422,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
     T* kRow = rows + static_cast<std::int64_t>(ls) * Dp;
     T* vRow = PV ? rows + static_cast<std::int64_t>(kSlotsPerBlock + ls) * Dp : nullptr;
     for (int d = lane; d < D; d += 32) {
-      const T kv = fromF<T>(ks[d]), vv = fromF<T>(vn[d]);
+      const T kv = fromFloat<T>(ks[d]), vv = fromFloat<T>(vn[d]);
       Kc[static_cast<std::int64_t>(slot) * D + d] = kv;
       Vc[static_cast<std::int64_t>(slot) * D + d] = vv;
       kRow[d] = kv;
@@ -511,7 +494,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
 #pragma unroll
     for (int e = 0; e < EPL; ++e) {
       const int d = lane + 32 * e;
-      vv[e] = d < D ? toF<T>(vr[d]) : 0.f;
+      vv[e] = d < D ? toFloat<T>(vr[d]) : 0.f;
     }
 #pragma unroll
     for (int r = 0; r < MAXREP; ++r) {
@@ -616,7 +599,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
         fold(M, L, A, mq[sp], lq[sp], aq[sp]);
       }
       const int h = g * rep + r;
-      out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A / L);
+      out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromFloat<T>(A / L);
     }
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
@@ -655,7 +638,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
     const int i = threadIdx.x + k * kThreads;
     if (i >= rep * D) continue;
     const int r = i / D, d = i % D, h = g * rep + r;
-    out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromF<T>(A[k] / L[k]);
+    out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromFloat<T>(A[k] / L[k]);
   }
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
 }
@@ -678,9 +661,9 @@ __global__ void gatedMulKernel(const T* __restrict__ gu, std::int64_t ldgu, std:
   const int b = blockIdx.y;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < inter;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float g = toF<T>(gu[b * ldgu + i]), u = toF<T>(gu[b * ldgu + inter + i]);
+    const float g = toFloat<T>(gu[b * ldgu + i]), u = toFloat<T>(gu[b * ldgu + inter + i]);
     const float act = GELU ? geluTanh(g) : g / (1.f + __expf(-g));
-    x[b * sB + i * sC] = fromF<T>(rnd<T>(act) * u);
+    x[b * sB + i * sC] = fromFloat<T>(roundTo<T>(act) * u);
   }
 }
 
@@ -723,8 +706,8 @@ __global__ void softcapArgmaxKernel(T* __restrict__ logits, std::int64_t ldl, st
   std::int64_t bi = vocab;  // no candidate yet
   for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
     // x / cap on the device is x * (1 / cap) in LibTorch (a CPU scalar divisor), then tanh, then * cap.
-    const float v = rnd<T>(rnd<T>(tanhf(rnd<T>(toF<T>(logits[b * ldl + i]) * invCap))) * cap);
-    logits[b * ldl + i] = fromF<T>(v);
+    const float v = roundTo<T>(roundTo<T>(tanhf(roundTo<T>(toFloat<T>(logits[b * ldl + i]) * invCap))) * cap);
+    logits[b * ldl + i] = fromFloat<T>(v);
     if (v > best || (bi == vocab && v == best)) {
       best = v;
       bi = i;
@@ -741,7 +724,7 @@ __global__ void argmaxKernel(const T* __restrict__ logits, std::int64_t ldl, std
   float best = -INFINITY;
   std::int64_t bi = vocab;  // no candidate yet
   for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-    const float v = toF<T>(logits[b * ldl + i]);
+    const float v = toFloat<T>(logits[b * ldl + i]);
     if (v > best || (bi == vocab && v == best)) {
       best = v;
       bi = i;
@@ -764,8 +747,8 @@ __global__ void unpackKernel(const V* __restrict__ values, const std::uint32_t* 
   O* o = out + r * G * 32 + g * 32;
   int k = 0;
   for (int c = 0; c < 32; ++c) {
-    if (mk & (1u << c)) o[c] = fromF<O>(toF<V>(v[k++]));
-    else o[c] = fromF<O>(0.f);
+    if (mk & (1u << c)) o[c] = fromFloat<O>(toFloat<V>(v[k++]));
+    else o[c] = fromFloat<O>(0.f);
   }
 }
 
@@ -779,12 +762,12 @@ __global__ void packKernel(const T* __restrict__ w, std::int64_t rows, std::int6
   T* v = values + cell * 16;
   if (r >= rows) {
     masks[cell] = 0x0000ffffu;
-    for (int k = 0; k < 16; ++k) v[k] = fromF<T>(0.f);
+    for (int k = 0; k < 16; ++k) v[k] = fromFloat<T>(0.f);
     return;
   }
   float a[32];
   const T* src = w + r * G * 32 + g * 32;
-  for (int c = 0; c < 32; ++c) a[c] = fabsf(toF<T>(src[c]));
+  for (int c = 0; c < 32; ++c) a[c] = fabsf(toFloat<T>(src[c]));
   std::uint32_t mk = 0;
   for (int c = 0; c < 32; ++c) {
     const int g0 = c - c % m;

@@ -37,7 +37,7 @@ __device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc)
   return acc;
 }
 
-template <typename T, int B, int R, int U, bool PDL>
+template <typename T, int B, int R, int U, bool PDL, bool TAIL>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     denseGemvKernel(const uint4* __restrict__ w, std::int64_t rows, std::int64_t cols8, std::int64_t chunksPerSplit,
                     const uint4* __restrict__ x, T* __restrict__ y, std::int64_t ldy, float* __restrict__ ws,
@@ -112,9 +112,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     wrote = detail::finishRows<T, B>(tot, lane < rowsPerBlock, row, lane < rowsPerBlock && row < rows, y, ldy, ws,
                                      counters + blockIdx.x, slot, static_cast<std::int64_t>(gridDim.x) * rowsPerBlock);
   }
+  if constexpr (TAIL) detail::normTail<T>(tail, wrote, y, rows);
+}
+
+// The kernel by (programmatic dependent launch, norm tail; batch 1 only): the tail is
+// compiled only into the kernels that run it, so the others keep their register count.
+template <typename T, int B, int R, int U>
+auto gemvKernel(bool pdl, bool tail) {
   if constexpr (B == 1) {
-    if (tail.counter) detail::normTail<T>(tail, wrote, y, rows);  // a kernel argument: block-uniform
+    if (tail) return pdl ? denseGemvKernel<T, B, R, U, true, true> : denseGemvKernel<T, B, R, U, false, true>;
   }
+  return pdl ? denseGemvKernel<T, B, R, U, true, false> : denseGemvKernel<T, B, R, U, false, false>;
 }
 
 template <typename T, int B, int R, int U>
@@ -128,7 +136,7 @@ cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, con
   const int rowsPerBlock = cfg.warps * R;
   dim3 grid(static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && detail::hopperLaunchSupported();
-  return detail::launchEx(pdl ? denseGemvKernel<T, B, R, U, true> : denseGemvKernel<T, B, R, U, false>, grid,
+  return detail::launchEx(gemvKernel<T, B, R, U>(pdl, cfg.tail.on()), grid,
                           dim3(static_cast<unsigned>(cfg.warps * 32)), 0, stream, 0, pdl, static_cast<const uint4*>(w),
                           rows, cols8, chunksPerSplit, static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws,
                           counters, cfg.tail);

@@ -108,6 +108,10 @@ __device__ __forceinline__ float hi16<__half>(std::uint32_t w) {
 template <typename T>
 __device__ __forceinline__ T fromFloat(float v);
 template <>
+__device__ __forceinline__ float fromFloat<float>(float v) {
+  return v;
+}
+template <>
 __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <>
 __device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half_rn(v); }
@@ -162,6 +166,10 @@ __device__ __forceinline__ bool finishRows(const float (&tot)[B], bool inBlock, 
 template <typename T>
 __device__ __forceinline__ float toFloat(T v);
 template <>
+__device__ __forceinline__ float toFloat<float>(float v) {
+  return v;
+}
+template <>
 __device__ __forceinline__ float toFloat<__nv_bfloat16>(__nv_bfloat16 v) {
   return __bfloat162float(v);
 }
@@ -169,6 +177,7 @@ template <>
 __device__ __forceinline__ float toFloat<__half>(__half v) {
   return __half2float(v);
 }
+// Rounds through T (what a T-typed elementwise op does to its float result).
 template <typename T>
 __device__ __forceinline__ float roundTo(float v) {
   return toFloat<T>(fromFloat<T>(v));

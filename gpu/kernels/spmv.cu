@@ -220,7 +220,7 @@ __device__ __forceinline__ void tailWordsB1(const SliceB1<U>& sl, const uint4* _
 // Batch 1: the block's warps add their sums (acc) in shared memory and the tile's
 // splits are reduced (cluster: through block 0's shared memory; else workspace +
 // ticket, splitk.cuh). Called by every thread of the block.
-template <typename T, bool CLUSTER>
+template <typename T, bool CLUSTER, bool TAIL>
 __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int64_t rows, float* __restrict__ ws,
                                          unsigned* __restrict__ counters, const NormTail& tail) {
   __shared__ float red[kMaxWarpsB1 * 32];
@@ -252,7 +252,7 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
       for (unsigned k = 1; k < gridDim.y; ++k) s += part[k * 32 + lane];
       if (row < rows) y[row] = detail::fromFloat<T>(s);
     }
-    if (tail.counter) detail::normTail<T>(tail, wrote, y, rows);  // a kernel argument: block-uniform
+    if constexpr (TAIL) detail::normTail<T>(tail, wrote, y, rows);
 #else
     __trap();  // never launched below sm_90 (hopperLaunchSupported)
 #endif
@@ -264,7 +264,7 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
       wrote = detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile, row,
                                        static_cast<std::int64_t>(gridDim.x) * 32);
     }
-    if (tail.counter) detail::normTail<T>(tail, wrote, y, rows);
+    if constexpr (TAIL) detail::normTail<T>(tail, wrote, y, rows);
   }
 }
 
@@ -285,7 +285,7 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
 // arrival at kernel start (relaxed, completed before the first remote store)
 // guarantees every block of the cluster is running before its shared memory is
 // written.
-template <typename T, int U, bool CLUSTER, bool PDL>
+template <typename T, int U, bool CLUSTER, bool PDL, bool TAIL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   tailWordsB1<T, U>(sl, values, masks, xg, acc0, acc1);
 
-  finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters, tail);
+  finishB1<T, CLUSTER, TAIL>(acc0 + acc1, y, rows, ws, counters, tail);
 }
 
 // Batch 1, sm_90, bulk-copy pipeline ("unroll" 10 S + U in SpmvConfig): each warp
@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
 // Same work split, same dropped stand-in chunks, same epilogue (deterministic).
 constexpr int kBulkBytesPerWord = 1024 + 128 + 64;
 
-template <typename T, int U, int S, bool CLUSTER, bool PDL>
+template <typename T, int U, int S, bool CLUSTER, bool PDL, bool TAIL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1BulkKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                             int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   tailWordsB1<T, U>(sl, values, masks, xg, acc0, acc1);
-  finishB1<T, CLUSTER>(acc0 + acc1, y, rows, ws, counters, tail);
+  finishB1<T, CLUSTER, TAIL>(acc0 + acc1, y, rows, ws, counters, tail);
 #else
   __trap();  // never launched below sm_90 (hopperLaunchSupported)
 #endif
@@ -681,6 +681,20 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
                           static_cast<T*>(y), ldy, ws, counters);
 }
 
+// The batch-1 kernels by (programmatic dependent launch, norm tail): the tail is compiled
+// only into the kernels that run it, so the others keep their register count.
+template <typename T, int U, bool CL>
+auto b1Kernel(bool pdl, bool tail) {
+  if (tail) return pdl ? bitmaskSpmvB1Kernel<T, U, CL, true, true> : bitmaskSpmvB1Kernel<T, U, CL, false, true>;
+  return pdl ? bitmaskSpmvB1Kernel<T, U, CL, true, false> : bitmaskSpmvB1Kernel<T, U, CL, false, false>;
+}
+template <typename T, int U, int S, bool CL>
+auto bulkKernel(bool pdl, bool tail) {
+  if (tail)
+    return pdl ? bitmaskSpmvB1BulkKernel<T, U, S, CL, true, true> : bitmaskSpmvB1BulkKernel<T, U, S, CL, false, true>;
+  return pdl ? bitmaskSpmvB1BulkKernel<T, U, S, CL, true, false> : bitmaskSpmvB1BulkKernel<T, U, S, CL, false, false>;
+}
+
 template <typename T, int U>
 cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, const SpmvConfig& cfg, float* ws, unsigned* counters,
@@ -693,9 +707,9 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
   const dim3 block(static_cast<unsigned>(cfg.warps * 32));
-  const bool hopper = hopperLaunchSupported(), pdl = cfg.pdl && hopper;
+  const bool hopper = hopperLaunchSupported(), pdl = cfg.pdl && hopper, tail = cfg.tail.on();
   if (spmvUsesCluster(cols, 1, cfg) && hopper) {
-    auto kernel = pdl ? bitmaskSpmvB1Kernel<T, U, true, true> : bitmaskSpmvB1Kernel<T, U, true, false>;
+    auto kernel = b1Kernel<T, U, true>(pdl, tail);
     if (splits > 8) {
       const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
       if (e != cudaSuccess) return e;
@@ -703,7 +717,7 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
     return detail::launchEx(kernel, grid, block, 0, stream, static_cast<unsigned>(splits), pdl, v, masks, G,
                             wordsPerSplit, xt, rows, yt, ws, counters, cfg.tail);
   }
-  return detail::launchEx(pdl ? bitmaskSpmvB1Kernel<T, U, false, true> : bitmaskSpmvB1Kernel<T, U, false, false>, grid,
+  return detail::launchEx(b1Kernel<T, U, false>(pdl, tail), grid,
                           block, 0, stream, 0, pdl, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters, cfg.tail);
 }
 
@@ -727,8 +741,8 @@ cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::in
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
   const bool cl = spmvUsesCluster(cols, 1, cfg);
-  auto kernel = cl ? (cfg.pdl ? bitmaskSpmvB1BulkKernel<T, U, S, true, true> : bitmaskSpmvB1BulkKernel<T, U, S, true, false>)
-                   : (cfg.pdl ? bitmaskSpmvB1BulkKernel<T, U, S, false, true> : bitmaskSpmvB1BulkKernel<T, U, S, false, false>);
+  const bool tail = cfg.tail.on();
+  auto kernel = cl ? bulkKernel<T, U, S, true>(cfg.pdl, tail) : bulkKernel<T, U, S, false>(cfg.pdl, tail);
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   if (cl && splits > 8) {
