@@ -401,7 +401,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
   const bool ownsSlot = split == slot / kSlotsPerBlock;
   const T* bias = static_cast<const T*>(a.qkvBias);
   // The projection output plus its bias, rounded as the projection's output.
-  const auto in = [&](std::int64_t j) { return bias ? roundTo<T>(toFloat<T>(qkv[j]) + toFloat<T>(bias[j])) : toFloat<T>(qkv[j]); };
+  const auto in = [&](std::int64_t j) {
+    return bias ? roundTo<T>(toFloat<T>(qkv[j]) + toFloat<T>(bias[j])) : toFloat<T>(qkv[j]);
+  };
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int i = threadIdx.x + k * kThreads;

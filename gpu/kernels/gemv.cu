@@ -136,10 +136,9 @@ cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, con
   const int rowsPerBlock = cfg.warps * R;
   dim3 grid(static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && detail::hopperLaunchSupported();
-  return detail::launchEx(gemvKernel<T, B, R, U>(pdl, cfg.tail.on()), grid,
-                          dim3(static_cast<unsigned>(cfg.warps * 32)), 0, stream, 0, pdl, static_cast<const uint4*>(w),
-                          rows, cols8, chunksPerSplit, static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws,
-                          counters, cfg.tail);
+  return detail::launchEx(gemvKernel<T, B, R, U>(pdl, cfg.tail.on()), grid, dim3(static_cast<unsigned>(cfg.warps * 32)),
+                          0, stream, 0, pdl, static_cast<const uint4*>(w), rows, cols8, chunksPerSplit,
+                          static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws, counters, cfg.tail);
 }
 
 template <typename T, int B>

@@ -112,7 +112,9 @@ __device__ __forceinline__ float fromFloat<float>(float v) {
   return v;
 }
 template <>
-__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 template <>
 __device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half_rn(v); }
 

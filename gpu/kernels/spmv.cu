@@ -717,8 +717,8 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
     return detail::launchEx(kernel, grid, block, 0, stream, static_cast<unsigned>(splits), pdl, v, masks, G,
                             wordsPerSplit, xt, rows, yt, ws, counters, cfg.tail);
   }
-  return detail::launchEx(b1Kernel<T, U, false>(pdl, tail), grid,
-                          block, 0, stream, 0, pdl, v, masks, G, wordsPerSplit, xt, rows, yt, ws, counters, cfg.tail);
+  return detail::launchEx(b1Kernel<T, U, false>(pdl, tail), grid, block, 0, stream, 0, pdl, v, masks, G, wordsPerSplit,
+                          xt, rows, yt, ws, counters, cfg.tail);
 }
 
 // Batch 1 through the bulk-copy pipeline (sm_90, 16-byte aligned values, masks and x);
