@@ -5,7 +5,9 @@
 #   CALIB_STEP=build tools/gpu/calibrate-1m.sh   configure + build sdw-cli only (a first call;
 #                                                 the next call on the still-warm machine skips it)
 #   CALIB_STEP=ncu ...                           build, then an Nsight Compute profile of the spMspV
-#                                                 kernel (14336x4096, p_x 0.5) into $OUT/ncu-spmspv.txt
+#                                                 kernel (14336x4096, p_x 0.5) into $OUT/ncu-spmspv.txt, its
+#                                                 SASS with executed counts ($OUT/ncu-spmspv-sass.csv, summed
+#                                                 by tools/gpu/sass_counts.py) and its plain SASS ($OUT/spmspv.sass)
 #   tools/gpu/calibrate-1m.sh                    build if needed, then the 1M-token run
 # JSON and logs go to $OUT (or out/gpu).
 set -uo pipefail
@@ -34,6 +36,18 @@ case "${CALIB_STEP:-run}" in
       --activation-sparsity 0.5 --repeats 1 --no-layer --no-cusparselt > "$out/ncu-spmspv.txt" 2>&1
     grep -E "Grid Size|Block Size|Duration|Registers Per|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Dynamic Shared|Executed Ipc|L2 Hit|Elapsed Cycles|SM Active|Waves Per SM" \
       "$out/ncu-spmspv.txt" | head -24
+    # Where the instructions go: the kernel's SASS with each instruction's executed count
+    # (source counters of the same launch), and the plain SASS of every spMspV instantiation.
+    timeout 150 "$ncu" --section SourceCounters --section InstructionStats -k regex:spmspvKernel -s 5 -c 1 \
+      --cache-control none --clock-control none -o "$out/spmspv" -f build-gpu/bin/sdw-cli bench kernels \
+      --shapes 14336x4096 --patterns 2:4 --activation-sparsity 0.5 --repeats 1 --no-layer --no-cusparselt \
+      > /dev/null 2>&1 &&
+      "$ncu" -i "$out/spmspv.ncu-rep" --page source --print-source sass --csv > "$out/ncu-spmspv-sass.csv" 2>&1
+    rm -f "$out/spmspv.ncu-rep"
+    obj=$(find build-gpu -name 'spmspv.cu.o' | head -1)
+    cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
+    [ -n "$obj" ] && [ -n "$cuobjdump" ] && "$cuobjdump" --dump-sass "$obj" > "$out/spmspv.sass" 2>&1
+    python3 tools/gpu/sass_counts.py "$out/ncu-spmspv-sass.csv" 2>&1 | tail -40
     exit 0 ;;
 esac
 t0=$(date +%s)
