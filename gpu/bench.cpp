@@ -542,18 +542,21 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
       const int copies = copiesFor(static_cast<double>(m.bytes()));
       SpmspvCase c = prepareSpmspvCase(std::move(m), copies);
       for (double p : s.activationSparsities) {
-        const kernels::SpmspvConfig def;  // the launcher's defaults
+        kernels::SpmspvConfig def;  // the launcher's defaults; SDW_SPMSPV_BULK=1: with bulk copies
+        if (const char* v = std::getenv("SDW_SPMSPV_BULK")) def.bulk = std::string(v) == "1";
         setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
         // --tune: a grid of warps per block, split-K (the heuristic's, a half and a quarter of it:
-        // the heuristic already gives each warp about one step) and chunk groups in flight; the
-        // fastest is the row, the defaults' time stands in its config.
+        // the heuristic already gives each warp about one step) and chunk groups in flight, with
+        // 16-byte cp.async pieces and with bulk copies (SpmspvConfig::bulk); the fastest is the
+        // row, the defaults' time stands in its config.
         std::vector<kernels::SpmspvConfig> launches{def};
         if (s.tune)
-          for (int w : {4, 8, 16})
-            for (int f : {1, 2, 4})
-              for (int g : {2, 3, 6})
-                if (w != def.warps || f != 1 || g != def.stages)
-                  launches.push_back({w, f == 1 ? 0 : std::max(1, spmspvSplitKOf(c, w, 0) / f), g});
+          for (bool bulk : {false, true})
+            for (int w : {4, 8, 16})
+              for (int f : {1, 2, 4})
+                for (int g : {2, 3, 6})
+                  if (bulk != def.bulk || w != def.warps || f != 1 || g != def.stages)
+                    launches.push_back({w, f == 1 ? 0 : std::max(1, spmspvSplitKOf(c, w, 0) / f), g, bulk});
         BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, kSpmspvPattern, 1, KernelId::Spmspv);
         r.activationSparsity = p;
         r.bytes = c.bytes;
@@ -561,25 +564,25 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         int timed = 0;
         for (const kernels::SpmspvConfig& l : launches) {
           reserveSpmspv(c, l.warps, l.splitK, l.stages);
-          if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages)) {
+          if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages, l.bulk)) {
             if (&l == &launches.front()) throw std::runtime_error(std::string("spMspV: ") + e);
             continue;  // refused (shared memory): not a candidate
           }
           const double us = timeGraph(c.copies(), s.repeats, [&](int i) {
-            if (const char* e = launchSpmspvCase(c, i, l.warps, l.splitK, l.stages))
+            if (const char* e = launchSpmspvCase(c, i, l.warps, l.splitK, l.stages, l.bulk))
               throw std::runtime_error(std::string("spMspV: ") + e);
           });
           ++timed;
           if (&l == &launches.front()) defaultUs = us;
           if (timed == 1 || us < r.us) {
             r.us = us;
-            r.config = describeSpmspv(c, l.warps, l.splitK, l.stages);
+            r.config = describeSpmspv(c, l.warps, l.splitK, l.stages, l.bulk);
           }
         }
         if (s.tune) {
           std::ostringstream o;
           o.precision(4);
-          o << " (fastest of " << timed << "; defaults " << describeSpmspv(c, def.warps, def.splitK, def.stages) << ": "
+          o << " (fastest of " << timed << "; defaults " << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk) << ": "
             << defaultUs << " us)";
           r.config += o.str();
         }

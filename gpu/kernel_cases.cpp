@@ -330,20 +330,20 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
   c.counters = at::zeros({kernels::spmspvCounters(c.host.rows)}, options(prob).dtype(at::kInt));
 }
 
-const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages) {
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages, bool bulk) {
   const auto i = static_cast<std::size_t>(copy);
   const kernels::SpmspvLayout w{c.chunks[i].data_ptr(), reinterpret_cast<const std::uint32_t*>(c.offsets[i].data_ptr()),
                                 c.host.rows, c.host.cols, kernelDType(c.host.dtype)};
-  const kernels::SpmspvConfig cfg{warps, splitK, stages};
+  const kernels::SpmspvConfig cfg{warps, splitK, stages, bulk};
   if (static_cast<std::size_t>(c.ws.numel()) < kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg))
     return "spMspV: the workspace was sized for fewer split-K slices (setSpmspvActivation)";
   return status(kernels::launchSpmspv(w, c.x.data_ptr(), c.threshold, c.y.data_ptr(), cfg, c.ws.data_ptr<float>(),
                                       reinterpret_cast<unsigned*>(c.counters.data_ptr()), stream()));
 }
 
-std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages) {
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk) {
   return "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK)) + " g" +
-         std::to_string(stages);
+         std::to_string(stages) + (bulk ? " bulk" : "");
 }
 
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK) {
@@ -365,9 +365,10 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix, int) {
 void setSpmspvActivation(SpmspvCase&, std::vector<std::uint16_t>, double, int, int) {
   throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
 }
-const char* launchSpmspvCase(SpmspvCase&, int, int, int, int) { return "no CUDA kernels in this build"; }
-std::string describeSpmspv(const SpmspvCase&, int warps, int splitK, int stages) {
-  return "w" + std::to_string(warps) + " s" + std::to_string(splitK) + " g" + std::to_string(stages);
+const char* launchSpmspvCase(SpmspvCase&, int, int, int, int, bool) { return "no CUDA kernels in this build"; }
+std::string describeSpmspv(const SpmspvCase&, int warps, int splitK, int stages, bool bulk) {
+  return "w" + std::to_string(warps) + " s" + std::to_string(splitK) + " g" + std::to_string(stages) +
+         (bulk ? " bulk" : "");
 }
 int spmspvSplitKOf(const SpmspvCase&, int, int splitK) { return splitK; }
 void reserveSpmspv(SpmspvCase&, int, int, int) {

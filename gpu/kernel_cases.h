@@ -128,9 +128,10 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix packed, int copies);
 // skipped (activationThreshold), uploads it and sizes the scratch for (warps, splitK).
 void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, int warps, int splitK);
 // One launch on the current CUDA stream reading copy `copy`, writing c.y: nullptr, or why
-// the launch was refused. warps, splitK, stages: kernels::SpmspvConfig (splitK 0: heuristic).
-const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages = 2);
-std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages = 2);  // "w8 s16 g2"
+// the launch was refused. warps, splitK, stages, bulk: kernels::SpmspvConfig (splitK 0: heuristic).
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages = 2, bool bulk = false);
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages = 2,
+                           bool bulk = false);  // "w8 s16 g2", "w8 s16 g2 bulk"
 // The split-K count a launch of (warps, splitK) uses on c (splitK 0: the heuristic's).
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK);
 // Grows c's split-K scratch to what (warps, splitK, stages) needs (after setSpmspvActivation).

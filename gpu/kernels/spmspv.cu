@@ -38,6 +38,11 @@ constexpr std::int64_t kMaxCols = (std::int64_t{1} << (32 - kSizeBits)) / kSpmsp
 constexpr int kRowGroups = kSpmspvTileRows / 32;                      // 32-row groups per tile (split-K tickets)
 constexpr int kMinStepsPerWarp = 1;  // the H200 grid (bench kernels --tune) kept 1-2 steps per warp on every shape
 
+// The bulk kernel's barriers ([warps][stages] u64) rounded up to 16 bytes.
+__host__ __device__ constexpr std::size_t bulkBarrierBytes(int warps, int stages) {
+  return (static_cast<std::size_t>(warps) * stages * 8 + 15) / 16 * 16;
+}
+
 __device__ __forceinline__ std::uint32_t smemAddr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -50,31 +55,67 @@ __device__ __forceinline__ void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Per warp in dynamic shared memory: list[listCap] (uint2: chunk location << 6 | size in
-// units, relative to the tile's first chunk; x_j as fp32 bits), then kS x kU chunk slots.
-template <typename T, int kS>
-__global__ void __launch_bounds__(kMaxWarps * 32)
-    spmspvKernel(const uint4* __restrict__ chunks, const std::uint32_t* __restrict__ offsets, std::int64_t rows,
-                 std::int64_t cols, const T* __restrict__ x, float threshold, int colsPerSplit, int listCap,
-                 T* __restrict__ y, float* __restrict__ ws, unsigned* __restrict__ counters) {
-  extern __shared__ uint4 smemRaw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw);
-  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
-  const int W = static_cast<int>(blockDim.x >> 5);
-  const std::int64_t tile = blockIdx.x;
-  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
-  const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
-  const std::uint32_t* tileOffsets = offsets + tile * cols;  // [cols + 1]: the next tile's first offset ends it
-  const std::uint32_t tileBase = __ldg(tileOffsets);
-  const uint4* tileChunks = chunks + tileBase;
-  uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
-  unsigned char* slots =
-      smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) + static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
-  const unsigned short* xs = reinterpret_cast<const unsigned short*>(x);
+// Bulk copies (sm_90): global -> shared through the copy engine, completion counted in
+// bytes on an mbarrier in shared memory (one per slot set of each warp, arrival count 1).
+__device__ __forceinline__ void mbarInit(std::uint32_t bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+#else
+  (void)bar;
+#endif
+}
+__device__ __forceinline__ void mbarInitFence() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+// The one arrival of the barrier's current phase, which also expects `bytes` more bytes.
+__device__ __forceinline__ void mbarArriveExpect(std::uint32_t bar, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#else
+  (void)bar, (void)bytes;
+#endif
+}
+__device__ __forceinline__ void mbarWait(std::uint32_t bar, unsigned parity) {
+#if __CUDA_ARCH__ >= 900
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+#else
+  (void)bar, (void)parity;
+  __trap();  // no bulk kernel below sm_90 (the launcher falls back to cp.async)
+#endif
+}
+__device__ __forceinline__ void proxyFence() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulkCopy(std::uint32_t dst, const void* src, unsigned bytes, std::uint32_t bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+#else
+  (void)dst, (void)src, (void)bytes, (void)bar;
+#endif
+}
 
-  // 1. This warp's active columns, in increasing order within each of its 32-column steps.
-  // The x entries and offsets of kPre steps are loaded before any of them is used: one
-  // round trip for up to kPre steps instead of one per step.
+// 1. A warp's active columns (|x_j| > threshold), in increasing order within each of its
+// 32-column steps of [c0, c1) (every W-th step from its own): {chunk location << 6 | size in
+// units, relative to the tile's first chunk; x_j as fp32 bits} appended to `list`. The x
+// entries and offsets of kPre steps are loaded before any of them is used: one round trip
+// for up to kPre steps instead of one per step. Returns the list's length (warp-uniform).
+template <typename T>
+__device__ __forceinline__ int compactColumns(uint2* list, const unsigned short* xs, const std::uint32_t* tileOffsets,
+                                              std::uint32_t tileBase, std::int64_t c0, std::int64_t c1, int W,
+                                              int warp, int lane, float threshold) {
   int n = 0;
   for (std::int64_t base = c0 + 32 * warp; base < c1; base += 32 * static_cast<std::int64_t>(W) * kPre) {
     float xv[kPre];
@@ -104,6 +145,111 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     }
   }
   __syncwarp();
+  return n;
+}
+
+// 3. The products of group k (list entries [kU k, kU k + kU), their chunks in `set`, kU
+// slots of kChunkBytes) added to this lane's 8 row sums: lane l owns rows 8 l .. 8 l + 7 of
+// the tile, mask byte l; its values start at the popcount of bytes 0 .. l - 1.
+// kBranchFree: every slot an FMA (of 0 where its bit is clear), the value's load predicated
+// and the walk over the lane's values a running shared-memory address, so no branch or
+// address arithmetic is repeated per set bit.
+template <typename T, bool kBranchFree = false>
+__device__ __forceinline__ void groupProduct(const unsigned char* set, const uint2* list, int k, int n, int lane,
+                                             float (&acc)[8]) {
+  unsigned bytes[kU];
+  float xu[kU];
+  unsigned packed = 0;  // the kU popcounts of this lane, 8 bits each
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    const int i = k * kU + u;
+    const bool valid = i < n;
+    bytes[u] = valid ? set[u * kChunkBytes + lane] : 0u;
+    xu[u] = valid ? __uint_as_float(list[i].y) : 0.f;
+    packed |= static_cast<unsigned>(__popc(bytes[u])) << (8 * u);
+  }
+  // Exclusive prefix over lanes, all kU fields at once: every exclusive field is at most
+  // 31 x 8 = 248, so carries of the inclusive sums (lane 31: up to 256) cancel exactly.
+  unsigned incl = packed;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const unsigned o = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += o;
+  }
+  const unsigned excl = incl - packed;
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    const unsigned short* vals = reinterpret_cast<const unsigned short*>(set + u * kChunkBytes + kSpmspvMaskBytes);
+    unsigned idx = (excl >> (8 * u)) & 0xffu;
+    const unsigned b = bytes[u];
+    if constexpr (kBranchFree) {
+      std::uint32_t at = smemAddr(vals) + 2 * idx;  // the lane's next value
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        const unsigned on = (b >> r) & 1u;
+        unsigned v = 0;  // zero-extended 16 bits
+        asm volatile("{\n .reg .pred p;\n setp.ne.u32 p, %1, 0;\n @p ld.shared.u16 %0, [%2];\n}\n"
+                     : "+r"(v)
+                     : "r"(on), "r"(at));
+        acc[r] = fmaf(lo16<T>(v), xu[u], acc[r]);  // + 0 where the bit is clear
+        at += 2 * on;
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        if (b & (1u << r)) {
+          acc[r] = fmaf(lo16<T>(vals[idx]), xu[u], acc[r]);
+          ++idx;
+        }
+      }
+    }
+  }
+}
+
+// 4. The warps' 8 row sums per lane added per row in `red` ([W][256] floats of shared
+// memory the caller no longer needs: after a block barrier), then the split-K epilogue per
+// 32-row group (splitk.cuh).
+template <typename T>
+__device__ __forceinline__ void finishTile(float* red, const float (&acc)[8], int W, int warp, int lane,
+                                           std::int64_t tile, std::int64_t rows, T* __restrict__ y,
+                                           float* __restrict__ ws, unsigned* __restrict__ counters) {
+  float4* mine = reinterpret_cast<float4*>(red + warp * kSpmspvTileRows + 8 * lane);
+  mine[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  mine[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  __syncthreads();
+  for (int q = warp; q < kRowGroups; q += W) {
+    const int r = 32 * q + lane;
+    float tot[1] = {0.f};
+    for (int w = 0; w < W; ++w) tot[0] += red[w * kSpmspvTileRows + r];
+    const std::int64_t row = tile * kSpmspvTileRows + r;
+    detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile * kRowGroups + q, row,
+                             static_cast<std::int64_t>(gridDim.x) * kSpmspvTileRows);
+  }
+}
+
+// Per warp in dynamic shared memory: list[listCap] (uint2: chunk location << 6 | size in
+// units, relative to the tile's first chunk; x_j as fp32 bits), then kS x kU chunk slots.
+template <typename T, int kS>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    spmspvKernel(const uint4* __restrict__ chunks, const std::uint32_t* __restrict__ offsets, std::int64_t rows,
+                 std::int64_t cols, const T* __restrict__ x, float threshold, int colsPerSplit, int listCap,
+                 T* __restrict__ y, float* __restrict__ ws, unsigned* __restrict__ counters) {
+  extern __shared__ uint4 smemRaw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw);
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  const int W = static_cast<int>(blockDim.x >> 5);
+  const std::int64_t tile = blockIdx.x;
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
+  const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
+  const std::uint32_t* tileOffsets = offsets + tile * cols;  // [cols + 1]: the next tile's first offset ends it
+  const std::uint32_t tileBase = __ldg(tileOffsets);
+  const uint4* tileChunks = chunks + tileBase;
+  uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
+  unsigned char* slots =
+      smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) + static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
+  const unsigned short* xs = reinterpret_cast<const unsigned short*>(x);
+
+  const int n = compactColumns<T>(list, xs, tileOffsets, tileBase, c0, c1, W, warp, lane, threshold);
 
   // 2./3. Stream the chunks: group k = entries [kU k, kU k + kU) into slot set k % kS.
   const int groups = (n + kU - 1) / kU;
@@ -132,40 +278,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int k = 0; k < groups; ++k) {
     cpAsyncWait<kS - 1>();
     __syncwarp();  // every lane's copies of group k are visible to the warp
-    const unsigned char* set = slots + (k % kS) * kU * kChunkBytes;
-    unsigned bytes[kU];
-    float xu[kU];
-    unsigned packed = 0;  // the kU popcounts of this lane, 8 bits each
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int i = k * kU + u;
-      const bool valid = i < n;
-      bytes[u] = valid ? set[u * kChunkBytes + lane] : 0u;
-      xu[u] = valid ? __uint_as_float(list[i].y) : 0.f;
-      packed |= static_cast<unsigned>(__popc(bytes[u])) << (8 * u);
-    }
-    // Exclusive prefix over lanes, all kU fields at once: every exclusive field is at most
-    // 31 x 8 = 248, so carries of the inclusive sums (lane 31: up to 256) cancel exactly.
-    unsigned incl = packed;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const unsigned o = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl += o;
-    }
-    const unsigned excl = incl - packed;
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const unsigned short* vals = reinterpret_cast<const unsigned short*>(set + u * kChunkBytes + kSpmspvMaskBytes);
-      unsigned idx = (excl >> (8 * u)) & 0xffu;
-      const unsigned b = bytes[u];
-#pragma unroll
-      for (int r = 0; r < 8; ++r) {
-        if (b & (1u << r)) {
-          acc[r] = fmaf(lo16<T>(vals[idx]), xu[u], acc[r]);
-          ++idx;
-        }
-      }
-    }
+    groupProduct<T>(slots + (k % kS) * kU * kChunkBytes, list, k, n, lane, acc);
     __syncwarp();  // every lane is done with slot set k % kS before it is refilled
     issue(k + kS);
   }
@@ -173,19 +286,78 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 
   // The warps' sums per row, then the split-K epilogue per 32-row group.
   __syncthreads();  // every warp is done with its list and slots: reuse as red[W][256]
-  float* red = reinterpret_cast<float*>(smem);
-  float4* mine = reinterpret_cast<float4*>(red + warp * kSpmspvTileRows + 8 * lane);
-  mine[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-  mine[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-  __syncthreads();
-  for (int q = warp; q < kRowGroups; q += W) {
-    const int r = 32 * q + lane;
-    float tot[1] = {0.f};
-    for (int w = 0; w < W; ++w) tot[0] += red[w * kSpmspvTileRows + r];
-    const std::int64_t row = tile * kSpmspvTileRows + r;
-    detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile * kRowGroups + q, row,
-                             static_cast<std::int64_t>(gridDim.x) * kSpmspvTileRows);
+  finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
+}
+
+// The same product with bulk copies (SpmspvConfig::bulk, sm_90): lane u < kU of a warp
+// copies the u-th chunk of a group in one instruction (any size, 16-byte units) and lane 0
+// arrives on the slot set's barrier expecting the group's bytes, instead of 16-byte
+// cp.async pieces by every lane. Dynamic shared memory: the barriers ([W][kS] u64, padded
+// to 16 bytes), then the lists and slot sets as above; the row sums reuse what follows
+// the barriers.
+template <typename T, int kS>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    spmspvBulkKernel(const uint4* __restrict__ chunks, const std::uint32_t* __restrict__ offsets, std::int64_t rows,
+                     std::int64_t cols, const T* __restrict__ x, float threshold, int colsPerSplit, int listCap,
+                     T* __restrict__ y, float* __restrict__ ws, unsigned* __restrict__ counters) {
+  // Launched on sm_90 only (below it the helpers above are empty and a wait traps).
+  extern __shared__ uint4 smemRaw[];
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  const int W = static_cast<int>(blockDim.x >> 5);
+  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw) + bulkBarrierBytes(W, kS);
+  const std::uint32_t bars = smemAddr(smemRaw) + static_cast<std::uint32_t>(8 * warp * kS);  // this warp's kS
+  const std::int64_t tile = blockIdx.x;
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
+  const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
+  const std::uint32_t* tileOffsets = offsets + tile * cols;
+  const std::uint32_t tileBase = __ldg(tileOffsets);
+  const uint4* tileChunks = chunks + tileBase;
+  uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
+  unsigned char* slots =
+      smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) + static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
+  if (lane == 0) {
+#pragma unroll
+    for (int q = 0; q < kS; ++q) mbarInit(bars + 8 * q);
+    mbarInitFence();
   }
+
+  const int n = compactColumns<T>(list, reinterpret_cast<const unsigned short*>(x), tileOffsets, tileBase, c0, c1, W,
+                                  warp, lane, threshold);  // ends with __syncwarp: the barriers are set
+
+  // Group k into slot set k % kS, the (k / kS)-th phase of its barrier. A group past the
+  // list still arrives (expecting 0 bytes), so every phase of a barrier is one group.
+  const int groups = (n + kU - 1) / kU;
+  auto issue = [&](int k) {
+    const std::uint32_t bar = bars + 8 * (k % kS);
+    const int i = k * kU + lane;
+    unsigned bytes = 0;
+    std::uint32_t at = 0;
+    if (lane < kU && i < n) {
+      const std::uint32_t e = list[i].x;
+      bytes = (e & ((1u << kSizeBits) - 1)) * kSpmspvUnitBytes;
+      at = e >> kSizeBits;
+    }
+    const unsigned total = __reduce_add_sync(0xffffffffu, bytes);
+    proxyFence();  // the warp's reads of the slot set (generic proxy) before the copies' writes
+    if (lane == 0) mbarArriveExpect(bar, total);
+    if (bytes) bulkCopy(smemAddr(slots + ((k % kS) * kU + lane) * kChunkBytes), tileChunks + at, bytes, bar);
+  };
+#pragma unroll
+  for (int k = 0; k < kS; ++k) issue(k);
+
+  float acc[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) acc[i] = 0.f;
+  for (int k = 0; k < groups; ++k) {
+    mbarWait(bars + 8 * (k % kS), static_cast<unsigned>((k / kS) & 1));  // group k's bytes have landed
+    groupProduct<T, true>(slots + (k % kS) * kU * kChunkBytes, list, k, n, lane, acc);
+    __syncwarp();  // every lane is done with slot set k % kS before it is refilled
+    issue(k + kS);
+  }
+  // Groups past the list complete at their arrival; only copies of waited groups were issued.
+
+  __syncthreads();  // every warp is done with its list and slots: reuse as red[W][256]
+  finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
 }
 
 int smCount() {
@@ -211,10 +383,13 @@ cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, 
   const std::int64_t per = stepsPerSplit(w.cols, splitK);
   const int splits = static_cast<int>(((w.cols + 31) / 32 + per - 1) / per);
   const int cap = listCap(w.cols, splitK, cfg.warps);
-  const std::size_t smem = std::max<std::size_t>(
+  std::size_t smem = std::max<std::size_t>(
       static_cast<std::size_t>(cfg.warps) * (static_cast<std::size_t>(cap) * sizeof(uint2) + kS * kU * kChunkBytes),
       static_cast<std::size_t>(cfg.warps) * kSpmspvTileRows * sizeof(float));
-  auto kernel = spmspvKernel<T, kS>;
+  // Bulk copies where asked for and the device has them (sm_90), else 16-byte cp.async.
+  const bool bulk = cfg.bulk && detail::hopperLaunchSupported();
+  auto kernel = bulk ? spmspvBulkKernel<T, kS> : spmspvKernel<T, kS>;
+  if (bulk) smem += bulkBarrierBytes(cfg.warps, kS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(spmspvTiles(w.rows)), static_cast<unsigned>(splits));

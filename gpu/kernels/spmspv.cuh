@@ -30,6 +30,10 @@ struct SpmspvConfig {
   int warps = 8;   // warps per block (1..16), each walking its own share of the block's columns
   int splitK = 0;  // blocks per row tile along the input dimension; 0: spmspvSplitK's heuristic
   int stages = 2;  // groups of 4 chunks each warp has in flight: 2, 3, 4 or 6 (shared memory: 2.1 KB each)
+  // Each chunk one bulk copy (sm_90's copy engine, completion on an mbarrier) issued by one
+  // lane, instead of 16-byte cp.async pieces by every lane: fewer instructions per chunk.
+  // Ignored (cp.async) below sm_90.
+  bool bulk = false;
 };
 
 // The split-K count a launch uses: cfg.splitK (or, when 0, about 8 blocks per SM of the

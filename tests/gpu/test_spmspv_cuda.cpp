@@ -2,7 +2,8 @@
 // product of the same 16-bit weights and the same masked input: bf16/fp16, 50%
 // unstructured and 2:4 weights, rows not a multiple of 256, columns not a multiple
 // of 32, activation sparsity 0 .. 1, several warps and split-K counts (each launch
-// twice: the split-K counters must reset), guard regions around y. Label: gpu.
+// twice: the split-K counters must reset), chunks copied in 16-byte pieces and by bulk
+// copies, guard regions around y. Label: gpu.
 // Skips without a device.
 
 #include "core/sparse_format.h"
@@ -28,12 +29,12 @@ struct Result {
 };
 
 // Launches twice into a guarded y and returns it.
-Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3) {
+Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3, bool bulk = false) {
   const auto dt = c.host.dtype == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf;
   auto buf = torch::full({2 * kGuard + c.host.rows}, kSentinel, torch::TensorOptions().device(torch::kCUDA).dtype(dt));
   c.y = buf.narrow(0, kGuard, c.host.rows);
   for (int i = 0; i < 2; ++i)
-    if (const char* e = gpu::launchSpmspvCase(c, 0, warps, splitK, stages)) throw std::runtime_error(e);
+    if (const char* e = gpu::launchSpmspvCase(c, 0, warps, splitK, stages, bulk)) throw std::runtime_error(e);
   torch::cuda::synchronize();
   const auto all = buf.cpu().to(torch::kDouble);
   Result r;
@@ -67,24 +68,35 @@ class TestSpmspvCuda : public QObject {
     QTest::addColumn<int>("warps");
     QTest::addColumn<int>("splitK");  // 0: heuristic
     QTest::addColumn<int>("stages");  // groups of chunks in flight per warp
-    for (const char* dt : {"bf16", "fp16"}) {
-      for (double p : {0.0, 0.25, 0.5, 0.75, 0.99, 1.0}) {
-        QTest::addRow("37x96 50%% p=%.2f %s", p, dt) << 37 << 96 << 48 << 96 << p << dt << 4 << 0 << 3;
-        QTest::addRow("300x33 50%% p=%.2f %s", p, dt) << 300 << 33 << 16 << 33 << p << dt << 4 << 0 << 2;
-        QTest::addRow("257x1000 2:4 p=%.2f %s", p, dt) << 257 << 1000 << 2 << 4 << p << dt << 8 << 3 << 6;
-        QTest::addRow("1x5 p=%.2f %s", p, dt) << 1 << 5 << 3 << 5 << p << dt << 1 << 1 << 4;
-        QTest::addRow("600x4000 50%% p=%.2f %s", p, dt) << 600 << 4000 << 2000 << 4000 << p << dt << 16 << 7 << 6;
+    QTest::addColumn<bool>("bulk");   // chunks by bulk copies (sm_90; cp.async below)
+    for (const bool bulk : {false, true}) {
+      const char* b = bulk ? " bulk" : "";
+      for (const char* dt : {"bf16", "fp16"}) {
+        for (double p : {0.0, 0.25, 0.5, 0.75, 0.99, 1.0}) {
+          QTest::addRow("37x96 50%% p=%.2f %s%s", p, dt, b) << 37 << 96 << 48 << 96 << p << dt << 4 << 0 << 3 << bulk;
+          QTest::addRow("300x33 50%% p=%.2f %s%s", p, dt, b) << 300 << 33 << 16 << 33 << p << dt << 4 << 0 << 2 << bulk;
+          QTest::addRow("257x1000 2:4 p=%.2f %s%s", p, dt, b)
+              << 257 << 1000 << 2 << 4 << p << dt << 8 << 3 << 6 << bulk;
+          QTest::addRow("1x5 p=%.2f %s%s", p, dt, b) << 1 << 5 << 3 << 5 << p << dt << 1 << 1 << 4 << bulk;
+          QTest::addRow("600x4000 50%% p=%.2f %s%s", p, dt, b)
+              << 600 << 4000 << 2000 << 4000 << p << dt << 16 << 7 << 6 << bulk;
+        }
+        QTest::addRow("dense 512x2080 p=0.5 %s%s", dt, b)
+            << 512 << 2080 << 2080 << 2080 << 0.5 << dt << 4 << 0 << 3 << bulk;  // 34-unit chunks
+        QTest::addRow("split 65 of 2080 cols %s%s", dt, b)
+            << 513 << 2080 << 1040 << 2080 << 0.5 << dt << 2 << 65 << 2 << bulk;
       }
-      QTest::addRow("dense 512x2080 p=0.5 %s", dt)
-          << 512 << 2080 << 2080 << 2080 << 0.5 << dt << 4 << 0 << 3;  // 34-unit chunks
-      QTest::addRow("split 65 of 2080 cols %s", dt) << 513 << 2080 << 1040 << 2080 << 0.5 << dt << 2 << 65 << 2;
+      for (double p : {0.0, 0.5, 0.75}) {
+        QTest::addRow("llama 4096x4096 50%% p=%.2f%s", p, b)
+            << 4096 << 4096 << 2048 << 4096 << p << "bf16" << 4 << 0 << 3 << bulk;
+        QTest::addRow("llama 14336x4096 50%% p=%.2f%s", p, b)
+            << 14336 << 4096 << 2048 << 4096 << p << "bf16" << 16 << 0 << 6 << bulk;
+        QTest::addRow("llama 4096x14336 50%% p=%.2f%s", p, b)
+            << 4096 << 14336 << 7168 << 14336 << p << "bf16" << 8 << 0 << 4 << bulk;
+      }
+      QTest::addRow("llama 4096x4096 2:4 p=0.5 fp16 w8%s", b)
+          << 4096 << 4096 << 2 << 4 << 0.5 << "fp16" << 8 << 0 << 3 << bulk;
     }
-    for (double p : {0.0, 0.5, 0.75}) {
-      QTest::addRow("llama 4096x4096 50%% p=%.2f", p) << 4096 << 4096 << 2048 << 4096 << p << "bf16" << 4 << 0 << 3;
-      QTest::addRow("llama 14336x4096 50%% p=%.2f", p) << 14336 << 4096 << 2048 << 4096 << p << "bf16" << 16 << 0 << 6;
-      QTest::addRow("llama 4096x14336 50%% p=%.2f", p) << 4096 << 14336 << 7168 << 14336 << p << "bf16" << 8 << 0 << 4;
-    }
-    QTest::addRow("llama 4096x4096 2:4 p=0.5 fp16 w8") << 4096 << 4096 << 2 << 4 << 0.5 << "fp16" << 8 << 0 << 3;
   }
 
   void matchesReference() {
@@ -97,6 +109,7 @@ class TestSpmspvCuda : public QObject {
     QFETCH(int, warps);
     QFETCH(int, splitK);
     QFETCH(int, stages);
+    QFETCH(bool, bulk);
     const auto dt = sparse::parseDType(dtype.toStdString());
     const auto seed = static_cast<std::uint64_t>(rows) * 131 + static_cast<std::uint64_t>(cols);
     const auto w = gpu::randomPrunedWeights(rows, cols, dt, keep, group, seed);
@@ -118,7 +131,7 @@ class TestSpmspvCuda : public QObject {
     }
     QCOMPARE(active, cols - std::llround(p * cols));
 
-    const auto got = runGuarded(c, warps, splitK, stages);
+    const auto got = runGuarded(c, warps, splitK, stages, bulk);
     QVERIFY2(got.guardsIntact, "y's guard region was overwritten");
     const double halfUlp = dt == sparse::DType::BF16 ? 1.0 / 256 : 1.0 / 2048;  // output rounding to 16 bits
     double err = 0, norm = 0;
@@ -141,9 +154,11 @@ class TestSpmspvCuda : public QObject {
     auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, 700, 3000, sparse::DType::BF16), 1);
     gpu::setSpmspvActivation(c, std::vector<std::uint16_t>(3000, 0), 0.0, 4, 5);
     c.threshold = 0.f;
-    const auto got = runGuarded(c, 4, 5);
-    QVERIFY(got.guardsIntact);
-    for (double v : got.y) QCOMPARE(v, 0.0);
+    for (const bool bulk : {false, true}) {
+      const auto got = runGuarded(c, 4, 5, 3, bulk);
+      QVERIFY(got.guardsIntact);
+      for (double v : got.y) QCOMPARE(v, 0.0);
+    }
   }
 
   // Refused launches: a misaligned chunk buffer, zero or too many warps, unbuilt stages.
@@ -154,9 +169,12 @@ class TestSpmspvCuda : public QObject {
     QVERIFY(gpu::launchSpmspvCase(c, 0, 0, 0) != nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 17, 0) != nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 5) != nullptr);  // 5 groups in flight: not built
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 5, true) != nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) == nullptr);
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2, true) == nullptr);
     c.chunks[0] = c.chunks[0].narrow(0, 1, c.chunks[0].numel() - 1);  // 2-byte offset
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0) != nullptr);
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2, true) != nullptr);
   }
 };
 

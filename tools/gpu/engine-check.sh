@@ -37,8 +37,10 @@
 #                                 batch-1 step of FUSE_CONFIGS (default "llama3-8b qwen3-14b"; dense, sparse 2:4)
 #                                 with SDW_FUSE_NORMS=0 (every norm its own launch, the default), 1 (the tails)
 #                                 and ticket (the tails' fences and atomics alone, the norms still launched)
-#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, then the spMspV launch grid (bench kernels --tune: warps,
-#                                 split-K, chunk groups in flight) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
+#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B
+#                                 shapes, p_x 0-0.75) with SDW_SPMSPV_BULK=0 and 1 (chunks by bulk copies), then
+#                                 the launch grid (bench kernels --tune: warps, split-K, chunk groups in flight,
+#                                 bulk copies or not) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -181,6 +183,13 @@ fi
 if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
   (cd build-gpu && timeout 240 ctest -R test_spmspv_cuda --output-on-failure -V) > "$O/ctest-spmspv.log" 2>&1
   grep -E "Totals|FAIL!|Loc:" "$O/ctest-spmspv.log" | cut -c1-200 | head -20
+  # The committed command with the launch defaults, chunks by cp.async pieces and by bulk copies.
+  for v in 0 1; do
+    SDW_SPMSPV_BULK=$v build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4 \
+      --activation-sparsity 0,0.25,0.5,0.75 --json --out "$O/spmspv-bulk$v.json" > /dev/null 2>> "$O/spmspv-grid.log"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("bulk", sys.argv[2], d.get("activation_summary"))' \
+      "$O/spmspv-bulk$v.json" $v
+  done
   build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096,4096x14336,4096x4096,1024x4096 --batch 1 --patterns 2:4 \
     --activation-sparsity 0,0.5,0.75 --tune --tuning-out "$O/spmspv-grid-tuning.json" --no-layer --no-cusparselt \
     --json --out "$O/spmspv-grid.json" > /dev/null 2> "$O/spmspv-grid.log"
