@@ -582,8 +582,8 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         if (s.tune) {
           std::ostringstream o;
           o.precision(4);
-          o << " (fastest of " << timed << "; defaults " << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk) << ": "
-            << defaultUs << " us)";
+          o << " (fastest of " << timed << "; defaults "
+            << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk) << ": " << defaultUs << " us)";
           r.config += o.str();
         }
         r.config += " threshold " + std::to_string(c.threshold);

@@ -114,8 +114,8 @@ __device__ __forceinline__ void bulkCopy(std::uint32_t dst, const void* src, uns
 // for up to kPre steps instead of one per step. Returns the list's length (warp-uniform).
 template <typename T>
 __device__ __forceinline__ int compactColumns(uint2* list, const unsigned short* xs, const std::uint32_t* tileOffsets,
-                                              std::uint32_t tileBase, std::int64_t c0, std::int64_t c1, int W,
-                                              int warp, int lane, float threshold) {
+                                              std::uint32_t tileBase, std::int64_t c0, std::int64_t c1, int W, int warp,
+                                              int lane, float threshold) {
   int n = 0;
   for (std::int64_t base = c0 + 32 * warp; base < c1; base += 32 * static_cast<std::int64_t>(W) * kPre) {
     float xv[kPre];
@@ -245,8 +245,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const std::uint32_t tileBase = __ldg(tileOffsets);
   const uint4* tileChunks = chunks + tileBase;
   uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
-  unsigned char* slots =
-      smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) + static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
+  unsigned char* slots = smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) +
+                         static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
   const unsigned short* xs = reinterpret_cast<const unsigned short*>(x);
 
   const int n = compactColumns<T>(list, xs, tileOffsets, tileBase, c0, c1, W, warp, lane, threshold);
@@ -313,8 +313,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const std::uint32_t tileBase = __ldg(tileOffsets);
   const uint4* tileChunks = chunks + tileBase;
   uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
-  unsigned char* slots =
-      smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) + static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
+  unsigned char* slots = smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) +
+                         static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
   if (lane == 0) {
 #pragma unroll
     for (int q = 0; q < kS; ++q) mbarInit(bars + 8 * q);
