@@ -546,17 +546,23 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         if (const char* v = std::getenv("SDW_SPMSPV_BULK")) def.bulk = std::string(v) == "1";
         setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
         // --tune: a grid of warps per block, split-K (the heuristic's, a half and a quarter of it:
-        // the heuristic already gives each warp about one step) and chunk groups in flight, with
-        // 16-byte cp.async pieces and with bulk copies (SpmspvConfig::bulk); the fastest is the
-        // row, the defaults' time stands in its config.
+        // the heuristic already gives each warp about one step; and the largest that fits one
+        // wave of the device) and chunk groups in flight, with 16-byte cp.async pieces and with
+        // bulk copies (SpmspvConfig::bulk); the fastest is the row, the defaults' time stands in
+        // its config.
         std::vector<kernels::SpmspvConfig> launches{def};
         if (s.tune)
           for (bool bulk : {false, true})
             for (int w : {4, 8, 16})
-              for (int f : {1, 2, 4})
-                for (int g : {2, 3, 6})
+              for (int g : {2, 3, 6}) {
+                const int heuristic = spmspvSplitKOf(c, w, 0);
+                for (int f : {1, 2, 4})
                   if (bulk != def.bulk || w != def.warps || f != 1 || g != def.stages)
-                    launches.push_back({w, f == 1 ? 0 : std::max(1, spmspvSplitKOf(c, w, 0) / f), g, bulk});
+                    launches.push_back({w, f == 1 ? 0 : std::max(1, heuristic / f), g, bulk});
+                const int oneWave = spmspvOneWaveSplitKOf(c, w, g, bulk);
+                if (oneWave > 0 && oneWave != heuristic && oneWave != heuristic / 2 && oneWave != heuristic / 4)
+                  launches.push_back({w, oneWave, g, bulk});
+              }
         BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, kSpmspvPattern, 1, KernelId::Spmspv);
         r.activationSparsity = p;
         r.bytes = c.bytes;

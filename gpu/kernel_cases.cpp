@@ -350,6 +350,11 @@ int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK) {
   return kernels::spmspvSplitK(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK});
 }
 
+int spmspvOneWaveSplitKOf(const SpmspvCase& c, int warps, int stages, bool bulk) {
+  return kernels::spmspvOneWaveSplitK(c.host.rows, c.host.cols, kernelDType(c.host.dtype),
+                                      kernels::SpmspvConfig{warps, 0, stages, bulk});
+}
+
 void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages) {
   const auto floats =
       kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK, stages});
@@ -371,6 +376,7 @@ std::string describeSpmspv(const SpmspvCase&, int warps, int splitK, int stages,
          (bulk ? " bulk" : "");
 }
 int spmspvSplitKOf(const SpmspvCase&, int, int splitK) { return splitK; }
+int spmspvOneWaveSplitKOf(const SpmspvCase&, int, int, bool) { return 0; }
 void reserveSpmspv(SpmspvCase&, int, int, int) {
   throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
 }

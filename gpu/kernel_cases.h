@@ -134,6 +134,8 @@ std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stage
                            bool bulk = false);  // "w8 s16 g2", "w8 s16 g2 bulk"
 // The split-K count a launch of (warps, splitK) uses on c (splitK 0: the heuristic's).
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK);
+// The split-K whose grid fits one wave of the device (kernels::spmspvOneWaveSplitK).
+int spmspvOneWaveSplitKOf(const SpmspvCase& c, int warps, int stages, bool bulk);
 // Grows c's split-K scratch to what (warps, splitK, stages) needs (after setSpmspvActivation).
 void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages);
 

@@ -376,20 +376,49 @@ int listCap(std::int64_t cols, int splits, int warps) {
   return static_cast<int>((stepsPerSplit(cols, splits) + warps - 1) / warps * 32);
 }
 
+// Split-K slices that `splitK` gives (the last slice of the steps may leave some unused).
+int splitsOf(std::int64_t cols, int splitK) {
+  const std::int64_t per = stepsPerSplit(cols, splitK);
+  return static_cast<int>(((cols + 31) / 32 + per - 1) / per);
+}
+
+// The kernel a launch of cfg runs, and its dynamic shared memory at split-K `splitK`: bulk
+// copies where asked for and the device has them (sm_90), else 16-byte cp.async.
+template <typename T, int kS>
+auto stagedKernel(const SpmspvConfig& cfg) {
+  return cfg.bulk && detail::hopperLaunchSupported() ? spmspvBulkKernel<T, kS> : spmspvKernel<T, kS>;
+}
+template <int kS>
+std::size_t stagedSmem(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
+  const int cap = listCap(cols, splitK, cfg.warps);
+  std::size_t smem = std::max<std::size_t>(
+      static_cast<std::size_t>(cfg.warps) * (static_cast<std::size_t>(cap) * sizeof(uint2) + kS * kU * kChunkBytes),
+      static_cast<std::size_t>(cfg.warps) * kSpmspvTileRows * sizeof(float));
+  if (cfg.bulk && detail::hopperLaunchSupported()) smem += bulkBarrierBytes(cfg.warps, kS);
+  return smem;
+}
+
+// Blocks of cfg's kernel one SM holds at split-K `splitK` (0 where it does not fit).
+template <typename T, int kS>
+int residentBlocks(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
+  auto kernel = stagedKernel<T, kS>(cfg);
+  const std::size_t smem = stagedSmem<kS>(cols, splitK, cfg);
+  int n = 0;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, cfg.warps * 32, smem) != cudaSuccess)
+    return 0;
+  return n;
+}
+
 template <typename T, int kS>
 cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
                          float* ws, unsigned* counters, cudaStream_t stream) {
   const int splitK = spmspvSplitK(w.rows, w.cols, cfg);
   const std::int64_t per = stepsPerSplit(w.cols, splitK);
-  const int splits = static_cast<int>(((w.cols + 31) / 32 + per - 1) / per);
+  const int splits = splitsOf(w.cols, splitK);
   const int cap = listCap(w.cols, splitK, cfg.warps);
-  std::size_t smem = std::max<std::size_t>(
-      static_cast<std::size_t>(cfg.warps) * (static_cast<std::size_t>(cap) * sizeof(uint2) + kS * kU * kChunkBytes),
-      static_cast<std::size_t>(cfg.warps) * kSpmspvTileRows * sizeof(float));
-  // Bulk copies where asked for and the device has them (sm_90), else 16-byte cp.async.
-  const bool bulk = cfg.bulk && detail::hopperLaunchSupported();
-  auto kernel = bulk ? spmspvBulkKernel<T, kS> : spmspvKernel<T, kS>;
-  if (bulk) smem += bulkBarrierBytes(cfg.warps, kS);
+  const std::size_t smem = stagedSmem<kS>(w.cols, splitK, cfg);
+  auto kernel = stagedKernel<T, kS>(cfg);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(spmspvTiles(w.rows)), static_cast<unsigned>(splits));
@@ -412,6 +441,28 @@ cudaError_t launchTyped(const SpmspvLayout& w, const void* x, float threshold, v
 }
 
 }  // namespace
+
+int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const SpmspvConfig& cfg) {
+  const std::int64_t tiles = spmspvTiles(rows);
+  const int warps = std::clamp(cfg.warps, 1, kMaxWarps);
+  const auto resident = [&](int s) {
+    const SpmspvConfig c{warps, s, cfg.stages, cfg.bulk};
+    const bool bf16 = dtype == DType::BF16;
+    switch (cfg.stages) {
+      case 2: return bf16 ? residentBlocks<__nv_bfloat16, 2>(cols, s, c) : residentBlocks<__half, 2>(cols, s, c);
+      case 3: return bf16 ? residentBlocks<__nv_bfloat16, 3>(cols, s, c) : residentBlocks<__half, 3>(cols, s, c);
+      case 4: return bf16 ? residentBlocks<__nv_bfloat16, 4>(cols, s, c) : residentBlocks<__half, 4>(cols, s, c);
+      case 6: return bf16 ? residentBlocks<__nv_bfloat16, 6>(cols, s, c) : residentBlocks<__half, 6>(cols, s, c);
+      default: return 0;
+    }
+  };
+  const std::int64_t slots = static_cast<std::int64_t>(smCount());
+  int s = spmspvSplitK(rows, cols, SpmspvConfig{warps, 0, cfg.stages, cfg.bulk});
+  // Fewer slices (longer ones) until the grid fits the resident blocks, while each warp's
+  // list still fits its shared memory.
+  while (s > 1 && tiles * splitsOf(cols, s) > slots * resident(s) && listCap(cols, s - 1, warps) <= kMaxListPerWarp) --s;
+  return s;
+}
 
 int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
   const std::int64_t tiles = spmspvTiles(rows), steps = (cols + 31) / 32;

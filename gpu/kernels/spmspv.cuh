@@ -40,6 +40,10 @@ struct SpmspvConfig {
 // current device with at least 1 step of 32 columns per warp), raised so that each
 // warp's list of active columns fits in shared memory.
 int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
+// The largest split-K, at most the heuristic's, whose grid fits in one wave of the current
+// device (tiles x slices <= SMs x the blocks of cfg's kernel one SM holds at that split-K):
+// a candidate of the launch grid (bench kernels --tune), not the default.
+int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const SpmspvConfig& cfg);
 // fp32 partial sums (0 without split-K) and split-K counters (zeroed once before first
 // use; the kernel leaves them zero) a launch needs.
 std::size_t spmspvWorkspaceFloats(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
