@@ -404,7 +404,8 @@ int residentBlocks(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
   auto kernel = stagedKernel<T, kS>(cfg);
   const std::size_t smem = stagedSmem<kS>(cols, splitK, cfg);
   int n = 0;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess ||
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
+          cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, cfg.warps * 32, smem) != cudaSuccess)
     return 0;
   return n;
@@ -460,7 +461,8 @@ int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const
   int s = spmspvSplitK(rows, cols, SpmspvConfig{warps, 0, cfg.stages, cfg.bulk});
   // Fewer slices (longer ones) until the grid fits the resident blocks, while each warp's
   // list still fits its shared memory.
-  while (s > 1 && tiles * splitsOf(cols, s) > slots * resident(s) && listCap(cols, s - 1, warps) <= kMaxListPerWarp) --s;
+  while (s > 1 && tiles * splitsOf(cols, s) > slots * resident(s) && listCap(cols, s - 1, warps) <= kMaxListPerWarp)
+    --s;
   return s;
 }
 
