@@ -977,7 +977,8 @@ std::string Model::engineDescription() const {
 #ifdef SDW_ENGINE_CUDA
   if (m.engine && m.engine->graph && !m.engine->graph->normFused.empty()) {  // once a step has been built
     const auto& f = m.engine->graph->normFused;
-    s << ", " << std::count(f.begin(), f.end(), 1) << " of " << f.size() << " norms in the projection before them";
+    if (const auto fused = std::count(f.begin(), f.end(), 1); fused > 0)  // the tails (SDW_FUSE_NORMS) only
+      s << ", " << fused << " of " << f.size() << " norms in the projection before them";
   }
 #endif
   return s.str();

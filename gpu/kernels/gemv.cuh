@@ -19,7 +19,7 @@ struct GemvConfig {
   int unroll = 2;        // 16-byte chunks per lane in flight (1, 2, 4; 1-2 for batch > 1)
   int splitK = 1;
   bool pdl = false;      // programmatic dependent launch, as SpmvConfig::pdl
-  NormTail tail;         // batch 1: the add + RMSNorm after this projection, run by its last block
+  NormTail tail = {};      // batch 1: the add + RMSNorm after this projection, run by its last block
 };
 
 std::size_t gemvWorkspaceFloats(std::int64_t rows, int batch, const GemvConfig& cfg);

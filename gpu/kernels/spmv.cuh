@@ -36,7 +36,7 @@ struct SpmvConfig {
                      // -1 auto (cluster for 2..8 blocks), 0 never (workspace + ticket), 1 up to 16
   bool pdl = false;  // programmatic dependent launch (sm_90; ignored below): the launch and the first
                      // weight loads overlap the previous kernel of the stream, x is read after it completes
-  NormTail tail;     // batch 1 (not on the tensor cores): the add + RMSNorm after this projection, run by
+  NormTail tail = {};  // batch 1 (not on the tensor cores): the add + RMSNorm after this projection, run by
                      // its last block (normtail.cuh)
 };
 
