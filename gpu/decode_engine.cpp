@@ -420,15 +420,16 @@ struct DecodeGraph {
   // Lanes per cache slot (AttentionArgs::lanesPerSlot): 2 where the kernel takes it (16-bit
   // types, headDim a multiple of 16), else 1; SDW_ATTENTION_LANES=1|2|4 chooses.
   int attentionLanes = 2;
-  // Norms run as the tail of the projection before them (kernels::NormTail), by index:
-  // 2l layer l's input norm, 2l + 1 its post-attention norm, 2L the final norm.
+  // Norms run as the tail of the projection before them (kernels::NormTail; 1) or folded
+  // into the projections around them (kernels::NormFold; 2), by index: 2l layer l's input
+  // norm, 2l + 1 its post-attention norm, 2L the final norm. 0: a launch of its own.
   std::vector<char> normFused;
-  at::Tensor normCounters;
+  at::Tensor normCounters, foldPartials;
   bool fused(std::size_t k) const { return k < normFused.size() && normFused[k]; }
   std::vector<at::Tensor> tensors() const {
     return {ids,       slot,    pad,          h,          yQkv,     yO,          yGu,       yDown,
             logits,    scratch, sHidden.xr,   sHidden.xi, sAttn.xr, sAttn.xi,    sInter.xr, sInter.xi,
-            sFinal.xr, attnWs,  attnCounters, splitWs,    counters, normCounters};
+            sFinal.xr, attnWs,  attnCounters, splitWs,    counters, normCounters, foldPartials};
   }
 };
 
@@ -538,6 +539,63 @@ void fuseNorms(const Model::Impl& m, DecodeGraph& g) {
   }
 }
 
+// With SDW_FOLD_NORMS=1, the residual add + RMSNorm between two projections is folded into
+// both (kernels::NormFold): the o projection (the down projection) adds its rows into h and
+// leaves partial sums of squares, the gate|up projection (the next layer's q|k|v) forms its
+// input from h as it loads it; no launch, no normalised vector in memory. Where the producer
+// is one dense GEMV over the hidden rows and every consumer a dense GEMV: batch 1,
+// Llama-style norms, no run-time activation sparsity (it would sparsify x), norms and
+// linears not skipped, the tails (SDW_FUSE_NORMS) off. Layer 0's input norm and the final
+// norm keep their launches. Off by default until timed (docs/decode-engine.md).
+void foldNorms(const Model::Impl& m, DecodeGraph& g) {
+  const ModelConfig& c = m.config;
+  const std::size_t L = g.ops.size();
+  const char* env = std::getenv("SDW_FOLD_NORMS");
+  const std::string v = env ? env : "";
+  if (v != "1" && v != "0" && !v.empty()) throw std::runtime_error("SDW_FOLD_NORMS: \"" + v + "\" is not 0 or 1");
+  const bool anyFused = std::any_of(g.normFused.begin(), g.normFused.end(), [](char f) { return f != 0; });
+  const bool sparseInputs = !m.actThresholds.empty() ||
+                            std::any_of(m.actSparsity.begin(), m.actSparsity.end(), [](double p) { return p > 0; });
+  if (v != "1" || g.B != 1 || c.isGemma() || sparseInputs || anyFused || !g.runs(DecodeGraph::kSkipNorms) ||
+      !g.runs(DecodeGraph::kSkipLinears))
+    return;
+  std::int64_t most = 1;  // partials per site: the producers' row blocks
+  for (const auto& layer : g.ops)
+    for (const int k : {1, 3})
+      if (layer[static_cast<std::size_t>(k)].size() == 1)
+        most = std::max(most, kernels::gemvCounters(layer[static_cast<std::size_t>(k)].front().rows,
+                                                   layer[static_cast<std::size_t>(k)].front().gemv));
+  g.foldPartials = at::zeros({static_cast<std::int64_t>(2 * L + 1) * most}, g.splitWs.options());
+  const auto fold = [&](std::vector<LinOp>& producer, std::vector<LinOp>& consumers, const at::Tensor& w,
+                        std::size_t k) {
+    if (producer.size() != 1 || consumers.empty()) return;
+    LinOp& p = producer.front();
+    if (p.mode != LinOp::Gemv || p.rows != c.hiddenSize || p.yOff != 0) return;
+    if ((reinterpret_cast<std::uintptr_t>(w.data_ptr()) & 15) != 0) return;  // read 16 bytes at a time
+    for (const LinOp& op : consumers)
+      if (op.mode != LinOp::Gemv || op.cols != c.hiddenSize) return;
+    float* partials = g.foldPartials.data_ptr<float>() + static_cast<std::int64_t>(k) * most;
+    p.gemv.fold.out = true;
+    p.gemv.fold.h = g.h.data_ptr();
+    p.gemv.fold.partials = partials;
+    for (LinOp& op : consumers) {
+      kernels::NormFold& f = op.gemv.fold;
+      f.in = true;
+      f.h = g.h.data_ptr();
+      f.partials = partials;
+      f.count = static_cast<int>(kernels::gemvCounters(p.rows, p.gemv));
+      f.w = w.data_ptr();
+      f.eps = static_cast<float>(c.rmsNormEps);
+      f.n = c.hiddenSize;
+    }
+    g.normFused[k] = 2;
+  };
+  for (std::size_t l = 0; l < L; ++l) {
+    fold(g.ops[l][1], g.ops[l][2], m.w.layers[l].postNorm, 2 * l + 1);
+    if (l + 1 < L) fold(g.ops[l][3], g.ops[l + 1][0], m.w.layers[l + 1].inputNorm, 2 * l + 2);
+  }
+}
+
 std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int64_t B) {
   const ModelConfig& c = m.config;
   EngineState& e = *m.engine;
@@ -639,6 +697,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   g->splitWs = at::empty({static_cast<std::int64_t>(wsN)}, o.dtype(at::kFloat));
   g->counters = at::zeros({counters}, oi);
   fuseNorms(m, *g);
+  foldNorms(m, *g);
   return g;
 }
 
@@ -979,6 +1038,8 @@ std::string Model::engineDescription() const {
     const auto& f = m.engine->graph->normFused;
     if (const auto fused = std::count(f.begin(), f.end(), 1); fused > 0)  // the tails (SDW_FUSE_NORMS) only
       s << ", " << fused << " of " << f.size() << " norms in the projection before them";
+    if (const auto folded = std::count(f.begin(), f.end(), 2); folded > 0)  // SDW_FOLD_NORMS
+      s << ", " << folded << " of " << f.size() << " norms folded into the projections around them";
   }
 #endif
   return s.str();

@@ -17,10 +17,13 @@
 namespace sdw::kernels {
 namespace {
 
+using detail::fromFloat;
 using detail::hi16;
 using detail::lo16;
 using detail::pdlLaunchDependents;
 using detail::pdlWait;
+using detail::roundTo;
+using detail::toFloat;
 
 constexpr int kMaxWarps = 8;
 
@@ -37,11 +40,28 @@ __device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc)
   return acc;
 }
 
-template <typename T, int B, int R, int U, bool PDL, bool TAIL>
+// What a kernel does besides the product (batch 1 only but kPlain): the norm tail, or the
+// folded norm's producer side (h += y, partial sums of squares) or consumer side (x formed
+// from h); compiled only into the kernels that run it, so the others keep their registers.
+enum Extra : int { kPlain = 0, kTail = 1, kFoldOut = 2, kFoldIn = 3 };
+
+// NormFold's consumer: r from the producer's partials (every warp adds them in the same
+// order, so every block gets the same bits).
+__device__ __forceinline__ float foldScale(const NormFold& f) {
+  const int lane = threadIdx.x & 31;
+  float s = 0.f;
+  for (int i = lane; i < f.count; i += 32) s += __ldcg(f.partials + i);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return rsqrtf(s / static_cast<float>(f.n) + f.eps);
+}
+
+template <typename T, int B, int R, int U, bool PDL, int EXTRA>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     denseGemvKernel(const uint4* __restrict__ w, std::int64_t rows, std::int64_t cols8, std::int64_t chunksPerSplit,
                     const uint4* __restrict__ x, T* __restrict__ y, std::int64_t ldy, float* __restrict__ ws,
-                    unsigned* __restrict__ counters, NormTail tail) {
+                    unsigned* __restrict__ counters, NormTail tail, NormFold fold) {
+  static_assert(EXTRA == kPlain || B == 1, "the norm's tail and fold are batch 1");
   __shared__ float red[32 * B];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int rowsPerBlock = W * R;
@@ -68,12 +88,28 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   };
   if (k + 32 * (U - 1) < k1) loadWeights(k);  // the first step's weights before the wait
   if constexpr (PDL) pdlWait();              // x and y: after the previous kernel of the stream
+  // The folded norm: the producer's rows of h (warp 0: one row a lane), or the consumer's
+  // scale r; h is written by the producer, after the wait.
+  const std::int64_t myRow = static_cast<std::int64_t>(blockIdx.x) * rowsPerBlock + lane;
+  const bool rowLane = warp == 0 && lane < rowsPerBlock && myRow < rows;
+  float hRow = 0.f, rs = 0.f;
+  if constexpr (EXTRA == kFoldOut)
+    if (rowLane) hRow = toFloat<T>(__ldcg(static_cast<const T*>(fold.h) + myRow));
+  if constexpr (EXTRA == kFoldIn) rs = foldScale(fold);
+  // One 16-byte chunk of x (batch row b): loaded, or (fold) formed as T(w * T(h * r)).
+  const auto xChunk = [&](int b, std::int64_t kk) {
+    if constexpr (EXTRA == kFoldIn)
+      return detail::normChunk<T>(__ldcg(static_cast<const uint4*>(fold.h) + kk),
+                                  __ldg(static_cast<const uint4*>(fold.w) + kk), 8, rs);
+    else
+      return __ldca(x + b * cols8 + kk);
+  };
   while (k + 32 * (U - 1) < k1) {
     uint4 xv[U][B];
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int b = 0; b < B; ++b) xv[u][b] = __ldca(x + b * cols8 + k + 32 * u);
+      for (int b = 0; b < B; ++b) xv[u][b] = xChunk(b, k + 32 * u);
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -89,7 +125,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     for (int r = 0; r < R; ++r) {
       const uint4 wv = __ldcg(wr[r] + k);
 #pragma unroll
-      for (int b = 0; b < B; ++b) acc[r][b] = dot8<T>(wv, __ldca(x + b * cols8 + k), acc[r][b]);
+      for (int b = 0; b < B; ++b) acc[r][b] = dot8<T>(wv, xChunk(b, k), acc[r][b]);
     }
   }
 #pragma unroll
@@ -112,17 +148,39 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     wrote = detail::finishRows<T, B>(tot, lane < rowsPerBlock, row, lane < rowsPerBlock && row < rows, y, ldy, ws,
                                      counters + blockIdx.x, slot, static_cast<std::int64_t>(gridDim.x) * rowsPerBlock);
   }
-  if constexpr (TAIL) detail::normTail<T>(tail, wrote, y, rows);
+  if constexpr (EXTRA == kTail) detail::normTail<T>(tail, wrote, y, rows);
+  if constexpr (EXTRA == kFoldOut) {
+    // The writer of these rows: h += y (rounded as the norm kernel rounds), and the block's
+    // sum of squares of the new h, one partial per row block.
+    if (warp == 0 && wrote) {
+      float hn = 0.f;
+      if (rowLane) {
+        hn = roundTo<T>(hRow + toFloat<T>(y[myRow]));
+        static_cast<T*>(fold.h)[myRow] = fromFloat<T>(hn);
+      }
+      float sq = hn * hn;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+      if (lane == 0) fold.partials[blockIdx.x] = sq;
+    }
+  }
 }
 
-// The kernel by (programmatic dependent launch, norm tail; batch 1 only): the tail is
-// compiled only into the kernels that run it, so the others keep their register count.
+// The kernel by (programmatic dependent launch, extra work; batch 1 only): the extras are
+// compiled only into the kernels that run them, so the others keep their register count.
 template <typename T, int B, int R, int U>
-auto gemvKernel(bool pdl, bool tail) {
+auto gemvKernel(bool pdl, int extra) {
   if constexpr (B == 1) {
-    if (tail) return pdl ? denseGemvKernel<T, B, R, U, true, true> : denseGemvKernel<T, B, R, U, false, true>;
+    switch (extra) {
+      case kTail: return pdl ? denseGemvKernel<T, B, R, U, true, kTail> : denseGemvKernel<T, B, R, U, false, kTail>;
+      case kFoldOut:
+        return pdl ? denseGemvKernel<T, B, R, U, true, kFoldOut> : denseGemvKernel<T, B, R, U, false, kFoldOut>;
+      case kFoldIn:
+        return pdl ? denseGemvKernel<T, B, R, U, true, kFoldIn> : denseGemvKernel<T, B, R, U, false, kFoldIn>;
+      default: break;
+    }
   }
-  return pdl ? denseGemvKernel<T, B, R, U, true, false> : denseGemvKernel<T, B, R, U, false, false>;
+  return pdl ? denseGemvKernel<T, B, R, U, true, kPlain> : denseGemvKernel<T, B, R, U, false, kPlain>;
 }
 
 template <typename T, int B, int R, int U>
@@ -136,9 +194,10 @@ cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, con
   const int rowsPerBlock = cfg.warps * R;
   dim3 grid(static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && detail::hopperLaunchSupported();
-  return detail::launchEx(gemvKernel<T, B, R, U>(pdl, cfg.tail.on()), grid, dim3(static_cast<unsigned>(cfg.warps * 32)),
-                          0, stream, 0, pdl, static_cast<const uint4*>(w), rows, cols8, chunksPerSplit,
-                          static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws, counters, cfg.tail);
+  const int extra = cfg.tail.on() ? kTail : cfg.fold.out ? kFoldOut : cfg.fold.in ? kFoldIn : kPlain;
+  return detail::launchEx(gemvKernel<T, B, R, U>(pdl, extra), grid, dim3(static_cast<unsigned>(cfg.warps * 32)), 0,
+                          stream, 0, pdl, static_cast<const uint4*>(w), rows, cols8, chunksPerSplit,
+                          static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws, counters, cfg.tail, cfg.fold);
 }
 
 template <typename T, int B>
@@ -188,6 +247,11 @@ cudaError_t launchDenseGemv(const void* w, DType dtype, std::int64_t rows, std::
   if (cfg.warps < 1 || cfg.warps > kMaxWarps || cfg.warps * cfg.rowsPerWarp > 32) return cudaErrorInvalidValue;
   if (cfg.splitK > 1 && (!workspace || !counters)) return cudaErrorInvalidValue;
   if (cfg.tail.on() && (batch != 1 || !cfg.tail.h || !cfg.tail.w || !cfg.tail.x)) return cudaErrorInvalidValue;
+  const NormFold& f = cfg.fold;
+  if (f.on() && (batch != 1 || cfg.tail.on() || (f.out && f.in) || !f.h || !f.partials)) return cudaErrorInvalidValue;
+  if (f.in && (!f.w || f.count < 1 || f.n != cols || (reinterpret_cast<std::uintptr_t>(f.h) & 15) ||
+               (reinterpret_cast<std::uintptr_t>(f.w) & 15)))
+    return cudaErrorInvalidValue;
   switch (dtype) {
     case DType::BF16: return byBatch<__nv_bfloat16>(batch, w, rows, cols, x, y, ldy, cfg, workspace, counters, stream);
     case DType::F16: return byBatch<__half>(batch, w, rows, cols, x, y, ldy, cfg, workspace, counters, stream);

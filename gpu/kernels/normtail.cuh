@@ -17,4 +17,21 @@ struct NormTail {
   bool on() const { return counter != nullptr; }
 };
 
+// The same residual add + RMSNorm folded into the two batch-1 dense GEMVs around it instead
+// (SDW_FOLD_NORMS=1; not bitwise the launch: the sum of squares is added in another order).
+// The projection writing the hidden vector (`out`) adds its rows of y into h in place and
+// stores one partial sum of squares of the new h per row block; the next projection (`in`)
+// adds those partials in a fixed order, r = 1 / sqrt(sum / n + eps), and forms its input
+// x = T(w * T(h * r)) as it loads it: no launch, no x in memory.
+struct NormFold {
+  void* h = nullptr;          // [n] the residual stream
+  float* partials = nullptr;  // out: one per row block of the producer (written); in: read
+  int count = 0;              // in: the producer's row blocks
+  const void* w = nullptr;    // in: [n] the norm's weights
+  float eps = 0.f;            // in
+  std::int64_t n = 0;         // in: the hidden size
+  bool out = false, in = false;
+  bool on() const { return out || in; }
+};
+
 }  // namespace sdw::kernels

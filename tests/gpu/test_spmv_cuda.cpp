@@ -356,6 +356,102 @@ class TestSpmvCuda : public QObject {
   // bitwise those of the projection without it followed by launchAddRmsNorm, for every
   // epilogue (no split, split-K with the ticket, the cluster, the bulk-copy SpMV, the GEMV
   // with and without split-K), odd row counts, three times in a row (the counter resets).
+  // The norm folded into the dense GEMVs around it (kernels::NormFold): the producer's y
+  // and h bitwise those of the projection and the separate add + norm, and the consumer's
+  // output (its input formed from h, the producer's partial sums of squares and the
+  // weights) within bf16/fp16 rounding of the consumer run on the separate norm's x
+  // (the sum of squares is added in another order). Split-K on either side, three runs
+  // (the partials are rewritten, not accumulated).
+  void normFoldMatchesLaunch_data() {
+    QTest::addColumn<int>("rows");  // the hidden size: the producer's rows, the consumer's columns
+    QTest::addColumn<int>("cols");  // the producer's input
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<int>("splitOut");
+    QTest::addColumn<int>("splitIn");
+    QTest::newRow("4096 bf16") << 4096 << 1024 << "bf16" << 1 << 1;
+    QTest::newRow("4096 bf16 split 3 / 2") << 4096 << 1024 << "bf16" << 3 << 2;
+    QTest::newRow("1000 fp16") << 1000 << 512 << "fp16" << 1 << 1;
+    QTest::newRow("5120 fp16 split 2 / 1") << 5120 << 2048 << "fp16" << 2 << 1;
+  }
+  void normFoldMatchesLaunch() {
+#ifndef SDW_TORCH_CUDA
+    QSKIP("this build has no CUDA kernels");
+#else
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(QString, dtype);
+    QFETCH(int, splitOut);
+    QFETCH(int, splitIn);
+    const auto dt = sparse::parseDType(dtype.toStdString());
+    const auto kdt = dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16;
+    const auto cuda =
+        torch::TensorOptions().device(torch::kCUDA).dtype(dt == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf);
+    const auto f32 = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat);
+    torch::manual_seed(5);
+    const int m = 768;  // the consumer's rows
+    const auto wOut = (torch::randn({rows, cols}, torch::kFloat) * 0.05).to(cuda);
+    const auto wIn = (torch::randn({m, rows}, torch::kFloat) * 0.05).to(cuda);
+    const auto x0 = torch::randn({cols}, torch::kFloat).to(cuda);
+    const auto h0 = (torch::randn({rows}, torch::kFloat) * 3).to(cuda);
+    const auto wn = (torch::rand({rows}, torch::kFloat) + 0.5).to(cuda);
+    const float eps = 1e-5f;
+    auto ws = torch::zeros({1 << 22}, f32);
+    auto counters = torch::zeros({4096}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kInt));
+    auto partials = torch::full({4096}, -1.f, f32);
+    const cudaStream_t st = c10::cuda::getCurrentCUDAStream();
+    kernels::GemvConfig out;
+    out.warps = 4, out.rowsPerWarp = 2, out.unroll = 2, out.splitK = splitOut;
+    kernels::GemvConfig in;
+    in.warps = 8, in.rowsPerWarp = 2, in.unroll = 2, in.splitK = splitIn;
+    const auto gemv = [&](const torch::Tensor& w, int r, int c, const void* x, torch::Tensor& y,
+                          const kernels::GemvConfig& cfg) {
+      return int(kernels::launchDenseGemv(w.data_ptr(), kdt, r, c, x, 1, y.data_ptr(), r, cfg, ws.data_ptr<float>(),
+                                          reinterpret_cast<unsigned*>(counters.data_ptr()), st));
+    };
+    for (int rep = 0; rep < 3; ++rep) {
+      // The reference: the producer, the separate add + norm, the consumer on its x.
+      auto yA = torch::zeros({rows}, cuda), hA = h0.clone(), xA = torch::zeros({rows}, cuda);
+      auto zA = torch::zeros({m}, cuda);
+      QCOMPARE(gemv(wOut, rows, cols, x0.data_ptr(), yA, out), int(cudaSuccess));
+      QCOMPARE(int(kernels::launchAddRmsNorm(hA.data_ptr(), yA.data_ptr(), rows, wn.data_ptr(), kdt, rows, 1, eps,
+                                             xA.data_ptr(), kernels::XLayout{rows, 1}, st)),
+               int(cudaSuccess));
+      QCOMPARE(gemv(wIn, m, rows, xA.data_ptr(), zA, in), int(cudaSuccess));
+      // Folded: no norm launch, no x.
+      auto yB = torch::zeros({rows}, cuda), hB = h0.clone(), zB = torch::zeros({m}, cuda);
+      kernels::GemvConfig o2 = out, i2 = in;
+      o2.fold.out = true, o2.fold.h = hB.data_ptr(), o2.fold.partials = partials.data_ptr<float>();
+      i2.fold.in = true, i2.fold.h = hB.data_ptr(), i2.fold.partials = partials.data_ptr<float>();
+      i2.fold.count = static_cast<int>(kernels::gemvCounters(rows, out));
+      i2.fold.w = wn.data_ptr(), i2.fold.eps = eps, i2.fold.n = rows;
+      QCOMPARE(gemv(wOut, rows, cols, x0.data_ptr(), yB, o2), int(cudaSuccess));
+      QCOMPARE(gemv(wIn, m, rows, nullptr, zB, i2), int(cudaSuccess));
+      torch::cuda::synchronize();
+      QVERIFY2(torch::equal(yA, yB), qPrintable(QStringLiteral("run %1: y differs").arg(rep)));
+      QVERIFY2(torch::equal(hA, hB),
+               qPrintable(QStringLiteral("run %1: h differs (max %2)")
+                              .arg(rep)
+                              .arg((hA.to(torch::kFloat) - hB.to(torch::kFloat)).abs().max().item<float>())));
+      // The partials: the sum of squares of the new h.
+      const double ss = hA.to(torch::kDouble).pow(2).sum().item<double>();
+      const double got = partials.narrow(0, 0, i2.fold.count).to(torch::kDouble).sum().item<double>();
+      QVERIFY2(std::fabs(got - ss) <= 1e-4 * ss, qPrintable(QStringLiteral("partials %1 vs %2").arg(got).arg(ss)));
+      const auto za = zA.to(torch::kDouble), zb = zB.to(torch::kDouble);
+      const double rel = ((za - zb).norm() / za.norm()).item<double>();
+      qInfo("run %d: consumer relative difference %.3g", rep, rel);
+      QVERIFY2(rel < (dt == sparse::DType::BF16 ? 1e-2 : 2e-3), qPrintable(QStringLiteral("relative %1").arg(rel)));
+      QCOMPARE(counters.sum().item<int>(), 0);
+    }
+    // Refused: both sides at once, a consumer without its weights, a fold at batch 2.
+    auto y = torch::zeros({rows}, cuda);
+    kernels::GemvConfig bad = in;
+    bad.fold.out = bad.fold.in = true, bad.fold.h = y.data_ptr(), bad.fold.partials = partials.data_ptr<float>();
+    QCOMPARE(gemv(wOut, rows, cols, x0.data_ptr(), y, bad), int(cudaErrorInvalidValue));
+    bad.fold.out = false, bad.fold.count = 1, bad.fold.n = cols;  // no w
+    QCOMPARE(gemv(wOut, rows, cols, x0.data_ptr(), y, bad), int(cudaErrorInvalidValue));
+#endif
+  }
+
   void normTailMatchesLaunch_data() {
     QTest::addColumn<QString>("kernel");
     QTest::addColumn<int>("rows");

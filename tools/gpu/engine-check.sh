@@ -33,10 +33,12 @@
 #                                 2:4) with SDW_ATTENTION=cluster, SDW_ATTENTION_LANES=2 and 4, SDW_ATTENTION=ticket,
 #                                 empty (the launch alone) and without the attention; then the attention-only step
 #                                 (linears, norms, SwiGLU left out) the same ways
-#   ENGINE_CHECK_FUSE=1 ...       the norms as projection tails: test_spmv_cuda normTailMatchesLaunch, then the
-#                                 batch-1 step of FUSE_CONFIGS (default "llama3-8b qwen3-14b"; dense, sparse 2:4)
-#                                 with SDW_FUSE_NORMS=0 (every norm its own launch, the default), 1 (the tails)
-#                                 and ticket (the tails' fences and atomics alone, the norms still launched)
+#   ENGINE_CHECK_FUSE=1 ...       the norms as projection tails or folded: test_spmv_cuda normTailMatchesLaunch and
+#                                 normFoldMatchesLaunch, then the batch-1 step of FUSE_CONFIGS (default "llama3-8b
+#                                 qwen3-14b"; dense, sparse 2:4) for FUSE_VARIANTS (default "0 1 ticket fold"):
+#                                 SDW_FUSE_NORMS=0 (every norm its own launch, the default), 1 (the tails), ticket
+#                                 (the tails' fences and atomics alone), fold (SDW_FOLD_NORMS=1: the norms folded
+#                                 into the dense GEMVs around them)
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B
 #                                 shapes, p_x 0-0.75) with SDW_SPMSPV_BULK=0 and 1 (chunks by bulk copies), then
 #                                 the launch grid (bench kernels --tune: warps, split-K, chunk groups in flight,
@@ -83,12 +85,15 @@ if [ "${ENGINE_CHECK_ATTN:-0}" = 1 ]; then
   done
 fi
 if [ "${ENGINE_CHECK_FUSE:-0}" = 1 ]; then
-  build-gpu/tests/test_spmv_cuda normTailMatchesLaunch > "$O/test-spmv-normtail.log" 2>&1
-  grep -E "Totals|FAIL!|Loc:" "$O/test-spmv-normtail.log" | head -20
+  build-gpu/tests/test_spmv_cuda normTailMatchesLaunch normFoldMatchesLaunch > "$O/test-spmv-normtail.log" 2>&1
+  grep -E "Totals|FAIL!|Loc:|QINFO" "$O/test-spmv-normtail.log" | head -30
   for cfg in ${FUSE_CONFIGS:-llama3-8b qwen3-14b}; do
-    for v in 0 1 ticket; do
-      SDW_FUSE_NORMS=$v build-gpu/bin/sdw-cli bench decode --config "$cfg" --linear dense,sparse --patterns 2:4 --batch 1 \
-        --json --out "$O/fuse-$cfg-$v.json" > /dev/null 2>> "$O/fuse.log"
+    for v in ${FUSE_VARIANTS:-0 1 ticket fold}; do
+      # fold: SDW_FOLD_NORMS=1 (the norms folded into the dense GEMVs around them; the
+      # sparse step has nothing to fold and is timed again as it is)
+      if [ "$v" = fold ]; then f=1; t=0; else f=0; t=$v; fi
+      SDW_FUSE_NORMS=$t SDW_FOLD_NORMS=$f build-gpu/bin/sdw-cli bench decode --config "$cfg" --linear dense,sparse \
+        --patterns 2:4 --batch 1 --json --out "$O/fuse-$cfg-$v.json" > /dev/null 2>> "$O/fuse.log"
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(sys.argv[2], r["linear"], r.get("pattern") or "-", "%.1f tok/s" % r["tokens_per_second"], "%.1f us/step" % (1e6 / r["tokens_per_second"]), "limit %.1f" % r["limit_tokens_per_second"]) for r in d.get("rows", [d])]' \
         "$O/fuse-$cfg-$v.json" "$cfg fuse=$v" | tee -a "$O/fuse.txt"
     done
