@@ -427,8 +427,8 @@ struct DecodeGraph {
   at::Tensor normCounters, foldPartials;
   bool fused(std::size_t k) const { return k < normFused.size() && normFused[k]; }
   std::vector<at::Tensor> tensors() const {
-    return {ids,       slot,    pad,          h,          yQkv,     yO,          yGu,       yDown,
-            logits,    scratch, sHidden.xr,   sHidden.xi, sAttn.xr, sAttn.xi,    sInter.xr, sInter.xi,
+    return {ids,       slot,    pad,          h,          yQkv,     yO,           yGu,         yDown,
+            logits,    scratch, sHidden.xr,   sHidden.xi, sAttn.xr, sAttn.xi,     sInter.xr,   sInter.xi,
             sFinal.xr, attnWs,  attnCounters, splitWs,    counters, normCounters, foldPartials};
   }
 };
@@ -564,7 +564,7 @@ void foldNorms(const Model::Impl& m, DecodeGraph& g) {
     for (const int k : {1, 3})
       if (layer[static_cast<std::size_t>(k)].size() == 1)
         most = std::max(most, kernels::gemvCounters(layer[static_cast<std::size_t>(k)].front().rows,
-                                                   layer[static_cast<std::size_t>(k)].front().gemv));
+                                                    layer[static_cast<std::size_t>(k)].front().gemv));
   g.foldPartials = at::zeros({static_cast<std::int64_t>(2 * L + 1) * most}, g.splitWs.options());
   const auto fold = [&](std::vector<LinOp>& producer, std::vector<LinOp>& consumers, const at::Tensor& w,
                         std::size_t k) {

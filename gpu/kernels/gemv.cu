@@ -101,8 +101,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     if constexpr (EXTRA == kFoldIn)
       return detail::normChunk<T>(__ldcg(static_cast<const uint4*>(fold.h) + kk),
                                   __ldg(static_cast<const uint4*>(fold.w) + kk), 8, rs);
-    else
-      return __ldca(x + b * cols8 + kk);
+    else return __ldca(x + b * cols8 + kk);
   };
   while (k + 32 * (U - 1) < k1) {
     uint4 xv[U][B];

@@ -490,10 +490,8 @@ class TestEngineCuda : public QObject {
     const QString db = QString::fromStdString(mb->engineDescription());
     qInfo("%s", qPrintable(db));
     const int sites = 2 * static_cast<int>(c.numLayers) + 1;
-    if (sparse)
-      QVERIFY2(!db.contains(QStringLiteral("folded")), qPrintable(db));
-    else
-      QVERIFY2(db.contains(QStringLiteral("%1 of %2 norms folded").arg(sites - 2).arg(sites)), qPrintable(db));
+    if (sparse) QVERIFY2(!db.contains(QStringLiteral("folded")), qPrintable(db));
+    else QVERIFY2(db.contains(QStringLiteral("%1 of %2 norms folded").arg(sites - 2).arg(sites)), qPrintable(db));
     QCOMPARE(a.front().tokens.size(), static_cast<std::size_t>(go.maxNewTokens));
     QCOMPARE(a.front().tokens, b.front().tokens);
     const auto& la = a.front().logits;
