@@ -451,10 +451,10 @@ class TestEngineCuda : public QObject {
   }
 
   // The norms folded into the dense GEMVs around them (SDW_FOLD_NORMS=1): 2L - 1 of the
-  // 2L + 1 norms (layer 0's input norm and the final norm stay launches), the same greedy
-  // tokens as the launches and logits within the engine's bf16/fp16 tolerance (the sum of
-  // squares is added in another order, so not bitwise); the sparse engine has nothing to
-  // fold and is unchanged.
+  // 2L + 1 norms (layer 0's input norm and the final norm stay launches), logits within the
+  // engine's bf16/fp16 tolerance of the launches' and the same tokens up to a near tie (the
+  // sum of squares is added in another order, so not bitwise); the sparse engine has
+  // nothing to fold and is unchanged.
   void foldedNormsMatchLaunches_data() {
     QTest::addColumn<QString>("arch");
     QTest::addColumn<int>("linear");
@@ -493,19 +493,16 @@ class TestEngineCuda : public QObject {
     if (sparse) QVERIFY2(!db.contains(QStringLiteral("folded")), qPrintable(db));
     else QVERIFY2(db.contains(QStringLiteral("%1 of %2 norms folded").arg(sites - 2).arg(sites)), qPrintable(db));
     QCOMPARE(a.front().tokens.size(), static_cast<std::size_t>(go.maxNewTokens));
-    QCOMPARE(a.front().tokens, b.front().tokens);
-    const auto& la = a.front().logits;
-    const auto& lb = b.front().logits;
-    QCOMPARE(la.size(), lb.size());
-    double err = 0, norm = 0;
-    for (std::size_t i = 0; i < la.size(); ++i) {
-      err += (double(la[i]) - double(lb[i])) * (double(la[i]) - double(lb[i]));
-      norm += double(la[i]) * double(la[i]);
+    if (sparse) {  // nothing folded: the same step
+      QCOMPARE(a.front().tokens, b.front().tokens);
+      QVERIFY2(a.front().logits == b.front().logits, "logits differ");
+      return;
     }
-    const double rel = std::sqrt(err / std::max(norm, 1e-30));
-    qInfo("logits: relative difference %.3g", rel);
-    if (sparse) QCOMPARE(rel, 0.0);
-    else QVERIFY2(rel < 2e-2, qPrintable(QStringLiteral("relative difference %1").arg(rel)));
+    const auto cmp = compareSteps(a.front(), b.front(), c.vocabSize);
+    qInfo("max relative logit difference %.4f over %d decode steps", cmp.worst, cmp.steps);
+    QVERIFY2(cmp.divergedAtTie, "another token without a near tie");
+    QVERIFY(cmp.steps >= 1);
+    QVERIFY2(cmp.worst <= 0.03, qPrintable(QStringLiteral("%1").arg(cmp.worst)));
   }
 
   // Two or four lanes per cache slot (SDW_ATTENTION_LANES; more warps per block over the
