@@ -34,6 +34,61 @@ __device__ __forceinline__ void pdlWait() {
 #endif
 }
 
+// Bulk asynchronous copies (sm_90): global -> shared through the copy engine, completion
+// counted in bytes on an mbarrier in shared memory (arrival count 1: one arrival, which
+// also expects the phase's bytes). Shared addresses as 32-bit (__cvta_generic_to_shared).
+// Below sm_90 they compile to nothing (a wait traps): callers launch them on sm_90 only.
+__device__ __forceinline__ void mbarInit(std::uint32_t bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+#else
+  (void)bar;
+#endif
+}
+__device__ __forceinline__ void mbarInitFence() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbarArriveExpect(std::uint32_t bar, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#else
+  (void)bar, (void)bytes;
+#endif
+}
+__device__ __forceinline__ void mbarWait(std::uint32_t bar, unsigned parity) {
+#if __CUDA_ARCH__ >= 900
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+#else
+  (void)bar, (void)parity;
+  __trap();
+#endif
+}
+// Orders this thread's earlier generic-proxy accesses of shared memory before later
+// bulk copies into it.
+__device__ __forceinline__ void proxyFence() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulkCopy(std::uint32_t dst, const void* src, unsigned bytes, std::uint32_t bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+#else
+  (void)dst, (void)src, (void)bytes, (void)bar;
+#endif
+}
+
 // Whether the current device is sm_90 or newer and can launch thread-block
 // clusters (and so take programmatic dependent launches), cached per device.
 inline bool hopperLaunchSupported() {

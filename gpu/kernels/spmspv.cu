@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace sdw::kernels {
 namespace {
@@ -53,58 +54,6 @@ __device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_
 template <int N>
 __device__ __forceinline__ void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Bulk copies (sm_90): global -> shared through the copy engine, completion counted in
-// bytes on an mbarrier in shared memory (one per slot set of each warp, arrival count 1).
-__device__ __forceinline__ void mbarInit(std::uint32_t bar) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
-#else
-  (void)bar;
-#endif
-}
-__device__ __forceinline__ void mbarInitFence() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#endif
-}
-// The one arrival of the barrier's current phase, which also expects `bytes` more bytes.
-__device__ __forceinline__ void mbarArriveExpect(std::uint32_t bar, unsigned bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-#else
-  (void)bar, (void)bytes;
-#endif
-}
-__device__ __forceinline__ void mbarWait(std::uint32_t bar, unsigned parity) {
-#if __CUDA_ARCH__ >= 900
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-#else
-  (void)bar, (void)parity;
-  __trap();  // no bulk kernel below sm_90 (the launcher falls back to cp.async)
-#endif
-}
-__device__ __forceinline__ void proxyFence() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulkCopy(std::uint32_t dst, const void* src, unsigned bytes, std::uint32_t bar) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-#else
-  (void)dst, (void)src, (void)bytes, (void)bar;
-#endif
 }
 
 // 1. A warp's active columns (|x_j| > threshold), in increasing order within each of its
@@ -229,15 +178,20 @@ __device__ __forceinline__ void finishTile(float* red, const float (&acc)[8], in
 
 // Per warp in dynamic shared memory: list[listCap] (uint2: chunk location << 6 | size in
 // units, relative to the tile's first chunk; x_j as fp32 bits), then kS x kU chunk slots.
-template <typename T, int kS>
+// BULK (SpmspvConfig::bulk, sm_90): lane u < kU of a warp copies the u-th chunk of a
+// group in one bulk copy (any size, 16-byte units) and lane 0 arrives on the slot set's
+// mbarrier expecting the group's bytes, instead of 16-byte cp.async pieces by every lane;
+// the barriers ([W][kS] u64, padded to 16 bytes) come first in shared memory, and the
+// slots are walked without branches (groupProduct).
+template <typename T, int kS, bool BULK>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     spmspvKernel(const uint4* __restrict__ chunks, const std::uint32_t* __restrict__ offsets, std::int64_t rows,
                  std::int64_t cols, const T* __restrict__ x, float threshold, int colsPerSplit, int listCap,
                  T* __restrict__ y, float* __restrict__ ws, unsigned* __restrict__ counters) {
   extern __shared__ uint4 smemRaw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw);
   const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
   const int W = static_cast<int>(blockDim.x >> 5);
+  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw) + (BULK ? bulkBarrierBytes(W, kS) : 0);
   const std::int64_t tile = blockIdx.x;
   const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
   const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
@@ -247,27 +201,54 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
   unsigned char* slots = smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) +
                          static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
-  const unsigned short* xs = reinterpret_cast<const unsigned short*>(x);
+  const std::uint32_t bars = smemAddr(smemRaw) + static_cast<std::uint32_t>(8 * warp * kS);  // BULK: this warp's kS
+  if constexpr (BULK) {
+    if (lane == 0) {
+#pragma unroll
+      for (int q = 0; q < kS; ++q) detail::mbarInit(bars + 8 * q);
+      detail::mbarInitFence();
+    }
+  }
 
-  const int n = compactColumns<T>(list, xs, tileOffsets, tileBase, c0, c1, W, warp, lane, threshold);
+  // 1. (ends with __syncwarp: the barriers are set for the whole warp)
+  const int n = compactColumns<T>(list, reinterpret_cast<const unsigned short*>(x), tileOffsets, tileBase, c0, c1, W,
+                                  warp, lane, threshold);
 
-  // 2./3. Stream the chunks: group k = entries [kU k, kU k + kU) into slot set k % kS.
+  // 2./3. Stream the chunks: group k = entries [kU k, kU k + kU) into slot set k % kS (BULK:
+  // the (k / kS)-th phase of its barrier; a group past the list still arrives, expecting 0
+  // bytes, so every phase of a barrier is one group).
   const int groups = (n + kU - 1) / kU;
   auto issue = [&](int k) {
-    unsigned char* set = slots + (k % kS) * kU * kChunkBytes;
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int i = k * kU + u;
-      if (i < n) {
+    if constexpr (BULK) {
+      const std::uint32_t bar = bars + 8 * (k % kS);
+      const int i = k * kU + lane;
+      unsigned bytes = 0;
+      std::uint32_t at = 0;
+      if (lane < kU && i < n) {
         const std::uint32_t e = list[i].x;
-        const int size = static_cast<int>(e & ((1u << kSizeBits) - 1));
-        const uint4* src = tileChunks + (e >> kSizeBits);
-        const std::uint32_t dst = smemAddr(set + u * kChunkBytes);
-        if (lane < size) cpAsync16(dst + 16 * lane, src + lane);
-        if (lane + 32 < size) cpAsync16(dst + 16 * (lane + 32), src + lane + 32);  // more than 240 values
+        bytes = (e & ((1u << kSizeBits) - 1)) * kSpmspvUnitBytes;
+        at = e >> kSizeBits;
       }
+      const unsigned total = __reduce_add_sync(0xffffffffu, bytes);
+      detail::proxyFence();  // the warp's reads of the slot set (generic proxy) before the copies' writes
+      if (lane == 0) detail::mbarArriveExpect(bar, total);
+      if (bytes) detail::bulkCopy(smemAddr(slots + ((k % kS) * kU + lane) * kChunkBytes), tileChunks + at, bytes, bar);
+    } else {
+      unsigned char* set = slots + (k % kS) * kU * kChunkBytes;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int i = k * kU + u;
+        if (i < n) {
+          const std::uint32_t e = list[i].x;
+          const int size = static_cast<int>(e & ((1u << kSizeBits) - 1));
+          const uint4* src = tileChunks + (e >> kSizeBits);
+          const std::uint32_t dst = smemAddr(set + u * kChunkBytes);
+          if (lane < size) cpAsync16(dst + 16 * lane, src + lane);
+          if (lane + 32 < size) cpAsync16(dst + 16 * (lane + 32), src + lane + 32);  // more than 240 values
+        }
+      }
+      cpAsyncCommit();  // also when empty: one group per k keeps the wait count uniform
     }
-    cpAsyncCommit();  // also when empty: one group per k keeps the wait count uniform
   };
 #pragma unroll
   for (int k = 0; k < kS; ++k) issue(k);
@@ -276,86 +257,20 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll
   for (int i = 0; i < 8; ++i) acc[i] = 0.f;
   for (int k = 0; k < groups; ++k) {
-    cpAsyncWait<kS - 1>();
-    __syncwarp();  // every lane's copies of group k are visible to the warp
-    groupProduct<T>(slots + (k % kS) * kU * kChunkBytes, list, k, n, lane, acc);
+    if constexpr (BULK) {
+      detail::mbarWait(bars + 8 * (k % kS), static_cast<unsigned>((k / kS) & 1));  // group k's bytes have landed
+    } else {
+      cpAsyncWait<kS - 1>();
+      __syncwarp();  // every lane's copies of group k are visible to the warp
+    }
+    groupProduct<T, BULK>(slots + (k % kS) * kU * kChunkBytes, list, k, n, lane, acc);
     __syncwarp();  // every lane is done with slot set k % kS before it is refilled
     issue(k + kS);
   }
-  cpAsyncWait<0>();
+  // BULK: groups past the list complete at their arrival; only copies of waited groups were issued.
+  if constexpr (!BULK) cpAsyncWait<0>();
 
   // The warps' sums per row, then the split-K epilogue per 32-row group.
-  __syncthreads();  // every warp is done with its list and slots: reuse as red[W][256]
-  finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
-}
-
-// The same product with bulk copies (SpmspvConfig::bulk, sm_90): lane u < kU of a warp
-// copies the u-th chunk of a group in one instruction (any size, 16-byte units) and lane 0
-// arrives on the slot set's barrier expecting the group's bytes, instead of 16-byte
-// cp.async pieces by every lane. Dynamic shared memory: the barriers ([W][kS] u64, padded
-// to 16 bytes), then the lists and slot sets as above; the row sums reuse what follows
-// the barriers.
-template <typename T, int kS>
-__global__ void __launch_bounds__(kMaxWarps * 32)
-    spmspvBulkKernel(const uint4* __restrict__ chunks, const std::uint32_t* __restrict__ offsets, std::int64_t rows,
-                     std::int64_t cols, const T* __restrict__ x, float threshold, int colsPerSplit, int listCap,
-                     T* __restrict__ y, float* __restrict__ ws, unsigned* __restrict__ counters) {
-  // Launched on sm_90 only (below it the helpers above are empty and a wait traps).
-  extern __shared__ uint4 smemRaw[];
-  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
-  const int W = static_cast<int>(blockDim.x >> 5);
-  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw) + bulkBarrierBytes(W, kS);
-  const std::uint32_t bars = smemAddr(smemRaw) + static_cast<std::uint32_t>(8 * warp * kS);  // this warp's kS
-  const std::int64_t tile = blockIdx.x;
-  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
-  const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
-  const std::uint32_t* tileOffsets = offsets + tile * cols;
-  const std::uint32_t tileBase = __ldg(tileOffsets);
-  const uint4* tileChunks = chunks + tileBase;
-  uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
-  unsigned char* slots = smem + static_cast<std::size_t>(W) * listCap * sizeof(uint2) +
-                         static_cast<std::size_t>(warp) * kS * kU * kChunkBytes;
-  if (lane == 0) {
-#pragma unroll
-    for (int q = 0; q < kS; ++q) mbarInit(bars + 8 * q);
-    mbarInitFence();
-  }
-
-  const int n = compactColumns<T>(list, reinterpret_cast<const unsigned short*>(x), tileOffsets, tileBase, c0, c1, W,
-                                  warp, lane, threshold);  // ends with __syncwarp: the barriers are set
-
-  // Group k into slot set k % kS, the (k / kS)-th phase of its barrier. A group past the
-  // list still arrives (expecting 0 bytes), so every phase of a barrier is one group.
-  const int groups = (n + kU - 1) / kU;
-  auto issue = [&](int k) {
-    const std::uint32_t bar = bars + 8 * (k % kS);
-    const int i = k * kU + lane;
-    unsigned bytes = 0;
-    std::uint32_t at = 0;
-    if (lane < kU && i < n) {
-      const std::uint32_t e = list[i].x;
-      bytes = (e & ((1u << kSizeBits) - 1)) * kSpmspvUnitBytes;
-      at = e >> kSizeBits;
-    }
-    const unsigned total = __reduce_add_sync(0xffffffffu, bytes);
-    proxyFence();  // the warp's reads of the slot set (generic proxy) before the copies' writes
-    if (lane == 0) mbarArriveExpect(bar, total);
-    if (bytes) bulkCopy(smemAddr(slots + ((k % kS) * kU + lane) * kChunkBytes), tileChunks + at, bytes, bar);
-  };
-#pragma unroll
-  for (int k = 0; k < kS; ++k) issue(k);
-
-  float acc[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) acc[i] = 0.f;
-  for (int k = 0; k < groups; ++k) {
-    mbarWait(bars + 8 * (k % kS), static_cast<unsigned>((k / kS) & 1));  // group k's bytes have landed
-    groupProduct<T, true>(slots + (k % kS) * kU * kChunkBytes, list, k, n, lane, acc);
-    __syncwarp();  // every lane is done with slot set k % kS before it is refilled
-    issue(k + kS);
-  }
-  // Groups past the list complete at their arrival; only copies of waited groups were issued.
-
   __syncthreads();  // every warp is done with its list and slots: reuse as red[W][256]
   finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
 }
@@ -386,7 +301,7 @@ int splitsOf(std::int64_t cols, int splitK) {
 // copies where asked for and the device has them (sm_90), else 16-byte cp.async.
 template <typename T, int kS>
 auto stagedKernel(const SpmspvConfig& cfg) {
-  return cfg.bulk && detail::hopperLaunchSupported() ? spmspvBulkKernel<T, kS> : spmspvKernel<T, kS>;
+  return cfg.bulk && detail::hopperLaunchSupported() ? spmspvKernel<T, kS, true> : spmspvKernel<T, kS, false>;
 }
 template <int kS>
 std::size_t stagedSmem(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
@@ -429,15 +344,23 @@ cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, 
   return cudaGetLastError();
 }
 
-template <typename T>
-cudaError_t launchTyped(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
-                        float* ws, unsigned* counters, cudaStream_t stream) {
-  switch (cfg.stages) {
-    case 2: return launchStaged<T, 2>(w, x, threshold, y, cfg, ws, counters, stream);
-    case 3: return launchStaged<T, 3>(w, x, threshold, y, cfg, ws, counters, stream);
-    case 4: return launchStaged<T, 4>(w, x, threshold, y, cfg, ws, counters, stream);
-    case 6: return launchStaged<T, 6>(w, x, threshold, y, cfg, ws, counters, stream);
-    default: return cudaErrorInvalidValue;  // no kernel built for these stages
+// f(std::type_identity<T>{}, std::integral_constant<int, S>{}) for the kernel's element type
+// and groups in flight; `none` where no kernel is built for them.
+template <typename R, typename F>
+R byTypeAndStages(DType dtype, int stages, R none, F f) {
+  const auto withStages = [&](auto t) -> R {
+    switch (stages) {
+      case 2: return f(t, std::integral_constant<int, 2>{});
+      case 3: return f(t, std::integral_constant<int, 3>{});
+      case 4: return f(t, std::integral_constant<int, 4>{});
+      case 6: return f(t, std::integral_constant<int, 6>{});
+      default: return none;
+    }
+  };
+  switch (dtype) {
+    case DType::BF16: return withStages(std::type_identity<__nv_bfloat16>{});
+    case DType::F16: return withStages(std::type_identity<__half>{});
+    default: return none;
   }
 }
 
@@ -448,14 +371,9 @@ int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const
   const int warps = std::clamp(cfg.warps, 1, kMaxWarps);
   const auto resident = [&](int s) {
     const SpmspvConfig c{warps, s, cfg.stages, cfg.bulk};
-    const bool bf16 = dtype == DType::BF16;
-    switch (cfg.stages) {
-      case 2: return bf16 ? residentBlocks<__nv_bfloat16, 2>(cols, s, c) : residentBlocks<__half, 2>(cols, s, c);
-      case 3: return bf16 ? residentBlocks<__nv_bfloat16, 3>(cols, s, c) : residentBlocks<__half, 3>(cols, s, c);
-      case 4: return bf16 ? residentBlocks<__nv_bfloat16, 4>(cols, s, c) : residentBlocks<__half, 4>(cols, s, c);
-      case 6: return bf16 ? residentBlocks<__nv_bfloat16, 6>(cols, s, c) : residentBlocks<__half, 6>(cols, s, c);
-      default: return 0;
-    }
+    return byTypeAndStages(dtype, cfg.stages, 0, [&](auto t, auto st) {
+      return residentBlocks<typename decltype(t)::type, decltype(st)::value>(cols, s, c);
+    });
   };
   const std::int64_t slots = static_cast<std::int64_t>(smCount());
   int s = spmspvSplitK(rows, cols, SpmspvConfig{warps, 0, cfg.stages, cfg.bulk});
@@ -481,9 +399,7 @@ int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) 
 }
 
 std::size_t spmspvWorkspaceFloats(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
-  const int s = spmspvSplitK(rows, cols, cfg);
-  const std::int64_t per = stepsPerSplit(cols, s);
-  const std::int64_t splits = ((cols + 31) / 32 + per - 1) / per;
+  const std::int64_t splits = splitsOf(cols, spmspvSplitK(rows, cols, cfg));
   return splits <= 1 ? 0 : static_cast<std::size_t>(splits * spmspvTiles(rows) * kSpmspvTileRows);
 }
 
@@ -497,11 +413,11 @@ cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, 
     return cudaErrorInvalidValue;
   if ((reinterpret_cast<std::uintptr_t>(w.chunks) & 15) != 0) return cudaErrorMisalignedAddress;
   if (spmspvWorkspaceFloats(w.rows, w.cols, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
-  switch (w.dtype) {
-    case DType::BF16: return launchTyped<__nv_bfloat16>(w, x, threshold, y, cfg, workspace, counters, stream);
-    case DType::F16: return launchTyped<__half>(w, x, threshold, y, cfg, workspace, counters, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  // cudaErrorInvalidValue also where no kernel is built for the stages.
+  return byTypeAndStages(w.dtype, cfg.stages, cudaErrorInvalidValue, [&](auto t, auto st) {
+    return launchStaged<typename decltype(t)::type, decltype(st)::value>(w, x, threshold, y, cfg, workspace, counters,
+                                                                          stream);
+  });
 }
 
 }  // namespace sdw::kernels

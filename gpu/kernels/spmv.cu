@@ -350,8 +350,8 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   const std::uint32_t st0 = static_cast<std::uint32_t>(__cvta_generic_to_shared(stages));
   if (lane == 0) {
 #pragma unroll
-    for (int s = 0; s < S; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8 * s) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    for (int s = 0; s < S; ++s) detail::mbarInit(bar0 + 8 * s);
+    detail::mbarInitFence();
   }
   __syncwarp();
   // Lane 0: the chunk of iteration `it` into stage it % S; the weights (with the
@@ -360,22 +360,14 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     const int g = sl.word(it);
     const std::uint32_t bar = bar0 + 8 * (it % S), dst = st0 + (it % S) * kStage;
     const std::int64_t e = (sl.tileBase + g) * 32;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kStage) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(values + 2 * e), "r"(U * 1024), "r"(bar)
-                 : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     dst + U * 1024),
-                 "l"(masks + e), "r"(U * 128), "r"(bar)
-                 : "memory");
+    detail::mbarArriveExpect(bar, kStage);
+    detail::bulkCopy(dst, values + 2 * e, U * 1024, bar);
+    detail::bulkCopy(dst + U * 1024, masks + e, U * 128, bar);
   };
   auto issueX = [&](int it) {
     const int g = sl.word(it);
     const std::uint32_t bar = bar0 + 8 * (it % S), dst = st0 + (it % S) * kStage;
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     dst + U * 1152),
-                 "l"(xg + static_cast<std::int64_t>(g) * 32), "r"(U * 64), "r"(bar)
-                 : "memory");
+    detail::bulkCopy(dst + U * 1152, xg + static_cast<std::int64_t>(g) * 32, U * 64, bar);
   };
   if constexpr (PDL) {  // every stage's weights before the wait; x and y after it
     if (lane == 0)
@@ -390,15 +382,7 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   float acc0 = 0.f, acc1 = 0.f;
   for (int it = 0; it < iters; ++it) {
     const int s = it % S;
-    const std::uint32_t bar = bar0 + 8 * s, parity = (it / S) & 1;
-    std::uint32_t done = 0;
-    do {
-      asm volatile(
-          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-          : "=r"(done)
-          : "r"(bar), "r"(parity)
-          : "memory");
-    } while (!done);
+    detail::mbarWait(bar0 + 8 * s, (it / S) & 1);
     const unsigned char* st = stages + s * kStage;
     float s0 = 0.f, s1 = 0.f;
 #pragma unroll
