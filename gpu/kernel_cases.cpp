@@ -23,6 +23,11 @@
 
 namespace sdw::gpu {
 
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk) {
+  return "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK)) + " g" +
+         std::to_string(stages) + (bulk ? " bulk" : "");
+}
+
 CaseConfig withPdl(CaseConfig c, bool pdl) {
   if (auto* s = std::get_if<SpmvLaunch>(&c)) s->pdl = pdl;
   if (auto* g = std::get_if<GemvLaunch>(&c)) g->pdl = pdl;
@@ -341,11 +346,6 @@ const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int
                                       reinterpret_cast<unsigned*>(c.counters.data_ptr()), stream()));
 }
 
-std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk) {
-  return "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK)) + " g" +
-         std::to_string(stages) + (bulk ? " bulk" : "");
-}
-
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK) {
   return kernels::spmspvSplitK(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK});
 }
@@ -371,10 +371,6 @@ void setSpmspvActivation(SpmspvCase&, std::vector<std::uint16_t>, double, int, i
   throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
 }
 const char* launchSpmspvCase(SpmspvCase&, int, int, int, int, bool) { return "no CUDA kernels in this build"; }
-std::string describeSpmspv(const SpmspvCase&, int warps, int splitK, int stages, bool bulk) {
-  return "w" + std::to_string(warps) + " s" + std::to_string(splitK) + " g" + std::to_string(stages) +
-         (bulk ? " bulk" : "");
-}
 int spmspvSplitKOf(const SpmspvCase&, int, int splitK) { return splitK; }
 int spmspvOneWaveSplitKOf(const SpmspvCase&, int, int, bool) { return 0; }
 void reserveSpmspv(SpmspvCase&, int, int, int) {
