@@ -98,6 +98,40 @@ ModelConfig shape(const QString& arch) {
   return c;
 }
 
+// A random model of `arch` generating 40 tokens (logits kept) from one prompt, built and
+// run as it is (a) and again with the environment variable `name` set to 1 (b; unset
+// afterwards, also when it throws): the norm variants (SDW_FUSE_NORMS, SDW_FOLD_NORMS)
+// against the default launches.
+struct EnvRuns {
+  ModelConfig config;
+  std::vector<GenerationResult> a, b;
+  QString da, db;  // the two engines' descriptions
+};
+EnvRuns runWithAndWithout(const char* name, const QString& arch, Linear linear, const QString& dtype) {
+  EnvRuns r;
+  r.config = shape(arch);
+  LoadOptions o = opts(dtype.toStdString(), linear);
+  if (linear == Linear::Sparse) o.randomPattern = "2:4";
+  GenerationOptions go;
+  go.maxNewTokens = 40;
+  go.keepLogits = true;
+  const auto ps = prompts(1, r.config.vocabSize);
+  const auto ma = Model::randomInit(r.config, o, 9, 0.05);
+  r.a = ma->generateBatch(ps, go);
+  r.da = QString::fromStdString(ma->engineDescription());
+  struct Scoped {
+    const char* name;
+    ~Scoped() { qunsetenv(name); }
+  } scoped{name};
+  qputenv(name, "1");
+  const auto mb = Model::randomInit(r.config, o, 9, 0.05);
+  r.b = mb->generateBatch(ps, go);
+  r.db = QString::fromStdString(mb->engineDescription());
+  if (r.a.front().tokens.size() != static_cast<std::size_t>(go.maxNewTokens))
+    throw std::runtime_error("the default run stopped early");
+  return r;
+}
+
 }  // namespace
 
 class TestEngineCuda : public QObject {
@@ -420,34 +454,19 @@ class TestEngineCuda : public QObject {
     QFETCH(QString, arch);
     QFETCH(int, linear);
     QFETCH(QString, dtype);
-    const ModelConfig c = shape(arch);
-    LoadOptions o = opts(dtype.toStdString(), static_cast<Linear>(linear));
-    if (static_cast<Linear>(linear) == Linear::Sparse) o.randomPattern = "2:4";
-    GenerationOptions go;
-    go.maxNewTokens = 40;
-    go.keepLogits = true;
-    const auto ps = prompts(1, c.vocabSize);
-    const auto ma = Model::randomInit(c, o, 9, 0.05);
-    const auto a = ma->generateBatch(ps, go);
-    qputenv("SDW_FUSE_NORMS", "1");
-    const auto mb = Model::randomInit(c, o, 9, 0.05);
-    std::vector<GenerationResult> b;
+    EnvRuns r;
     try {
-      b = mb->generateBatch(ps, go);
+      r = runWithAndWithout("SDW_FUSE_NORMS", arch, static_cast<Linear>(linear), dtype);
     } catch (const std::exception& e) {
-      qunsetenv("SDW_FUSE_NORMS");
       QFAIL(e.what());
     }
-    qunsetenv("SDW_FUSE_NORMS");
-    const QString da = QString::fromStdString(ma->engineDescription()),
-                  db = QString::fromStdString(mb->engineDescription());
-    qInfo("%s | %s", qPrintable(da), qPrintable(db));
-    const int sites = 2 * static_cast<int>(c.numLayers) + 1;
-    QVERIFY2(!da.contains(QStringLiteral("norms in the projection")), qPrintable(da));
-    QVERIFY2(db.contains(QStringLiteral("%1 of %2 norms in the projection").arg(sites - 1).arg(sites)), qPrintable(db));
-    QCOMPARE(a.front().tokens.size(), static_cast<std::size_t>(go.maxNewTokens));
-    QCOMPARE(a.front().tokens, b.front().tokens);
-    QVERIFY2(a.front().logits == b.front().logits, "logits differ");
+    qInfo("%s | %s", qPrintable(r.da), qPrintable(r.db));
+    const int sites = 2 * static_cast<int>(r.config.numLayers) + 1;
+    QVERIFY2(!r.da.contains(QStringLiteral("norms in the projection")), qPrintable(r.da));
+    QVERIFY2(r.db.contains(QStringLiteral("%1 of %2 norms in the projection").arg(sites - 1).arg(sites)),
+             qPrintable(r.db));
+    QCOMPARE(r.a.front().tokens, r.b.front().tokens);
+    QVERIFY2(r.a.front().logits == r.b.front().logits, "logits differ");
   }
 
   // The norms folded into the dense GEMVs around them (SDW_FOLD_NORMS=1): 2L - 1 of the
@@ -467,38 +486,23 @@ class TestEngineCuda : public QObject {
     QFETCH(QString, arch);
     QFETCH(int, linear);
     QFETCH(QString, dtype);
-    const ModelConfig c = shape(arch);
-    LoadOptions o = opts(dtype.toStdString(), static_cast<Linear>(linear));
     const bool sparse = static_cast<Linear>(linear) == Linear::Sparse;
-    if (sparse) o.randomPattern = "2:4";
-    GenerationOptions go;
-    go.maxNewTokens = 40;
-    go.keepLogits = true;
-    const auto ps = prompts(1, c.vocabSize);
-    const auto ma = Model::randomInit(c, o, 9, 0.05);
-    const auto a = ma->generateBatch(ps, go);
-    qputenv("SDW_FOLD_NORMS", "1");
-    const auto mb = Model::randomInit(c, o, 9, 0.05);
-    std::vector<GenerationResult> b;
+    EnvRuns r;
     try {
-      b = mb->generateBatch(ps, go);
+      r = runWithAndWithout("SDW_FOLD_NORMS", arch, static_cast<Linear>(linear), dtype);
     } catch (const std::exception& e) {
-      qunsetenv("SDW_FOLD_NORMS");
       QFAIL(e.what());
     }
-    qunsetenv("SDW_FOLD_NORMS");
-    const QString db = QString::fromStdString(mb->engineDescription());
-    qInfo("%s", qPrintable(db));
-    const int sites = 2 * static_cast<int>(c.numLayers) + 1;
-    if (sparse) QVERIFY2(!db.contains(QStringLiteral("folded")), qPrintable(db));
-    else QVERIFY2(db.contains(QStringLiteral("%1 of %2 norms folded").arg(sites - 2).arg(sites)), qPrintable(db));
-    QCOMPARE(a.front().tokens.size(), static_cast<std::size_t>(go.maxNewTokens));
+    qInfo("%s", qPrintable(r.db));
+    const int sites = 2 * static_cast<int>(r.config.numLayers) + 1;
     if (sparse) {  // nothing folded: the same step
-      QCOMPARE(a.front().tokens, b.front().tokens);
-      QVERIFY2(a.front().logits == b.front().logits, "logits differ");
+      QVERIFY2(!r.db.contains(QStringLiteral("folded")), qPrintable(r.db));
+      QCOMPARE(r.a.front().tokens, r.b.front().tokens);
+      QVERIFY2(r.a.front().logits == r.b.front().logits, "logits differ");
       return;
     }
-    const auto cmp = compareSteps(a.front(), b.front(), c.vocabSize);
+    QVERIFY2(r.db.contains(QStringLiteral("%1 of %2 norms folded").arg(sites - 2).arg(sites)), qPrintable(r.db));
+    const auto cmp = compareSteps(r.a.front(), r.b.front(), r.config.vocabSize);
     qInfo("max relative logit difference %.4f over %d decode steps", cmp.worst, cmp.steps);
     QVERIFY2(cmp.divergedAtTie, "another token without a near tie");
     QVERIFY(cmp.steps >= 1);
