@@ -36,6 +36,16 @@ namespace {
 constexpr std::int64_t kGuard = 64;
 constexpr double kSentinel = -1216.0;  // exact in bf16 (8 significant bits) and fp16
 
+#ifdef SDW_TORCH_CUDA
+// "run R: NAME differs (max D)": why two tensors the norm tests want bitwise equal are not.
+QString differs(int run, const char* name, const torch::Tensor& a, const torch::Tensor& b) {
+  return QStringLiteral("run %1: %2 differs (max %3)")
+      .arg(run)
+      .arg(QLatin1String(name))
+      .arg((a.to(torch::kFloat) - b.to(torch::kFloat)).abs().max().item<float>());
+}
+#endif
+
 bool pdlOf(const gpu::CaseConfig& c) {
   if (const auto* s = std::get_if<gpu::SpmvLaunch>(&c)) return s->pdl;
   if (const auto* g = std::get_if<gpu::GemvLaunch>(&c)) return g->pdl;
@@ -428,10 +438,7 @@ class TestSpmvCuda : public QObject {
       QCOMPARE(gemv(wIn, m, rows, nullptr, zB, i2), int(cudaSuccess));
       torch::cuda::synchronize();
       QVERIFY2(torch::equal(yA, yB), qPrintable(QStringLiteral("run %1: y differs").arg(rep)));
-      QVERIFY2(torch::equal(hA, hB),
-               qPrintable(QStringLiteral("run %1: h differs (max %2)")
-                              .arg(rep)
-                              .arg((hA.to(torch::kFloat) - hB.to(torch::kFloat)).abs().max().item<float>())));
+      QVERIFY2(torch::equal(hA, hB), qPrintable(differs(rep, "h", hA, hB)));
       // The partials: the sum of squares of the new h.
       const double ss = hA.to(torch::kDouble).pow(2).sum().item<double>();
       const double got = partials.narrow(0, 0, i2.fold.count).to(torch::kDouble).sum().item<double>();
@@ -535,14 +542,8 @@ class TestSpmvCuda : public QObject {
       QCOMPARE(int(project(yB, t)), int(cudaSuccess));
       torch::cuda::synchronize();
       QVERIFY2(torch::equal(yA, yB), qPrintable(QStringLiteral("run %1: y differs").arg(rep)));
-      QVERIFY2(torch::equal(hA, hB),
-               qPrintable(QStringLiteral("run %1: h differs (max %2)")
-                              .arg(rep)
-                              .arg((hA.to(torch::kFloat) - hB.to(torch::kFloat)).abs().max().item<float>())));
-      QVERIFY2(torch::equal(xA, xB),
-               qPrintable(QStringLiteral("run %1: x differs (max %2)")
-                              .arg(rep)
-                              .arg((xA.to(torch::kFloat) - xB.to(torch::kFloat)).abs().max().item<float>())));
+      QVERIFY2(torch::equal(hA, hB), qPrintable(differs(rep, "h", hA, hB)));
+      QVERIFY2(torch::equal(xA, xB), qPrintable(differs(rep, "x", xA, xB)));
       QVERIFY(!torch::equal(hB, h0));  // the residual was added
       QCOMPARE(tailCounter.item<int>(), 0);
       QCOMPARE(counters.sum().item<int>(), 0);
