@@ -16,12 +16,9 @@ out=${OUT:-$root/out/gpu}
 mkdir -p "$out"
 . tools/gpu/env.sh
 status=0
-cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
-  -DOpenGL_GL_PREFERENCE=GLVND > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 targets="sdw-cli"  # the suites only where they run
 [ "${DECODE_TESTS:-1}" = 1 ] && targets="$targets test_engine_cuda test_model_cuda"
-cmake --build --preset gpu -j "$(nproc)" --target $targets > "$out/build.log" 2>&1 ||
-  { grep -E "error" -A3 "$out/build.log" | head -60; exit 1; }
+sdw_gpu_build "$out" $targets || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/machine.txt"
 if [ "${DECODE_TESTS:-1}" = 1 ]; then
   (cd build-gpu && ctest -R "test_engine_cuda|test_model_cuda" --output-on-failure -V) > "$out/ctest-decode.log" 2>&1 || status=1

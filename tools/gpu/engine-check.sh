@@ -20,7 +20,8 @@
 #   ENGINE_CHECK_CALIBRATE=1 ...  AR calibration throughput (Llama-3.1-8B shape; re-forward alone also at
 #                                 CALIBRATE_BATCHES, default "64 128") and exact vs re-forward
 #                                 capture of the same generations of the sample checkpoint in bf16
-#   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5
+#   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5,
+#                                 with its SASS and each instruction's executed count (tools/gpu/sass_counts.py)
 #   ENGINE_CHECK_TIMELINE=1 ...   an Nsight Systems trace of the Llama-3.1-8B batch-1 step in its graph (dense, sparse
 #                                 2:4): per step the span, the kernels' busy time, the gaps, each kernel's share
 #                                 (tools/gpu/timeline_summary.py)
@@ -52,10 +53,8 @@ O=$top/r
 mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
 echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
-cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
-  -DOpenGL_GL_PREFERENCE=GLVND > "$O/configure.log" 2>&1
-cmake --build --preset gpu -j "$(nproc)" --target sdw-cli test_engine_cuda test_model_cuda test_actsparse_cuda \
-  test_spmv_cuda test_spmspv_cuda test_colstats_cuda -- -k 0 > "$O/build.log" 2>&1 || { grep -E "error" -A3 "$O/build.log" | head -40; }
+sdw_gpu_build "$O" sdw-cli test_engine_cuda test_model_cuda test_actsparse_cuda test_spmv_cuda test_spmspv_cuda \
+  test_colstats_cuda  # what built still runs
 if [ "${ENGINE_CHECK_AB:-0}" = 1 ]; then
   for v in default nopdl; do
     args=()
@@ -179,11 +178,17 @@ if [ "${ENGINE_CHECK_CALIBRATE:-0}" = 1 ]; then
 fi
 # The spMspV kernel on the Llama-3.1-8B gate shape at p_x 0.5 (docs/kernels.md: latency-bound).
 if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
-  timeout 120 "$ncu" --set detailed -k regex:spmspvKernel -s 5 -c 1 --cache-control none --clock-control none \
+  # One launch (detailed set and per-instruction counters): its page of figures, its SASS
+  # with each instruction's executed count (summed by opcode: tools/gpu/sass_counts.py).
+  timeout 150 "$ncu" --set detailed --section SourceCounters --import-source no -k regex:spmspvKernel -s 5 -c 1 \
+    --cache-control none --clock-control none -o /tmp/ncu-spmspv --force-overwrite \
     build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096 --patterns 2:4 --activation-sparsity 0.5 --repeats 1 \
-    --no-layer --no-cusparselt > "$O/ncu-spmspv.txt" 2>&1
-  grep -E "Grid Size|Block Size|Duration|Registers Per|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Dynamic Shared|Executed Ipc|L2 Hit|Elapsed Cycles|SM Active" \
-    "$O/ncu-spmspv.txt" | head -20
+    --no-layer --no-cusparselt > "$O/ncu-spmspv-run.txt" 2>&1
+  "$ncu" -i /tmp/ncu-spmspv.ncu-rep --page details > "$O/ncu-spmspv.txt" 2>&1
+  "$ncu" -i /tmp/ncu-spmspv.ncu-rep --page source --print-source sass --csv > "$O/ncu-spmspv-sass.csv" 2>&1
+  grep -E "Grid Size|Block Size|Duration|Registers Per|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Dynamic Shared|Executed Ipc|L2 Hit|Elapsed Cycles|SM Active|Waves Per SM" \
+    "$O/ncu-spmspv.txt" | head -24
+  python3 tools/gpu/sass_counts.py "$O/ncu-spmspv-sass.csv" | tee "$O/ncu-spmspv-counts.txt" | tail -40
 fi
 if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
   (cd build-gpu && timeout 240 ctest -R test_spmspv_cuda --output-on-failure -V) > "$O/ctest-spmspv.log" 2>&1

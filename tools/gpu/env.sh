@@ -46,3 +46,15 @@ export FONTCONFIG_PATH="$SDW_DEPS/etc/fonts"
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-"8.0;9.0"}
 TORCH_PREFIX=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 unset _root
+
+# Configures the gpu preset against that LibTorch and the unpacked packages, then builds
+# the targets given (keeping going past a failed one); the logs go to DIR/configure.log
+# and DIR/build.log, and on failure the first errors are printed and it returns 1.
+sdw_gpu_build() {  # DIR TARGET...
+  local dir=$1
+  shift
+  cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
+    -DOpenGL_GL_PREFERENCE=GLVND > "$dir/configure.log" 2>&1 || { tail -30 "$dir/configure.log"; return 1; }
+  cmake --build --preset gpu -j "$(nproc)" --target "$@" -- -k 0 > "$dir/build.log" 2>&1 ||
+    { grep -E "error" -A3 "$dir/build.log" | head -40; return 1; }
+}
