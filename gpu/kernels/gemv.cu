@@ -45,15 +45,29 @@ __device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc)
 // from h); compiled only into the kernels that run it, so the others keep their registers.
 enum Extra : int { kPlain = 0, kTail = 1, kFoldOut = 2, kFoldIn = 3 };
 
-// NormFold's consumer: r from the producer's partials (every warp adds them in the same
-// order, so every block gets the same bits).
-__device__ __forceinline__ float foldScale(const NormFold& f) {
-  const int lane = threadIdx.x & 31;
+// NormFold's consumer, once per block: r from the producer's partials, read by every thread
+// of the block at once (one wave of loads, not one lane's chain of count / 32), added in an
+// order fixed by the block size, so that every block gets the same bits; then the block's
+// chunks [k0, k1) of x = T(w * T(h * r)) formed into shared memory (xs), which its warps read
+// in place of x. `part`: blockDim.x / 32 floats of scratch.
+template <typename T>
+__device__ __forceinline__ void foldPrologue(const NormFold& f, std::int64_t k0, std::int64_t k1, uint4* xs,
+                                             float* part) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   float s = 0.f;
-  for (int i = lane; i < f.count; i += 32) s += __ldcg(f.partials + i);
+  for (int i = threadIdx.x; i < f.count; i += blockDim.x) s += __ldcg(f.partials + i);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  return rsqrtf(s / static_cast<float>(f.n) + f.eps);
+  if (lane == 0) part[warp] = s;
+  __syncthreads();
+  float tot = 0.f;
+  for (int i = 0; i < W; ++i) tot += part[i];
+  const float r = rsqrtf(tot / static_cast<float>(f.n) + f.eps);
+  const uint4* h = static_cast<const uint4*>(f.h);
+  const uint4* w = static_cast<const uint4*>(f.w);
+  for (std::int64_t kk = k0 + threadIdx.x; kk < k1; kk += blockDim.x)
+    xs[kk - k0] = detail::normChunk<T>(__ldcg(h + kk), __ldg(w + kk), 8, r);
+  __syncthreads();
 }
 
 template <typename T, int B, int R, int U, bool PDL, int EXTRA>
@@ -92,15 +106,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   // scale r; h is written by the producer, after the wait.
   const std::int64_t myRow = static_cast<std::int64_t>(blockIdx.x) * rowsPerBlock + lane;
   const bool rowLane = warp == 0 && lane < rowsPerBlock && myRow < rows;
-  float hRow = 0.f, rs = 0.f;
+  float hRow = 0.f;
   if constexpr (EXTRA == kFoldOut)
     if (rowLane) hRow = toFloat<T>(__ldcg(static_cast<const T*>(fold.h) + myRow));
-  if constexpr (EXTRA == kFoldIn) rs = foldScale(fold);
-  // One 16-byte chunk of x (batch row b): loaded, or (fold) formed as T(w * T(h * r)).
+  extern __shared__ uint4 xs[];  // kFoldIn: this block's chunks of x, formed by foldPrologue
+  if constexpr (EXTRA == kFoldIn) foldPrologue<T>(fold, k0, k1, xs, red);
+  // One 16-byte chunk of x (batch row b): loaded, or (fold) the one formed in shared memory.
   const auto xChunk = [&](int b, std::int64_t kk) {
-    if constexpr (EXTRA == kFoldIn)
-      return detail::normChunk<T>(__ldcg(static_cast<const uint4*>(fold.h) + kk),
-                                  __ldg(static_cast<const uint4*>(fold.w) + kk), 8, rs);
+    if constexpr (EXTRA == kFoldIn) return xs[kk - k0];
     else return __ldca(x + b * cols8 + kk);
   };
   while (k + 32 * (U - 1) < k1) {
@@ -194,7 +207,10 @@ cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, con
   dim3 grid(static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && detail::hopperLaunchSupported();
   const int extra = cfg.tail.on() ? kTail : cfg.fold.out ? kFoldOut : cfg.fold.in ? kFoldIn : kPlain;
-  return detail::launchEx(gemvKernel<T, B, R, U>(pdl, extra), grid, dim3(static_cast<unsigned>(cfg.warps * 32)), 0,
+  // kFoldIn: x's chunks of one split in shared memory (hidden sizes up to 24576 fit in 48 KB).
+  const std::size_t smem = extra == kFoldIn ? static_cast<std::size_t>(chunksPerSplit) * 16 : 0;
+  if (smem > 48 * 1024) return cudaErrorInvalidValue;
+  return detail::launchEx(gemvKernel<T, B, R, U>(pdl, extra), grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem,
                           stream, 0, pdl, static_cast<const uint4*>(w), rows, cols8, chunksPerSplit,
                           static_cast<const uint4*>(x), static_cast<T*>(y), ldy, ws, counters, cfg.tail, cfg.fold);
 }
