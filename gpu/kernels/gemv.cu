@@ -45,29 +45,56 @@ __device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc)
 // from h); compiled only into the kernels that run it, so the others keep their registers.
 enum Extra : int { kPlain = 0, kTail = 1, kFoldOut = 2, kFoldIn = 3 };
 
-// NormFold's consumer, once per block: r from the producer's partials, read by every thread
-// of the block at once (one wave of loads, not one lane's chain of count / 32), added in an
-// order fixed by the block size, so that every block gets the same bits; then the block's
-// chunks [k0, k1) of x = T(w * T(h * r)) formed into shared memory (xs), which its warps read
-// in place of x. `part`: blockDim.x / 32 floats of scratch.
+// NormFold's consumer. x = rmsnorm(h) * w = r * (w * h) with one scalar r per vector, so the
+// block multiplies its sums by r at the end instead of scaling x first: after the wait it
+// starts copying the producer's partials into shared memory (cp.async, consumed only after
+// the main loop, so their latency hides under it) and forms its chunks [k0, k1) of
+// x' = T(w * h) into shared memory (xs), every load of a group issued before the first use;
+// its warps read xs in place of x.
+__device__ __forceinline__ void cpAsync4(float* dst, const float* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d), "l"(src) : "memory");
+}
+
 template <typename T>
 __device__ __forceinline__ void foldPrologue(const NormFold& f, std::int64_t k0, std::int64_t k1, uint4* xs,
-                                             float* part) {
+                                             float* partials) {
+  for (int i = threadIdx.x; i < f.count; i += blockDim.x) cpAsync4(partials + i, f.partials + i);
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  const uint4* h = static_cast<const uint4*>(f.h);
+  const uint4* w = static_cast<const uint4*>(f.w);
+  constexpr int kGroup = 2;
+  for (std::int64_t g = k0 + threadIdx.x; g < k1; g += kGroup * blockDim.x) {
+    uint4 hv[kGroup], wv[kGroup];
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      const std::int64_t kk = g + j * blockDim.x;
+      if (kk < k1) hv[j] = __ldcg(h + kk), wv[j] = __ldg(w + kk);
+    }
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      const std::int64_t kk = g + j * blockDim.x;
+      if (kk < k1) xs[kk - k0] = detail::normChunk<T>(hv[j], wv[j], 8, 1.f);
+    }
+  }
+  __syncthreads();
+}
+
+// r from the partials foldPrologue copied: each thread's share, the warps' sums through `part`
+// (blockDim.x / 32 floats), added in an order fixed by the block size, so every block gets
+// the same bits. Every thread of the block calls it.
+__device__ __forceinline__ float foldScale(const NormFold& f, const float* partials, float* part) {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   float s = 0.f;
-  for (int i = threadIdx.x; i < f.count; i += blockDim.x) s += __ldcg(f.partials + i);
+  for (int i = threadIdx.x; i < f.count; i += blockDim.x) s += partials[i];
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
   if (lane == 0) part[warp] = s;
   __syncthreads();
   float tot = 0.f;
   for (int i = 0; i < W; ++i) tot += part[i];
-  const float r = rsqrtf(tot / static_cast<float>(f.n) + f.eps);
-  const uint4* h = static_cast<const uint4*>(f.h);
-  const uint4* w = static_cast<const uint4*>(f.w);
-  for (std::int64_t kk = k0 + threadIdx.x; kk < k1; kk += blockDim.x)
-    xs[kk - k0] = detail::normChunk<T>(__ldcg(h + kk), __ldg(w + kk), 8, r);
-  __syncthreads();
+  return rsqrtf(tot / static_cast<float>(f.n) + f.eps);
 }
 
 template <typename T, int B, int R, int U, bool PDL, int EXTRA>
@@ -109,8 +136,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   float hRow = 0.f;
   if constexpr (EXTRA == kFoldOut)
     if (rowLane) hRow = toFloat<T>(__ldcg(static_cast<const T*>(fold.h) + myRow));
-  extern __shared__ uint4 xs[];  // kFoldIn: this block's chunks of x, formed by foldPrologue
-  if constexpr (EXTRA == kFoldIn) foldPrologue<T>(fold, k0, k1, xs, red);
+  // kFoldIn: this block's chunks of x' (foldPrologue), then the producer's partials
+  extern __shared__ uint4 xs[];
+  float* const foldPartials = reinterpret_cast<float*>(xs + chunksPerSplit);
+  if constexpr (EXTRA == kFoldIn) foldPrologue<T>(fold, k0, k1, xs, foldPartials);
   // One 16-byte chunk of x (batch row b): loaded, or (fold) the one formed in shared memory.
   const auto xChunk = [&](int b, std::int64_t kk) {
     if constexpr (EXTRA == kFoldIn) return xs[kk - k0];
@@ -149,12 +178,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
       if (lane == 0) red[b * 32 + warp * R + r] = v;
     }
+  __shared__ float scalePart[kMaxWarps];
+  float rs = 1.f;  // kFoldIn: the norm's r, applied to the sums
+  if constexpr (EXTRA == kFoldIn) rs = foldScale(fold, foldPartials, scalePart);
   __syncthreads();
   bool wrote = false;
   if (warp == 0) {
     float tot[B];
 #pragma unroll
-    for (int b = 0; b < B; ++b) tot[b] = lane < rowsPerBlock ? red[b * 32 + lane] : 0.f;
+    for (int b = 0; b < B; ++b) tot[b] = lane < rowsPerBlock ? red[b * 32 + lane] * rs : 0.f;
     const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * rowsPerBlock + lane;
     const std::int64_t slot = row;
     wrote = detail::finishRows<T, B>(tot, lane < rowsPerBlock, row, lane < rowsPerBlock && row < rows, y, ldy, ws,
@@ -207,8 +239,10 @@ cudaError_t launchTyped(const void* w, std::int64_t rows, std::int64_t cols, con
   dim3 grid(static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && detail::hopperLaunchSupported();
   const int extra = cfg.tail.on() ? kTail : cfg.fold.out ? kFoldOut : cfg.fold.in ? kFoldIn : kPlain;
-  // kFoldIn: x's chunks of one split in shared memory (hidden sizes up to 24576 fit in 48 KB).
-  const std::size_t smem = extra == kFoldIn ? static_cast<std::size_t>(chunksPerSplit) * 16 : 0;
+  // kFoldIn: x's chunks of one split and the producer's partials in shared memory.
+  const std::size_t smem =
+      extra == kFoldIn ? static_cast<std::size_t>(chunksPerSplit) * 16 + static_cast<std::size_t>(cfg.fold.count) * 4
+                       : 0;
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
   return detail::launchEx(gemvKernel<T, B, R, U>(pdl, extra), grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem,
                           stream, 0, pdl, static_cast<const uint4*>(w), rows, cols8, chunksPerSplit,

@@ -21,8 +21,9 @@ struct NormTail {
 // (SDW_FOLD_NORMS=1; not bitwise the launch: the sum of squares is added in another order).
 // The projection writing the hidden vector (`out`) adds its rows of y into h in place and
 // stores one partial sum of squares of the new h per row block; the next projection (`in`)
-// adds those partials in a fixed order, r = 1 / sqrt(sum / n + eps), and forms its input
-// x = T(w * T(h * r)) as it loads it: no launch, no x in memory.
+// reads x' = T(w * h) in place of x (formed once per block in shared memory) and multiplies
+// its sums by r = 1 / sqrt(sum / n + eps), the producer's partials added in a fixed order
+// after its main loop: no launch, no x in memory, r off the path to the first product.
 struct NormFold {
   void* h = nullptr;          // [n] the residual stream
   float* partials = nullptr;  // out: one per row block of the producer (written); in: read
