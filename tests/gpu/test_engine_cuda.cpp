@@ -567,6 +567,77 @@ class TestEngineCuda : public QObject {
     }
   }
 
+  // A KV head's query heads over several blocks (SDW_ATTENTION_QGROUPS): each block scores
+  // the same slots against its share of the heads with the same arithmetic per head, so
+  // tokens and logits are bitwise those of one block per KV head, for both merges,
+  // batch 1 and 3, Llama (4 query heads per KV head), Qwen3 (5) and Gemma 3 (4, head_dim
+  // 256; in fp32 its value rows are read after the scores, where every group writes the
+  // new slot's key and value to the cache).
+  void attentionQGroupsMatchOneGroup_data() {
+    QTest::addColumn<QString>("arch");
+    QTest::addColumn<QString>("groups");
+    QTest::addColumn<QString>("merge");
+    QTest::addColumn<QString>("dtype");
+    for (const char* m : {"cluster", "ticket"}) {
+      QTest::addRow("llama 2 %s", m) << "llama" << "2" << m << "bfloat16";
+      QTest::addRow("llama 4 %s", m) << "llama" << "4" << m << "bfloat16";
+      QTest::addRow("qwen3 5 %s", m) << "qwen3" << "5" << m << "float16";
+      QTest::addRow("gemma3 4 %s", m) << "gemma3" << "4" << m << "bfloat16";
+    }
+    QTest::newRow("gemma3 4 ticket fp32") << "gemma3" << "4" << "ticket" << "float32";
+  }
+  void attentionQGroupsMatchOneGroup() {
+    QFETCH(QString, arch);
+    QFETCH(QString, groups);
+    QFETCH(QString, merge);
+    QFETCH(QString, dtype);
+    if (arch == "gemma3" && !fs::exists(kRef / "gemma3-tiny")) QSKIP("tests/data/reference/gemma3-tiny is missing");
+    ModelConfig c = shape(arch);
+    if (arch != "gemma3") c.numLayers = 2;
+    GenerationOptions go;
+    go.maxNewTokens = 300;  // a cache of 384 slots: 3 splits
+    go.keepLogits = true;
+    for (const int batch : {1, 3}) {
+      const auto ps = prompts(batch, c.vocabSize);
+      std::vector<GenerationResult> a, b;
+      try {
+        qputenv("SDW_ATTENTION", merge.toLatin1());
+        a = Model::randomInit(c, opts(dtype.toStdString(), Linear::Dense), 5, 0.05)->generateBatch(ps, go);
+        qputenv("SDW_ATTENTION_QGROUPS", groups.toLatin1());
+        b = Model::randomInit(c, opts(dtype.toStdString(), Linear::Dense), 5, 0.05)->generateBatch(ps, go);
+      } catch (const std::exception& e) {
+        qunsetenv("SDW_ATTENTION_QGROUPS");
+        qunsetenv("SDW_ATTENTION");
+        if (QString::fromUtf8(e.what()).contains("needs sm_90")) QSKIP(e.what());
+        QFAIL(e.what());
+      }
+      qunsetenv("SDW_ATTENTION_QGROUPS");
+      qunsetenv("SDW_ATTENTION");
+      for (int i = 0; i < batch; ++i) {
+        const auto& x = a[static_cast<std::size_t>(i)];
+        const auto& y = b[static_cast<std::size_t>(i)];
+        QCOMPARE(y.tokens, x.tokens);
+        QVERIFY2(y.logits == x.logits, qPrintable(QStringLiteral("batch %1 row %2: logits differ").arg(batch).arg(i)));
+      }
+    }
+  }
+
+  // An unusable group count is refused when the engine is built.
+  void attentionQGroupsRefused() {
+    qputenv("SDW_ATTENTION_QGROUPS", "3");  // llama shape: 4 query heads per KV head
+    GenerationOptions go;
+    go.maxNewTokens = 2;
+    QString what;
+    try {
+      Model::randomInit(shape("llama"), opts("bfloat16", Linear::Dense), 5, 0.05)
+          ->generateBatch(prompts(1, shape("llama").vocabSize), go);
+    } catch (const std::exception& e) {
+      what = QString::fromUtf8(e.what());
+    }
+    qunsetenv("SDW_ATTENTION_QGROUPS");
+    QVERIFY2(what.contains("SDW_ATTENTION_QGROUPS") && what.contains("does not divide"), qPrintable(what));
+  }
+
   // The sparse engine keeps no dense copy of a packed projection.
   void sparseHoldsNoDenseCopy() {
     const auto d = Model::load(kPruned, opts("bfloat16", Linear::Dense));
