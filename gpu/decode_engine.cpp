@@ -420,9 +420,6 @@ struct DecodeGraph {
   // Lanes per cache slot (AttentionArgs::lanesPerSlot): 2 where the kernel takes it (16-bit
   // types, headDim a multiple of 16), else 1; SDW_ATTENTION_LANES=1|2|4 chooses.
   int attentionLanes = 2;
-  // Query-head groups per KV head (AttentionArgs::qGroups): 1; SDW_ATTENTION_QGROUPS=N
-  // (a divisor of heads / kvHeads) spreads a KV head's query heads over N blocks.
-  int attentionQGroups = 1;
   // Norms run as the tail of the projection before them (kernels::NormTail; 1) or folded
   // into the projections around them (kernels::NormFold; 2), by index: 2l layer l's input
   // norm, 2l + 1 its post-attention norm, 2L the final norm. 0: a launch of its own.
@@ -636,20 +633,6 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     if (v == "1" || v == "2" || v == "4") g->attentionLanes = std::stoi(v);
     else if (!v.empty()) throw std::runtime_error("SDW_ATTENTION_LANES: \"" + v + "\" is not 1, 2 or 4");
   }
-  if (const char* env = std::getenv("SDW_ATTENTION_QGROUPS")) {
-    const std::string v = env;
-    const std::int64_t rep = c.numHeads / c.numKvHeads;
-    int n = 0;
-    try {
-      n = v.empty() ? 1 : std::stoi(v);
-    } catch (const std::exception&) {
-      n = 0;
-    }
-    if (n < 1 || rep % n != 0)
-      throw std::runtime_error("SDW_ATTENTION_QGROUPS: \"" + v + "\" does not divide the " + std::to_string(rep) +
-                               " query heads per KV head");
-    g->attentionQGroups = n;
-  }
   g->cacheKey = cache.k.front().data_ptr();
   g->ropeKey = m.ropeCos.data_ptr();
   const auto o = at::TensorOptions().dtype(m.computeDtype).device(m.device);
@@ -695,7 +678,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   const auto attnN =
       kernels::attentionWorkspaceFloats(Bi, static_cast<int>(c.numHeads), static_cast<int>(c.headDim), cache.capacity);
   g->attnWs = at::empty({static_cast<std::int64_t>(attnN)}, o.dtype(at::kFloat));
-  g->attnCounters = at::zeros({B * c.numKvHeads * g->attentionQGroups}, oi);
+  g->attnCounters = at::zeros({B * c.numKvHeads}, oi);
   std::size_t wsN = 1;
   std::int64_t counters = 1;
   const auto account = [&](const LinOp& op) {
@@ -855,7 +838,6 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     aa.counters = reinterpret_cast<unsigned*>(g.attnCounters.data_ptr());
     aa.merge = g.attentionMerge;
     aa.lanesPerSlot = g.attentionLanes;
-    aa.qGroups = g.attentionQGroups;
     if (attention) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
     sparsify(g.sAttn, l, ProjectionInput::O, "o input sparsity");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);

@@ -333,10 +333,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
   constexpr int W = kAttnWarps * LPS;  // warps
   constexpr int kThreads = W * 32;
   constexpr int SPW = 32 / LPS;  // slots per warp
-  // blockIdx.y: KV head g and (AttentionArgs::qGroups) which `rep` of its query heads
-  const int QG = a.qGroups, split = blockIdx.x, g = blockIdx.y / QG, qg = blockIdx.y % QG, b = blockIdx.z;
-  const int D = a.headDim, rep = a.heads / a.kvHeads / QG, S = gridDim.x;
-  const int h0 = (g * QG + qg) * rep;  // this block's first query head
+  const int split = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
+  const int D = a.headDim, rep = a.heads / a.kvHeads, S = gridDim.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int dimPart = lane % LPS;  // which D / LPS dims of its slot the lane scores
   constexpr int kPerThread = (MAXREP * 32 * EPL + kThreads - 1) / kThreads;  // rep * D / threads, at most
@@ -409,7 +407,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int i = threadIdx.x + k * kThreads;
-    if (i < rep * D) qs[i] = in(static_cast<std::int64_t>(h0) * D + i);
+    if (i < rep * D) qs[i] = in(static_cast<std::int64_t>(g) * rep * D + i);
   }
   if (ownsSlot)
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
@@ -425,15 +423,10 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
     const int ls = slot - split * kSlotsPerBlock;  // its warp ls / SPW, its lanes from (ls % SPW) * LPS
     T* kRow = rows + static_cast<std::int64_t>(ls) * Dp;
     T* vRow = PV ? rows + static_cast<std::int64_t>(kSlotsPerBlock + ls) * Dp : nullptr;
-    // Query-head groups: the group-0 block writes the caches (the others read the new
-    // value from their own rows; without PV every group reads it back, so each writes it).
-    const bool writesCache = qg == 0 || !PV;
     for (int d = lane; d < D; d += 32) {
       const T kv = fromFloat<T>(ks[d]), vv = fromFloat<T>(vn[d]);
-      if (writesCache) {
-        Kc[static_cast<std::int64_t>(slot) * D + d] = kv;
-        Vc[static_cast<std::int64_t>(slot) * D + d] = vv;
-      }
+      Kc[static_cast<std::int64_t>(slot) * D + d] = kv;
+      Vc[static_cast<std::int64_t>(slot) * D + d] = vv;
       kRow[d] = kv;
       if constexpr (PV) vRow[d] = vv;
     }
@@ -560,7 +553,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
     const int i = threadIdx.x + k * kThreads;
     if (i >= rep * D) continue;
     const int r = i / D, d = i % D;
-    float* p = viaCluster ? part + r * (D + 2) : partial(h0 + r, split);
+    float* p = viaCluster ? part + r * (D + 2) : partial(g * rep + r, split);
     if (d == 0) {
       p[0] = bM[k];
       p[1] = bL[k];
@@ -607,7 +600,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
         if (sp >= S) break;
         fold(M, L, A, mq[sp], lq[sp], aq[sp]);
       }
-      const int h = h0 + r;
+      const int h = g * rep + r;
       out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromFloat<T>(A / L);
     }
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
@@ -618,7 +611,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
   __threadfence();
   __syncthreads();
   __shared__ unsigned ticket;
-  unsigned* counter = a.counters + (b * a.kvHeads + g) * QG + qg;
+  unsigned* counter = a.counters + b * a.kvHeads + g;
   if (threadIdx.x == 0) ticket = atomicAdd(counter, 1u);
   __syncthreads();
   if (ticket != static_cast<unsigned>(S - 1)) return;
@@ -638,7 +631,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
       const int i = threadIdx.x + k * kThreads;
       if (i >= rep * D) continue;
       const int r = i / D, d = i % D;
-      const float* q = partial(h0 + r, sp);
+      const float* q = partial(g * rep + r, sp);
       fold(M[k], L[k], A[k], __ldcg(q), __ldcg(q + 1), __ldcg(q + 2 + d));
     }
   }
@@ -646,7 +639,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32 * LPS) attentionKernel(Attenti
   for (int k = 0; k < kPerThread; ++k) {
     const int i = threadIdx.x + k * kThreads;
     if (i >= rep * D) continue;
-    const int r = i / D, d = i % D, h = h0 + r;
+    const int r = i / D, d = i % D, h = g * rep + r;
     out[b * a.layout.strideB + (static_cast<std::int64_t>(h) * D + d) * a.layout.strideC] = fromFloat<T>(A[k] / L[k]);
   }
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
@@ -852,8 +845,7 @@ template <typename T>
 struct AttnL {
   // Shared memory of attentionKernel<T, ..., MAXREP, PV, LPS> (its layout, in order).
   static std::size_t smemBytes(const AttentionArgs& a, int maxRep, bool pv, int lps) {
-    const std::size_t D = static_cast<std::size_t>(a.headDim),
-                      rep = static_cast<std::size_t>(a.heads / a.kvHeads / a.qGroups);
+    const std::size_t D = static_cast<std::size_t>(a.headDim), rep = static_cast<std::size_t>(a.heads / a.kvHeads);
     const std::size_t warps = static_cast<std::size_t>(kAttnWarps * lps);
     return (2 * warps * static_cast<std::size_t>(maxRep) + rep * D + 2 * D + warps * rep * D) * sizeof(float) +
            (2 * D + (pv ? 2 : 1) * static_cast<std::size_t>(kSlotsPerBlock) * (D + 8)) * sizeof(T);
@@ -868,8 +860,7 @@ struct AttnL {
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
     }
-    const dim3 grid(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads * a.qGroups),
-                    static_cast<unsigned>(a.batch));
+    const dim3 grid(static_cast<unsigned>(S), static_cast<unsigned>(a.kvHeads), static_cast<unsigned>(a.batch));
     const dim3 block(kAttnWarps * 32 * LPS);
     if (a.merge != AttentionMerge::Cluster) return launch(kernel, grid, block, smem, st, pdl, a, ws);
     // The S splits of a (row, KV head) one cluster along x (sm_90: attentionClusterMergeSupported).
@@ -890,7 +881,7 @@ struct AttnL {
   }
   template <int EPL>
   static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
-    const int r = a.heads / a.kvHeads / a.qGroups;
+    const int r = a.heads / a.kvHeads;
     if (r <= 4) return go<EPL, 4>(a, ws, st, pdl);
     if (r <= 8) return go<EPL, 8>(a, ws, st, pdl);
     return go<EPL, 16>(a, ws, st, pdl);
@@ -995,7 +986,7 @@ std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int
 cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
                                   bool pdl) {
   if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 || a.heads / a.kvHeads > 16 ||
-      !a.counters || a.qGroups < 1 || (a.heads / a.kvHeads) % a.qGroups != 0)
+      !a.counters)
     return cudaErrorInvalidValue;
   if (a.merge == AttentionMerge::Cluster && !attentionClusterMergeSupported(a.capacity)) return cudaErrorNotSupported;
   return dispatch<AttnL>(dtype, a, workspace, stream, pdl);

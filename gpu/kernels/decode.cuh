@@ -60,7 +60,7 @@ cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const v
 // (flash-decoding): `splits` blocks per (row, KV head) write partial maxima, sums and
 // outputs to `workspace`; the last of them to finish merges them into out (row b,
 // head h, dim d at b * strideB + (h * headDim + d) * strideC). counters: batch *
-// kvHeads * qGroups unsigned, zero before the first launch (left zero). headDim <= 256, a
+// kvHeads unsigned, zero before the first launch (left zero). headDim <= 256, a
 // multiple of 8; heads / kvHeads <= 16. With AttentionMerge::Cluster (sm_90, at most
 // kMaxAttentionClusterSplits splits) the splits of a (row, KV head) form one
 // thread-block cluster and merge through distributed shared memory instead: no
@@ -98,12 +98,6 @@ struct AttentionArgs {
   // per block over the same slots. Taken for bf16/fp16 where the value rows are
   // prefetched and headDim is a multiple of 8 * lanes; otherwise one.
   int lanesPerSlot = 1;
-  // Query-head groups: the heads / kvHeads query heads of a KV head split over this many
-  // blocks (a divisor of heads / kvHeads), each scoring the same cache slots against its
-  // share, so a short cache spreads over qGroups times the blocks. The arithmetic per
-  // query head is unchanged (the result is bitwise that of one group); counters then
-  // hold batch * kvHeads * qGroups.
-  int qGroups = 1;
 };
 
 int attentionSplits(std::int64_t capacity);  // slot blocks of 128

@@ -40,10 +40,6 @@
 #                                 SDW_FUSE_NORMS=0 (every norm its own launch, the default), 1 (the tails), ticket
 #                                 (the tails' fences and atomics alone), fold (SDW_FOLD_NORMS=1: the norms folded
 #                                 into the dense GEMVs around them)
-#   ENGINE_CHECK_QGROUPS=1 ...    query-head groups in the attention: test_engine_cuda attentionQGroupsMatchOneGroup and
-#                                 attentionQGroupsRefused, then the batch-1 step (QGROUP_LINEARS, default dense,sparse 2:4)
-#                                 of each QGROUP_CONFIGS entry (default "llama3-8b:1,4,2 qwen3-14b:1,5") with
-#                                 SDW_ATTENTION_QGROUPS set to each count in turn
 #   ENGINE_CHECK_TARGETS="sdw-cli test_engine_cuda" ...   build only those
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B
 #                                 shapes, p_x 0-0.75) with SDW_SPMSPV_BULK=0 and 1 (chunks by bulk copies), then
@@ -101,19 +97,6 @@ if [ "${ENGINE_CHECK_FUSE:-0}" = 1 ]; then
         --patterns 2:4 --batch 1 --json --out "$O/fuse-$cfg-$v.json" > /dev/null 2>> "$O/fuse.log"
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(sys.argv[2], r["linear"], r.get("pattern") or "-", "%.1f tok/s" % r["tokens_per_second"], "%.1f us/step" % (1e6 / r["tokens_per_second"]), "limit %.1f" % r["limit_tokens_per_second"]) for r in d.get("rows", [d])]' \
         "$O/fuse-$cfg-$v.json" "$cfg fuse=$v" | tee -a "$O/fuse.txt"
-    done
-  done
-fi
-if [ "${ENGINE_CHECK_QGROUPS:-0}" = 1 ]; then
-  build-gpu/tests/test_engine_cuda attentionQGroupsMatchOneGroup attentionQGroupsRefused > "$O/test-engine-qgroups.log" 2>&1
-  grep -E "Totals|FAIL!|Loc:" "$O/test-engine-qgroups.log" | head -20
-  for spec in ${QGROUP_CONFIGS:-llama3-8b:1,4,2 qwen3-14b:1,5}; do
-    cfg=${spec%%:*}
-    for q in $(echo "${spec#*:}" | tr , ' '); do
-      SDW_ATTENTION_QGROUPS=$q build-gpu/bin/sdw-cli bench decode --config "$cfg" --linear "${QGROUP_LINEARS:-dense,sparse}" \
-        --patterns 2:4 --batch 1 --json --out "$O/qgroups-$cfg-$q.json" > /dev/null 2>> "$O/qgroups.log"
-      python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(sys.argv[2], r["linear"], r.get("pattern") or "-", "%.1f tok/s" % r["tokens_per_second"], "%.1f us/step" % (1e6 / r["tokens_per_second"]), "limit %.1f" % r["limit_tokens_per_second"]) for r in d.get("rows", [d])]' \
-        "$O/qgroups-$cfg-$q.json" "$cfg qgroups=$q" | tee -a "$O/qgroups.txt"
     done
   done
 fi
