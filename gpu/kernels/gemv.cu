@@ -80,10 +80,11 @@ __device__ __forceinline__ void foldPrologue(const NormFold& f, std::int64_t k0,
   __syncthreads();
 }
 
-// r from the partials foldPrologue copied: each thread's share, the warps' sums through `part`
-// (blockDim.x / 32 floats), added in an order fixed by the block size, so every block gets
-// the same bits. Every thread of the block calls it.
-__device__ __forceinline__ float foldScale(const NormFold& f, const float* partials, float* part) {
+// r from the partials foldPrologue copied: each thread's share, then the warps' sums, added
+// in an order fixed by the block size, so every block gets the same bits. Every thread of
+// the block calls it.
+__device__ __forceinline__ float foldScale(const NormFold& f, const float* partials) {
+  __shared__ float part[kMaxWarps];
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   float s = 0.f;
@@ -178,9 +179,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
       if (lane == 0) red[b * 32 + warp * R + r] = v;
     }
-  __shared__ float scalePart[kMaxWarps];
   float rs = 1.f;  // kFoldIn: the norm's r, applied to the sums
-  if constexpr (EXTRA == kFoldIn) rs = foldScale(fold, foldPartials, scalePart);
+  if constexpr (EXTRA == kFoldIn) rs = foldScale(fold, foldPartials);
   __syncthreads();
   bool wrote = false;
   if (warp == 0) {
