@@ -450,12 +450,14 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         kc.space->store(e, cfg, best, haveChained ? &cfgChained : nullptr, bestChained);
         table.put(e);
       }
-      // --tensor-cores: 2:4 at batch 2-8 through mma.sp, with the unroll, warps and split-K the
-      // FMA kernel would use (the tuning space does not hold the tensor-core path yet).
+      // --tensor-cores: 2:4 and 4:8 at batch 2-8 on the tensor cores, in the configuration
+      // spmvOnTensorCores picks for the shape (the tuning space does not hold that path).
       const auto onTensorCores = [&](CaseConfig c) {
-        if (!s.sparseTensorCores || kc.id != KernelId::Sparse || pattern != "2:4" || b < 2) return c;
+        if (!s.sparseTensorCores || kc.id != KernelId::Sparse || (pattern != "2:4" && pattern != "4:8") || b < 2)
+          return c;
         const auto& l = std::get<SpmvLaunch>(c);
-        return CaseConfig{kernels::toLaunch(kernels::spmvOnTensorCores(kernels::toConfig(l, l.pdl)))};
+        return CaseConfig{
+            kernels::toLaunch(kernels::spmvOnTensorCores(kernels::toConfig(l, l.pdl), sh.rows, sh.cols, b))};
       };
       cfg = onTensorCores(cfg);
       BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, pattern, b, kc.id);

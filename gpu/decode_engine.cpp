@@ -458,8 +458,8 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  if (op.mode == LinOp::Spmv && tensorCores && B >= 2 && d.pattern.n == 2 && d.pattern.m == 4)
-    op.spmv = kernels::spmvOnTensorCores(op.spmv);
+  if (op.mode == LinOp::Spmv && tensorCores && B >= 2 && d.pattern.m > 0 && 8 % d.pattern.m == 0)
+    op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols, B);
   return op;
 }
 

@@ -18,6 +18,7 @@
 #include "gpu/kernels/splitk.cuh"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -467,184 +468,240 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
                            static_cast<std::int64_t>(gridDim.x) * 32);
 }
 
-// ---- Batch 2-8 on the tensor cores, 2:4 only (SpmvConfig::unroll 100 + U) ----------------
-// mma.sp m16n8k32: the 16 kept values of a 2:4 row's mask word, in increasing column
-// order, are the compressed row of the sparse A operand as they are (values 2k, 2k+1 from
-// group k of four columns); the metadata, the two kept positions of each group (2 bits
-// each, the lower first), comes from each mask nibble by a table. A warp's 32-row tile is
-// two m16 halves sharing one B operand: x of the word's 32 columns for 8 batch columns
-// (those >= B zero), staged per block in shared memory as 16-bit values, [word][n][40]
-// (32 columns + 8 of padding: the B fragment loads hit 32 distinct banks). Fragment and
-// metadata layouts: PTX ISA, "Matrix fragments for mma.sp.m16n8k32 with .f16/.bf16";
-// sparsity selector 0 (threads 0 and 1 of each quad give the metadata); the kept positions
-// of a group are in increasing order, as .sp::ordered_metadata requires. Other patterns
-// do not satisfy the instruction's 2:4 constraint: the caller selects this path for 2:4
-// weights only.
+// ---- Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U): patterns with M | 8 ------
+// Dense mma.sync m16n8k16 (fp32 accumulation) on weights expanded to zeros and values in
+// registers. A warp owns one 32-row tile (two m16 halves) over its split's words, two words
+// (64 columns) at a time; the W warps of a block own W consecutive tiles and share one x
+// slice, staged once per block. Lane (grp, t) (grp = lane / 4, t = lane % 4) owns the 16
+// columns 32 (t / 2) + 16 (t % 2) + [0, 16) of the word pair for rows grp, grp + 8,
+// grp + 16 and grp + 24. With M | 8 (2:4, 4:8) every mask byte holds four kept columns, so
+// those 16 columns' 8 values are the 16 contiguous bytes 16 (t % 2) of the row's word: one
+// 16-byte load per row. PRMT places each byte's four values at their columns, the others
+// zero (byte selectors from a 256-entry table in shared memory: position p of the byte
+// holds value popc(b & (2^p - 1)), which for a byte of four lies in the low register for
+// positions 0-1, the high one for 6-7, either for 2-5). The product's k order is the
+// lanes' columns (k step j of a lane: its columns 4j..4j+3), x staged as 16-bit
+// [batch row][column pair] so a lane's B fragments for two k steps are one 16-byte shared
+// load; batch rows >= B are zero operands. Padding rows (mask 0x0000ffff: bytes of 8 and 0)
+// have zero values, so whatever the selectors take is zero. Fragment layouts: PTX ISA,
+// "Matrix fragments for mma.m16n8k16 with floating point type".
 
-// 4-bit metadata of each mask nibble, entry i at bits 4i: idx0 | idx1 << 2 for the six 2:4
-// nibbles; positions 0 and 1 for the others (the padding rows' 0xF and 0x0, whose values
-// are zero).
-constexpr unsigned long long kMeta24 = 0x444e4dc449844444ull;
-constexpr int kMmaXsStride = 40;  // 16-bit values per staged (word, batch column)
-constexpr int kMmaXsBytesPerWord = 8 * kMmaXsStride * 2;
+// Selectors of mask byte b: x = A0 | B3 << 16, y = A1 | B1 << 16, z = A2 | B2 << 16, where An
+// places the byte's values from the low register (values 0, 1) into output register n
+// (positions 2n, 2n + 1) and Bn those from the high register (values 2, 3); byte selector 4
+// (a byte of the zero operand) elsewhere.
+__device__ __forceinline__ uint4 tcSelectors(unsigned b) {
+  unsigned lo[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u}, hi[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u};
+  int idx = 0;
+  for (int p = 0; p < 8; ++p) {
+    if (!((b >> p) & 1u)) continue;
+    const int o = p >> 1, sh = 8 * (p & 1);
+    if (idx < 2) lo[o] = (lo[o] & ~(0xffu << sh)) | ((2u * idx | (2u * idx + 1) << 4) << sh);
+    else if (idx < 4) hi[o] = (hi[o] & ~(0xffu << sh)) | ((2u * (idx - 2) | (2u * (idx - 2) + 1) << 4) << sh);
+    ++idx;
+  }
+  return make_uint4(lo[0] | hi[3] << 16, lo[1] | hi[1] << 16, lo[2] | hi[2] << 16, 0u);
+}
 
-__device__ __forceinline__ std::uint32_t meta24(std::uint32_t m) {
-  std::uint32_t e = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k)
-    e |= static_cast<std::uint32_t>((kMeta24 >> (((m >> (4 * k)) & 15u) * 4)) & 15u) << (4 * k);
-  return e;
+__device__ __forceinline__ std::uint32_t prmtZ(std::uint32_t a, std::uint32_t sel) {
+  std::uint32_t d;
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(a), "r"(sel));
+  return d;
+}
+
+// One row's 16 columns of the lane: e[2j], e[2j + 1] are the A-fragment registers of its
+// columns 4j, 4j + 1 and 4j + 2, 4j + 3 (16-bit pairs, the lower column in the low half).
+__device__ __forceinline__ void tcExpandRow(const uint4& v, std::uint32_t bits, const uint4* sel,
+                                            std::uint32_t (&e)[8]) {
+  const uint4 s0 = sel[bits & 255u], s1 = sel[(bits >> 8) & 255u];
+  e[0] = prmtZ(v.x, s0.x);
+  e[1] = prmtZ(v.x, s0.y) | prmtZ(v.y, s0.y >> 16);
+  e[2] = prmtZ(v.x, s0.z) | prmtZ(v.y, s0.z >> 16);
+  e[3] = prmtZ(v.y, s0.x >> 16);
+  e[4] = prmtZ(v.z, s1.x);
+  e[5] = prmtZ(v.z, s1.y) | prmtZ(v.w, s1.y >> 16);
+  e[6] = prmtZ(v.z, s1.z) | prmtZ(v.w, s1.z >> 16);
+  e[7] = prmtZ(v.w, s1.x >> 16);
 }
 
 template <typename T>
-__device__ __forceinline__ void mmaSp16832(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[4],
-                                           std::uint32_t e) {
+__device__ __forceinline__ void mma16816(float (&c)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
+                                         std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9,%10,%11}, "
-        "{%0,%1,%2,%3}, %12, 0x0;\n"
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   else
-    asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9,%10,%11}, "
-        "{%0,%1,%2,%3}, %12, 0x0;\n"
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #else
+  (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
   __trap();
 #endif
 }
 
-// One mask word of the tile: its A fragments (a[h]: half h's rows grp and grp + 8,
-// compressed columns 2t, 2t + 1 and 2t + 8, 2t + 9), the masks of those rows (mk[2h],
-// mk[2h + 1]), and xb, this word's staged x at batch column grp.
-struct MmaWord {
-  std::uint32_t a[2][4];
-  std::uint32_t mk[4];
+// A lane's loads of one word pair: the 16 value bytes and the mask of each of its four rows.
+struct TcPair {
+  uint4 v[4];
+  std::uint32_t m[4];
 };
 
-__device__ __forceinline__ MmaWord loadMmaWord(const std::uint32_t* __restrict__ v32,
-                                               const std::uint32_t* __restrict__ masks, std::int64_t word, int grp,
-                                               int t) {
-  MmaWord w;
+template <bool GUARD>
+__device__ __forceinline__ TcPair tcLoad(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks,
+                                         std::int64_t tileBase, int g, int g1, int grp, int t) {
+  TcPair p;
+  const int w = g + (t >> 1);
+  const bool ok = !GUARD || w < g1;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const std::int64_t r0 = word * 32 + 16 * h + grp, r1 = r0 + 8;  // element index of the row's word
-    w.a[h][0] = __ldcg(v32 + r0 * 8 + t);
-    w.a[h][1] = __ldcg(v32 + r1 * 8 + t);
-    w.a[h][2] = __ldcg(v32 + r0 * 8 + t + 4);
-    w.a[h][3] = __ldcg(v32 + r1 * 8 + t + 4);
-    w.mk[2 * h] = __ldcg(masks + r0);
-    w.mk[2 * h + 1] = __ldcg(masks + r1);
+  for (int i = 0; i < 4; ++i) {
+    const std::int64_t e = (tileBase + w) * 32 + grp + 8 * i;
+    p.v[i] = ok ? __ldcg(values + 2 * e + (t & 1)) : make_uint4(0u, 0u, 0u, 0u);
+    p.m[i] = ok ? __ldcg(masks + e) : 0u;
   }
-  return w;
+  return p;
 }
 
-template <typename T>
-__device__ __forceinline__ void mmaWord(const MmaWord& w, const std::uint32_t* xb, int t, float (&c)[2][4]) {
-  const std::uint32_t b[4] = {xb[t], xb[t + 4], xb[t + 8], xb[t + 12]};  // k = 2t + 8j, 2t + 8j + 1
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const std::uint32_t m0 = meta24(w.mk[2 * h]), m1 = meta24(w.mk[2 * h + 1]);
-    // Thread 0 of a quad: groups 0-3 (columns 0-15) of rows grp (low half) and grp + 8;
-    // thread 1: groups 4-7. Threads 2 and 3 are not read (selector 0).
-    const std::uint32_t e = (t & 1) ? (m0 >> 16) | (m1 & 0xffff0000u) : (m0 & 0xffffu) | (m1 << 16);
-    mmaSp16832<T>(c[h], w.a[h], b, e);
-  }
-}
-
-// x of this split's words [gs, g1), 16-bit, transposed to [word][n][kMmaXsStride]; batch
-// columns n >= B zero.
-template <int B, int XS, typename T>
-__device__ __forceinline__ void stageXMma(unsigned short* xs, const T* x, int gs, int g1) {
-  const auto* xg = reinterpret_cast<const unsigned short*>(x) + static_cast<std::int64_t>(gs) * 32 * XS;
-  const int n8 = (g1 - gs) * 32 * 8;
-  for (int i = threadIdx.x; i < n8; i += blockDim.x) {
-    const int n = i & 7, col = i >> 3;
-    xs[((col >> 5) * 8 + n) * kMmaXsStride + (col & 31)] = n < B ? xg[static_cast<std::int64_t>(col) * XS + n] : 0;
-  }
-}
-
-// The warps' accumulators (c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1))
-// summed through shared memory by warp 0, then the split-K finish.
+// xs: this word pair's x, [batch row][column pair] (row stride xs32Stride), at the lane's columns.
 template <typename T, int B>
-__device__ __forceinline__ void finishMma(const float (&c)[2][4], float* red, T* __restrict__ y, std::int64_t ldy,
-                                          std::int64_t rows, float* __restrict__ ws, unsigned* __restrict__ counters) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-  const int grp = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = 16 * h + grp + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
-      if (n < B) red[(warp * B + n) * 32 + row] = c[h][i];
-    }
-  __syncthreads();
-  if (warp != 0) return;
-  float tot[B];
-#pragma unroll
-  for (int b = 0; b < B; ++b) tot[b] = 0.f;
-  for (int w = 0; w < W; ++w) {
-#pragma unroll
-    for (int b = 0; b < B; ++b) tot[b] += red[(w * B + b) * 32 + lane];
+__device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const std::uint32_t* xs, int xs32Stride,
+                                       int grp, int t, float (&c)[2][4]) {
+  uint4 b01 = make_uint4(0u, 0u, 0u, 0u), b23 = b01;
+  if (grp < B) {
+    const auto* xb = reinterpret_cast<const uint4*>(xs + grp * xs32Stride + (t >> 1) * 16 + (t & 1) * 8);
+    b01 = xb[0], b23 = xb[1];
   }
-  const std::int64_t tile = blockIdx.x, row = tile * 32 + lane;
-  detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row,
-                           static_cast<std::int64_t>(gridDim.x) * 32);
+  const std::uint32_t b[8] = {b01.x, b01.y, b01.z, b01.w, b23.x, b23.y, b23.z, b23.w};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    std::uint32_t e0[8], e1[8];  // rows 16h + grp and 16h + grp + 8
+    tcExpandRow(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
+    tcExpandRow(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) mma16816<T>(c[h], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], b[2 * j], b[2 * j + 1]);
+  }
+}
+
+// Stage x of this split's columns [32 gs, 32 g1) as [batch row n < B][column pair] 16-bit
+// pairs (row stride xs32Stride), zero beyond g1 up to the even word count. x is [cols][XS]
+// (4-byte aligned: the launcher checks).
+template <typename T, int B, int XS>
+__device__ __forceinline__ void tcStageX(std::uint32_t* xs, int xs32Stride, const T* x, int gs, int g1) {
+  const auto* xw = reinterpret_cast<const std::uint32_t*>(x) + static_cast<std::int64_t>(gs) * 32 * XS / 2;
+  const int nW = g1 - gs, pairs = ((nW + 1) & ~1) * 16;
+  for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
+    std::uint32_t w[XS];  // columns 2i, 2i + 1: XS 16-bit values each, as XS words
+    if (i < nW * 16) {
+#pragma unroll
+      for (int k = 0; k < XS; ++k) w[k] = xw[static_cast<std::int64_t>(i) * XS + k];
+    } else {
+#pragma unroll
+      for (int k = 0; k < XS; ++k) w[k] = 0u;
+    }
+#pragma unroll
+    for (int n = 0; n < B; ++n)
+      xs[n * xs32Stride + i] = __byte_perm(w[n / 2], w[(XS + n) / 2], (n & 1) ? 0x7632u : 0x5410u);
+  }
 }
 
 template <typename T, int B, int XS, int U, bool PDL>
 __global__ void __launch_bounds__(kMaxWarps * 32)
-    bitmaskSpmvMmaKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
-                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
-                         std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
-  __shared__ float red[kMaxWarps * B * 32];
-  extern __shared__ float4 xsRaw[];
-  auto* xs = reinterpret_cast<unsigned short*>(xsRaw);  // [words of this split][8][kMmaXsStride]
+    bitmaskSpmvTcKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
+                        int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
+                        std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
+  __shared__ uint4 sel[256];
+  extern __shared__ uint4 tcXsRaw[];
+  auto* xs = reinterpret_cast<std::uint32_t*>(tcXsRaw);
+  const int xs32Stride = wordsPerSplit * 16 + 4;  // 16 bytes of padding: conflict-free B loads
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int grp = lane >> 2, t = lane & 3;
-  const std::int64_t tile = blockIdx.x;
+  const std::int64_t tiles = (rows + 31) / 32, tile = static_cast<std::int64_t>(blockIdx.x) * W + warp;
   const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
   const int g1 = min(G, gs + wordsPerSplit);
   const std::int64_t tileBase = tile * G;
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) sel[i] = tcSelectors(static_cast<unsigned>(i));
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
-
-  // Stage this split's slice of x as 16-bit values, transposed to [word][n][column].
-  stageXMma<B, XS>(xs, x, gs, g1);
+  tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1);
   __syncthreads();
+  if (tile >= tiles) {
+    if constexpr (PDL) pdlLaunchDependents();
+    return;
+  }
 
   float c[2][4] = {};
-  const auto* v32 = reinterpret_cast<const std::uint32_t*>(values);
-  const auto* xs32 = reinterpret_cast<const std::uint32_t*>(xs);
-  int g = gs + warp * U;
-  for (; g + U <= g1; g += W * U) {
-    MmaWord w[U];
+  int g = gs;
+  for (; g + 2 * U <= g1; g += 2 * U) {
+    TcPair p[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) w[u] = loadMmaWord(v32, masks, tileBase + g + u, grp, t);
+    for (int u = 0; u < U; ++u) p[u] = tcLoad<false>(values, masks, tileBase, g + 2 * u, g1, grp, t);
 #pragma unroll
-    for (int u = 0; u < U; ++u) mmaWord<T>(w[u], xs32 + ((g + u - gs) * 8 + grp) * (kMmaXsStride / 2), t, c);
+    for (int u = 0; u < U; ++u) tcPair<T, B>(p[u], sel, xs + (g + 2 * u - gs) * 16, xs32Stride, grp, t, c);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  for (; g < g1; ++g)                        // a last chunk shorter than U (one warp at most)
-    mmaWord<T>(loadMmaWord(v32, masks, tileBase + g, grp, t), xs32 + ((g - gs) * 8 + grp) * (kMmaXsStride / 2), t, c);
+  for (; g < g1; g += 2)                     // the last pairs (the very last may hold one word)
+    tcPair<T, B>(tcLoad<true>(values, masks, tileBase, g, g1, grp, t), sel, xs + (g - gs) * 16, xs32Stride, grp, t, c);
 
-  finishMma<T, B>(c, red, y, ldy, rows, ws, counters);
+  // c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1).
+  const std::int64_t nSlots = tiles * 32;
+  const unsigned S = gridDim.y;
+  if (S == 1) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
+        const int n = 2 * t + (i & 1);
+        if (n < B && row < rows) y[n * ldy + row] = detail::fromFloat<T>(c[h][i]);
+      }
+    return;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
+      const int n = 2 * t + (i & 1);
+      if (n < B) ws[(static_cast<std::int64_t>(blockIdx.y) * nSlots + row) * B + n] = c[h][i];
+    }
+  __threadfence();
+  __syncwarp();
+  unsigned ticket = 0;
+  if (lane == 0) ticket = atomicAdd(counters + tile, 1u);
+  ticket = __shfl_sync(0xffffffffu, ticket, 0);
+  if (ticket != S - 1) return;
+  __threadfence();
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
+      const int n = 2 * t + (i & 1);
+      if (n >= B) continue;
+      float s = 0.f;
+      for (unsigned k = 0; k < S; ++k) s += __ldcg(ws + (static_cast<std::int64_t>(k) * nSlots + row) * B + n);
+      if (row < rows) y[n * ldy + row] = detail::fromFloat<T>(s);
+    }
+  if (lane == 0) counters[tile] = 0;
 }
 
 template <typename T, int B, int XS, int U>
-cudaError_t launchMma(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
-                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
-                      cudaStream_t stream) {
+cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
+                     const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
+                     cudaStream_t stream) {
+  if (reinterpret_cast<std::uintptr_t>(x) & 3) return cudaErrorInvalidValue;  // x staged in 4-byte words
   const int G = static_cast<int>(cols / 32);
   const int wordsPerSplit = spmvWordsPerSplit(cols, B, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
-  const std::size_t smem = static_cast<std::size_t>(wordsPerSplit) * kMmaXsBytesPerWord;
-  dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
+  const std::size_t smem = static_cast<std::size_t>(B) * (wordsPerSplit * 16 + 4) * 4;
+  const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
+  if (blocks > 2147483647) return cudaErrorInvalidValue;
+  dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && hopperLaunchSupported();
-  return detail::launchEx(pdl ? bitmaskSpmvMmaKernel<T, B, XS, U, true> : bitmaskSpmvMmaKernel<T, B, XS, U, false>,
-                          grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
+  return detail::launchEx(pdl ? bitmaskSpmvTcKernel<T, B, XS, U, true> : bitmaskSpmvTcKernel<T, B, XS, U, false>, grid,
+                          dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
                           static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,
                           static_cast<T*>(y), ldy, ws, counters);
 }
@@ -760,9 +817,9 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 101: return launchMma<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 102: return launchMma<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 104: return launchMma<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 101: return launchTc<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 102: return launchTc<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 104: return launchTc<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -790,14 +847,38 @@ std::int64_t spmvTiles(std::int64_t rows) { return (rows + 31) / 32; }
 
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   const int G = static_cast<int>(cols / 32);
-  const int maxWords = spmvTensorCores(cfg) ? kMaxXsBytes / kMmaXsBytesPerWord
-                                            : kMaxXsBytes / (32 * spmvXStride(batch) * static_cast<int>(sizeof(float)));
+  const bool tc = spmvTensorCores(cfg) && batch > 1;
+  const int maxWords = tc ? (kMaxXsBytes / (64 * batch)) & ~1  // 16-bit x, an even number of words
+                          : kMaxXsBytes / (32 * spmvXStride(batch) * static_cast<int>(sizeof(float)));
   const int S = batch == 1 ? std::clamp(cfg.splitK, 1, G)  // batch 1: x is not staged
                            : std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
-  return (G + S - 1) / S;
+  const int per = (G + S - 1) / S;
+  return tc ? (per + 1) & ~1 : per;  // the tensor-core kernel walks word pairs
 }
 
 bool pdlSupported() { return hopperLaunchSupported(); }
+
+SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols, int batch) {
+  (void)batch;
+  static std::atomic<int> sms{0};
+  int n = sms.load(std::memory_order_relaxed);
+  if (n == 0) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      n = 132;
+    n = std::max(n, 1);
+    sms.store(n, std::memory_order_relaxed);
+  }
+  cfg.warps = 4;
+  cfg.unroll = 102;
+  cfg.cluster = -1;
+  cfg.tail = {};
+  const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
+  const std::int64_t G = std::max<std::int64_t>(1, cols / 32);
+  const std::int64_t want = (4 * static_cast<std::int64_t>(n) + blocks - 1) / blocks;
+  cfg.splitK = static_cast<int>(std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(1, G / 16)));
+  return cfg;
+}
 
 bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   if (batch != 1 || cfg.cluster == 0) return false;

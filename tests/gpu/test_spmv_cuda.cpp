@@ -188,9 +188,10 @@ class TestSpmvCuda : public QObject {
     }
   }
 
-  // Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U: mma.sp, 2:4 weights only):
-  // every unroll, 4 and 8 warps, split-K through the
-  // workspace, plain and as a programmatic dependent launch, against the float64 reference of the same 16-bit values
+  // Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U: weights expanded in registers,
+  // mma.sync; patterns with M | 8): 2:4 and 4:8, every unroll, 1, 4 and 8 warps (tiles per
+  // block), split-K through the workspace (odd word counts per split included), plain and as
+  // a programmatic dependent launch, against the float64 reference of the same 16-bit values
   // (padding rows, batch columns beyond the batch and split slices included); batch 1 refuses it.
   void tensorCoresMatchReference_data() {
     QTest::addColumn<int>("rows");
@@ -198,13 +199,18 @@ class TestSpmvCuda : public QObject {
     QTest::addColumn<int>("batch");
     QTest::addColumn<QString>("dtype");
     QTest::addColumn<int>("splitK");
-    for (const char* dt : {"bf16", "fp16"}) {
-      for (int b = 2; b <= 8; ++b) QTest::addRow("batch %d 101x1024 %s", b, dt) << 101 << 1024 << b << dt << 1;
-      QTest::addRow("K=32 33x32 b5 %s", dt) << 33 << 32 << 5 << dt << 1;
-      QTest::addRow("split-K 1000x5120 b8 %s", dt) << 1000 << 5120 << 8 << dt << 4;
-      QTest::addRow("uneven split 65x4064 b3 %s", dt) << 65 << 4064 << 3 << dt << 7;
-      QTest::addRow("x slice over shared memory 70x14336 b4 %s", dt) << 70 << 14336 << 4 << dt << 1;
-    }
+    QTest::addColumn<int>("m");  // pattern m / 2 : m
+    for (const char* dt : {"bf16", "fp16"})
+      for (const int m : {4, 8}) {
+        for (int b = 2; b <= 8; ++b)
+          QTest::addRow("batch %d 101x1024 %s %d:%d", b, dt, m / 2, m) << 101 << 1024 << b << dt << 1 << m;
+        QTest::addRow("K=32 33x32 b5 %s %d:%d", dt, m / 2, m) << 33 << 32 << 5 << dt << 1 << m;
+        QTest::addRow("odd words 129x160 b7 %s %d:%d", dt, m / 2, m) << 129 << 160 << 7 << dt << 2 << m;
+        QTest::addRow("split-K 1000x5120 b8 %s %d:%d", dt, m / 2, m) << 1000 << 5120 << 8 << dt << 4 << m;
+        QTest::addRow("uneven split 65x4064 b3 %s %d:%d", dt, m / 2, m) << 65 << 4064 << 3 << dt << 7 << m;
+        QTest::addRow("x slice over shared memory 70x14336 b4 %s %d:%d", dt, m / 2, m)
+            << 70 << 14336 << 4 << dt << 1 << m;
+      }
   }
 
   void tensorCoresMatchReference() {
@@ -216,20 +222,21 @@ class TestSpmvCuda : public QObject {
     QFETCH(int, batch);
     QFETCH(QString, dtype);
     QFETCH(int, splitK);
+    QFETCH(int, m);
     const auto dt = sparse::parseDType(dtype.toStdString());
     const double tol = dt == sparse::DType::BF16 ? 8e-3 : 1e-3;
     const double ulp = dt == sparse::DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
     const gpu::KernelCase* kc = gpu::kernelCase(gpu::KernelId::Sparse);
     QVERIFY(kc);
-    const auto seed = static_cast<std::uint64_t>(rows * 977 + cols + batch * 13 + splitK);
-    auto in = kc->prepare(gpu::CaseProblem{rows, cols, dt, sparse::Pattern{2, 4}, seed}, 1);
+    const auto seed = static_cast<std::uint64_t>(rows * 977 + cols + batch * 13 + splitK + m);
+    auto in = kc->prepare(gpu::CaseProblem{rows, cols, dt, sparse::Pattern{m / 2, m}, seed}, 1);
     kc->setBatch(in, batch);
     const auto ref = kc->reference(in, 0);
     const auto want = torch::matmul(ref.x, ref.w.t());  // [batch, rows]
     const auto absRef = torch::matmul(ref.x.abs(), ref.w.abs().t());
     const double wantNorm = want.norm().item<double>();
     int configs = 0;
-    for (const int warps : {4, 8})
+    for (const int warps : {1, 4, 8})
       for (const int unroll : {101, 102, 104})
         for (const bool pdl : {false, true}) {
           const gpu::SpmvLaunch cfg{warps, unroll, splitK, -1, pdl};
@@ -250,7 +257,7 @@ class TestSpmvCuda : public QObject {
           QVERIFY2(bad == 0, qPrintable(QStringLiteral("%1: %2 elements off").arg(what).arg(bad)));
           ++configs;
         }
-    QCOMPARE(configs, 12);
+    QCOMPARE(configs, 18);
     kc->setBatch(in, 1);
     QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 102, 1, -1, false}), "batch 1 has no tensor-core path");
 #endif

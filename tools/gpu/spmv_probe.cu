@@ -7,6 +7,9 @@
 //   ./probe OUT.json [quick]
 //   ./probe - profile ROWS COLS W U K  DW DR DU DK   # for a profiler: a few plain launches of the
 //       batch-1 sparse kernel (w, unroll, split) and our dense GEMV (w, rows/warp, unroll, split)
+//   ./probe - tc [quick]   # batch 2-8: the tensor-core SpMV (2:4, 4:8) checked, then timed against the
+//       FMA kernel, our dense GEMV and (built with -DPROBE_CUBLAS ... -lcublas) cuBLAS, its split-K,
+//       warps and unroll swept
 
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/gemv.cuh"
@@ -15,6 +18,9 @@
 #include "gpu/kernels/spmv.cuh"
 
 #include <cuda_runtime.h>
+#ifdef PROBE_CUBLAS
+#include <cublas_v2.h>
+#endif
 
 #include <algorithm>
 #include <bit>
@@ -273,7 +279,149 @@ static int profileMain(int argc, char** argv) {
   return 0;
 }
 
+// ---- tc mode ------------------------------------------------------------------
+static int tcMain(bool quick) {
+  CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  gSm = p.multiProcessorCount;
+  std::printf("device %s, %d SMs\n", p.name, gSm);
+  int fails = 0, checks = 0;
+  for (DType dt : {DType::BF16, DType::F16})
+    for (int pm : {4, 8})
+      for (int b = 2; b <= 8; ++b)
+        for (SpmvConfig c : {SpmvConfig{4, 102, 1}, SpmvConfig{1, 101, 3}, SpmvConfig{8, 104, 2}, SpmvConfig{2, 102, 7},
+                             spmvOnTensorCores(SpmvConfig{}, 1000, 5120, b)}) {
+          for (auto [r, k] : {std::pair<long, long>{37, 96}, {100, 1056}, {33, 32}, {65, 4064}, {1000, 5120},
+                              {70, 14336}, {129, 160}}) {
+            if (quick && k > 5120) continue;
+            fails += !checkSparse(r, k, b, dt, c, pm / 2, pm), ++checks;
+            SpmvConfig cp = c;
+            cp.pdl = true;
+            if (r == 65) fails += !checkSparse(r, k, b, dt, cp, pm / 2, pm), ++checks;
+          }
+        }
+  std::printf("tensor-core correctness: %d failures of %d checks\n", fails, checks);
+  // HBM read bandwidth.
+  const size_t hbmBytes = size_t(4) << 30;
+  void* big;
+  unsigned* sink;
+  CK(cudaMalloc(&big, hbmBytes));
+  CK(cudaMalloc(&sink, 4));
+  CK(cudaMemset(big, 1, hbmBytes));
+  const double tHbm = timeGraph(1, 5, 7, [&](int) { return launchHbmRead(big, hbmBytes / 16, sink, gSm, gStream); });
+  const double hbm = hbmBytes / (tHbm * 1e-6) / 1e9;
+  std::printf("HBM read: %.0f GB/s\n", hbm);
+  CK(cudaFree(big));
+#ifdef PROBE_CUBLAS
+  cublasHandle_t hb;
+  if (cublasCreate(&hb) != CUBLAS_STATUS_SUCCESS) return 3;
+  cublasSetStream(hb, gStream);
+  void* cublasWs;
+  CK(cudaMalloc(&cublasWs, size_t(32) << 20));
+  cublasSetWorkspace(hb, cublasWs, size_t(32) << 20);
+#endif
+  const Shape shapes[] = {{"6144x4096", 6144, 4096},   {"4096x4096", 4096, 4096},   {"28672x4096", 28672, 4096},
+                          {"4096x14336", 4096, 14336}, {"14336x4096", 14336, 4096}, {"7168x5120", 7168, 5120},
+                          {"5120x5120", 5120, 5120},   {"34816x5120", 34816, 5120}, {"5120x17408", 5120, 17408}};
+  std::printf("%-11s %3s %2s | %8s %8s | %8s | %8s %-10s | %8s %-12s %5s | %6s %6s\n", "shape", "pat", "b", "cublas",
+              "dense", "fma", "tc auto", "cfg", "tc best", "cfg", "%hbm", "best/d", "auto/d");
+  for (const Shape& s : shapes) {
+    if (quick && s.rows != 14336) continue;
+    const size_t dBytes = size_t(s.rows) * s.cols * 2;
+    const size_t vBytes = size_t(spmvTiles(s.rows)) * 32 * s.cols, mWords = size_t(spmvTiles(s.rows)) * s.cols;
+    const size_t sBytes = vBytes + mWords * 4;
+    const int copies = std::max<int>(4, int((size_t(256) << 20) / sBytes) + 1);
+    std::vector<void*> dw(copies), sv(copies);
+    std::vector<unsigned*> sm(copies);
+    for (int i = 0; i < copies; ++i) {
+      CK(cudaMalloc(&dw[i], dBytes));
+      CK(cudaMalloc(&sv[i], sBytes));
+      sm[i] = reinterpret_cast<unsigned*>(static_cast<char*>(sv[i]) + vBytes);
+      CK(launchFillRandom16(dw[i], size_t(s.rows) * s.cols, DType::BF16, 11 + i, gStream));
+      CK(launchFillRandom16(sv[i], vBytes / 2, DType::BF16, 21 + i, gStream));
+    }
+    void *x, *y;
+    float* ws;
+    unsigned* cnt;
+    CK(cudaMalloc(&x, s.cols * 8 * 2));
+    CK(cudaMalloc(&y, s.rows * 8 * 2));
+    CK(cudaMalloc(&ws, size_t(64) * (s.rows + 64) * 8 * 4));
+    CK(cudaMalloc(&cnt, 65536 * 4));
+    CK(cudaMemset(cnt, 0, 65536 * 4));
+    CK(launchFillRandom16(x, s.cols * 8, DType::BF16, 3, gStream));
+    const int launches = std::max(2 * copies, 20);
+    for (int pm : {4, 8}) {
+      for (int i = 0; i < copies; ++i) CK(launchFillRandomMasks(sm[i], mWords, pm / 2, pm, 31 + i, gStream));
+      for (int b : {2, 4, 8}) {
+        double tCublas = 0;
+#ifdef PROBE_CUBLAS
+        {
+          const float one = 1.f, zero = 0.f;
+          tCublas = timeGraph(copies, launches, 5, [&](int i) {
+            return cublasGemmEx(hb, CUBLAS_OP_T, CUBLAS_OP_N, int(s.rows), b, int(s.cols), &one, dw[i], CUDA_R_16BF,
+                                int(s.cols), x, CUDA_R_16BF, int(s.cols), &zero, y, CUDA_R_16BF, int(s.rows),
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS
+                       ? cudaSuccess
+                       : cudaErrorUnknown;
+          });
+        }
+#endif
+        double bestD = 1e30, bestF = 1e30, bestT = 1e30;
+        SpmvConfig bt;
+        if (pm == 4)
+          for (const GemvConfig c : gemvTuningSpace(b)) {
+            const double t = timeGraph(copies, launches, 5, [&](int i) {
+              return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
+            });
+            bestD = std::min(bestD, t);
+          }
+        for (const SpmvConfig c : spmvTuningSpace(s.cols, b)) {
+          if (launchBitmaskSpmv(sv[0], sm[0], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream) !=
+              cudaSuccess)
+            continue;
+          bestF = std::min(bestF, timeGraph(copies, launches, 5, [&](int i) {
+            return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
+          }));
+        }
+        const auto timeTc = [&](SpmvConfig c) {
+          if (launchBitmaskSpmv(sv[0], sm[0], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream) !=
+              cudaSuccess) {
+            cudaGetLastError();
+            return 1e30;
+          }
+          return timeGraph(copies, launches, 5, [&](int i) {
+            return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
+          });
+        };
+        const SpmvConfig ca = spmvOnTensorCores(SpmvConfig{}, s.rows, s.cols, b);
+        const double tAuto = timeTc(ca);
+        for (int w : {2, 4, 8})
+          for (int u : {101, 102, 104})
+            for (int k : {1, 2, 3, 4, 6, 8, 12, 16}) {
+              if (quick && u != 102) continue;
+              const double t = timeTc(SpmvConfig{w, u, k});
+              if (t < bestT) bestT = t, bt = SpmvConfig{w, u, k};
+            }
+        static double denseRef[16];
+        const int di = int(&s - shapes) % 16;
+        if (pm == 4) denseRef[di] = std::min(bestD, tCublas > 0 ? tCublas : 1e30);
+        const double bestDense = denseRef[di];
+        std::printf("%-11s %d:%d %2d | %8.2f %8.2f | %8.2f | %8.2f w%d u%d s%-3d | %8.2f w%d u%d s%-5d %5.1f | %6.3f %6.3f\n",
+                    s.name, pm / 2, pm, b, tCublas, pm == 4 ? bestD : 0.0, bestF, tAuto, ca.warps, ca.unroll,
+                    ca.splitK, bestT, bt.warps, bt.unroll, bt.splitK, 100 * sBytes / (bestT * 1e-6) / 1e9 / hbm,
+                    bestDense / bestT, bestDense / tAuto);
+        std::fflush(stdout);
+      }
+    }
+    for (int i = 0; i < copies; ++i) cudaFree(dw[i]), cudaFree(sv[i]);
+    cudaFree(x), cudaFree(y), cudaFree(ws), cudaFree(cnt);
+  }
+  return fails ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 2 && std::strcmp(argv[2], "tc") == 0) return tcMain(argc > 3 && std::strcmp(argv[3], "quick") == 0);
   if (argc > 2 && std::strcmp(argv[2], "profile") == 0) return profileMain(argc, argv);
   const char* outPath = argc > 1 ? argv[1] : "tuning.json";
   const bool quick = argc > 2 && std::strcmp(argv[2], "quick") == 0;

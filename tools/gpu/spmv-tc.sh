@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# On the GPU machine: the standalone probe's tensor-core mode (tools/gpu/spmv_probe.cu,
+# `probe - tc`): the batch 2-8 tensor-core SpMV checked against a float64 host reference
+# (2:4 and 4:8, bf16 and fp16, batch 2-8, split-K, programmatic dependent launch), then
+# timed on the Llama-3.1-8B and Qwen3-14B projection shapes against the FMA kernel, our
+# dense GEMV and cuBLAS, its configurations swept. Output in $OUT (or out/gpu).
+#
+#   tools/gpu/spmv-tc.sh [quick]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=${OUT:-$root/out/gpu}
+mkdir -p "$out" /tmp/probe-tc
+{
+  echo "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) / $(nvcc --version | tail -1)"
+  echo "commit: ${SDW_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
+} | tee "$out/spmv-tc.txt"
+for f in spmv gemv hbm benchfill; do
+  nvcc -std=c++20 -O3 -arch=sm_90 -I. -c "gpu/kernels/$f.cu" -o "/tmp/probe-tc/$f.o" &
+done
+nvcc -std=c++20 -O3 -arch=sm_90 -I. -DPROBE_CUBLAS -c tools/gpu/spmv_probe.cu -o /tmp/probe-tc/main.o
+wait
+nvcc -arch=sm_90 /tmp/probe-tc/*.o -lcublas -o /tmp/probe-tc/probe || { echo "probe build FAILED" | tee -a "$out/spmv-tc.txt"; exit 1; }
+/tmp/probe-tc/probe - tc "${1:-}" 2>&1 | tee -a "$out/spmv-tc.txt"
