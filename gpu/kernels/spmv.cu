@@ -486,22 +486,32 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 // have zero values, so whatever the selectors take is zero. Fragment layouts: PTX ISA,
 // "Matrix fragments for mma.m16n8k16 with floating point type".
 
-// Selectors of mask byte b: x = A0 | B3 << 16, y = A1 | B1 << 16, z = A2 | B2 << 16, where An
-// places the byte's values from the low register (values 0, 1) into output register n
-// (positions 2n, 2n + 1) and Bn those from the high register (values 2, 3); byte selector 4
-// (a byte of the zero operand) elsewhere.
-__device__ __forceinline__ uint4 tcSelectors(unsigned b) {
-  unsigned lo[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u}, hi[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u};
-  int idx = 0;
-  for (int p = 0; p < 8; ++p) {
-    if (!((b >> p) & 1u)) continue;
-    const int o = p >> 1, sh = 8 * (p & 1);
-    if (idx < 2) lo[o] = (lo[o] & ~(0xffu << sh)) | ((2u * idx | (2u * idx + 1) << 4) << sh);
-    else if (idx < 4) hi[o] = (hi[o] & ~(0xffu << sh)) | ((2u * (idx - 2) | (2u * (idx - 2) + 1) << 4) << sh);
-    ++idx;
+// Selectors of mask byte b, entry 4b + (0, 1, 2): A0 | B3 << 16, A1 | B1 << 16, A2 | B2 << 16
+// (entry 4b + 3 unused), where An places the byte's values from the low register (values 0, 1)
+// into output register n (positions 2n, 2n + 1) and Bn those from the high register (values 2,
+// 3); byte selector 4 (a byte of the zero operand) elsewhere. Built at compile time.
+struct TcSelectorTable {
+  std::uint32_t v[1024];
+};
+constexpr TcSelectorTable makeTcSelectors() {
+  TcSelectorTable t{};
+  for (unsigned b = 0; b < 256; ++b) {
+    std::uint32_t lo[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u}, hi[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u};
+    unsigned idx = 0;
+    for (unsigned p = 0; p < 8; ++p) {
+      if (!((b >> p) & 1u)) continue;
+      const unsigned o = p >> 1, sh = 8 * (p & 1);
+      if (idx < 2) lo[o] = (lo[o] & ~(0xffu << sh)) | ((2u * idx | (2u * idx + 1) << 4) << sh);
+      else if (idx < 4) hi[o] = (hi[o] & ~(0xffu << sh)) | ((2u * (idx - 2) | (2u * (idx - 2) + 1) << 4) << sh);
+      ++idx;
+    }
+    t.v[4 * b] = lo[0] | hi[3] << 16;
+    t.v[4 * b + 1] = lo[1] | hi[1] << 16;
+    t.v[4 * b + 2] = lo[2] | hi[2] << 16;
   }
-  return make_uint4(lo[0] | hi[3] << 16, lo[1] | hi[1] << 16, lo[2] | hi[2] << 16, 0u);
+  return t;
 }
+__device__ const TcSelectorTable kTcSelectors = makeTcSelectors();
 
 __device__ __forceinline__ std::uint32_t prmtZ(std::uint32_t a, std::uint32_t sel) {
   std::uint32_t d;
@@ -622,7 +632,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
   const int g1 = min(G, gs + wordsPerSplit);
   const std::int64_t tileBase = tile * G;
-  for (int i = threadIdx.x; i < 256; i += blockDim.x) sel[i] = tcSelectors(static_cast<unsigned>(i));
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) sel[i] = __ldg(reinterpret_cast<const uint4*>(kTcSelectors.v) + i);
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
   tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1);
   __syncthreads();
@@ -631,14 +641,27 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     return;
   }
 
+  // Software-pipelined: the next U pairs' loads are in flight while this chunk is computed.
   float c[2][4] = {};
   int g = gs;
-  for (; g + 2 * U <= g1; g += 2 * U) {
+  if (g + 2 * U <= g1) {
     TcPair p[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) p[u] = tcLoad<false>(values, masks, tileBase, g + 2 * u, g1, grp, t);
+    for (;;) {
+      const bool more = g + 4 * U <= g1;
+      TcPair q[U];
+      if (more) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) tcPair<T, B>(p[u], sel, xs + (g + 2 * u - gs) * 16, xs32Stride, grp, t, c);
+        for (int u = 0; u < U; ++u) q[u] = tcLoad<false>(values, masks, tileBase, g + 2 * U + 2 * u, g1, grp, t);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) tcPair<T, B>(p[u], sel, xs + (g + 2 * u - gs) * 16, xs32Stride, grp, t, c);
+      g += 2 * U;
+      if (!more) break;
+#pragma unroll
+      for (int u = 0; u < U; ++u) p[u] = q[u];
+    }
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   for (; g < g1; g += 2)                     // the last pairs (the very last may hold one word)
