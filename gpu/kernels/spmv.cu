@@ -632,22 +632,27 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
   const int g1 = min(G, gs + wordsPerSplit);
   const std::int64_t tileBase = tile * G;
+  // The first U pairs' weights are requested before anything else (they do not depend on the
+  // previous kernel): their latency overlaps the table copy, the wait and the x staging.
+  // Software-pipelined after that: the next U pairs' loads in flight while these are computed.
+  int g = gs;
+  const bool live = tile < tiles, pipelined = live && g + 2 * U <= g1;
+  TcPair p[U];
+  if (pipelined) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) p[u] = tcLoad<false>(values, masks, tileBase, g + 2 * u, g1, grp, t);
+  }
   for (int i = threadIdx.x; i < 256; i += blockDim.x) sel[i] = __ldg(reinterpret_cast<const uint4*>(kTcSelectors.v) + i);
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
   tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1);
   __syncthreads();
-  if (tile >= tiles) {
+  if (!live) {
     if constexpr (PDL) pdlLaunchDependents();
     return;
   }
 
-  // Software-pipelined: the next U pairs' loads are in flight while this chunk is computed.
   float c[2][4] = {};
-  int g = gs;
-  if (g + 2 * U <= g1) {
-    TcPair p[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) p[u] = tcLoad<false>(values, masks, tileBase, g + 2 * u, g1, grp, t);
+  if (pipelined) {
     for (;;) {
       const bool more = g + 4 * U <= g1;
       TcPair q[U];

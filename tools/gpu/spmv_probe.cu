@@ -324,6 +324,8 @@ static int tcMain(bool quick) {
   const Shape shapes[] = {{"6144x4096", 6144, 4096},   {"4096x4096", 4096, 4096},   {"28672x4096", 28672, 4096},
                           {"4096x14336", 4096, 14336}, {"14336x4096", 14336, 4096}, {"7168x5120", 7168, 5120},
                           {"5120x5120", 5120, 5120},   {"34816x5120", 34816, 5120}, {"5120x17408", 5120, 17408}};
+  constexpr int kRules = 12;
+  static double ruleTotal[2][3][kRules] = {};  // [2:4, 4:8][batch 2, 4, 8][rule]
   std::printf("%-11s %3s %2s | %8s %8s | %8s | %8s %-10s | %8s %-12s %5s | %6s %6s\n", "shape", "pat", "b", "cublas",
               "dense", "fma", "tc auto", "cfg", "tc best", "cfg", "%hbm", "best/d", "auto/d");
   for (const Shape& s : shapes) {
@@ -396,10 +398,17 @@ static int tcMain(bool quick) {
         };
         const SpmvConfig ca = spmvOnTensorCores(SpmvConfig{}, s.rows, s.cols, b);
         const double tAuto = timeTc(ca);
+        // Candidate rules for the default configuration: warps, unroll, words per split.
+        for (int r = 0; r < kRules; ++r) {
+          const int w = r % 2 ? 8 : 4, u = (r / 2) % 2 ? 102 : 101, per = 16 << (r / 4);
+          const int k = std::max(1, int((s.cols / 32 + per / 2) / per));
+          const double t = timeTc(SpmvConfig{w, u, k});
+          ruleTotal[pm == 4 ? 0 : 1][b / 4][r] += t;
+        }
         for (int w : {2, 4, 8})
           for (int u : {101, 102, 104})
             for (int k : {1, 2, 3, 4, 6, 8, 12, 16}) {
-              if (quick && u != 102) continue;
+              if ((quick && u != 102) || pm == 8) continue;
               const double t = timeTc(SpmvConfig{w, u, k});
               if (t < bestT) bestT = t, bt = SpmvConfig{w, u, k};
             }
@@ -416,6 +425,12 @@ static int tcMain(bool quick) {
     }
     for (int i = 0; i < copies; ++i) cudaFree(dw[i]), cudaFree(sv[i]);
     cudaFree(x), cudaFree(y), cudaFree(ws), cudaFree(cnt);
+  }
+  std::printf("default-configuration rules, total us over the shapes (2:4 | 4:8):\n");
+  for (int r = 0; r < kRules; ++r) {
+    std::printf("  w%d u%d %2d words/split:", r % 2 ? 8 : 4, (r / 2) % 2 ? 102 : 101, 16 << (r / 4));
+    for (int b = 0; b < 3; ++b) std::printf("  b%d %8.2f | %8.2f", 2 << b, ruleTotal[0][b][r], ruleTotal[1][b][r]);
+    std::printf("\n");
   }
   return fails ? 1 : 0;
 }
