@@ -34,6 +34,19 @@ __device__ __forceinline__ void pdlWait() {
 #endif
 }
 
+// 16-byte asynchronous copies global -> shared (sm_80), L2 only; shared addresses as 32-bit.
+__device__ __forceinline__ std::uint32_t smemAddr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cpAsync16(std::uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // Bulk asynchronous copies (sm_90): global -> shared through the copy engine, completion
 // counted in bytes on an mbarrier in shared memory (arrival count 1: one arrival, which
 // also expects the phase's bytes). Shared addresses as 32-bit (__cvta_generic_to_shared).

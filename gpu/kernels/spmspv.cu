@@ -27,7 +27,11 @@
 namespace sdw::kernels {
 namespace {
 
+using detail::cpAsync16;
+using detail::cpAsyncCommit;
+using detail::cpAsyncWait;
 using detail::lo16;
+using detail::smemAddr;
 
 constexpr int kMaxWarps = 16;
 constexpr int kU = 4;                                                 // chunks per group (one packed scan)
@@ -44,17 +48,6 @@ __host__ __device__ constexpr std::size_t bulkBarrierBytes(int warps, int stages
   return (static_cast<std::size_t>(warps) * stages * 8 + 15) / 16 * 16;
 }
 
-__device__ __forceinline__ std::uint32_t smemAddr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cpAsync16(std::uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 // 1. A warp's active columns (|x_j| > threshold), in increasing order within each of its
 // 32-column steps of [c0, c1) (every W-th step from its own): {chunk location << 6 | size in

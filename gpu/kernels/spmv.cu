@@ -554,18 +554,18 @@ __device__ __forceinline__ void mma16816(float (&c)[4], std::uint32_t a0, std::u
 #endif
 }
 
-// A lane's loads of one word pair: the 16 value bytes and the mask of each of its four rows.
+// A lane's share of one word pair: the 16 value bytes and the mask of each of its four rows
+// (tcLoad: straight from global memory, zero for a word at or past g1).
 struct TcPair {
   uint4 v[4];
   std::uint32_t m[4];
 };
 
-template <bool GUARD>
 __device__ __forceinline__ TcPair tcLoad(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks,
                                          std::int64_t tileBase, int g, int g1, int grp, int t) {
   TcPair p;
   const int w = g + (t >> 1);
-  const bool ok = !GUARD || w < g1;
+  const bool ok = w < g1;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const std::int64_t e = (tileBase + w) * 32 + grp + 8 * i;
@@ -617,14 +617,49 @@ __device__ __forceinline__ void tcStageX(std::uint32_t* xs, int xs32Stride, cons
   }
 }
 
-template <typename T, int B, int XS, int U, bool PDL>
+// A warp's ring of S stages in shared memory, one word pair each: the two words' values for
+// the tile's 32 rows (1 KiB each, 64 bytes of padding after each: the lanes' 16-byte reads of
+// one row set hit 32 distinct banks) and their masks (128 bytes each, 32 of padding).
+constexpr int kTcWordBytes = 1024 + 64;
+constexpr int kTcMaskOffset = 2 * kTcWordBytes;
+constexpr int kTcMaskBytes = 128 + 32;
+constexpr int kTcStageBytes = kTcMaskOffset + 2 * kTcMaskBytes;
+
+// Copies word pair (g, g + 1) of the tile into stage `dst` (32-bit shared address): 4 values
+// pieces per lane, the 16 mask pieces by lanes 0-15.
+__device__ __forceinline__ void tcIssue(std::uint32_t dst, const uint4* __restrict__ values,
+                                        const std::uint32_t* __restrict__ masks, std::int64_t word, int lane) {
+  const uint4* v = values + word * 64;
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    detail::cpAsync16(dst + w * kTcWordBytes + 16 * lane, v + 64 * w + lane);
+    detail::cpAsync16(dst + w * kTcWordBytes + 16 * (lane + 32), v + 64 * w + lane + 32);
+  }
+  if (lane < 16)
+    detail::cpAsync16(dst + kTcMaskOffset + (lane >> 3) * kTcMaskBytes + 16 * (lane & 7),
+                      masks + (word + (lane >> 3)) * 32 + 4 * (lane & 7));
+}
+
+// The lane's share of a staged word pair (its four rows' 16 value bytes and masks).
+__device__ __forceinline__ TcPair tcRead(const unsigned char* stage, int grp, int t) {
+  TcPair p;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = grp + 8 * i;
+    p.v[i] = *reinterpret_cast<const uint4*>(stage + (t >> 1) * kTcWordBytes + 32 * r + 16 * (t & 1));
+    p.m[i] = *reinterpret_cast<const std::uint32_t*>(stage + kTcMaskOffset + (t >> 1) * kTcMaskBytes + 4 * r);
+  }
+  return p;
+}
+
+template <typename T, int B, int XS, int S, bool PDL>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     bitmaskSpmvTcKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
                         std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
   __shared__ uint4 sel[256];
-  extern __shared__ uint4 tcXsRaw[];
-  auto* xs = reinterpret_cast<std::uint32_t*>(tcXsRaw);
+  extern __shared__ uint4 tcSmem[];
+  auto* xs = reinterpret_cast<std::uint32_t*>(tcSmem);
   const int xs32Stride = wordsPerSplit * 16 + 4;  // 16 bytes of padding: conflict-free B loads
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int grp = lane >> 2, t = lane & 3;
@@ -632,15 +667,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int gs = static_cast<int>(blockIdx.y) * wordsPerSplit;
   const int g1 = min(G, gs + wordsPerSplit);
   const std::int64_t tileBase = tile * G;
-  // The first U pairs' weights are requested before anything else (they do not depend on the
-  // previous kernel): their latency overlaps the table copy, the wait and the x staging.
-  // Software-pipelined after that: the next U pairs' loads in flight while these are computed.
-  int g = gs;
-  const bool live = tile < tiles, pipelined = live && g + 2 * U <= g1;
-  TcPair p[U];
-  if (pipelined) {
+  const bool live = tile < tiles;
+  const int nPairs = live ? (g1 - gs) / 2 : 0;  // full pairs through the ring; an odd last word after it
+  const unsigned char* ring =
+      reinterpret_cast<const unsigned char*>(tcSmem) + B * xs32Stride * 4 + warp * S * kTcStageBytes;
+  const std::uint32_t ringAddr = detail::smemAddr(ring);
+  // The ring's first S - 1 pairs are requested before anything else (the weights do not depend
+  // on the previous kernel): their latency overlaps the table copy, the wait and the x staging.
 #pragma unroll
-    for (int u = 0; u < U; ++u) p[u] = tcLoad<false>(values, masks, tileBase, g + 2 * u, g1, grp, t);
+  for (int k = 0; k < S - 1; ++k) {
+    if (k < nPairs) tcIssue(ringAddr + k * kTcStageBytes, values, masks, tileBase + gs + 2 * k, lane);
+    detail::cpAsyncCommit();  // also when empty: one group per pair keeps the wait count uniform
   }
   for (int i = threadIdx.x; i < 256; i += blockDim.x) sel[i] = __ldg(reinterpret_cast<const uint4*>(kTcSelectors.v) + i);
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
@@ -652,30 +689,24 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
 
   float c[2][4] = {};
-  if (pipelined) {
-    for (;;) {
-      const bool more = g + 4 * U <= g1;
-      TcPair q[U];
-      if (more) {
-#pragma unroll
-        for (int u = 0; u < U; ++u) q[u] = tcLoad<false>(values, masks, tileBase, g + 2 * U + 2 * u, g1, grp, t);
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) tcPair<T, B>(p[u], sel, xs + (g + 2 * u - gs) * 16, xs32Stride, grp, t, c);
-      g += 2 * U;
-      if (!more) break;
-#pragma unroll
-      for (int u = 0; u < U; ++u) p[u] = q[u];
-    }
+  for (int k = 0; k < nPairs; ++k) {
+    const int kn = k + S - 1;
+    if (kn < nPairs) tcIssue(ringAddr + (kn % S) * kTcStageBytes, values, masks, tileBase + gs + 2 * kn, lane);
+    detail::cpAsyncCommit();
+    detail::cpAsyncWait<S - 1>();  // pair k has landed (this lane's pieces) ...
+    __syncwarp();                  // ... and every lane's
+    tcPair<T, B>(tcRead(ring + (k % S) * kTcStageBytes, grp, t), sel, xs + 2 * k * 16, xs32Stride, grp, t, c);
+    __syncwarp();  // the stage is refilled at the next pair
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  for (; g < g1; g += 2)                     // the last pairs (the very last may hold one word)
-    tcPair<T, B>(tcLoad<true>(values, masks, tileBase, g, g1, grp, t), sel, xs + (g - gs) * 16, xs32Stride, grp, t, c);
+  if ((g1 - gs) & 1)                          // an odd last word, straight from global memory
+    tcPair<T, B>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16,
+                 xs32Stride, grp, t, c);
 
   // c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1).
   const std::int64_t nSlots = tiles * 32;
-  const unsigned S = gridDim.y;
-  if (S == 1) {
+  const unsigned splits = gridDim.y;
+  if (splits == 1) {
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -699,7 +730,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   unsigned ticket = 0;
   if (lane == 0) ticket = atomicAdd(counters + tile, 1u);
   ticket = __shfl_sync(0xffffffffu, ticket, 0);
-  if (ticket != S - 1) return;
+  if (ticket != splits - 1) return;
   __threadfence();
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -709,27 +740,34 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       const int n = 2 * t + (i & 1);
       if (n >= B) continue;
       float s = 0.f;
-      for (unsigned k = 0; k < S; ++k) s += __ldcg(ws + (static_cast<std::int64_t>(k) * nSlots + row) * B + n);
+      for (unsigned k = 0; k < splits; ++k) s += __ldcg(ws + (static_cast<std::int64_t>(k) * nSlots + row) * B + n);
       if (row < rows) y[n * ldy + row] = detail::fromFloat<T>(s);
     }
   if (lane == 0) counters[tile] = 0;
 }
 
-template <typename T, int B, int XS, int U>
+template <typename T, int B, int XS, int S>
 cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
                      cudaStream_t stream) {
-  if (reinterpret_cast<std::uintptr_t>(x) & 3) return cudaErrorInvalidValue;  // x staged in 4-byte words
+  // x staged in 4-byte words, values and masks copied in 16-byte pieces
+  if ((reinterpret_cast<std::uintptr_t>(x) & 3) ||
+      ((reinterpret_cast<std::uintptr_t>(values) | reinterpret_cast<std::uintptr_t>(masks)) & 15))
+    return cudaErrorInvalidValue;
   const int G = static_cast<int>(cols / 32);
   const int wordsPerSplit = spmvWordsPerSplit(cols, B, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
-  const std::size_t smem = static_cast<std::size_t>(B) * (wordsPerSplit * 16 + 4) * 4;
+  const std::size_t smem = static_cast<std::size_t>(B) * (wordsPerSplit * 16 + 4) * 4 +
+                           static_cast<std::size_t>(cfg.warps) * S * kTcStageBytes;
   const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
   if (blocks > 2147483647) return cudaErrorInvalidValue;
   dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && hopperLaunchSupported();
-  return detail::launchEx(pdl ? bitmaskSpmvTcKernel<T, B, XS, U, true> : bitmaskSpmvTcKernel<T, B, XS, U, false>, grid,
-                          dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
+  auto kernel = pdl ? bitmaskSpmvTcKernel<T, B, XS, S, true> : bitmaskSpmvTcKernel<T, B, XS, S, false>;
+  const cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  return detail::launchEx(kernel, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream, 0, pdl,
                           static_cast<const uint4*>(values), masks, G, wordsPerSplit, static_cast<const T*>(x), rows,
                           static_cast<T*>(y), ldy, ws, counters);
 }
@@ -845,8 +883,8 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 101: return launchTc<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 102: return launchTc<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 103: return launchTc<T, B, XS, 3>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 104: return launchTc<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       default: return cudaErrorInvalidValue;
     }
@@ -898,13 +936,13 @@ SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t col
     sms.store(n, std::memory_order_relaxed);
   }
   cfg.warps = 4;
-  cfg.unroll = 102;
+  cfg.unroll = 104;
   cfg.cluster = -1;
   cfg.tail = {};
   const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
   const std::int64_t G = std::max<std::int64_t>(1, cols / 32);
-  const std::int64_t want = (4 * static_cast<std::int64_t>(n) + blocks - 1) / blocks;
-  cfg.splitK = static_cast<int>(std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(1, G / 16)));
+  (void)blocks;
+  cfg.splitK = static_cast<int>(std::max<std::int64_t>(1, (G + 16) / 32));  // about 32 words per split
   return cfg;
 }
 

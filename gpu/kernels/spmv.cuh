@@ -27,10 +27,11 @@ struct SpmvConfig {
   int unroll = 2;    // mask words per warp with loads in flight before use (1, 2, 4; 3 at batch 1);
                      // batch 1, 10 S + U (41, 61, 81, 42, 34): S-stage bulk-copy pipeline through shared
                      // memory (sm_90, 16-byte aligned pointers; else the register path with U words);
-                     // batch 2-8, 100 + U (101, 102, 104): the tensor cores (dense mma.sync m16n8k16 on
-                     // weights expanded in registers, sm_80+, x 4-byte aligned), U word pairs in flight,
-                     // each warp its own tile, for patterns with M | 8 (2:4, 4:8) only: the expansion
-                     // relies on every mask byte holding four kept columns
+                     // batch 2-8, 100 + S (102, 103, 104): the tensor cores (dense mma.sync m16n8k16 on
+                     // weights expanded in registers, sm_80+), each warp its own tile through an
+                     // S-stage cp.async ring of word pairs; x 4-byte, values and masks 16-byte aligned;
+                     // for patterns with M | 8 (2:4, 4:8) only: the expansion relies on every mask
+                     // byte holding four kept columns
   int splitK = 1;    // blocks per tile along the input dimension (two-pass reduction);
                      // raised where the x slice would not fit in shared memory
   int cluster = -1;  // batch 1 with splitK > 1 on sm_90+: the blocks of a tile form a thread-block
@@ -46,9 +47,8 @@ int spmvXStride(int batch);  // 1, 2, 4 or 8
 // Whether a configuration takes the tensor-core path (unroll 100 + U; batch 2-8, M | 8).
 inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
 // The tensor-core configuration for a shape and batch (what --tensor-cores /
-// LoadOptions::sparseTensorCores run): 4 warps (tiles) per block, two word pairs in flight,
-// split-K until the grid holds about four blocks per SM (at least 16 words per split);
-// cfg's programmatic dependent launch kept.
+// LoadOptions::sparseTensorCores run): 4 warps (tiles) per block, a 4-stage ring, about 32
+// words per split-K slice; cfg's programmatic dependent launch kept.
 SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols, int batch);
 std::int64_t spmvTiles(std::int64_t rows);
 // Mask words per split-K slice actually used (cfg.splitK, raised for shared memory).

@@ -188,8 +188,8 @@ class TestSpmvCuda : public QObject {
     }
   }
 
-  // Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U: weights expanded in registers,
-  // mma.sync; patterns with M | 8): 2:4 and 4:8, every unroll, 1, 4 and 8 warps (tiles per
+  // Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + S: weights expanded in registers,
+  // mma.sync; patterns with M | 8): 2:4 and 4:8, every ring depth, 1, 4 and 8 warps (tiles per
   // block), split-K through the workspace (odd word counts per split included), plain and as
   // a programmatic dependent launch, against the float64 reference of the same 16-bit values
   // (padding rows, batch columns beyond the batch and split slices included); batch 1 refuses it.
@@ -237,7 +237,7 @@ class TestSpmvCuda : public QObject {
     const double wantNorm = want.norm().item<double>();
     int configs = 0;
     for (const int warps : {1, 4, 8})
-      for (const int unroll : {101, 102, 104})
+      for (const int unroll : {102, 103, 104})
         for (const bool pdl : {false, true}) {
           const gpu::SpmvLaunch cfg{warps, unroll, splitK, -1, pdl};
           const QString what =

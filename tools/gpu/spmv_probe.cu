@@ -290,7 +290,7 @@ static int tcMain(bool quick) {
   for (DType dt : {DType::BF16, DType::F16})
     for (int pm : {4, 8})
       for (int b = 2; b <= 8; ++b)
-        for (SpmvConfig c : {SpmvConfig{4, 102, 1}, SpmvConfig{1, 101, 3}, SpmvConfig{8, 104, 2}, SpmvConfig{2, 102, 7},
+        for (SpmvConfig c : {SpmvConfig{4, 102, 1}, SpmvConfig{1, 103, 3}, SpmvConfig{8, 104, 2}, SpmvConfig{2, 102, 7},
                              spmvOnTensorCores(SpmvConfig{}, 1000, 5120, b)}) {
           for (auto [r, k] : {std::pair<long, long>{37, 96}, {100, 1056}, {33, 32}, {65, 4064}, {1000, 5120},
                               {70, 14336}, {129, 160}}) {
@@ -400,15 +400,15 @@ static int tcMain(bool quick) {
         const double tAuto = timeTc(ca);
         // Candidate rules for the default configuration: warps, unroll, words per split.
         for (int r = 0; r < kRules; ++r) {
-          const int w = r % 2 ? 8 : 4, u = (r / 2) % 2 ? 102 : 101, per = 16 << (r / 4);
+          const int w = r % 2 ? 8 : 4, u = (r / 2) % 2 ? 104 : 103, per = 16 << (r / 4);
           const int k = std::max(1, int((s.cols / 32 + per / 2) / per));
           const double t = timeTc(SpmvConfig{w, u, k});
           ruleTotal[pm == 4 ? 0 : 1][b / 4][r] += t;
         }
         for (int w : {2, 4, 8})
-          for (int u : {101, 102, 104})
+          for (int u : {102, 103, 104})
             for (int k : {1, 2, 3, 4, 6, 8, 12, 16}) {
-              if ((quick && u != 102) || pm == 8) continue;
+              if ((quick && u != 104) || pm == 8) continue;
               const double t = timeTc(SpmvConfig{w, u, k});
               if (t < bestT) bestT = t, bt = SpmvConfig{w, u, k};
             }
@@ -428,7 +428,7 @@ static int tcMain(bool quick) {
   }
   std::printf("default-configuration rules, total us over the shapes (2:4 | 4:8):\n");
   for (int r = 0; r < kRules; ++r) {
-    std::printf("  w%d u%d %2d words/split:", r % 2 ? 8 : 4, (r / 2) % 2 ? 102 : 101, 16 << (r / 4));
+    std::printf("  w%d u%d %2d words/split:", r % 2 ? 8 : 4, (r / 2) % 2 ? 104 : 103, 16 << (r / 4));
     for (int b = 0; b < 3; ++b) std::printf("  b%d %8.2f | %8.2f", 2 << b, ruleTotal[0][b][r], ruleTotal[1][b][r]);
     std::printf("\n");
   }
