@@ -450,10 +450,11 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         kc.space->store(e, cfg, best, haveChained ? &cfgChained : nullptr, bestChained);
         table.put(e);
       }
-      // --tensor-cores: 2:4 and 4:8 at batch 2-8 on the tensor cores, in the configuration
-      // spmvOnTensorCores picks for the shape (the tuning space does not hold that path).
+      // 2:4 and 4:8 on the tensor cores from batch 5 (--tensor-cores: from batch 2), in the
+      // configuration spmvOnTensorCores picks for the shape (the tuning space does not hold that path).
       const auto onTensorCores = [&](CaseConfig c) {
-        if (!s.sparseTensorCores || kc.id != KernelId::Sparse || (pattern != "2:4" && pattern != "4:8") || b < 2)
+        if (kc.id != KernelId::Sparse ||
+            !kernels::spmvUseTensorCores(s.sparseTensorCores, b, sparse::parsePattern(pattern).m))
           return c;
         const auto& l = std::get<SpmvLaunch>(c);
         return CaseConfig{

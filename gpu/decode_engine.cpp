@@ -449,7 +449,7 @@ LinOp denseOp(const EngineState& e, const at::Tensor& w, std::int64_t yOff, int 
 }
 
 LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, int B, at::ScalarType compute,
-               bool tensorCores) {
+               int tensorCores) {
   LinOp op;
   op.packed = d;
   op.rows = d.rows;
@@ -458,7 +458,7 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  if (op.mode == LinOp::Spmv && tensorCores && B >= 2 && d.pattern.m > 0 && 8 % d.pattern.m == 0)
+  if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m))
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols, B);
   return op;
 }

@@ -41,7 +41,7 @@ int runKernels(const Args& a) {
   s.dtype = a.get("dtype", "bf16");
   s.repeats = static_cast<int>(a.getInt("repeats", 7));
   s.tune = a.has("tune");
-  s.sparseTensorCores = a.has("tensor-cores");
+  s.sparseTensorCores = a.has("tensor-cores") ? 1 : a.has("no-tensor-cores") ? 0 : -1;
   s.forceCpu = a.has("cpu");
   s.layer = !a.has("no-layer");
   s.cusparselt = !a.has("no-cusparselt");
@@ -126,7 +126,7 @@ const RegisterBenchMode regKernels{BenchMode{
     "kernels",
     "the bitmask N:M SpMV kernels against dense and 2:4 baselines",
     "bench kernels [--shapes llama3-8b,qwen3-14b,qwen3-32b|RxC] [--patterns 2:4,...] [--batch 1,2,4,8] "
-    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--tune] [--tensor-cores] [--json] "
+    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--tune] [--tensor-cores|--no-tensor-cores] [--json] "
     "[--out FILE]",
     {{"shapes", "LIST", "models (llama3-8b, qwen3-14b, qwen3-32b) or ROWSxCOLS shapes", "llama3-8b,qwen3-14b"},
      {"patterns", "LIST", "N:M patterns", "2:4,4:8,8:16,16:32"},
@@ -136,7 +136,8 @@ const RegisterBenchMode regKernels{BenchMode{
      {"activation-sparsity", "LIST",
       "also time the spMspV kernel (batch 1, 50% unstructured weights) skipping these fractions of x, in [0, 1)", ""},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
-     {"tensor-cores", "", "2:4 at batch 2-8: our SpMV on the tensor cores (mma.sp)", ""},
+     {"tensor-cores", "", "2:4 and 4:8 from batch 2: our SpMV on the tensor cores (default: from batch 5)", ""},
+     {"no-tensor-cores", "", "2:4 and 4:8 at every batch: our SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "tuning table to use (default: resources/tuning/<gpu>.json)", ""},
      {"tuning-out", "FILE", "where --tune writes its table", "tuning.json"},
      {"cpu", "", "benchmark the CPU kernels even when a GPU is present", ""},

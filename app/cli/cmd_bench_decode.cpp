@@ -51,7 +51,7 @@ int runDecode(const Args& a) {
   o.seed = static_cast<std::uint64_t>(a.getInt("seed", 0));
   o.graph = !a.has("no-graph");
   o.pdl = !a.has("no-pdl");
-  o.sparseTensorCores = a.has("tensor-cores");
+  o.sparseTensorCores = a.has("tensor-cores") ? 1 : a.has("no-tensor-cores") ? 0 : -1;
   if (a.has("tuning")) o.tuningFile = a.get("tuning");
   else if (device != "cpu")
     o.tuningFile = gpu::defaultTuningPath(std::filesystem::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
@@ -191,7 +191,7 @@ const RegisterBenchMode regDecode{BenchMode{
     "decode tokens/s of the model runtime (random weights from a config) vs the HBM bandwidth limit",
     "bench decode [--config llama3-8b,...] [--linear cublas,dense,sparse,eager] [--patterns 2:4,...] [--batch 1,2,...] "
     "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] "
-    "[--no-pdl] [--tensor-cores] "
+    "[--no-pdl] [--tensor-cores|--no-tensor-cores] "
     "[--out FILE] [--json]",
     {{"config", "NAMES",
       "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or "
@@ -205,7 +205,8 @@ const RegisterBenchMode regDecode{BenchMode{
      {"patterns", "LIST", "N:M patterns of the sparse engine (2:4, 4:8, 8:16, 16:32)", "2:4"},
      {"no-graph", "", "launch the engine's kernels one by one instead of replaying a CUDA graph", ""},
      {"no-pdl", "", "no programmatic dependent launch between the engine's kernels", ""},
-     {"tensor-cores", "", "2:4 at batch 2-8: the sparse engine's SpMV on the tensor cores (mma.sp)", ""},
+     {"tensor-cores", "", "2:4 and 4:8 from batch 2: the sparse engine's SpMV on the tensor cores (default: from batch 5)", ""},
+     {"no-tensor-cores", "", "2:4 and 4:8 at every batch: the sparse engine's SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "launch configurations of our kernels (default: resources/tuning/<gpu>.json)", ""},
      {"context", "N", "tokens already in the KV cache", "512"},
      {"tokens", "N", "timed decode steps", "50"},

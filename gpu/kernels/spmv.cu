@@ -935,14 +935,16 @@ SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t col
     n = std::max(n, 1);
     sms.store(n, std::memory_order_relaxed);
   }
-  cfg.warps = 4;
-  cfg.unroll = 104;
+  // From the H200 sweep (tools/gpu/spmv-tc.sh): 8 tiles per block, a 2-stage ring, and about
+  // 224 blocks (split-K, at least 16 words per slice) did best or near it on most shapes.
+  cfg.warps = 8;
+  cfg.unroll = 102;
   cfg.cluster = -1;
   cfg.tail = {};
   const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
   const std::int64_t G = std::max<std::int64_t>(1, cols / 32);
-  (void)blocks;
-  cfg.splitK = static_cast<int>(std::max<std::int64_t>(1, (G + 16) / 32));  // about 32 words per split
+  const std::int64_t want = (224 * n / 132 + blocks / 2) / blocks;
+  cfg.splitK = static_cast<int>(std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(1, G / 16)));
   return cfg;
 }
 

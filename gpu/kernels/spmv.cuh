@@ -46,10 +46,16 @@ struct SpmvConfig {
 int spmvXStride(int batch);  // 1, 2, 4 or 8
 // Whether a configuration takes the tensor-core path (unroll 100 + U; batch 2-8, M | 8).
 inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
-// The tensor-core configuration for a shape and batch (what --tensor-cores /
-// LoadOptions::sparseTensorCores run): 4 warps (tiles) per block, a 4-stage ring, about 32
-// words per split-K slice; cfg's programmatic dependent launch kept.
+// The tensor-core configuration for a shape and batch (what the engine and the kernel
+// benchmark run): 8 warps (tiles) per block, a 2-stage ring, split-K to about 1.7 blocks per
+// SM with at least 16 words per slice; cfg's programmatic dependent launch kept.
 SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols, int batch);
+// Whether an N:M projection at this batch takes the tensor-core path: mode 1 from batch 2,
+// -1 (the default) from batch 5, where it was faster than the FMA kernel on the H200
+// (docs/kernels.md), 0 never; patterns with M | 8 only.
+inline bool spmvUseTensorCores(int mode, int batch, int m) {
+  return batch >= 2 && m > 0 && 8 % m == 0 && (mode > 0 || (mode < 0 && batch >= 5));
+}
 std::int64_t spmvTiles(std::int64_t rows);
 // Mask words per split-K slice actually used (cfg.splitK, raised for shared memory).
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg);

@@ -27,9 +27,11 @@
 #                                 (tools/gpu/timeline_summary.py)
 #   ENGINE_CHECK_HF=1 ...         transformers + torch.compile (hf_decode_baseline.py --method graph) and the
 #                                 engine's Llama-3.1-8B batch-1 step (cuBLAS, dense, sparse 2:4) in one run
-#   ENGINE_CHECK_MMA=1 ...        the 2:4 SpMV at batch 2-8 on the tensor cores: test_spmv_cuda
-#                                 tensorCoresMatchReference, then bench kernels at batch 2, 4, 8 with and
-#                                 without --tensor-cores (median sparse over the best dense per batch)
+#   ENGINE_CHECK_MMA=1 ...        the 2:4 / 4:8 SpMV at batch 2-8 on the tensor cores: test_spmv_cuda
+#                                 tensorCoresMatchReference (and two rows under compute-sanitizer),
+#                                 test_engine_cuda patternsAndBatches, then bench kernels and bench decode
+#                                 at batch 2, 4, 8 with --no-tensor-cores and --tensor-cores (median sparse
+#                                 over the best dense per batch)
 #   ENGINE_CHECK_ATTN=1 ...       the attention's variants side by side: the Llama-3.1-8B batch-1 step (dense, sparse
 #                                 2:4) with SDW_ATTENTION=cluster, SDW_ATTENTION_LANES=2 and 4, SDW_ATTENTION=ticket,
 #                                 empty (the launch alone) and without the attention; then the attention-only step
@@ -222,26 +224,37 @@ if [ "${ENGINE_CHECK_HF:-0}" = 1 ]; then
   python3 -c 'import json,sys; [print(r["linear"], r["pattern"] or "-", "%.1f tok/s" % r["tokens_per_second"]) for r in json.load(open(sys.argv[1]))["rows"]]' \
     "$O/decode-b1-with-hf.json"
 fi
-# The 2:4 SpMV at batch 2-8 on the tensor cores (mma.sp): its test, then the kernel rows of
-# the Llama-3.1-8B and Qwen3-14B shapes at batch 2, 4, 8 with the FMA kernel and with it.
+# The SpMV at batch 2-8 on the tensor cores (2:4, 4:8): its tests (and compute-sanitizer's
+# memcheck, racecheck and synccheck on two of its rows), then the kernel rows of the
+# Llama-3.1-8B and Qwen3-14B shapes at batch 2, 4, 8 on the CUDA cores and on the tensor
+# cores, then the engine end to end the same two ways, cuBLAS and our dense GEMV beside it.
 if [ "${ENGINE_CHECK_MMA:-0}" = 1 ]; then
-  build-gpu/tests/test_spmv_cuda tensorCoresMatchReference > "$O/test-spmv-mma.log" 2>&1
-  grep -E "Totals|FAIL!|Loc:" "$O/test-spmv-mma.log" | cut -c1-200 | head -20
-  for tc in fma mma; do
-    args=()
-    [ $tc = mma ] && args=(--tensor-cores)
-    build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 2,4,8 --patterns 2:4 --no-layer \
+  build-gpu/tests/test_spmv_cuda tensorCoresMatchReference > "$O/test-spmv-tc.log" 2>&1
+  grep -E "Totals|FAIL!|Loc:" "$O/test-spmv-tc.log" | cut -c1-200 | head -20
+  build-gpu/tests/test_engine_cuda patternsAndBatches > "$O/test-engine-tc.log" 2>&1
+  grep -E "Totals|FAIL!|Loc:" "$O/test-engine-tc.log" | cut -c1-200 | head -20
+  for tool in memcheck racecheck synccheck; do
+    for row in "split-K 1000x5120 b8 bf16 2:4" "odd words 129x160 b7 fp16 4:8"; do
+      timeout 240 compute-sanitizer --tool $tool build-gpu/tests/test_spmv_cuda "tensorCoresMatchReference:$row" \
+        > "$O/sanitize-tc-$tool-${row%% *}.log" 2>&1
+      echo "$tool [$row]: rc $? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Totals" "$O/sanitize-tc-$tool-${row%% *}.log" | tr '\n' ' ')"
+    done
+  done
+  for tc in fma tc; do
+    args=(--no-tensor-cores)
+    [ $tc = tc ] && args=(--tensor-cores)
+    build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 2,4,8 --patterns 2:4,4:8 --no-layer \
       --no-cusparselt "${args[@]}" --json --out "$O/spmv-batch-$tc.json" > /dev/null 2>> "$O/spmv-batch.log"
   done
-  for tc in fma mma; do  # the engine end to end, cuBLAS beside it
-    args=()
-    [ $tc = mma ] && args=(--tensor-cores)
-    build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear cublas,sparse --patterns 2:4 --batch 2,4,8 \
+  for tc in fma tc; do  # the engine end to end, cuBLAS and our dense GEMV beside it
+    args=(--no-tensor-cores)
+    [ $tc = tc ] && args=(--tensor-cores)
+    build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear cublas,dense,sparse --patterns 2:4 --batch 2,4,8 \
       "${args[@]}" --json --out "$O/decode-batch-$tc.json" > /dev/null 2>> "$O/spmv-batch.log"
     python3 -c 'import json,sys; [print(sys.argv[2], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"]) for r in json.load(open(sys.argv[1]))["rows"]]' \
       "$O/decode-batch-$tc.json" "$tc"
   done
-  python3 - "$O/spmv-batch-fma.json" "$O/spmv-batch-mma.json" <<'PY'
+  python3 - "$O/spmv-batch-fma.json" "$O/spmv-batch-tc.json" <<'PY'
 import json, statistics, sys
 for f in sys.argv[1:]:
     rows = json.load(open(f))["rows"]
