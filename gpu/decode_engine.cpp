@@ -658,7 +658,9 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
         if (op.mode == LinOp::Unpack) scratchFloats = std::max(scratchFloats, op.rows * op.cols);
     g->ops.push_back(std::move(ops));
   }
-  g->lmHead = denseOp(e, m.w.lmHead, 0, Bi, false);
+  // The sparse engine's lm_head (dense) on cuBLAS from batch 4, where our dense GEMV falls
+  // behind it (bench/results/kernels/h200-spmv-batch-fma-495a5b6.json: 1.3-1.6x at 14336x4096).
+  g->lmHead = denseOp(e, m.w.lmHead, 0, Bi, e.linear == Linear::Sparse && Bi >= 4);
   const auto setPdl = [&](LinOp& op) { op.gemv.pdl = op.spmv.pdl = m.options.pdl; };
   for (auto& layer : g->ops)
     for (auto& grp : layer)
@@ -1024,7 +1026,10 @@ std::string Model::engineDescription() const {
     const int total = static_cast<int>(m.config.numLayers * 7);
     s << " " << m.engine->pattern << " (" << m.engine->packedCount() << " of " << total << " projections packed)";
   }
-  if (m.device.is_cuda()) s << ", lm_head " << denseName;
+  if (m.device.is_cuda()) {
+    s << ", lm_head " << denseName;
+    if (lin == Linear::Sparse && denseName != "cuBLAS") s << " (cuBLAS from batch 4)";
+  }
   if (m.device.is_cuda() && m.options.decodeEngine && !engineSupportsArchitecture(m.config))
     s << ", the decode engine has no attention soft-capping kernel";
   if (!m.actSparsity.empty()) {
