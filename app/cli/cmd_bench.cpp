@@ -126,7 +126,8 @@ const RegisterBenchMode regKernels{BenchMode{
     "kernels",
     "the bitmask N:M SpMV kernels against dense and 2:4 baselines",
     "bench kernels [--shapes llama3-8b,qwen3-14b,qwen3-32b|RxC] [--patterns 2:4,...] [--batch 1,2,4,8] "
-    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--tune] [--tensor-cores|--no-tensor-cores] [--json] "
+    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--tune] "
+    "[--tensor-cores|--no-tensor-cores] [--json] "
     "[--out FILE]",
     {{"shapes", "LIST", "models (llama3-8b, qwen3-14b, qwen3-32b) or ROWSxCOLS shapes", "llama3-8b,qwen3-14b"},
      {"patterns", "LIST", "N:M patterns", "2:4,4:8,8:16,16:32"},

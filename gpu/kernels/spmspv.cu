@@ -48,7 +48,6 @@ __host__ __device__ constexpr std::size_t bulkBarrierBytes(int warps, int stages
   return (static_cast<std::size_t>(warps) * stages * 8 + 15) / 16 * 16;
 }
 
-
 // 1. A warp's active columns (|x_j| > threshold), in increasing order within each of its
 // 32-column steps of [c0, c1) (every W-th step from its own): {chunk location << 6 | size in
 // units, relative to the tile's first chunk; x_j as fp32 bits} appended to `list`. The x

@@ -679,7 +679,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     if (k < nPairs) tcIssue(ringAddr + k * kTcStageBytes, values, masks, tileBase + gs + 2 * k, lane);
     detail::cpAsyncCommit();  // also when empty: one group per pair keeps the wait count uniform
   }
-  for (int i = threadIdx.x; i < 256; i += blockDim.x) sel[i] = __ldg(reinterpret_cast<const uint4*>(kTcSelectors.v) + i);
+  for (int i = threadIdx.x; i < 256; i += blockDim.x)
+    sel[i] = __ldg(reinterpret_cast<const uint4*>(kTcSelectors.v) + i);
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
   tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1);
   __syncthreads();
@@ -699,9 +700,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     __syncwarp();  // the stage is refilled at the next pair
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  if ((g1 - gs) & 1)                          // an odd last word, straight from global memory
-    tcPair<T, B>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16,
-                 xs32Stride, grp, t, c);
+  if ((g1 - gs) & 1)                         // an odd last word, straight from global memory
+    tcPair<T, B>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16, xs32Stride, grp, t,
+                 c);
 
   // c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1).
   const std::int64_t nSlots = tiles * 32;
