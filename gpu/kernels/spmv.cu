@@ -733,16 +733,31 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   ticket = __shfl_sync(0xffffffffu, ticket, 0);
   if (ticket != splits - 1) return;
   __threadfence();
+  // The slices in order, each one's eight partials loaded together (one round trip per
+  // slice, or fewer where the loop unrolls), not one entry's slices after another's.
+  float sum[2][4] = {};
+  for (unsigned k = 0; k < splits; ++k) {
+    float part[2][4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
+        const int n = 2 * t + (i & 1);
+        part[h][i] = n < B ? __ldcg(ws + (static_cast<std::int64_t>(k) * nSlots + row) * B + n) : 0.f;
+      }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sum[h][i] += part[h][i];
+  }
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
       const int n = 2 * t + (i & 1);
-      if (n >= B) continue;
-      float s = 0.f;
-      for (unsigned k = 0; k < splits; ++k) s += __ldcg(ws + (static_cast<std::int64_t>(k) * nSlots + row) * B + n);
-      if (row < rows) y[n * ldy + row] = detail::fromFloat<T>(s);
+      if (n < B && row < rows) y[n * ldy + row] = detail::fromFloat<T>(sum[h][i]);
     }
   if (lane == 0) counters[tile] = 0;
 }
