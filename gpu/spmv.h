@@ -14,7 +14,7 @@ struct SpmvLaunch {
   int warps = 8;     // warps per block on one 32-row tile
   int unroll = 2;    // mask words in flight per warp (1, 2, 4; 3 at batch 1; at batch 1 also
                      // 10 S + U = 41, 61, 81, 42, 34: S-stage bulk-copy pipeline, sm_90; at batch 2-8
-                     // also 100 + U = 101, 102, 104: the tensor cores, 2:4 weights only)
+                     // also 100 + S = 102, 103, 104: the tensor cores, 2:4 and 4:8 only)
   int splitK = 1;    // blocks per tile along the input dimension
   int cluster = -1;  // batch 1, splitK > 1: reduce in a thread-block cluster (sm_90+). A request,
                      // here, in the tuning JSON ("cluster") and in the probe alike:

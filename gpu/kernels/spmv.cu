@@ -468,7 +468,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
                            static_cast<std::int64_t>(gridDim.x) * 32);
 }
 
-// ---- Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + U): patterns with M | 8 ------
+// ---- Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + S): patterns with M | 8 ------
 // Dense mma.sync m16n8k16 (fp32 accumulation) on weights expanded to zeros and values in
 // registers. A warp owns one 32-row tile (two m16 halves) over its split's words, two words
 // (64 columns) at a time; the W warps of a block own W consecutive tiles and share one x

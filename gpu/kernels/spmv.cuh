@@ -44,7 +44,7 @@ struct SpmvConfig {
 };
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8
-// Whether a configuration takes the tensor-core path (unroll 100 + U; batch 2-8, M | 8).
+// Whether a configuration takes the tensor-core path (unroll 100 + S; batch 2-8, M | 8).
 inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
 // The tensor-core configuration for a shape and batch (what the engine and the kernel
 // benchmark run): 8 warps (tiles) per block, a 2-stage ring, split-K to about 1.7 blocks per
