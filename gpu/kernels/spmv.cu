@@ -486,31 +486,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 // have zero values, so whatever the selectors take is zero. Fragment layouts: PTX ISA,
 // "Matrix fragments for mma.m16n8k16 with floating point type".
 
-// Selectors of mask byte b, entry 4b + (0, 1, 2): A0 | B3 << 16, A1 | B1 << 16, A2 | B2 << 16
-// (entry 4b + 3 unused), where An places the byte's values from the low register (values 0, 1)
-// into output register n (positions 2n, 2n + 1) and Bn those from the high register (values 2,
-// 3); byte selector 4 (a byte of the zero operand) elsewhere. Built at compile time.
-struct TcSelectorTable {
-  std::uint32_t v[1024];
-};
-constexpr TcSelectorTable makeTcSelectors() {
-  TcSelectorTable t{};
-  for (unsigned b = 0; b < 256; ++b) {
-    std::uint32_t lo[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u}, hi[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u};
-    unsigned idx = 0;
-    for (unsigned p = 0; p < 8; ++p) {
-      if (!((b >> p) & 1u)) continue;
-      const unsigned o = p >> 1, sh = 8 * (p & 1);
-      if (idx < 2) lo[o] = (lo[o] & ~(0xffu << sh)) | ((2u * idx | (2u * idx + 1) << 4) << sh);
-      else if (idx < 4) hi[o] = (hi[o] & ~(0xffu << sh)) | ((2u * (idx - 2) | (2u * (idx - 2) + 1) << 4) << sh);
-      ++idx;
-    }
-    t.v[4 * b] = lo[0] | hi[3] << 16;
-    t.v[4 * b + 1] = lo[1] | hi[1] << 16;
-    t.v[4 * b + 2] = lo[2] | hi[2] << 16;
-  }
-  return t;
-}
+// The byte selectors (gpu/kernels/spmv_tc.h), built at compile time.
 __device__ const TcSelectorTable kTcSelectors = makeTcSelectors();
 
 __device__ __forceinline__ std::uint32_t prmtZ(std::uint32_t a, std::uint32_t sel) {

@@ -14,6 +14,7 @@
 
 #include "gpu/kernels/colstats.cuh"  // DType
 #include "gpu/kernels/normtail.cuh"
+#include "gpu/kernels/spmv_tc.h"  // spmvUseTensorCores
 
 #include <cstddef>
 #include <cstdint>
@@ -50,12 +51,6 @@ inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
 // benchmark run): 8 warps (tiles) per block, a 2-stage ring, split-K to about 1.7 blocks per
 // SM with at least 16 words per slice; cfg's programmatic dependent launch kept.
 SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols, int batch);
-// Whether an N:M projection at this batch takes the tensor-core path: mode 1 from batch 2,
-// -1 (the default) from batch 4, where the Llama-3.1-8B engine was faster with it on the H200
-// (docs/kernels.md), 0 never; patterns with M | 8 only.
-inline bool spmvUseTensorCores(int mode, int batch, int m) {
-  return batch >= 2 && m > 0 && 8 % m == 0 && (mode > 0 || (mode < 0 && batch >= 4));
-}
 std::int64_t spmvTiles(std::int64_t rows);
 // Mask words per split-K slice actually used (cfg.splitK, raised for shared memory).
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg);

@@ -4,6 +4,7 @@
 #include "core/sparse_format.h"
 #include "gpu/bench.h"
 #include "gpu/kernel_cases.h"
+#include "gpu/kernels/spmv_tc.h"
 #include "gpu/spmv.h"
 #include "gpu/spmv_cpu.h"
 #include "gpu/spmv_ops.h"
@@ -12,6 +13,7 @@
 
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -141,6 +143,62 @@ class TestSpmvCpu : public QObject {
           const auto wantT = torch::from_blob(want.data(), {rows, cols}, torch::kFloat).to(torch::kDouble);
           QVERIFY2(torch::equal(got, wantT), qPrintable(QStringLiteral("%1x%2 %3:%4").arg(rows).arg(cols).arg(p.n).arg(p.m)));
         }
+  }
+
+  // The tensor-core SpMV's byte selectors (gpu/kernels/spmv_tc.h), through a host model of
+  // `prmt.b32 d, a, 0, c` (default mode: selector nibbles 0-3 pick a's bytes, 4-7 the zero
+  // operand's; bit 3 would replicate a sign, so no selector may set it): for every mask byte
+  // with four kept columns, four distinct values land at the kept positions in column order
+  // and every other position is zero.
+  void tensorCoreSelectorsExpandEveryByteOfFour() {
+    static constexpr kernels::TcSelectorTable tab = kernels::makeTcSelectors();
+    const auto prmt = [](std::uint32_t a, std::uint32_t c) {
+      std::uint32_t d = 0;
+      for (int i = 0; i < 4; ++i) {
+        const unsigned n = (c >> (4 * i)) & 15u;
+        const std::uint32_t byte = n < 4 ? (a >> (8 * n)) & 0xffu : 0u;
+        d |= byte << (8 * i);
+      }
+      return d;
+    };
+    for (int e = 0; e < 1024; ++e) {
+      if (e % 4 == 3) continue;
+      for (int i = 0; i < 8; ++i)
+        QVERIFY2(!((tab.v[e] >> (4 * i)) & 8u), qPrintable(QStringLiteral("entry %1: sign mode").arg(e)));
+    }
+    const std::uint16_t vals[4] = {0x1357, 0x2468, 0x9abc, 0xdef1};
+    const std::uint32_t lo = vals[0] | std::uint32_t(vals[1]) << 16, hi = vals[2] | std::uint32_t(vals[3]) << 16;
+    int bytes = 0;
+    for (unsigned b = 0; b < 256; ++b) {
+      if (std::popcount(b) != 4) continue;
+      const std::uint32_t* s = tab.v + 4 * b;
+      const std::uint32_t out[4] = {prmt(lo, s[0]), prmt(lo, s[1]) | prmt(hi, s[1] >> 16),
+                                    prmt(lo, s[2]) | prmt(hi, s[2] >> 16), prmt(hi, s[0] >> 16)};
+      int idx = 0;
+      for (int p = 0; p < 8; ++p) {
+        const std::uint16_t got = static_cast<std::uint16_t>(out[p / 2] >> (16 * (p % 2)));
+        const std::uint16_t want = ((b >> p) & 1u) ? vals[idx++] : 0;
+        QVERIFY2(got == want,
+                 qPrintable(QStringLiteral("byte 0x%1 position %2: %3, want %4").arg(b, 2, 16, QChar('0')).arg(p).arg(got, 4, 16).arg(want, 4, 16)));
+      }
+      ++bytes;
+    }
+    QCOMPARE(bytes, 70);  // C(8, 4): every 4:8 byte, the 36 of 2:4 among them
+  }
+
+  // Which projections take the tensor-core SpMV: 2:4 and 4:8 only, from batch 4 by default,
+  // from batch 2 when asked, never when refused, never at batch 1.
+  void tensorCoreSelection() {
+    using kernels::spmvUseTensorCores;
+    for (const int m : {4, 8}) {
+      QVERIFY(!spmvUseTensorCores(-1, 1, m) && !spmvUseTensorCores(1, 1, m));
+      QVERIFY(!spmvUseTensorCores(-1, 2, m) && !spmvUseTensorCores(-1, 3, m));
+      QVERIFY(spmvUseTensorCores(-1, 4, m) && spmvUseTensorCores(-1, 8, m));
+      QVERIFY(spmvUseTensorCores(1, 2, m) && spmvUseTensorCores(1, 8, m));
+      QVERIFY(!spmvUseTensorCores(0, 4, m) && !spmvUseTensorCores(0, 8, m));
+    }
+    for (const int m : {16, 32, 0})
+      for (const int mode : {-1, 0, 1}) QVERIFY(!spmvUseTensorCores(mode, 8, m));
   }
 
   void rejectsBadSizes() {
