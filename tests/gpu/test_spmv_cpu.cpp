@@ -178,8 +178,11 @@ class TestSpmvCpu : public QObject {
       for (int p = 0; p < 8; ++p) {
         const std::uint16_t got = static_cast<std::uint16_t>(out[p / 2] >> (16 * (p % 2)));
         const std::uint16_t want = ((b >> p) & 1u) ? vals[idx++] : 0;
-        QVERIFY2(got == want,
-                 qPrintable(QStringLiteral("byte 0x%1 position %2: %3, want %4").arg(b, 2, 16, QChar('0')).arg(p).arg(got, 4, 16).arg(want, 4, 16)));
+        QVERIFY2(got == want, qPrintable(QStringLiteral("byte 0x%1 position %2: %3, want %4")
+                                             .arg(b, 2, 16, QChar('0'))
+                                             .arg(p)
+                                             .arg(got, 4, 16)
+                                             .arg(want, 4, 16)));
       }
       ++bytes;
     }
