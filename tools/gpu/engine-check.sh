@@ -119,26 +119,7 @@ if [ -n "$ncu" ] && [ "${ENGINE_CHECK_NCU:-1}" = 1 ]; then
   "$ncu" -i /tmp/ncu-attention.ncu-rep --page source --print-source sass --csv > "$O/ncu-attention-sass.csv" 2>&1
   grep -E "Grid Size|Block Size|Duration|Registers Per|DRAM Throughput|Achieved Occupancy|Dynamic Shared|Warp Cycles Per|Issued Warp|No Eligible|Elapsed Cycles|SM Active Cycles|stalled|Stall" \
     "$O/ncu-attention.txt" | cut -c1-160 | head -40
-  python3 - "$O/ncu-attention-sass.csv" <<'PY' | tee "$O/ncu-attention-stalls.txt"
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1], errors="replace")))
-head = next((i for i, r in enumerate(rows) if any("Source" == c.strip() for c in r)), None)
-if head is None:
-    print("no SASS page:", " ".join(" ".join(r) for r in rows[:3])[:300]); sys.exit()
-h = rows[head]
-src = h.index("Source")
-cols = [i for i, c in enumerate(h) if "Sampling" in c and "All" in c] or [i for i, c in enumerate(h) if "Sampling" in c]
-print("columns:", [h[i] for i in cols])
-if not cols: sys.exit()
-c = cols[0]
-def num(x):
-    try: return float(x.replace(",", ""))
-    except ValueError: return 0.0
-body = [r for r in rows[head + 1:] if len(r) > max(src, c)]
-total = sum(num(r[c]) for r in body) or 1
-for i, r in sorted(enumerate(body), key=lambda t: -num(t[1][c]))[:30]:
-    print("%5.1f%%  #%-4d %s" % (100 * num(r[c]) / total, i, r[src].strip()[:90]))
-PY
+  python3 tools/gpu/ncu_stalls.py "$O/ncu-attention-sass.csv" | tee "$O/ncu-attention-stalls.txt"
 fi
 nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
 if [ "${ENGINE_CHECK_TIMELINE:-0}" = 1 ]; then

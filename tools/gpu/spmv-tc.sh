@@ -6,6 +6,8 @@
 # dense GEMV and cuBLAS, its configurations swept. Output in $OUT (or out/gpu).
 #
 #   tools/gpu/spmv-tc.sh [quick]
+#   SPMV_TC_NCU=1 ...   then an Nsight Compute profile (detailed, warp states, stall samples per
+#                       SASS instruction) of one launch at 14336x4096, batch 8 (SPMV_TC_SHAPE="R C B")
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -22,3 +24,15 @@ nvcc -std=c++20 -O3 -arch=sm_90 -I. -DPROBE_CUBLAS -c tools/gpu/spmv_probe.cu -o
 wait
 nvcc -arch=sm_90 /tmp/probe-tc/*.o -lcublas -o /tmp/probe-tc/probe || { echo "probe build FAILED" | tee -a "$out/spmv-tc.txt"; exit 1; }
 /tmp/probe-tc/probe - tc "${1:-}" 2>&1 | tee -a "$out/spmv-tc.txt"
+ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$ncu" ] && [ "${SPMV_TC_NCU:-0}" = 1 ]; then
+  timeout 150 "$ncu" --set detailed --section WarpStateStats --section SchedulerStats --section SourceCounters \
+    --import-source no -k regex:bitmaskSpmvTcKernel -s 4 -c 1 --cache-control none --clock-control none \
+    -o /tmp/ncu-spmv-tc --force-overwrite /tmp/probe-tc/probe - tcprofile ${SPMV_TC_SHAPE:-14336 4096 8} \
+    > "$out/ncu-spmv-tc-run.txt" 2>&1
+  "$ncu" -i /tmp/ncu-spmv-tc.ncu-rep --page details > "$out/ncu-spmv-tc.txt" 2>&1
+  "$ncu" -i /tmp/ncu-spmv-tc.ncu-rep --page source --print-source sass --csv > "$out/ncu-spmv-tc-sass.csv" 2>&1
+  grep -E "Grid Size|Block Size|Duration|Registers Per|DRAM Throughput|Achieved Occupancy|Dynamic Shared|Warp Cycles Per|Issued Warp|No Eligible|Elapsed Cycles|SM Active Cycles|stalled|Stall|Theoretical Occupancy|Block Limit" \
+    "$out/ncu-spmv-tc.txt" | cut -c1-160 | head -50 | tee -a "$out/spmv-tc.txt"
+  python3 tools/gpu/ncu_stalls.py "$out/ncu-spmv-tc-sass.csv" | tee "$out/ncu-spmv-tc-stalls.txt"
+fi

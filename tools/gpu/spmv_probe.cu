@@ -11,6 +11,7 @@
 //       FMA kernel, our dense GEMV and (built with -DPROBE_CUBLAS ... -lcublas) cuBLAS, its split-K,
 //       warps and unroll swept (quick: K <= 5120 checked; the Llama-3.1-8B shapes, 2:4, batch 4
 //       and 8, against cuBLAS, a smaller sweep)
+//   ./probe - tcprofile ROWS COLS BATCH   # for a profiler: a few launches of the tensor-core SpMV
 
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/gemv.cuh"
@@ -439,7 +440,45 @@ static int tcMain(bool quick) {
   return fails ? 1 : 0;
 }
 
+// tcprofile mode: a few plain launches of the tensor-core SpMV in its default configuration
+// (2:4 bf16 weights in 4 copies, beyond L2), for a profiler.
+static int tcProfileMain(int argc, char** argv) {
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: probe - tcprofile ROWS COLS BATCH\n");
+    return 2;
+  }
+  const long rows = std::atol(argv[3]), cols = std::atol(argv[4]);
+  const int b = std::atoi(argv[5]);
+  CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
+  const SpmvConfig c = spmvOnTensorCores(SpmvConfig{}, rows, cols, b);
+  const size_t vBytes = size_t(spmvTiles(rows)) * 32 * cols, mWords = size_t(spmvTiles(rows)) * cols;
+  constexpr int kCopies = 4;
+  void *sv[kCopies], *x, *y;
+  unsigned* sm[kCopies];
+  for (int i = 0; i < kCopies; ++i) {
+    CK(cudaMalloc(&sv[i], vBytes + mWords * 4));
+    sm[i] = reinterpret_cast<unsigned*>(static_cast<char*>(sv[i]) + vBytes);
+    CK(launchFillRandom16(sv[i], vBytes / 2, DType::BF16, 21 + i, gStream));
+    CK(launchFillRandomMasks(sm[i], mWords, 2, 4, 31 + i, gStream));
+  }
+  float* ws;
+  unsigned* cnt;
+  CK(cudaMalloc(&x, cols * 8 * 2));
+  CK(cudaMalloc(&y, rows * 8 * 2));
+  CK(cudaMalloc(&ws, std::max<size_t>(4, spmvWorkspaceFloats(rows, cols, b, c) * 4)));
+  CK(cudaMalloc(&cnt, size_t(spmvTiles(rows)) * 4));
+  CK(cudaMemset(cnt, 0, size_t(spmvTiles(rows)) * 4));
+  CK(launchFillRandom16(x, cols * 8, DType::BF16, 3, gStream));
+  for (int i = 0; i < 6; ++i)
+    CK(launchBitmaskSpmv(sv[i % kCopies], sm[i % kCopies], DType::BF16, rows, cols, x, b, y, rows, c, ws, cnt,
+                         gStream));
+  CK(cudaStreamSynchronize(gStream));
+  std::printf("profiled %ldx%ld batch %d tensor cores w%d u%d s%d\n", rows, cols, b, c.warps, c.unroll, c.splitK);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 2 && std::strcmp(argv[2], "tcprofile") == 0) return tcProfileMain(argc, argv);
   if (argc > 2 && std::strcmp(argv[2], "tc") == 0) return tcMain(argc > 3 && std::strcmp(argv[3], "quick") == 0);
   if (argc > 2 && std::strcmp(argv[2], "profile") == 0) return profileMain(argc, argv);
   const char* outPath = argc > 1 ? argv[1] : "tuning.json";
