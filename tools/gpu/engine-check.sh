@@ -24,7 +24,8 @@
 #                                 with its SASS and each instruction's executed count (tools/gpu/sass_counts.py)
 #   ENGINE_CHECK_TIMELINE=1 ...   an Nsight Systems trace of the Llama-3.1-8B batch-1 step in its graph (dense, sparse
 #                                 2:4): per step the span, the kernels' busy time, the gaps, each kernel's share
-#                                 (tools/gpu/timeline_summary.py)
+#                                 (tools/gpu/timeline_summary.py); TIMELINE_BATCH=8 TIMELINE_LINEARS="cublas sparse"
+#                                 for another batch and other engines
 #   ENGINE_CHECK_HF=1 ...         transformers + torch.compile (hf_decode_baseline.py --method graph) and the
 #                                 engine's Llama-3.1-8B batch-1 step (cuBLAS, dense, sparse 2:4) in one run
 #   ENGINE_CHECK_MMA=1 ...        the 2:4 / 4:8 SpMV at batch 2-8 on the tensor cores: test_spmv_cuda
@@ -126,10 +127,10 @@ if [ "${ENGINE_CHECK_TIMELINE:-0}" = 1 ]; then
   if [ -z "$nsys" ]; then
     echo "timeline: nsys not found" | tee "$O/timeline.txt"
   else
-    for lin in dense sparse; do
+    for lin in ${TIMELINE_LINEARS:-dense sparse}; do
       timeout 150 "$nsys" profile --cuda-graph-trace=node --trace=cuda -o "/tmp/step-$lin" --force-overwrite true \
-        build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear "$lin" --patterns 2:4 --batch 1 --tokens 6 \
-        --warmup 3 > "$O/nsys-$lin.log" 2>&1
+        build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear "$lin" --patterns 2:4 \
+        --batch "${TIMELINE_BATCH:-1}" --tokens 6 --warmup 3 > "$O/nsys-$lin.log" 2>&1
       "$nsys" stats --report cuda_gpu_trace --format csv --output "/tmp/trace-$lin" "/tmp/step-$lin.nsys-rep" \
         >> "$O/nsys-$lin.log" 2>&1
       trace=$(ls /tmp/trace-"$lin"*.csv 2>/dev/null | head -1)
