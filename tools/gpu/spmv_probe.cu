@@ -228,16 +228,63 @@ static cudaError_t launchEmpty(int blocks, bool pdl, int* out) {
   lc.numAttrs = pdl ? 1 : 0;
   return cudaLaunchKernelEx(&lc, emptyKernel, out);
 }
-struct SparseSet {
+// HBM read bandwidth in GB/s: 4 GiB, read once per launch (usPer4GiB: the time of one read).
+static double measureHbm(double* usPer4GiB = nullptr) {
+  const size_t bytes = size_t(4) << 30;
+  void* big;
+  unsigned* sink;
+  CK(cudaMalloc(&big, bytes));
+  CK(cudaMalloc(&sink, 4));
+  CK(cudaMemset(big, 1, bytes));
+  const double t = timeGraph(1, 5, 7, [&](int) { return launchHbmRead(big, bytes / 16, sink, gSm, gStream); });
+  CK(cudaFree(big));
+  CK(cudaFree(sink));
+  if (usPer4GiB) *usPer4GiB = t;
+  return bytes / (t * 1e-6) / 1e9;
+}
+
+// One shape's operands for timing, in enough copies (at least 4 and 256 MiB) that the
+// rotated launches stream their weights from HBM: dense bf16 weights, packed weights
+// (values, then masks: 2:4 until fillMasks), x and y for batch 8, a split-K workspace and
+// zeroed counters.
+struct ShapeBuffers {
   long rows, cols;
+  size_t dBytes, vBytes, mWords, sBytes;
   int copies;
-  std::vector<void*> v;
-  std::vector<unsigned*> m;
-  void* x;
-  void* y;
+  std::vector<void*> dw, sv;
+  std::vector<unsigned*> sm;
+  void *x, *y;
   float* ws;
   unsigned* cnt;
-  size_t bytes() const { return size_t(rows) * cols / 2 * 2 + size_t(rows) * cols / 32 * 4; }
+  ShapeBuffers(long r, long c)
+      : rows(r), cols(c), dBytes(size_t(r) * c * 2), vBytes(size_t(spmvTiles(r)) * 32 * c),
+        mWords(size_t(spmvTiles(r)) * c), sBytes(vBytes + mWords * 4),
+        copies(std::max<int>(4, int((size_t(256) << 20) / sBytes) + 1)), dw(copies), sv(copies), sm(copies) {
+    for (int i = 0; i < copies; ++i) {
+      CK(cudaMalloc(&dw[i], dBytes));
+      CK(cudaMalloc(&sv[i], sBytes));
+      sm[i] = reinterpret_cast<unsigned*>(static_cast<char*>(sv[i]) + vBytes);
+      CK(launchFillRandom16(dw[i], size_t(rows) * cols, DType::BF16, 11 + i, gStream));
+      CK(launchFillRandom16(sv[i], vBytes / 2, DType::BF16, 21 + i, gStream));
+    }
+    fillMasks(2, 4);
+    CK(cudaMalloc(&x, cols * 8 * 2));
+    CK(cudaMalloc(&y, rows * 8 * 2));
+    CK(cudaMalloc(&ws, size_t(64) * (rows + 64) * 8 * 4));
+    CK(cudaMalloc(&cnt, 65536 * 4));
+    CK(cudaMemset(cnt, 0, 65536 * 4));
+    CK(launchFillRandom16(x, cols * 8, DType::BF16, 3, gStream));
+  }
+  ~ShapeBuffers() {
+    for (int i = 0; i < copies; ++i) cudaFree(dw[i]), cudaFree(sv[i]);
+    cudaFree(x), cudaFree(y), cudaFree(ws), cudaFree(cnt);
+  }
+  ShapeBuffers(const ShapeBuffers&) = delete;
+  ShapeBuffers& operator=(const ShapeBuffers&) = delete;
+  void fillMasks(int n, int m) {
+    for (int i = 0; i < copies; ++i) CK(launchFillRandomMasks(sm[i], mWords, n, m, 31 + i, gStream));
+  }
+  int launches() const { return std::max(2 * copies, 20); }
 };
 
 // Profile mode: 2:4 bf16 weights in 4 copies (beyond L2), 6 launches of each kernel.
@@ -304,17 +351,8 @@ static int tcMain(bool quick) {
           }
         }
   std::printf("tensor-core correctness: %d failures of %d checks\n", fails, checks);
-  // HBM read bandwidth.
-  const size_t hbmBytes = size_t(4) << 30;
-  void* big;
-  unsigned* sink;
-  CK(cudaMalloc(&big, hbmBytes));
-  CK(cudaMalloc(&sink, 4));
-  CK(cudaMemset(big, 1, hbmBytes));
-  const double tHbm = timeGraph(1, 5, 7, [&](int) { return launchHbmRead(big, hbmBytes / 16, sink, gSm, gStream); });
-  const double hbm = hbmBytes / (tHbm * 1e-6) / 1e9;
+  const double hbm = measureHbm();
   std::printf("HBM read: %.0f GB/s\n", hbm);
-  CK(cudaFree(big));
 #ifdef PROBE_CUBLAS
   cublasHandle_t hb;
   if (cublasCreate(&hb) != CUBLAS_STATUS_SUCCESS) return 3;
@@ -332,32 +370,17 @@ static int tcMain(bool quick) {
               "dense", "fma", "tc auto", "cfg", "tc best", "cfg", "%hbm", "best/d", "auto/d");
   for (const Shape& s : shapes) {
     if (quick && s.cols != 4096 && s.rows != 4096) continue;  // quick: the Llama-3.1-8B shapes
-    const size_t dBytes = size_t(s.rows) * s.cols * 2;
-    const size_t vBytes = size_t(spmvTiles(s.rows)) * 32 * s.cols, mWords = size_t(spmvTiles(s.rows)) * s.cols;
-    const size_t sBytes = vBytes + mWords * 4;
-    const int copies = std::max<int>(4, int((size_t(256) << 20) / sBytes) + 1);
-    std::vector<void*> dw(copies), sv(copies);
-    std::vector<unsigned*> sm(copies);
-    for (int i = 0; i < copies; ++i) {
-      CK(cudaMalloc(&dw[i], dBytes));
-      CK(cudaMalloc(&sv[i], sBytes));
-      sm[i] = reinterpret_cast<unsigned*>(static_cast<char*>(sv[i]) + vBytes);
-      CK(launchFillRandom16(dw[i], size_t(s.rows) * s.cols, DType::BF16, 11 + i, gStream));
-      CK(launchFillRandom16(sv[i], vBytes / 2, DType::BF16, 21 + i, gStream));
-    }
-    void *x, *y;
-    float* ws;
-    unsigned* cnt;
-    CK(cudaMalloc(&x, s.cols * 8 * 2));
-    CK(cudaMalloc(&y, s.rows * 8 * 2));
-    CK(cudaMalloc(&ws, size_t(64) * (s.rows + 64) * 8 * 4));
-    CK(cudaMalloc(&cnt, 65536 * 4));
-    CK(cudaMemset(cnt, 0, 65536 * 4));
-    CK(launchFillRandom16(x, s.cols * 8, DType::BF16, 3, gStream));
-    const int launches = std::max(2 * copies, 20);
+    ShapeBuffers buf(s.rows, s.cols);
+    auto &dw = buf.dw, &sv = buf.sv;
+    auto& sm = buf.sm;
+    void *x = buf.x, *y = buf.y;
+    float* ws = buf.ws;
+    unsigned* cnt = buf.cnt;
+    const int copies = buf.copies, launches = buf.launches();
+    const size_t sBytes = buf.sBytes;
     for (int pm : {4, 8}) {
       if (quick && pm == 8) continue;
-      for (int i = 0; i < copies; ++i) CK(launchFillRandomMasks(sm[i], mWords, pm / 2, pm, 31 + i, gStream));
+      buf.fillMasks(pm / 2, pm);
       for (int b : {2, 4, 8}) {
         if (quick && b == 2) continue;
         double tCublas = 0;
@@ -428,8 +451,6 @@ static int tcMain(bool quick) {
         std::fflush(stdout);
       }
     }
-    for (int i = 0; i < copies; ++i) cudaFree(dw[i]), cudaFree(sv[i]);
-    cudaFree(x), cudaFree(y), cudaFree(ws), cudaFree(cnt);
   }
   std::printf("default-configuration rules, total us over the shapes (2:4 | 4:8):\n");
   for (int r = 0; r < kRules; ++r) {
@@ -441,7 +462,7 @@ static int tcMain(bool quick) {
 }
 
 // tcprofile mode: a few plain launches of the tensor-core SpMV in its default configuration
-// (2:4 bf16 weights in 4 copies, beyond L2), for a profiler.
+// (2:4 bf16 weights in copies beyond L2), for a profiler.
 static int tcProfileMain(int argc, char** argv) {
   if (argc < 6) {
     std::fprintf(stderr, "usage: probe - tcprofile ROWS COLS BATCH\n");
@@ -451,27 +472,10 @@ static int tcProfileMain(int argc, char** argv) {
   const int b = std::atoi(argv[5]);
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
   const SpmvConfig c = spmvOnTensorCores(SpmvConfig{}, rows, cols, b);
-  const size_t vBytes = size_t(spmvTiles(rows)) * 32 * cols, mWords = size_t(spmvTiles(rows)) * cols;
-  constexpr int kCopies = 4;
-  void *sv[kCopies], *x, *y;
-  unsigned* sm[kCopies];
-  for (int i = 0; i < kCopies; ++i) {
-    CK(cudaMalloc(&sv[i], vBytes + mWords * 4));
-    sm[i] = reinterpret_cast<unsigned*>(static_cast<char*>(sv[i]) + vBytes);
-    CK(launchFillRandom16(sv[i], vBytes / 2, DType::BF16, 21 + i, gStream));
-    CK(launchFillRandomMasks(sm[i], mWords, 2, 4, 31 + i, gStream));
-  }
-  float* ws;
-  unsigned* cnt;
-  CK(cudaMalloc(&x, cols * 8 * 2));
-  CK(cudaMalloc(&y, rows * 8 * 2));
-  CK(cudaMalloc(&ws, std::max<size_t>(4, spmvWorkspaceFloats(rows, cols, b, c) * 4)));
-  CK(cudaMalloc(&cnt, size_t(spmvTiles(rows)) * 4));
-  CK(cudaMemset(cnt, 0, size_t(spmvTiles(rows)) * 4));
-  CK(launchFillRandom16(x, cols * 8, DType::BF16, 3, gStream));
+  ShapeBuffers buf(rows, cols);
   for (int i = 0; i < 6; ++i)
-    CK(launchBitmaskSpmv(sv[i % kCopies], sm[i % kCopies], DType::BF16, rows, cols, x, b, y, rows, c, ws, cnt,
-                         gStream));
+    CK(launchBitmaskSpmv(buf.sv[i % buf.copies], buf.sm[i % buf.copies], DType::BF16, rows, cols, buf.x, b, buf.y, rows,
+                         c, buf.ws, buf.cnt, gStream));
   CK(cudaStreamSynchronize(gStream));
   std::printf("profiled %ldx%ld batch %d tensor cores w%d u%d s%d\n", rows, cols, b, c.warps, c.unroll, c.splitK);
   return 0;
@@ -489,18 +493,11 @@ int main(int argc, char** argv) {
   gSm = p.multiProcessorCount;
   std::printf("device %s, %d SMs, L2 %d MB\n", p.name, gSm, p.l2CacheSize >> 20);
 
-  // HBM read bandwidth: 4 GiB, read once per launch.
-  const size_t hbmBytes = size_t(4) << 30;
-  void* big;
-  unsigned* sink;
-  CK(cudaMalloc(&big, hbmBytes));
-  CK(cudaMalloc(&sink, 4));
-  CK(cudaMemset(big, 1, hbmBytes));
-  const double tHbm =
-      timeGraph(1, 5, 7, [&](int) { return launchHbmRead(big, hbmBytes / 16, sink, gSm, gStream); });
-  const double hbm = hbmBytes / (tHbm * 1e-6) / 1e9;
+  double tHbm = 0;
+  const double hbm = measureHbm(&tHbm);
   std::printf("HBM read: %.0f GB/s (%.0f us per 4 GiB)\n", hbm, tHbm);
-  CK(cudaFree(big));
+  unsigned* sink;
+  CK(cudaMalloc(&sink, 4));
   for (int blocks : {1, gSm, 4 * gSm}) {
     const double plain = timeGraph(1, 200, 7, [&](int) { return launchEmpty(blocks, false, reinterpret_cast<int*>(sink)); });
     const double pdl = timeGraph(1, 200, 7, [&](int) { return launchEmpty(blocks, true, reinterpret_cast<int*>(sink)); });
@@ -561,29 +558,14 @@ int main(int argc, char** argv) {
   std::printf("%-11s %2s | %8s %8s %5s %-10s | %8s %8s %5s %-15s | %5s | %8s %-11s | %5s | %8s %s\n", "shape", "b", "dense us",
               "GB/s", "%hbm", "cfg", "sparse us", "GB/s", "%hbm", "cfg", "x", "v6 set", "cfg", "gain", "any", "cfg");
   for (const Shape& s : shapes) {
-    const size_t dBytes = size_t(s.rows) * s.cols * 2;
-    const size_t sBytes = size_t(spmvTiles(s.rows)) * 32 * s.cols / 2 * 2 + size_t(spmvTiles(s.rows)) * 32 * s.cols / 32 * 4;
-    const int copies = std::max<int>(4, int((size_t(256) << 20) / sBytes) + 1);
-    std::vector<void*> dw(copies), sv(copies);
-    std::vector<unsigned*> sm(copies);
-    for (int i = 0; i < copies; ++i) {
-      CK(cudaMalloc(&dw[i], dBytes));
-      CK(cudaMalloc(&sv[i], sBytes));
-      sm[i] = reinterpret_cast<unsigned*>(static_cast<char*>(sv[i]) + size_t(spmvTiles(s.rows)) * 32 * s.cols);
-      CK(launchFillRandom16(dw[i], size_t(s.rows) * s.cols, DType::BF16, 11 + i, gStream));
-      CK(launchFillRandom16(sv[i], size_t(spmvTiles(s.rows)) * 32 * s.cols / 2, DType::BF16, 21 + i, gStream));
-      CK(launchFillRandomMasks(sm[i], size_t(spmvTiles(s.rows)) * 32 * s.cols / 32, 2, 4, 31 + i, gStream));
-    }
-    void *x, *y;
-    float* ws;
-    unsigned* cnt;
-    CK(cudaMalloc(&x, s.cols * 8 * 2));
-    CK(cudaMalloc(&y, s.rows * 8 * 2));
-    CK(cudaMalloc(&ws, size_t(64) * (s.rows + 64) * 8 * 4));
-    CK(cudaMalloc(&cnt, 65536 * 4));
-    CK(cudaMemset(cnt, 0, 65536 * 4));
-    CK(launchFillRandom16(x, s.cols * 8, DType::BF16, 3, gStream));
-    const int launches = std::max(2 * copies, 20);
+    ShapeBuffers buf(s.rows, s.cols);
+    auto &dw = buf.dw, &sv = buf.sv;
+    auto& sm = buf.sm;
+    void *x = buf.x, *y = buf.y;
+    float* ws = buf.ws;
+    unsigned* cnt = buf.cnt;
+    const int copies = buf.copies, launches = buf.launches();
+    const size_t dBytes = buf.dBytes, sBytes = buf.sBytes;
     for (int b : batches) {
       double bestD = 1e30, bestS = 1e30, bestDP = 1e30, bestSP = 1e30;  // ...P: chained (PDL), batch 1
       GemvConfig bd, bdp;
@@ -684,8 +666,6 @@ int main(int argc, char** argv) {
       }
       firstEntry = false;
     }
-    for (int i = 0; i < copies; ++i) cudaFree(dw[i]), cudaFree(sv[i]);
-    cudaFree(x), cudaFree(y), cudaFree(ws), cudaFree(cnt);
   }
   std::fprintf(js, "\n  ]\n}\n");
   std::fclose(js);
