@@ -459,7 +459,7 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
   if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m))
-    op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols, B);
+    op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
   return op;
 }
 

@@ -52,15 +52,14 @@ enum Extra : int { kPlain = 0, kTail = 1, kFoldOut = 2, kFoldIn = 3 };
 // x' = T(w * h) into shared memory (xs), every load of a group issued before the first use;
 // its warps read xs in place of x.
 __device__ __forceinline__ void cpAsync4(float* dst, const float* src) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d), "l"(src) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(detail::smemAddr(dst)), "l"(src) : "memory");
 }
 
 template <typename T>
 __device__ __forceinline__ void foldPrologue(const NormFold& f, std::int64_t k0, std::int64_t k1, uint4* xs,
                                              float* partials) {
   for (int i = threadIdx.x; i < f.count; i += blockDim.x) cpAsync4(partials + i, f.partials + i);
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  detail::cpAsyncCommit();
   const uint4* h = static_cast<const uint4*>(f.h);
   const uint4* w = static_cast<const uint4*>(f.w);
   constexpr int kGroup = 2;
@@ -85,7 +84,7 @@ __device__ __forceinline__ void foldPrologue(const NormFold& f, std::int64_t k0,
 // the block calls it.
 __device__ __forceinline__ float foldScale(const NormFold& f, const float* partials) {
   __shared__ float part[kMaxWarps];
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  detail::cpAsyncWait<0>();  // the partials foldPrologue copied (its only group)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   float s = 0.f;
   for (int i = threadIdx.x; i < f.count; i += blockDim.x) s += partials[i];

@@ -119,6 +119,14 @@ inline bool hopperLaunchSupported() {
   return ok;
 }
 
+// SMs of the current device (132 where it cannot be asked).
+inline int smCount() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 132;
+  return sms > 0 ? sms : 1;
+}
+
 // cudaLaunchKernelEx with an optional thread-block cluster of shape `cluster` (cluster.x 0:
 // none) and the programmatic-dependent-launch attribute when `pdl` (callers pass it only
 // where hopperLaunchSupported()).

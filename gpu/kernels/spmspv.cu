@@ -31,6 +31,7 @@ using detail::cpAsync16;
 using detail::cpAsyncCommit;
 using detail::cpAsyncWait;
 using detail::lo16;
+using detail::smCount;
 using detail::smemAddr;
 
 constexpr int kMaxWarps = 16;
@@ -265,13 +266,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   // The warps' sums per row, then the split-K epilogue per 32-row group.
   __syncthreads();  // every warp is done with its list and slots: reuse as red[W][256]
   finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
-}
-
-int smCount() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    return 132;
-  return std::max(1, sms);
 }
 
 // Steps of 32 columns per split-K slice for `splits` slices.

@@ -645,8 +645,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const std::int64_t tileBase = tile * G;
   const bool live = tile < tiles;
   const int nPairs = live ? (g1 - gs) / 2 : 0;  // full pairs through the ring; an odd last word after it
-  const unsigned char* ring =
-      reinterpret_cast<const unsigned char*>(tcSmem) + B * xs32Stride * 4 + warp * S * kTcStageBytes;
+  unsigned char* ring = reinterpret_cast<unsigned char*>(tcSmem) + B * xs32Stride * 4 + warp * S * kTcStageBytes;
   const std::uint32_t ringAddr = detail::smemAddr(ring);
   // The ring's first S - 1 pairs are requested before anything else (the weights do not depend
   // on the previous kernel): their latency overlaps the table copy, the wait and the x staging.
@@ -680,62 +679,24 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     tcPair<T, B>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16, xs32Stride, grp, t,
                  c);
 
-  // c[h][i]: row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1).
-  const std::int64_t nSlots = tiles * 32;
-  const unsigned splits = gridDim.y;
-  if (splits == 1) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
-        const int n = 2 * t + (i & 1);
-        if (n < B && row < rows) y[n * ldy + row] = detail::fromFloat<T>(c[h][i]);
-      }
-    return;
-  }
+  // c[h][i] (row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1)) to one row per lane
+  // through the warp's ring (its copies are done: the last groups were empty), then the
+  // split-K finish every kernel here shares.
+  detail::cpAsyncWait<0>();
+  float* red = reinterpret_cast<float*>(ring);
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
       const int n = 2 * t + (i & 1);
-      if (n < B) ws[(static_cast<std::int64_t>(blockIdx.y) * nSlots + row) * B + n] = c[h][i];
+      if (n < B) red[n * 32 + 16 * h + grp + (i >= 2 ? 8 : 0)] = c[h][i];
     }
-  __threadfence();
   __syncwarp();
-  unsigned ticket = 0;
-  if (lane == 0) ticket = atomicAdd(counters + tile, 1u);
-  ticket = __shfl_sync(0xffffffffu, ticket, 0);
-  if (ticket != splits - 1) return;
-  __threadfence();
-  // The slices in order, each one's eight partials loaded together (one round trip per
-  // slice, or fewer where the loop unrolls), not one entry's slices after another's.
-  float sum[2][4] = {};
-  for (unsigned k = 0; k < splits; ++k) {
-    float part[2][4];
+  float tot[B];
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
-        const int n = 2 * t + (i & 1);
-        part[h][i] = n < B ? __ldcg(ws + (static_cast<std::int64_t>(k) * nSlots + row) * B + n) : 0.f;
-      }
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) sum[h][i] += part[h][i];
-  }
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const std::int64_t row = tile * 32 + 16 * h + grp + (i >= 2 ? 8 : 0);
-      const int n = 2 * t + (i & 1);
-      if (n < B && row < rows) y[n * ldy + row] = detail::fromFloat<T>(sum[h][i]);
-    }
-  if (lane == 0) counters[tile] = 0;
+  for (int b = 0; b < B; ++b) tot[b] = red[b * 32 + lane];
+  const std::int64_t row = tile * 32 + lane;
+  detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row, tiles * 32);
 }
 
 template <typename T, int B, int XS, int S>
@@ -916,17 +877,7 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
 
 bool pdlSupported() { return hopperLaunchSupported(); }
 
-SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols, int batch) {
-  (void)batch;
-  static std::atomic<int> sms{0};
-  int n = sms.load(std::memory_order_relaxed);
-  if (n == 0) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      n = 132;
-    n = std::max(n, 1);
-    sms.store(n, std::memory_order_relaxed);
-  }
+SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols) {
   // From the H200 sweep (tools/gpu/spmv-tc.sh): 8 tiles per block, a 2-stage ring, and about
   // 224 blocks (split-K, at least 16 words per slice) did best or near it on most shapes.
   cfg.warps = 8;
@@ -935,7 +886,7 @@ SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t col
   cfg.tail = {};
   const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
   const std::int64_t G = std::max<std::int64_t>(1, cols / 32);
-  const std::int64_t want = (224 * n / 132 + blocks / 2) / blocks;
+  const std::int64_t want = (224 * static_cast<std::int64_t>(detail::smCount()) / 132 + blocks / 2) / blocks;
   cfg.splitK = static_cast<int>(std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(1, G / 16)));
   return cfg;
 }

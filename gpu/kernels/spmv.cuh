@@ -50,7 +50,7 @@ inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
 // The tensor-core configuration for a shape and batch (what the engine and the kernel
 // benchmark run): 8 warps (tiles) per block, a 2-stage ring, split-K to about 1.7 blocks per
 // SM with at least 16 words per slice; cfg's programmatic dependent launch kept.
-SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols, int batch);
+SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols);
 std::int64_t spmvTiles(std::int64_t rows);
 // Mask words per split-K slice actually used (cfg.splitK, raised for shared memory).
 int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg);

@@ -340,7 +340,7 @@ static int tcMain(bool quick) {
     for (int pm : {4, 8})
       for (int b = 2; b <= 8; ++b)
         for (SpmvConfig c : {SpmvConfig{4, 102, 1}, SpmvConfig{1, 103, 3}, SpmvConfig{8, 104, 2}, SpmvConfig{2, 102, 7},
-                             spmvOnTensorCores(SpmvConfig{}, 1000, 5120, b)}) {
+                             spmvOnTensorCores(SpmvConfig{}, 1000, 5120)}) {
           for (auto [r, k] : {std::pair<long, long>{37, 96}, {100, 1056}, {33, 32}, {65, 4064}, {1000, 5120},
                               {70, 14336}, {129, 160}}) {
             if (quick && k > 5120) continue;
@@ -424,7 +424,7 @@ static int tcMain(bool quick) {
             return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
           });
         };
-        const SpmvConfig ca = spmvOnTensorCores(SpmvConfig{}, s.rows, s.cols, b);
+        const SpmvConfig ca = spmvOnTensorCores(SpmvConfig{}, s.rows, s.cols);
         const double tAuto = timeTc(ca);
         // Candidate rules for the default configuration: warps, unroll, words per split.
         for (int r = 0; r < kRules && !quick; ++r) {
@@ -471,7 +471,7 @@ static int tcProfileMain(int argc, char** argv) {
   const long rows = std::atol(argv[3]), cols = std::atol(argv[4]);
   const int b = std::atoi(argv[5]);
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
-  const SpmvConfig c = spmvOnTensorCores(SpmvConfig{}, rows, cols, b);
+  const SpmvConfig c = spmvOnTensorCores(SpmvConfig{}, rows, cols);
   ShapeBuffers buf(rows, cols);
   for (int i = 0; i < 6; ++i)
     CK(launchBitmaskSpmv(buf.sv[i % buf.copies], buf.sm[i % buf.copies], DType::BF16, rows, cols, buf.x, b, buf.y, rows,
