@@ -457,8 +457,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
             !kernels::spmvUseTensorCores(s.sparseTensorCores, b, sparse::parsePattern(pattern).m))
           return c;
         const auto& l = std::get<SpmvLaunch>(c);
-        return CaseConfig{
-            kernels::toLaunch(kernels::spmvOnTensorCores(kernels::toConfig(l, l.pdl), sh.rows, sh.cols))};
+        return CaseConfig{kernels::toLaunch(kernels::spmvOnTensorCores(kernels::toConfig(l, l.pdl), sh.rows, sh.cols))};
       };
       cfg = onTensorCores(cfg);
       BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, pattern, b, kc.id);

@@ -122,7 +122,8 @@ inline bool hopperLaunchSupported() {
 // SMs of the current device (132 where it cannot be asked).
 inline int smCount() {
   int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return 132;
   return sms > 0 ? sms : 1;
 }
