@@ -6,6 +6,8 @@
 # dense GEMV and cuBLAS, its configurations swept. Output in $OUT (or out/gpu).
 #
 #   tools/gpu/spmv-tc.sh [quick]
+#   PROBE_MODES="l2 tc" ...   the probe's modes to run, in order (default tc; l2: the next projection's
+#                       weights streamed into L2 during a latency-bound kernel, `probe - l2`)
 #   SPMV_TC_NCU=1 ...   then an Nsight Compute profile (detailed, warp states, stall samples per
 #                       SASS instruction) of one launch at 14336x4096, batch 8 (SPMV_TC_SHAPE="R C B")
 set -uo pipefail
@@ -23,7 +25,9 @@ done
 nvcc -std=c++20 -O3 -arch=sm_90 -I. -DPROBE_CUBLAS -c tools/gpu/spmv_probe.cu -o /tmp/probe-tc/main.o
 wait
 nvcc -arch=sm_90 /tmp/probe-tc/*.o -lcublas -o /tmp/probe-tc/probe || { echo "probe build FAILED" | tee -a "$out/spmv-tc.txt"; exit 1; }
-/tmp/probe-tc/probe - tc "${1:-}" 2>&1 | tee -a "$out/spmv-tc.txt"
+for mode in ${PROBE_MODES:-tc}; do
+  if [ "$mode" = tc ]; then /tmp/probe-tc/probe - tc "${1:-}"; else /tmp/probe-tc/probe - "$mode"; fi 2>&1 | tee -a "$out/spmv-tc.txt"
+done
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$ncu" ] && [ "${SPMV_TC_NCU:-0}" = 1 ]; then
   timeout 150 "$ncu" --set detailed --section WarpStateStats --section SchedulerStats --section SourceCounters \

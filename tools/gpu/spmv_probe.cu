@@ -12,6 +12,8 @@
 //       warps and unroll swept (quick: K <= 5120 checked; the Llama-3.1-8B shapes, 2:4, batch 4
 //       and 8, against cuBLAS, a smaller sweep)
 //   ./probe - tcprofile ROWS COLS BATCH   # for a profiler: a few launches of the tensor-core SpMV
+//   ./probe - l2   # the next projection's weights streamed into L2 during a latency-bound kernel: how
+//       much faster that projection then runs (dense GEMV and 2:4 SpMV, Llama-3.1-8B shapes)
 
 #include "gpu/kernels/benchfill.cuh"
 #include "gpu/kernels/gemv.cuh"
@@ -328,6 +330,100 @@ static int profileMain(int argc, char** argv) {
   return 0;
 }
 
+// ---- l2 mode ------------------------------------------------------------------
+// Does streaming the next projection's weights into L2 while a latency-bound kernel runs
+// (the attention: ~12 us with HBM nearly idle; a norm: ~3 us) make that projection
+// faster? A stand-in for that kernel spins `cycles` on one thread per block (40 blocks,
+// as the Llama-3.1-8B attention), after its threads have asked for the first `pfBytes` of
+// the weights: mode 1 cp.async.bulk.prefetch.L2 in 16 KiB pieces, mode 2 one
+// prefetch.global.L2::evict_last per 128-byte line, 0 nothing.
+__global__ void spinPrefetchKernel(const char* pf, unsigned long long pfBytes, int mode, long long cycles, int* out) {
+  const long long t0 = clock64();
+  const unsigned long long nThreads = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  const unsigned long long tid = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (mode == 1) {
+    constexpr unsigned long long kPiece = 16384;
+    for (unsigned long long off = tid * kPiece; off < pfBytes; off += nThreads * kPiece) {
+      const unsigned sz = static_cast<unsigned>(pfBytes - off < kPiece ? pfBytes - off : kPiece);
+#if __CUDA_ARCH__ >= 900
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(pf + off), "r"(sz) : "memory");
+#endif
+    }
+  } else if (mode == 2) {
+    for (unsigned long long off = tid * 128; off < pfBytes; off += nThreads * 128)
+      asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(pf + off));
+  }
+  if (threadIdx.x == 0)
+    while (clock64() - t0 < cycles) {
+    }
+  if (out && threadIdx.x == 0 && blockIdx.x == 0) *out = 1;
+}
+
+static int l2Main() {
+  CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  gSm = p.multiProcessorCount;
+  int clockKhz = 0;
+  CK(cudaDeviceGetAttribute(&clockKhz, cudaDevAttrClockRate, 0));
+  std::printf("device %s, %d SMs, L2 %d MB, clock %d MHz\n", p.name, gSm, p.l2CacheSize >> 20, clockKhz / 1000);
+  double tHbm = 0;
+  std::printf("HBM read: %.0f GB/s\n", measureHbm(&tHbm));
+  int* flag;
+  CK(cudaMalloc(&flag, 4));
+  struct L2Shape {
+    long rows, cols;
+    GemvConfig dense;
+    SpmvConfig sparse;
+  };
+  // The tuned batch-1 configurations of resources/tuning/nvidia-h200.json.
+  const L2Shape shapes[] = {{4096, 4096, {4, 1, 4, 1}, {16, 4, 1, 0}},
+                            {6144, 4096, {4, 1, 4, 1}, {16, 4, 1, 0}},
+                            {14336, 4096, {4, 4, 2, 1}, {4, 1, 2, 1}},
+                            {4096, 14336, {8, 1, 2, 1}, {16, 42, 1, 0}}};
+  const double mhz = clockKhz / 1000.0;
+  std::printf("%-12s %-6s %7s %7s | %-9s %9s %9s %9s %9s %9s | %s\n", "shape", "kernel", "MB", "alone", "spin us",
+              "+plain", "+bulk", "+line", "bulk/2", "hot", "saved by bulk (us)");
+  for (const L2Shape& sh : shapes) {
+    ShapeBuffers b(sh.rows, sh.cols);
+    for (int sparse = 0; sparse < 2; ++sparse) {
+      const size_t bytes = sparse ? b.sBytes : b.dBytes;
+      auto run = [&](int i) -> cudaError_t {
+        return sparse ? launchBitmaskSpmv(b.sv[i], b.sm[i], DType::BF16, sh.rows, sh.cols, b.x, 1, b.y, sh.rows,
+                                          sh.sparse, b.ws, b.cnt, gStream)
+                      : launchDenseGemv(b.dw[i], DType::BF16, sh.rows, sh.cols, b.x, 1, b.y, sh.rows, sh.dense, b.ws,
+                                        b.cnt, gStream);
+      };
+      // The packed values come first, then the masks: a prefix of pfBytes covers values first.
+      auto base = [&](int i) { return static_cast<const char*>(sparse ? b.sv[i] : b.dw[i]); };
+      const double alone = timeGraph(b.copies, b.launches(), 15, run);
+      const double hot = timeGraph(1, 20, 15, run);  // one copy again and again: from L2 where it fits
+      for (const double spinUs : {12.0, 3.0}) {
+        const long long cyc = static_cast<long long>(spinUs * mhz);
+        auto pair = [&](int mode, size_t pf) {
+          return [&, mode, pf](int i) -> cudaError_t {
+            spinPrefetchKernel<<<40, 128, 0, gStream>>>(base(i), std::min(pf, bytes), mode, cyc, flag);
+            return run(i);
+          };
+        };
+        const double spin = timeGraph(b.copies, b.launches(), 15, [&](int i) -> cudaError_t {
+          spinPrefetchKernel<<<40, 128, 0, gStream>>>(base(i), 0, 0, cyc, flag);
+          return cudaGetLastError();
+        });
+        const size_t all = bytes, half = size_t(16) << 20;
+        const double plain = timeGraph(b.copies, b.launches(), 15, pair(0, 0));
+        const double bulk = timeGraph(b.copies, b.launches(), 15, pair(1, all));
+        const double line = timeGraph(b.copies, b.launches(), 15, pair(2, all));
+        const double bulk16 = timeGraph(b.copies, b.launches(), 15, pair(1, half));
+        std::printf("%5ldx%-6ld %-6s %7.1f %7.2f | %4.0f:%4.2f %9.2f %9.2f %9.2f %9.2f %9.2f | %.2f (16 MiB: %.2f)\n",
+                    sh.rows, sh.cols, sparse ? "sparse" : "dense", bytes / 1048576.0, alone, spinUs, spin, plain, bulk,
+                    line, bulk16, hot, plain - bulk, plain - bulk16);
+      }
+    }
+  }
+  return 0;
+}
+
 // ---- tc mode ------------------------------------------------------------------
 static int tcMain(bool quick) {
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
@@ -485,6 +581,7 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::strcmp(argv[2], "tcprofile") == 0) return tcProfileMain(argc, argv);
   if (argc > 2 && std::strcmp(argv[2], "tc") == 0) return tcMain(argc > 3 && std::strcmp(argv[3], "quick") == 0);
   if (argc > 2 && std::strcmp(argv[2], "profile") == 0) return profileMain(argc, argv);
+  if (argc > 2 && std::strcmp(argv[2], "l2") == 0) return l2Main();
   const char* outPath = argc > 1 ? argv[1] : "tuning.json";
   const bool quick = argc > 2 && std::strcmp(argv[2], "quick") == 0;
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
