@@ -382,11 +382,11 @@ struct LinOp {
   kernels::SpmvConfig spmv;
 };
 
-// A projection input: row-major [B, cols] and, where the sparse kernel reads it at
-// batch > 1, batch-interleaved [cols, xStride].
+// A projection input: row-major [B, cols] and, where the CUDA-core sparse kernel reads it
+// at batch > 1, batch-interleaved [cols, xStride].
 struct Site {
   at::Tensor xr, xi;
-  bool interleaved = false;  // producers write xi (every consumer is the SpMV)
+  bool interleaved = false;  // producers write xi (every consumer reads it interleaved)
   std::int64_t cols = 0;
   void* out() const { return interleaved ? xi.data_ptr() : xr.data_ptr(); }
   kernels::XLayout layout() const {
@@ -420,6 +420,9 @@ struct DecodeGraph {
   // Lanes per cache slot (AttentionArgs::lanesPerSlot): 2 where the kernel takes it (16-bit
   // types, headDim a multiple of 16), else 1; SDW_ATTENTION_LANES=1|2|4 chooses.
   int attentionLanes = 2;
+  // Whether the attention prefetches the value rows with the keys (AttentionArgs::valuesPrefetch):
+  // -1 where that keeps the grid in fewer waves (the default), SDW_ATTENTION_PV=1|0 always|never.
+  int attentionValues = -1;
   // Norms run as the tail of the projection before them (kernels::NormTail; 1) or folded
   // into the projections around them (kernels::NormFold; 2), by index: 2l layer l's input
   // norm, 2l + 1 its post-attention norm, 2L the final norm. 0: a launch of its own.
@@ -458,8 +461,15 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m))
+  if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m)) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
+    // x as the step's other kernels write it ([batch, cols]): the norms, the SwiGLU and the
+    // attention then store it whole instead of scattering 2-byte values over [cols, xStride],
+    // and the kernel stages it with 16-byte loads. SDW_TC_X=interleaved (profiling) keeps the
+    // batch-interleaved input of the CUDA-core kernel.
+    const char* env = std::getenv("SDW_TC_X");
+    op.spmv.xRowMajor = !(env && std::string(env) == "interleaved");
+  }
   return op;
 }
 
@@ -481,17 +491,20 @@ std::vector<LinOp> groupOps(const Model::Impl& m, const EngineState& e, std::siz
   return ops;
 }
 
-Site makeSite(std::int64_t B, std::int64_t cols, const at::TensorOptions& o, bool allSpmv) {
+Site makeSite(std::int64_t B, std::int64_t cols, const at::TensorOptions& o, bool allInterleaved) {
   Site s;
   s.cols = cols;
   s.xr = at::zeros({B, cols}, o);
-  s.interleaved = B > 1 && allSpmv;
+  s.interleaved = B > 1 && allInterleaved;
   if (B > 1) s.xi = at::zeros({cols, kernels::spmvXStride(static_cast<int>(B))}, o);
   return s;
 }
 
-bool allSpmv(const std::vector<LinOp>& ops) {
-  return std::all_of(ops.begin(), ops.end(), [](const LinOp& o) { return o.mode == LinOp::Spmv; });
+// Whether every op reads its x batch-interleaved (the SpMV on the CUDA cores; on the tensor
+// cores it reads [batch, cols] unless SDW_TC_X=interleaved).
+bool allInterleaved(const std::vector<LinOp>& ops) {
+  return std::all_of(ops.begin(), ops.end(),
+                     [](const LinOp& o) { return o.mode == LinOp::Spmv && !o.spmv.xRowMajor; });
 }
 
 // With SDW_FUSE_NORMS=1, the residual add + RMSNorm after the o and down projections run as
@@ -633,6 +646,11 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     if (v == "1" || v == "2" || v == "4") g->attentionLanes = std::stoi(v);
     else if (!v.empty()) throw std::runtime_error("SDW_ATTENTION_LANES: \"" + v + "\" is not 1, 2 or 4");
   }
+  if (const char* env = std::getenv("SDW_ATTENTION_PV")) {
+    const std::string v = env;
+    if (v == "0" || v == "1") g->attentionValues = std::stoi(v);
+    else if (v != "auto" && !v.empty()) throw std::runtime_error("SDW_ATTENTION_PV: \"" + v + "\" is not 0, 1 or auto");
+  }
   g->cacheKey = cache.k.front().data_ptr();
   g->ropeKey = m.ropeCos.data_ptr();
   const auto o = at::TensorOptions().dtype(m.computeDtype).device(m.device);
@@ -642,7 +660,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   g->pad = at::zeros({B}, oi);
   const int Bi = static_cast<int>(B);
   const std::size_t L = m.w.layers.size();
-  bool hiddenSpmv = true, attnSpmv = true, interSpmv = true;
+  bool hiddenInterleaved = true, attnInterleaved = true, interInterleaved = true;
   std::int64_t scratchFloats = 0;
   for (std::size_t l = 0; l < L; ++l) {
     std::array<std::vector<LinOp>, 4> ops;
@@ -650,9 +668,9 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     ops[1] = groupOps(m, e, l, {kProjO}, at::Tensor(), DeviceBitmask{}, Bi);
     ops[2] = groupOps(m, e, l, {kProjGate, kProjUp}, e.guDense[l], e.guPacked[l], Bi);
     ops[3] = groupOps(m, e, l, {kProjDown}, at::Tensor(), DeviceBitmask{}, Bi);
-    hiddenSpmv = hiddenSpmv && allSpmv(ops[0]) && allSpmv(ops[2]);
-    attnSpmv = attnSpmv && allSpmv(ops[1]);
-    interSpmv = interSpmv && allSpmv(ops[3]);
+    hiddenInterleaved = hiddenInterleaved && allInterleaved(ops[0]) && allInterleaved(ops[2]);
+    attnInterleaved = attnInterleaved && allInterleaved(ops[1]);
+    interInterleaved = interInterleaved && allInterleaved(ops[3]);
     for (const auto& grp : ops)
       for (const auto& op : grp)
         if (op.mode == LinOp::Unpack) scratchFloats = std::max(scratchFloats, op.rows * op.cols);
@@ -666,9 +684,9 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     for (auto& grp : layer)
       for (auto& op : grp) setPdl(op);
   setPdl(g->lmHead);
-  g->sHidden = makeSite(B, c.hiddenSize, o, hiddenSpmv);
-  g->sAttn = makeSite(B, c.qDim(), o, attnSpmv);
-  g->sInter = makeSite(B, c.intermediateSize, o, interSpmv);
+  g->sHidden = makeSite(B, c.hiddenSize, o, hiddenInterleaved);
+  g->sAttn = makeSite(B, c.qDim(), o, attnInterleaved);
+  g->sInter = makeSite(B, c.intermediateSize, o, interInterleaved);
   g->sFinal = makeSite(B, c.hiddenSize, o, false);
   g->h = at::zeros({B, c.hiddenSize}, o);
   g->yQkv = at::zeros({B, c.qDim() + 2 * c.kvDim()}, o);
@@ -723,7 +741,7 @@ void runLinear(DecodeGraph& g, const LinOp& op, const Site& site, at::Tensor& y,
       return;
     case LinOp::Spmv: {
       const void* x = site.xr.data_ptr();
-      if (B > 1) {
+      if (B > 1 && !op.spmv.xRowMajor) {
         if (!site.interleaved) const_cast<at::Tensor&>(site.xi).narrow(1, 0, B).copy_(site.xr.t());
         x = site.xi.data_ptr();
       }
@@ -840,6 +858,7 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     aa.counters = reinterpret_cast<unsigned*>(g.attnCounters.data_ptr());
     aa.merge = g.attentionMerge;
     aa.lanesPerSlot = g.attentionLanes;
+    aa.valuesPrefetch = g.attentionValues;
     if (attention) ck(kernels::launchDecodeAttention(aa, dt, g.attnWs.data_ptr<float>(), st, pdl), "attention");
     sparsify(g.sAttn, l, ProjectionInput::O, "o input sparsity");
     for (const auto& op : g.ops[l][1]) runLinear(g, op, g.sAttn, g.yO, st);

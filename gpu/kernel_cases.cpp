@@ -192,11 +192,13 @@ CaseInputs prepareSparse(const CaseProblem& p, int copies) {
   }
   return in;
 }
-// x: [cols, xStride] (the batch interleaved per column); y: [batch, rows].
+// x: [cols, xStride] (the batch interleaved per column), and at batch > 1 xr: the same as
+// [batch, cols] for the tensor-core path; y: [batch, rows].
 void setBatchSparse(CaseInputs& in, int batch) {
   in.batch = batch;
   in.x = at::empty({in.problem.cols, kernels::spmvXStride(batch)}, options(in.problem));
   fill16(in, in.x);
+  in.xr = batch > 1 ? in.x.narrow(1, 0, batch).t().contiguous() : at::Tensor();
   in.y = at::empty({batch, in.problem.rows}, options(in.problem));
 }
 CaseReference referenceSparse(const CaseInputs& in, int copy) {
@@ -212,13 +214,16 @@ void reserveSpmv(CaseInputs& in, std::initializer_list<CaseConfig> cfgs) {
   in.ws = at::empty({static_cast<std::int64_t>(floats)}, options(in.problem).dtype(at::kFloat));
   in.counters = at::zeros({kernels::spmvTiles(in.problem.rows)}, options(in.problem).dtype(at::kInt));
 }
+// On the tensor cores x is read as [batch, cols] (xr), as the decode engine passes it.
 const char* launchSpmv(CaseInputs& in, int copy, const CaseConfig& cfg) {
   const auto& c = std::get<SpmvLaunch>(cfg);
   const auto i = static_cast<std::size_t>(copy);
+  kernels::SpmvConfig kc = kernels::toConfig(c, c.pdl);
+  kc.xRowMajor = in.batch > 1 && kernels::spmvTensorCores(kc);
   return status(kernels::launchBitmaskSpmv(in.w[i].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[i].data_ptr()),
                                            kernelDType(in.problem.dtype), in.problem.rows, in.problem.cols,
-                                           in.x.data_ptr(), in.batch, in.y.data_ptr(), in.y.stride(0),
-                                           kernels::toConfig(c, c.pdl), in.ws.data_ptr<float>(),
+                                           (kc.xRowMajor ? in.xr : in.x).data_ptr(), in.batch, in.y.data_ptr(),
+                                           in.y.stride(0), kc, in.ws.data_ptr<float>(),
                                            reinterpret_cast<unsigned*>(in.counters.data_ptr()), stream()));
 }
 std::string describeSpmv(const CaseInputs&, const CaseConfig& cfg) {

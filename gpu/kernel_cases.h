@@ -48,6 +48,7 @@ struct CaseInputs {
                                   // (device layout, gpu/kernels/spmv.cuh); cuSPARSELt: compressed 2:4
   std::vector<at::Tensor> masks;  // sparse, per copy: [tiles * G * 32] int32
   at::Tensor x;  // dense and cuBLAS: [batch, cols]; sparse: [cols, spmvXStride(batch)]; cuSPARSELt: [cols, n]
+  at::Tensor xr;  // sparse, batch > 1: the same x as [batch, cols] (what the tensor-core path reads)
   at::Tensor y;  // [batch, rows], unit column stride, any row stride (the launch's ldy); may be replaced
                  // by a view of the same shape (the test's guarded buffer). cuSPARSELt allocates its own.
   at::Tensor ws, counters;  // split-K workspace and counters (reserve)

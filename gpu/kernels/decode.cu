@@ -869,9 +869,34 @@ struct AttnL {
   // The value rows prefetched with the keys where both fit (all but fp32 with wide heads);
   // several lanes per slot (16-bit types with the value rows prefetched, headDim a
   // multiple of 8 * lanes) where asked for, else one.
+  // Waves of the device the grid takes with that kernel and shared memory (0: does not fit).
+  template <int EPL, int MAXREP, bool PV, int LPS>
+  static std::int64_t waves(const AttentionArgs& a) {
+    const std::size_t smem = smemBytes(a, MAXREP, PV, LPS);
+    auto kernel = attentionKernel<T, EPL, MAXREP, PV, LPS>;
+    int n = 0;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kAttnWarps * 32 * LPS, smem) != cudaSuccess || n < 1)
+      return 0;
+    const std::int64_t grid = static_cast<std::int64_t>(attentionSplits(a.capacity)) * a.kvHeads * a.batch;
+    const std::int64_t slots = static_cast<std::int64_t>(n) * detail::smCount();
+    return (grid + slots - 1) / slots;
+  }
   template <int EPL, int MAXREP>
   static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
     if constexpr (!std::is_same_v<T, float>) {
+      if (a.valuesPrefetch == 0) return go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
+      if (a.valuesPrefetch < 0 && a.batch > 1) {  // keys only where that takes fewer waves
+        const std::int64_t keysOnly = waves<EPL, MAXREP, false, 1>(a);
+        const int lps = (a.lanesPerSlot == 2 || a.lanesPerSlot == 4) && a.headDim % (8 * a.lanesPerSlot) == 0
+                            ? a.lanesPerSlot
+                            : 1;
+        const std::int64_t with = lps == 4   ? waves<EPL, MAXREP, true, 4>(a)
+                                  : lps == 2 ? waves<EPL, MAXREP, true, 2>(a)
+                                             : waves<EPL, MAXREP, true, 1>(a);
+        if (keysOnly > 0 && (with == 0 || keysOnly < with)) return go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
+      }
       const int lps = a.lanesPerSlot;
       if ((lps == 2 || lps == 4) && a.headDim % (8 * lps) == 0 && smemBytes(a, MAXREP, true, lps) <= 160 * 1024)
         return lps == 2 ? go<EPL, MAXREP, true, 2>(a, ws, st, pdl) : go<EPL, MAXREP, true, 4>(a, ws, st, pdl);

@@ -98,6 +98,11 @@ struct AttentionArgs {
   // per block over the same slots. Taken for bf16/fp16 where the value rows are
   // prefetched and headDim is a multiple of 8 * lanes; otherwise one.
   int lanesPerSlot = 1;
+  // Whether the value rows are prefetched with the keys (16-bit types): 1 yes where they fit,
+  // 0 no (the key rows' shared memory is reused: half of it, so more blocks per SM), -1 auto:
+  // not where the grid (splits x KV heads x batch) then fits one wave of the device and with
+  // them it does not (batch 8: 2 blocks of ~90 KB per SM with them, 4 without).
+  int valuesPrefetch = -1;
 };
 
 int attentionSplits(std::int64_t capacity);  // slot blocks of 128

@@ -573,23 +573,40 @@ __device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const 
 
 // Stage x of this split's columns [32 gs, 32 g1) as [batch row n < B][column pair] 16-bit
 // pairs (row stride xs32Stride), zero beyond g1 up to the even word count. x is [cols][XS]
-// (4-byte aligned: the launcher checks).
+// (4-byte aligned: the launcher checks), or with XS = 0 [B][32 G] row-major (16-byte
+// aligned): each row's slice copied as it is, 16 bytes a piece, the B rows' pieces of a
+// thread loaded before any is stored (one round trip where the slice fits the block).
 template <typename T, int B, int XS>
-__device__ __forceinline__ void tcStageX(std::uint32_t* xs, int xs32Stride, const T* x, int gs, int g1) {
-  const auto* xw = reinterpret_cast<const std::uint32_t*>(x) + static_cast<std::int64_t>(gs) * 32 * XS / 2;
-  const int nW = g1 - gs, pairs = ((nW + 1) & ~1) * 16;
-  for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
-    std::uint32_t w[XS];  // columns 2i, 2i + 1: XS 16-bit values each, as XS words
-    if (i < nW * 16) {
+__device__ __forceinline__ void tcStageX(std::uint32_t* xs, int xs32Stride, const T* x, int gs, int g1, int G) {
+  if constexpr (XS == 0) {
+    const int have = (g1 - gs) * 4, nV = ((g1 - gs + 1) & ~1) * 4;  // 16-byte pieces per row: read, staged
+    const auto* x4 = reinterpret_cast<const uint4*>(x) + static_cast<std::int64_t>(gs) * 4;
+    const std::int64_t ldx4 = static_cast<std::int64_t>(G) * 4;
+    auto* xs4 = reinterpret_cast<uint4*>(xs);
+    const int ld4 = xs32Stride / 4;
+    for (int j = threadIdx.x; j < nV; j += blockDim.x) {
+      uint4 v[B];
 #pragma unroll
-      for (int k = 0; k < XS; ++k) w[k] = xw[static_cast<std::int64_t>(i) * XS + k];
-    } else {
+      for (int n = 0; n < B; ++n) v[n] = j < have ? x4[n * ldx4 + j] : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-      for (int k = 0; k < XS; ++k) w[k] = 0u;
+      for (int n = 0; n < B; ++n) xs4[n * ld4 + j] = v[n];
     }
+  } else {
+    const auto* xw = reinterpret_cast<const std::uint32_t*>(x) + static_cast<std::int64_t>(gs) * 32 * XS / 2;
+    const int nW = g1 - gs, pairs = ((nW + 1) & ~1) * 16;
+    for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
+      std::uint32_t w[XS];  // columns 2i, 2i + 1: XS 16-bit values each, as XS words
+      if (i < nW * 16) {
 #pragma unroll
-    for (int n = 0; n < B; ++n)
-      xs[n * xs32Stride + i] = __byte_perm(w[n / 2], w[(XS + n) / 2], (n & 1) ? 0x7632u : 0x5410u);
+        for (int k = 0; k < XS; ++k) w[k] = xw[static_cast<std::int64_t>(i) * XS + k];
+      } else {
+#pragma unroll
+        for (int k = 0; k < XS; ++k) w[k] = 0u;
+      }
+#pragma unroll
+      for (int n = 0; n < B; ++n)
+        xs[n * xs32Stride + i] = __byte_perm(w[n / 2], w[(XS + n) / 2], (n & 1) ? 0x7632u : 0x5410u);
+    }
   }
 }
 
@@ -657,7 +674,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int i = threadIdx.x; i < 256; i += blockDim.x)
     sel[i] = __ldg(reinterpret_cast<const uint4*>(kTcSelectors.v) + i);
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
-  tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1);
+  tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1, G);
   __syncthreads();
   if (!live) {
     if constexpr (PDL) pdlLaunchDependents();
@@ -703,8 +720,8 @@ template <typename T, int B, int XS, int S>
 cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
                      cudaStream_t stream) {
-  // x staged in 4-byte words, values and masks copied in 16-byte pieces
-  if ((reinterpret_cast<std::uintptr_t>(x) & 3) ||
+  // x staged in 4-byte words (row-major: 16-byte pieces), values and masks copied in 16-byte pieces
+  if ((reinterpret_cast<std::uintptr_t>(x) & (XS == 0 ? 15 : 3)) ||
       ((reinterpret_cast<std::uintptr_t>(values) | reinterpret_cast<std::uintptr_t>(masks)) & 15))
     return cudaErrorInvalidValue;
   const int G = static_cast<int>(cols / 32);
@@ -836,9 +853,12 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 102: return launchTc<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 103: return launchTc<T, B, XS, 3>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      case 104: return launchTc<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+#define SDW_SPMV_TC(S)                                                                                   \
+  case 100 + S:                                                                                          \
+    return cfg.xRowMajor ? launchTc<T, B, 0, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream) \
+                         : launchTc<T, B, XS, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      SDW_SPMV_TC(2) SDW_SPMV_TC(3) SDW_SPMV_TC(4)
+#undef SDW_SPMV_TC
       default: return cudaErrorInvalidValue;
     }
   }
@@ -913,6 +933,7 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
     return cudaErrorInvalidValue;
   if (spmvWorkspaceFloats(rows, cols, batch, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
   if (cfg.tail.on() && (batch != 1 || !cfg.tail.h || !cfg.tail.w || !cfg.tail.x)) return cudaErrorInvalidValue;
+  if (cfg.xRowMajor && (batch == 1 || !spmvTensorCores(cfg))) return cudaErrorInvalidValue;  // interleaved x only
   switch (dtype) {
     case DType::BF16:
       return byBatch<__nv_bfloat16>(batch, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream);

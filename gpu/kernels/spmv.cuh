@@ -9,7 +9,8 @@
 //           words unchanged (bit c: column 32g + c kept).
 // Padding rows carry mask 0x0000ffff and zero values (never written out).
 // x: [cols][xStride] (the batch interleaved per column; xStride in {1,2,4,8},
-//    >= batch), so one load fetches a column for the whole batch.
+//    >= batch), so one load fetches a column for the whole batch; on the tensor cores
+//    with SpmvConfig::xRowMajor, [batch][cols] as the other kernels of a step write it.
 // y: [batch][ldy] in the value dtype.
 
 #include "gpu/kernels/colstats.cuh"  // DType
@@ -42,6 +43,8 @@ struct SpmvConfig {
                      // weight loads overlap the previous kernel of the stream, x is read after it completes
   NormTail tail = {};  // batch 1 (not on the tensor cores): the add + RMSNorm after this projection, run by
                      // its last block (normtail.cuh)
+  bool xRowMajor = false;  // batch 2-8 on the tensor cores: x is [batch][cols] row-major (16-byte aligned)
+                           // instead of [cols][xStride]; refused on the other paths
 };
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8

@@ -514,13 +514,15 @@ class TestEngineCuda : public QObject {
   // same slots, the partial dots added by shuffles): in bf16 within the engine's tolerance
   // of the one-lane kernel (only the order of the dot products' additions differs), for
   // both merges, over several splits, Llama (head_dim 128, 4 queries per KV head), Qwen3
-  // (64, 5) and Gemma 3 (256, sliding window), batch 1 and a ragged batch of 3.
+  // (64, 5) and Gemma 3 (256, sliding window), batch 1 and a ragged batch of 3. "keys": one
+  // lane without the value rows prefetched (SDW_ATTENTION_PV=0, the variant the engine takes
+  // where it keeps a large grid in fewer waves; the key rows' shared memory reused for them).
   void attentionLanesMatchOneLane_data() {
     QTest::addColumn<QString>("arch");
     QTest::addColumn<QString>("lanes");
     QTest::addColumn<QString>("merge");
     for (const char* a : {"llama", "qwen3", "gemma3"})
-      for (const char* l : {"2", "4"})
+      for (const char* l : {"2", "4", "keys"})
         for (const char* m : {"cluster", "ticket"})
           QTest::addRow("%s lanes %s %s", a, l, m)
               << QString::fromLatin1(a) << QString::fromLatin1(l) << QString::fromLatin1(m);
@@ -541,15 +543,19 @@ class TestEngineCuda : public QObject {
       try {
         qputenv("SDW_ATTENTION", merge.toLatin1());
         qputenv("SDW_ATTENTION_LANES", "1");
+        qputenv("SDW_ATTENTION_PV", "1");
         a = Model::randomInit(c, opts("bfloat16", Linear::Dense), 5, 0.05)->generateBatch(ps, go);
-        qputenv("SDW_ATTENTION_LANES", lanes.toLatin1());
+        if (lanes == "keys") qputenv("SDW_ATTENTION_PV", "0");
+        else qputenv("SDW_ATTENTION_LANES", lanes.toLatin1());
         b = Model::randomInit(c, opts("bfloat16", Linear::Dense), 5, 0.05)->generateBatch(ps, go);
       } catch (const std::exception& e) {
+        qunsetenv("SDW_ATTENTION_PV");
         qunsetenv("SDW_ATTENTION_LANES");
         qunsetenv("SDW_ATTENTION");
         if (QString::fromUtf8(e.what()).contains("needs sm_90")) QSKIP(e.what());
         QFAIL(e.what());
       }
+      qunsetenv("SDW_ATTENTION_PV");
       qunsetenv("SDW_ATTENTION_LANES");
       qunsetenv("SDW_ATTENTION");
       double worst = 0;

@@ -19,6 +19,7 @@
 #ifdef SDW_TORCH_CUDA
 #include "gpu/kernels/decode.cuh"
 #include "gpu/kernels/gemv.cuh"
+#include "gpu/kernels/launch_space.h"  // toConfig
 #include "gpu/kernels/spmv.cuh"
 
 #include <ATen/cuda/CUDAGraph.h>
@@ -255,9 +256,32 @@ class TestSpmvCuda : public QObject {
           QVERIFY2(rel < tol, qPrintable(QStringLiteral("%1: relative error %2").arg(what).arg(rel)));
           const auto bad = ((yd - want).abs() > want.abs() * ulp + absRef * 1e-5 + 1e-6).sum().item<std::int64_t>();
           QVERIFY2(bad == 0, qPrintable(QStringLiteral("%1: %2 elements off").arg(what).arg(bad)));
+          // kc->launch passes x as [batch, cols] (SpmvConfig::xRowMajor, as the engine does); the
+          // batch-interleaved x of the CUDA-core kernel must give the same bits.
+          const auto rowMajor = in.y.clone();
+          in.y.fill_(kSentinel);
+          const kernels::SpmvConfig ic = kernels::toConfig(cfg, pdl);
+          QVERIFY(!ic.xRowMajor);
+          const cudaError_t e = kernels::launchBitmaskSpmv(
+              in.w[0].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()),
+              dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16, rows, cols, in.x.data_ptr(), batch,
+              in.y.data_ptr(), in.y.stride(0), ic, in.ws.data_ptr<float>(),
+              reinterpret_cast<unsigned*>(in.counters.data_ptr()), c10::cuda::getCurrentCUDAStream());
+          QVERIFY2(e == cudaSuccess, qPrintable(what + ": interleaved x: " + QString::fromUtf8(cudaGetErrorString(e))));
+          torch::cuda::synchronize();
+          QVERIFY2(torch::equal(in.y, rowMajor), qPrintable(what + ": interleaved x differs from [batch, cols]"));
           ++configs;
         }
     QCOMPARE(configs, 18);
+    // x as [batch, cols] is the tensor-core path's alone: the CUDA-core kernel refuses it.
+    kernels::SpmvConfig fma{8, 2, splitK};
+    fma.xRowMajor = true;
+    QCOMPARE(kernels::launchBitmaskSpmv(in.w[0].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()),
+                                        dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16, rows,
+                                        cols, in.xr.data_ptr(), batch, in.y.data_ptr(), in.y.stride(0), fma,
+                                        in.ws.data_ptr<float>(), reinterpret_cast<unsigned*>(in.counters.data_ptr()),
+                                        c10::cuda::getCurrentCUDAStream()),
+             cudaErrorInvalidValue);
     kc->setBatch(in, 1);
     QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 102, 1, -1, false}), "batch 1 has no tensor-core path");
 #endif
