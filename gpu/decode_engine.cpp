@@ -503,8 +503,7 @@ Site makeSite(std::int64_t B, std::int64_t cols, const at::TensorOptions& o, boo
 // Whether every op reads its x batch-interleaved (the SpMV on the CUDA cores; on the tensor
 // cores it reads [batch, cols] unless SDW_TC_X=interleaved).
 bool allInterleaved(const std::vector<LinOp>& ops) {
-  return std::all_of(ops.begin(), ops.end(),
-                     [](const LinOp& o) { return o.mode == LinOp::Spmv && !o.spmv.xRowMajor; });
+  return std::all_of(ops.begin(), ops.end(), [](const LinOp& o) { return o.mode == LinOp::Spmv && !o.spmv.xRowMajor; });
 }
 
 // With SDW_FUSE_NORMS=1, the residual add + RMSNorm after the o and down projections run as

@@ -889,9 +889,8 @@ struct AttnL {
       if (a.valuesPrefetch == 0) return go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
       if (a.valuesPrefetch < 0 && a.batch > 1) {  // keys only where that takes fewer waves
         const std::int64_t keysOnly = waves<EPL, MAXREP, false, 1>(a);
-        const int lps = (a.lanesPerSlot == 2 || a.lanesPerSlot == 4) && a.headDim % (8 * a.lanesPerSlot) == 0
-                            ? a.lanesPerSlot
-                            : 1;
+        const int lps =
+            (a.lanesPerSlot == 2 || a.lanesPerSlot == 4) && a.headDim % (8 * a.lanesPerSlot) == 0 ? a.lanesPerSlot : 1;
         const std::int64_t with = lps == 4   ? waves<EPL, MAXREP, true, 4>(a)
                                   : lps == 2 ? waves<EPL, MAXREP, true, 2>(a)
                                              : waves<EPL, MAXREP, true, 1>(a);

@@ -853,13 +853,14 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-#define SDW_SPMV_TC(S)                                                                                   \
-  case 100 + S:                                                                                          \
+#define SDW_SPMV_TC(S)                                                                                           \
+  case 100 + S:                                                                                                  \
     return cfg.xRowMajor ? launchTc<T, B, 0, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream) \
                          : launchTc<T, B, XS, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      SDW_SPMV_TC(2) SDW_SPMV_TC(3) SDW_SPMV_TC(4)
+        SDW_SPMV_TC(2)
+        SDW_SPMV_TC(3) SDW_SPMV_TC(4)
 #undef SDW_SPMV_TC
-      default: return cudaErrorInvalidValue;
+            default : return cudaErrorInvalidValue;
     }
   }
 }

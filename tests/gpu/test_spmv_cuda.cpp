@@ -264,8 +264,8 @@ class TestSpmvCuda : public QObject {
           QVERIFY(!ic.xRowMajor);
           const cudaError_t e = kernels::launchBitmaskSpmv(
               in.w[0].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()),
-              dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16, rows, cols, in.x.data_ptr(), batch,
-              in.y.data_ptr(), in.y.stride(0), ic, in.ws.data_ptr<float>(),
+              dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16, rows, cols, in.x.data_ptr(),
+              batch, in.y.data_ptr(), in.y.stride(0), ic, in.ws.data_ptr<float>(),
               reinterpret_cast<unsigned*>(in.counters.data_ptr()), c10::cuda::getCurrentCUDAStream());
           QVERIFY2(e == cudaSuccess, qPrintable(what + ": interleaved x: " + QString::fromUtf8(cudaGetErrorString(e))));
           torch::cuda::synchronize();
@@ -276,11 +276,11 @@ class TestSpmvCuda : public QObject {
     // x as [batch, cols] is the tensor-core path's alone: the CUDA-core kernel refuses it.
     kernels::SpmvConfig fma{8, 2, splitK};
     fma.xRowMajor = true;
-    QCOMPARE(kernels::launchBitmaskSpmv(in.w[0].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()),
-                                        dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16, rows,
-                                        cols, in.xr.data_ptr(), batch, in.y.data_ptr(), in.y.stride(0), fma,
-                                        in.ws.data_ptr<float>(), reinterpret_cast<unsigned*>(in.counters.data_ptr()),
-                                        c10::cuda::getCurrentCUDAStream()),
+    QCOMPARE(kernels::launchBitmaskSpmv(
+                 in.w[0].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()),
+                 dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16, rows, cols, in.xr.data_ptr(),
+                 batch, in.y.data_ptr(), in.y.stride(0), fma, in.ws.data_ptr<float>(),
+                 reinterpret_cast<unsigned*>(in.counters.data_ptr()), c10::cuda::getCurrentCUDAStream()),
              cudaErrorInvalidValue);
     kc->setBatch(in, 1);
     QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 102, 1, -1, false}), "batch 1 has no tensor-core path");
