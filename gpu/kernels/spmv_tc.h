@@ -8,11 +8,11 @@
 namespace sdw::kernels {
 
 // Whether an N:M projection at this batch takes the tensor-core path: mode 1 from batch 2,
-// -1 (the default) from batch 4, where the Llama-3.1-8B engine was faster with it on the
-// H200 (docs/decode-engine.md, "Batch 4-8"), 0 never; patterns with M | 8 only (every mask
+// -1 (the default) from batch 3, where the engines were as fast or faster with it on the
+// H200 (docs/decode-engine.md, "Batch 2-8"; at batch 2 the CUDA-core kernel wins), 0 never; patterns with M | 8 only (every mask
 // byte then holds four kept columns).
 constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
-  return batch >= 2 && m > 0 && 8 % m == 0 && (mode > 0 || (mode < 0 && batch >= 4));
+  return batch >= 2 && m > 0 && 8 % m == 0 && (mode > 0 || (mode < 0 && batch >= 3));
 }
 
 // Selectors of mask byte b, entries 4b + (0, 1, 2): A0 | B3 << 16, A1 | B1 << 16,
