@@ -678,7 +678,14 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   // The sparse engine's lm_head (dense) on cuBLAS from batch 4, where our dense GEMV falls
   // behind it (bench/results/kernels/h200-spmv-batch-fma-495a5b6.json: 1.3-1.6x at 14336x4096).
   g->lmHead = denseOp(e, m.w.lmHead, 0, Bi, e.linear == Linear::Sparse && Bi >= 4);
-  const auto setPdl = [&](LinOp& op) { op.gemv.pdl = op.spmv.pdl = m.options.pdl; };
+  // The tensor-core SpMV without programmatic dependent launch: with it the sparse step ran
+  // 15% slower at batch 4 and 8 (docs/decode-engine.md, "Batch 8"); SDW_TC_PDL=1 keeps it.
+  const char* tcPdl = std::getenv("SDW_TC_PDL");
+  const bool tcPdlOn = tcPdl && std::string(tcPdl) == "1";
+  const auto setPdl = [&](LinOp& op) {
+    op.gemv.pdl = op.spmv.pdl = m.options.pdl;
+    if (op.mode == LinOp::Spmv && kernels::spmvTensorCores(op.spmv) && !tcPdlOn) op.spmv.pdl = false;
+  };
   for (auto& layer : g->ops)
     for (auto& grp : layer)
       for (auto& op : grp) setPdl(op);
