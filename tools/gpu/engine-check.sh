@@ -45,8 +45,9 @@
 #                                 into the dense GEMVs around them)
 #   ENGINE_CHECK_VARIANTS=1 ...   the Llama-3.1-8B step (cuBLAS, dense, sparse 2:4) at batch 1, 2, 4, 8 under each
 #                                 environment of VARIANTS (";"-separated NAME=VAR=V,VAR=V; default: as it is, the
-#                                 tensor-core SpMV reading batch-interleaved x, the attention always prefetching the
-#                                 value rows, both), each in its own process, one after another
+#                                 tensor-core SpMV with programmatic dependent launch, reading batch-interleaved x,
+#                                 the attention always prefetching the value rows), each in its own process, one
+#                                 after another; VARIANT_BATCHES (default 1,2,4,8), VARIANT_ARGS more options (e.g. --tensor-cores)
 #   ENGINE_CHECK_TARGETS="sdw-cli test_engine_cuda" ...   build only those
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B
 #                                 shapes, p_x 0-0.75) with SDW_SPMSPV_BULK=0 and 1 (chunks by bulk copies), then
@@ -108,12 +109,12 @@ if [ "${ENGINE_CHECK_FUSE:-0}" = 1 ]; then
   done
 fi
 if [ "${ENGINE_CHECK_VARIANTS:-0}" = 1 ]; then
-  IFS=';' read -r -a vs <<< "${VARIANTS:-default=;tc-interleaved=SDW_TC_X=interleaved;values=SDW_ATTENTION_PV=1;both-old=SDW_TC_X=interleaved,SDW_ATTENTION_PV=1}"
+  IFS=';' read -r -a vs <<< "${VARIANTS:-default=;tc-pdl=SDW_TC_PDL=1;tc-interleaved=SDW_TC_X=interleaved;values=SDW_ATTENTION_PV=1}"
   for v in "${vs[@]}"; do
     name=${v%%=*} envs=${v#*=}
     (IFS=','; for kv in $envs; do [ -n "$kv" ] && export "$kv"; done
-     build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear cublas,dense,sparse --patterns 2:4 --batch 1,2,4,8 \
-       --json --out "$O/variant-$name.json" > /dev/null 2>> "$O/variants.log")
+     build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear cublas,dense,sparse --patterns 2:4 --batch "${VARIANT_BATCHES:-1,2,4,8}" \
+       ${VARIANT_ARGS:-} --json --out "$O/variant-$name.json" > /dev/null 2>> "$O/variants.log")
     python3 -c 'import json,sys; print(sys.argv[2], " ".join("%s%s b%d %.1f" % (r["linear"], (" " + r["pattern"]) if r["pattern"] else "", r["batch"], r["tokens_per_second"]) for r in json.load(open(sys.argv[1]))["rows"]))' \
       "$O/variant-$name.json" "$name" | tee -a "$O/variants.txt"
   done
