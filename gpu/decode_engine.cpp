@@ -463,6 +463,7 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
   if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m)) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
+    op.spmv.tcM = d.pattern.m;  // 8:16 takes the longer expansion
     // x as the step's other kernels write it ([batch, cols]): the norms, the SwiGLU and the
     // attention then store it whole instead of scattering 2-byte values over [cols, xStride],
     // and the kernel stages it with 16-byte loads. SDW_TC_X=interleaved (profiling) keeps the

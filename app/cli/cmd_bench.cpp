@@ -137,7 +137,7 @@ const RegisterBenchMode regKernels{BenchMode{
      {"activation-sparsity", "LIST",
       "also time the spMspV kernel (batch 1, 50% unstructured weights) skipping these fractions of x, in [0, 1)", ""},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
-     {"tensor-cores", "", "2:4 and 4:8 from batch 2: our SpMV on the tensor cores (default: from batch 3)", ""},
+     {"tensor-cores", "", "2:4 and 4:8 from batch 2, and 8:16: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 3)", ""},
      {"no-tensor-cores", "", "2:4 and 4:8 at every batch: our SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "tuning table to use (default: resources/tuning/<gpu>.json)", ""},
      {"tuning-out", "FILE", "where --tune writes its table", "tuning.json"},

@@ -486,8 +486,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 // have zero values, so whatever the selectors take is zero. Fragment layouts: PTX ISA,
 // "Matrix fragments for mma.m16n8k16 with floating point type".
 
-// The byte selectors (gpu/kernels/spmv_tc.h), built at compile time.
+// The byte selectors (gpu/kernels/spmv_tc.h), built at compile time; 8:16's per side.
 __device__ const TcSelectorTable kTcSelectors = makeTcSelectors();
+__device__ const TcSelectorTable16 kTcSelectors16 = makeTcSelectors16();
 
 __device__ __forceinline__ std::uint32_t prmtZ(std::uint32_t a, std::uint32_t sel) {
   std::uint32_t d;
@@ -508,6 +509,25 @@ __device__ __forceinline__ void tcExpandRow(const uint4& v, std::uint32_t bits, 
   e[5] = prmtZ(v.z, s1.y) | prmtZ(v.w, s1.y >> 16);
   e[6] = prmtZ(v.z, s1.z) | prmtZ(v.w, s1.z >> 16);
   e[7] = prmtZ(v.w, s1.x >> 16);
+}
+
+// The same for 8:16 (SpmvConfig::tcM = 16): the lane's 16 columns are one group of eight
+// values; the low byte's from the bottom, the high byte's from the top (makeTcSelectors16).
+// sel16: [side][byte] two uint4 each (five words of selectors used).
+__device__ __forceinline__ void tcExpandRow16(const uint4& v, std::uint32_t bits, const uint4* sel16,
+                                              std::uint32_t (&e)[8]) {
+  const uint4* lo = sel16 + 2 * (bits & 255u);
+  const uint4* hi = sel16 + 512 + 2 * ((bits >> 8) & 255u);
+  const uint4 l0 = lo[0], h0 = hi[0];
+  const std::uint32_t l4 = lo[1].x, h4 = hi[1].x;
+  e[0] = prmtZ(v.x, l0.x);
+  e[1] = prmtZ(v.x, l0.x >> 16) | prmtZ(v.y, l0.y);
+  e[2] = prmtZ(v.x, l0.y >> 16) | prmtZ(v.y, l0.z) | prmtZ(v.z, l0.z >> 16);
+  e[3] = prmtZ(v.x, l0.w) | prmtZ(v.y, l0.w >> 16) | prmtZ(v.z, l4) | prmtZ(v.w, l4 >> 16);
+  e[4] = prmtZ(v.x, h0.x) | prmtZ(v.y, h0.x >> 16) | prmtZ(v.z, h0.y) | prmtZ(v.w, h0.y >> 16);
+  e[5] = prmtZ(v.y, h0.z) | prmtZ(v.z, h0.z >> 16) | prmtZ(v.w, h0.w);
+  e[6] = prmtZ(v.z, h0.w >> 16) | prmtZ(v.w, h4);
+  e[7] = prmtZ(v.w, h4 >> 16);
 }
 
 template <typename T>
@@ -552,7 +572,7 @@ __device__ __forceinline__ TcPair tcLoad(const uint4* __restrict__ values, const
 }
 
 // xs: this word pair's x, [batch row][column pair] (row stride xs32Stride), at the lane's columns.
-template <typename T, int B>
+template <typename T, int B, bool W16 = false>
 __device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const std::uint32_t* xs, int xs32Stride,
                                        int grp, int t, float (&c)[2][4]) {
   uint4 b01 = make_uint4(0u, 0u, 0u, 0u), b23 = b01;
@@ -564,8 +584,13 @@ __device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     std::uint32_t e0[8], e1[8];  // rows 16h + grp and 16h + grp + 8
-    tcExpandRow(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
-    tcExpandRow(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
+    if constexpr (W16) {
+      tcExpandRow16(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
+      tcExpandRow16(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
+    } else {
+      tcExpandRow(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
+      tcExpandRow(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
+    }
 #pragma unroll
     for (int j = 0; j < 4; ++j) mma16816<T>(c[h], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], b[2 * j], b[2 * j + 1]);
   }
@@ -645,12 +670,14 @@ __device__ __forceinline__ TcPair tcRead(const unsigned char* stage, int grp, in
   return p;
 }
 
-template <typename T, int B, int XS, int S, bool PDL>
+// W16: 8:16 (tcExpandRow16 and its 16 KiB of selectors).
+template <typename T, int B, int XS, int S, bool PDL, bool W16 = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     bitmaskSpmvTcKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
                         std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
-  __shared__ uint4 sel[256];
+  constexpr int kSel = W16 ? 1024 : 256;
+  __shared__ uint4 sel[kSel];
   extern __shared__ uint4 tcSmem[];
   auto* xs = reinterpret_cast<std::uint32_t*>(tcSmem);
   const int xs32Stride = wordsPerSplit * 16 + 4;  // 16 bytes of padding: conflict-free B loads
@@ -671,8 +698,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     if (k < nPairs) tcIssue(ringAddr + k * kTcStageBytes, values, masks, tileBase + gs + 2 * k, lane);
     detail::cpAsyncCommit();  // also when empty: one group per pair keeps the wait count uniform
   }
-  for (int i = threadIdx.x; i < 256; i += blockDim.x)
-    sel[i] = __ldg(reinterpret_cast<const uint4*>(kTcSelectors.v) + i);
+  for (int i = threadIdx.x; i < kSel; i += blockDim.x)
+    sel[i] = __ldg(reinterpret_cast<const uint4*>(W16 ? kTcSelectors16.v : kTcSelectors.v) + i);
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
   tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1, G);
   __syncthreads();
@@ -688,12 +715,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     detail::cpAsyncCommit();
     detail::cpAsyncWait<S - 1>();  // pair k has landed (this lane's pieces) ...
     __syncwarp();                  // ... and every lane's
-    tcPair<T, B>(tcRead(ring + (k % S) * kTcStageBytes, grp, t), sel, xs + 2 * k * 16, xs32Stride, grp, t, c);
+    tcPair<T, B, W16>(tcRead(ring + (k % S) * kTcStageBytes, grp, t), sel, xs + 2 * k * 16, xs32Stride, grp, t, c);
     __syncwarp();  // the stage is refilled at the next pair
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   if ((g1 - gs) & 1)                         // an odd last word, straight from global memory
-    tcPair<T, B>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16, xs32Stride, grp, t,
+    tcPair<T, B, W16>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16, xs32Stride, grp, t,
                  c);
 
   // c[h][i] (row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1)) to one row per lane
@@ -716,7 +743,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row, tiles * 32);
 }
 
-template <typename T, int B, int XS, int S>
+template <typename T, int B, int XS, int S, bool W16 = false>
 cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
                      cudaStream_t stream) {
@@ -733,7 +760,7 @@ cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_
   if (blocks > 2147483647) return cudaErrorInvalidValue;
   dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
   const bool pdl = cfg.pdl && hopperLaunchSupported();
-  auto kernel = pdl ? bitmaskSpmvTcKernel<T, B, XS, S, true> : bitmaskSpmvTcKernel<T, B, XS, S, false>;
+  auto kernel = pdl ? bitmaskSpmvTcKernel<T, B, XS, S, true, W16> : bitmaskSpmvTcKernel<T, B, XS, S, false, W16>;
   const cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
@@ -849,6 +876,13 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
     }
   } else {
     constexpr int XS = B == 2 ? 2 : B <= 4 ? 4 : 8;
+    // 8:16 on the tensor cores: x as [batch, cols] and the 2-stage ring only (what the engine
+    // and the benchmark run).
+    if (cfg.tcM == 16)
+      return cfg.unroll == 102 && cfg.xRowMajor
+                 ? launchTc<T, B, 0, 2, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream)
+                 : cudaErrorInvalidValue;
+    // clang-format off
     switch (cfg.unroll) {
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
@@ -857,11 +891,11 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
   case 100 + S:                                                                                                  \
     return cfg.xRowMajor ? launchTc<T, B, 0, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream) \
                          : launchTc<T, B, XS, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-        SDW_SPMV_TC(2)
-        SDW_SPMV_TC(3) SDW_SPMV_TC(4)
+      SDW_SPMV_TC(2) SDW_SPMV_TC(3) SDW_SPMV_TC(4)
 #undef SDW_SPMV_TC
-            default : return cudaErrorInvalidValue;
+      default: return cudaErrorInvalidValue;
     }
+    // clang-format on
   }
 }
 
@@ -935,6 +969,8 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
   if (spmvWorkspaceFloats(rows, cols, batch, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
   if (cfg.tail.on() && (batch != 1 || !cfg.tail.h || !cfg.tail.w || !cfg.tail.x)) return cudaErrorInvalidValue;
   if (cfg.xRowMajor && (batch == 1 || !spmvTensorCores(cfg))) return cudaErrorInvalidValue;  // interleaved x only
+  if (spmvTensorCores(cfg) && cfg.tcM != 2 && cfg.tcM != 4 && cfg.tcM != 8 && cfg.tcM != 16)
+    return cudaErrorInvalidValue;
   switch (dtype) {
     case DType::BF16:
       return byBatch<__nv_bfloat16>(batch, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream);

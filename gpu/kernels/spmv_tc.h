@@ -3,16 +3,20 @@
 // projections take it, and the byte selectors that expand a mask byte's four kept values
 // to their columns. Plain C++ (no CUDA): the CPU tests check them.
 
+#include <bit>
 #include <cstdint>
 
 namespace sdw::kernels {
 
 // Whether an N:M projection at this batch takes the tensor-core path: mode 1 from batch 2,
 // -1 (the default) from batch 3, where the engines were as fast or faster with it on the
-// H200 (docs/decode-engine.md, "Batch 2-8"; at batch 2 the CUDA-core kernel wins), 0 never; patterns with M | 8 only (every mask
-// byte then holds four kept columns).
+// H200 (docs/decode-engine.md, "Batch 2-3"; at batch 2 the CUDA-core kernel wins), 0 never.
+// Patterns with M | 8 (every mask byte holds four kept columns); 8:16 (every 16 columns
+// hold eight, a longer expansion: SpmvConfig::tcM = 16) only where asked for (mode 1).
 constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
-  return batch >= 2 && m > 0 && 8 % m == 0 && (mode > 0 || (mode < 0 && batch >= 3));
+  if (batch < 2 || m <= 0 || (8 % m != 0 && m != 16)) return false;
+  if (m == 16) return mode > 0;
+  return mode > 0 || (mode < 0 && batch >= 3);
 }
 
 // Selectors of mask byte b, entries 4b + (0, 1, 2): A0 | B3 << 16, A1 | B1 << 16,
@@ -44,6 +48,39 @@ constexpr TcSelectorTable makeTcSelectors() {
     t.v[4 * b + 1] = lo[1] | hi[1] << 16;
     t.v[4 * b + 2] = lo[2] | hi[2] << 16;
   }
+  return t;
+}
+
+// 8:16 (SpmvConfig::tcM = 16): a lane's 16 columns are one group of the pattern, so their
+// eight values are again the row's 16 contiguous bytes (registers v0..v3, values 2r, 2r + 1
+// in v_r), but a byte may hold any 0-8 of them. The low byte's position p holds value
+// popc(b0 & (2^p - 1)) (counted from the bottom) and the high byte's position p value
+// 8 - popc(b1 >> p) (counted from the top), so output register n < 4 (positions 2n, 2n + 1
+// of the low byte) draws on v0..vn and output register 4 + n (the high byte's) on vn..v3:
+//   e[n]     = OR over r <= n of prmt(v_r, lo[b0][n (n + 1) / 2 + r]),
+//   e[4 + n] = OR over r >= n of prmt(v_r, hi[b1][4 n - n (n - 1) / 2 + r - n]),
+// ten selectors per byte and side (20 prmt and 12 or per 16 columns, against 12 and 4 for a
+// byte of four). Entries: [side][byte][8] words, selector k in bits 16 (k & 1) of word k / 2
+// (words 5-7 unused). Padding rows (0xffff in a word's low half, zero values) stay in range.
+struct TcSelectorTable16 {
+  std::uint32_t v[2 * 256 * 8];
+};
+constexpr TcSelectorTable16 makeTcSelectors16() {
+  TcSelectorTable16 t{};
+  for (unsigned side = 0; side < 2; ++side)
+    for (unsigned b = 0; b < 256; ++b) {
+      std::uint32_t sel[10];
+      for (auto& x : sel) x = 0x4444u;
+      for (unsigned p = 0; p < 8; ++p) {
+        if (!((b >> p) & 1u)) continue;
+        const unsigned idx = side == 0 ? static_cast<unsigned>(std::popcount(b & ((1u << p) - 1u)))
+                                       : 8u - static_cast<unsigned>(std::popcount(b >> p));
+        const unsigned n = p >> 1, half = p & 1u, r = idx >> 1, first = 2 * (idx & 1u);
+        const unsigned k = side == 0 ? n * (n + 1) / 2 + r : 4 * n - n * (n - 1) / 2 + (r - n);
+        sel[k] = (sel[k] & ~(0xffu << (8 * half))) | ((first | (first + 1) << 4) << (8 * half));
+      }
+      for (unsigned k = 0; k < 10; ++k) t.v[(side * 256 + b) * 8 + k / 2] |= sel[k] << (16 * (k & 1u));
+    }
   return t;
 }
 

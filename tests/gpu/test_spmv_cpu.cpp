@@ -189,8 +189,63 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(bytes, 70);  // C(8, 4): every 4:8 byte, the 36 of 2:4 among them
   }
 
-  // Which projections take the tensor-core SpMV: 2:4 and 4:8 only, from batch 3 by default,
-  // from batch 2 when asked, never when refused, never at batch 1.
+  // The 8:16 selectors (makeTcSelectors16) through the same prmt model and the kernel's
+  // formula (tcExpandRow16): for every 16-column mask with eight kept columns (every 8:16
+  // group, the 2:4 and 4:8 ones among them) and for a padding row's 0xffff, the eight values
+  // land at the kept positions in column order and every other position is zero.
+  void tensorCoreSelectorsExpandEverySixteenOfEight() {
+    static constexpr kernels::TcSelectorTable16 tab = kernels::makeTcSelectors16();
+    int badNibbles = 0;  // a selector nibble outside a's bytes and the zero byte (sign mode)
+    const auto prmt = [&badNibbles](std::uint32_t a, std::uint32_t c) {
+      std::uint32_t d = 0;
+      for (int i = 0; i < 4; ++i) {
+        const unsigned n = (c >> (4 * i)) & 15u;
+        if (n > 4) ++badNibbles;
+        const std::uint32_t byte = n < 4 ? (a >> (8 * n)) & 0xffu : 0u;
+        d |= byte << (8 * i);
+      }
+      return d;
+    };
+    const std::uint16_t vals[8] = {0x1357, 0x2468, 0x9abc, 0xdef1, 0x0f1e, 0x2d3c, 0x4b5a, 0x6978};
+    std::uint32_t v[4];
+    for (int r = 0; r < 4; ++r) v[r] = vals[2 * r] | std::uint32_t(vals[2 * r + 1]) << 16;
+    int masks = 0;
+    for (unsigned bits = 0; bits < 65536; ++bits) {
+      if (std::popcount(bits) != 8 && bits != 0xffffu) continue;
+      const std::uint32_t* L = tab.v + (bits & 255u) * 8;
+      const std::uint32_t* H = tab.v + (256 + (bits >> 8)) * 8;
+      const auto l = [&](int k) { return L[k / 2] >> (16 * (k & 1)); };
+      const auto h = [&](int k) { return H[k / 2] >> (16 * (k & 1)); };
+      const std::uint32_t e[8] = {
+          prmt(v[0], l(0)),
+          prmt(v[0], l(1)) | prmt(v[1], l(2)),
+          prmt(v[0], l(3)) | prmt(v[1], l(4)) | prmt(v[2], l(5)),
+          prmt(v[0], l(6)) | prmt(v[1], l(7)) | prmt(v[2], l(8)) | prmt(v[3], l(9)),
+          prmt(v[0], h(0)) | prmt(v[1], h(1)) | prmt(v[2], h(2)) | prmt(v[3], h(3)),
+          prmt(v[1], h(4)) | prmt(v[2], h(5)) | prmt(v[3], h(6)),
+          prmt(v[2], h(7)) | prmt(v[3], h(8)),
+          prmt(v[3], h(9))};
+      int idx = 0;
+      for (int p = 0; p < 16; ++p) {
+        const std::uint16_t got = static_cast<std::uint16_t>(e[p / 2] >> (16 * (p % 2)));
+        // A padding row's high byte counts from the top of its own eight (its values are zero
+        // in the format; here only the range matters): value p - 8.
+        std::uint16_t want = 0;
+        if ((bits >> p) & 1u) want = bits == 0xffffu ? vals[p % 8] : vals[idx++];
+        QVERIFY2(got == want, qPrintable(QStringLiteral("mask 0x%1 position %2: %3, want %4")
+                                             .arg(bits, 4, 16, QChar('0'))
+                                             .arg(p)
+                                             .arg(got, 4, 16)
+                                             .arg(want, 4, 16)));
+      }
+      ++masks;
+    }
+    QCOMPARE(masks, 12871);  // C(16, 8) and the padding row
+    QCOMPARE(badNibbles, 0);
+  }
+
+  // Which projections take the tensor-core SpMV: 2:4 and 4:8 from batch 3 by default, from
+  // batch 2 when asked (8:16 too), never when refused, never at batch 1.
   void tensorCoreSelection() {
     using kernels::spmvUseTensorCores;
     for (const int m : {4, 8}) {
@@ -200,7 +255,10 @@ class TestSpmvCpu : public QObject {
       QVERIFY(spmvUseTensorCores(1, 2, m) && spmvUseTensorCores(1, 8, m));
       QVERIFY(!spmvUseTensorCores(0, 4, m) && !spmvUseTensorCores(0, 8, m));
     }
-    for (const int m : {16, 32, 0})
+    // 8:16 only when asked for; 16:32 never (a lane's 16 columns hold 0-16 of its values).
+    QVERIFY(spmvUseTensorCores(1, 2, 16) && spmvUseTensorCores(1, 8, 16));
+    QVERIFY(!spmvUseTensorCores(-1, 8, 16) && !spmvUseTensorCores(0, 8, 16) && !spmvUseTensorCores(1, 1, 16));
+    for (const int m : {32, 0})
       for (const int mode : {-1, 0, 1}) QVERIFY(!spmvUseTensorCores(mode, 8, m));
   }
 
