@@ -12,6 +12,7 @@
 //       warps and unroll swept (quick: K <= 5120 checked; the Llama-3.1-8B shapes, 2:4, batch 4
 //       and 8, against cuBLAS, a smaller sweep)
 //   ./probe - tcprofile ROWS COLS BATCH   # for a profiler: a few launches of the tensor-core SpMV
+//   ./probe - tccheck   # the tensor-core SpMV with x as [batch][cols] (2:4, 4:8, 8:16) against float64
 //   ./probe - l2   # the next projection's weights streamed into L2 during a latency-bound kernel: how
 //       much faster that projection then runs (dense GEMV and 2:4 SpMV, Llama-3.1-8B shapes)
 
@@ -117,10 +118,19 @@ static bool checkSparse(long rows, long cols, int batch, DType dt, SpmvConfig cf
   CK(launchFillRandomMasks(dm, nw, n, m, rows + cols * 3, gStream));
   CK(launchFillRandom16(dx, cols * XS, dt, 99 + batch, gStream));
   CK(cudaMemset(dy, 0x7b, (batch * ldy + 2 * guard) * 2));
+  void* dxr = nullptr;  // cfg.xRowMajor: the same x as [batch][cols]
+  if (cfg.xRowMajor) {
+    std::vector<unsigned short> xi(cols * XS), xr(batch * cols);
+    CK(cudaMemcpy(xi.data(), dx, cols * XS * 2, cudaMemcpyDeviceToHost));
+    for (int b = 0; b < batch; ++b)
+      for (long c = 0; c < cols; ++c) xr[b * cols + c] = xi[c * XS + b];
+    CK(cudaMalloc(&dxr, batch * cols * 2));
+    CK(cudaMemcpy(dxr, xr.data(), batch * cols * 2, cudaMemcpyHostToDevice));
+  }
   bool ok = true;
   for (int rep = 0; rep < 2; ++rep) {  // twice: the split-K counters must have reset
-    CK(launchBitmaskSpmv(dv, dm, dt, rows, cols, dx, batch, static_cast<unsigned short*>(dy) + guard, ldy, cfg, ws,
-                         cnt, gStream));
+    CK(launchBitmaskSpmv(dv, dm, dt, rows, cols, dxr ? dxr : dx, batch, static_cast<unsigned short*>(dy) + guard, ldy,
+                         cfg, ws, cnt, gStream));
     CK(cudaStreamSynchronize(gStream));
     std::vector<unsigned short> v(nv), x(cols * XS), y(batch * ldy + 2 * guard);
     std::vector<unsigned> mk(nw);
@@ -157,6 +167,7 @@ static bool checkSparse(long rows, long cols, int batch, DType dt, SpmvConfig cf
                          cfg.unroll, cfg.splitK, cfg.cluster, rel);
   }
   cudaFree(dv), cudaFree(dm), cudaFree(dx), cudaFree(dy), cudaFree(ws), cudaFree(cnt);
+  if (dxr) cudaFree(dxr);
   return ok;
 }
 
@@ -424,6 +435,30 @@ static int l2Main() {
   return 0;
 }
 
+// ---- tccheck mode: the tensor-core path with x as [batch][cols], 8:16 included ----------
+static int tcCheckMain() {
+  CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
+  int fails = 0, checks = 0;
+  for (DType dt : {DType::BF16, DType::F16})
+    for (int pm : {4, 8, 16})
+      for (int b = 2; b <= 8; ++b)
+        for (SpmvConfig c : {SpmvConfig{4, 102, 1}, SpmvConfig{8, 102, 3}, SpmvConfig{1, 102, 7},
+                             spmvOnTensorCores(SpmvConfig{}, 1000, 5120)}) {
+          c.xRowMajor = true;
+          c.tcM = pm;
+          for (auto [r, k] : {std::pair<long, long>{37, 96}, {100, 1056}, {33, 32}, {65, 4064}, {1000, 5120},
+                              {129, 160}}) {
+            fails += !checkSparse(r, k, b, dt, c, pm / 2, pm), ++checks;
+            SpmvConfig cp = c;
+            cp.pdl = true;
+            if (r == 65) fails += !checkSparse(r, k, b, dt, cp, pm / 2, pm), ++checks;
+          }
+        }
+  std::printf("tensor-core correctness, x as [batch][cols], 2:4 4:8 8:16: %d failures of %d checks\n", fails,
+              checks);
+  return fails ? 1 : 0;
+}
+
 // ---- tc mode ------------------------------------------------------------------
 static int tcMain(bool quick) {
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
@@ -582,6 +617,7 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::strcmp(argv[2], "tc") == 0) return tcMain(argc > 3 && std::strcmp(argv[3], "quick") == 0);
   if (argc > 2 && std::strcmp(argv[2], "profile") == 0) return profileMain(argc, argv);
   if (argc > 2 && std::strcmp(argv[2], "l2") == 0) return l2Main();
+  if (argc > 2 && std::strcmp(argv[2], "tccheck") == 0) return tcCheckMain();
   const char* outPath = argc > 1 ? argv[1] : "tuning.json";
   const bool quick = argc > 2 && std::strcmp(argv[2], "quick") == 0;
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
