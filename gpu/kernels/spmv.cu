@@ -720,8 +720,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   if ((g1 - gs) & 1)                         // an odd last word, straight from global memory
-    tcPair<T, B, W16>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16, xs32Stride, grp, t,
-                 c);
+    tcPair<T, B, W16>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16, xs32Stride,
+                      grp, t, c);
 
   // c[h][i] (row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1)) to one row per lane
   // through the warp's ring (its copies are done: the last groups were empty), then the

@@ -45,9 +45,9 @@ struct SpmvConfig {
                      // its last block (normtail.cuh)
   bool xRowMajor = false;  // batch 2-8 on the tensor cores: x is [batch][cols] row-major (16-byte aligned)
                            // instead of [cols][xStride]; refused on the other paths
-  int tcM = 8;  // on the tensor cores, the pattern's M: 2, 4, 8 (every mask byte holds four kept columns)
-                // or 16 (8:16: every 16 columns hold eight; a longer expansion, with xRowMajor and unroll
-                // 102 only). The packed format does not say which: a wrong M gives wrong sums.
+  int tcM = 8;             // on the tensor cores, the pattern's M: 2, 4, 8 (every mask byte holds four kept columns)
+                           // or 16 (8:16: every 16 columns hold eight; a longer expansion, with xRowMajor and unroll
+                           // 102 only). The packed format does not say which: a wrong M gives wrong sums.
 };
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8

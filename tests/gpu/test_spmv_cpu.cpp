@@ -216,15 +216,14 @@ class TestSpmvCpu : public QObject {
       const std::uint32_t* H = tab.v + (256 + (bits >> 8)) * 8;
       const auto l = [&](int k) { return L[k / 2] >> (16 * (k & 1)); };
       const auto h = [&](int k) { return H[k / 2] >> (16 * (k & 1)); };
-      const std::uint32_t e[8] = {
-          prmt(v[0], l(0)),
-          prmt(v[0], l(1)) | prmt(v[1], l(2)),
-          prmt(v[0], l(3)) | prmt(v[1], l(4)) | prmt(v[2], l(5)),
-          prmt(v[0], l(6)) | prmt(v[1], l(7)) | prmt(v[2], l(8)) | prmt(v[3], l(9)),
-          prmt(v[0], h(0)) | prmt(v[1], h(1)) | prmt(v[2], h(2)) | prmt(v[3], h(3)),
-          prmt(v[1], h(4)) | prmt(v[2], h(5)) | prmt(v[3], h(6)),
-          prmt(v[2], h(7)) | prmt(v[3], h(8)),
-          prmt(v[3], h(9))};
+      const std::uint32_t e[8] = {prmt(v[0], l(0)),
+                                  prmt(v[0], l(1)) | prmt(v[1], l(2)),
+                                  prmt(v[0], l(3)) | prmt(v[1], l(4)) | prmt(v[2], l(5)),
+                                  prmt(v[0], l(6)) | prmt(v[1], l(7)) | prmt(v[2], l(8)) | prmt(v[3], l(9)),
+                                  prmt(v[0], h(0)) | prmt(v[1], h(1)) | prmt(v[2], h(2)) | prmt(v[3], h(3)),
+                                  prmt(v[1], h(4)) | prmt(v[2], h(5)) | prmt(v[3], h(6)),
+                                  prmt(v[2], h(7)) | prmt(v[3], h(8)),
+                                  prmt(v[3], h(9))};
       int idx = 0;
       for (int p = 0; p < 16; ++p) {
         const std::uint16_t got = static_cast<std::uint16_t>(e[p / 2] >> (16 * (p % 2)));

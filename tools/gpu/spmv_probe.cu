@@ -446,16 +446,15 @@ static int tcCheckMain() {
                              spmvOnTensorCores(SpmvConfig{}, 1000, 5120)}) {
           c.xRowMajor = true;
           c.tcM = pm;
-          for (auto [r, k] : {std::pair<long, long>{37, 96}, {100, 1056}, {33, 32}, {65, 4064}, {1000, 5120},
-                              {129, 160}}) {
+          for (auto [r, k] :
+               {std::pair<long, long>{37, 96}, {100, 1056}, {33, 32}, {65, 4064}, {1000, 5120}, {129, 160}}) {
             fails += !checkSparse(r, k, b, dt, c, pm / 2, pm), ++checks;
             SpmvConfig cp = c;
             cp.pdl = true;
             if (r == 65) fails += !checkSparse(r, k, b, dt, cp, pm / 2, pm), ++checks;
           }
         }
-  std::printf("tensor-core correctness, x as [batch][cols], 2:4 4:8 8:16: %d failures of %d checks\n", fails,
-              checks);
+  std::printf("tensor-core correctness, x as [batch][cols], 2:4 4:8 8:16: %d failures of %d checks\n", fails, checks);
   return fails ? 1 : 0;
 }
 
