@@ -469,7 +469,7 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
     // and the kernel stages it with 16-byte loads. SDW_TC_X=interleaved (profiling) keeps the
     // batch-interleaved input of the CUDA-core kernel.
     const char* env = std::getenv("SDW_TC_X");
-    op.spmv.xRowMajor = !(env && std::string(env) == "interleaved");
+    op.spmv.xRowMajor = op.spmv.tcM == 16 || !(env && std::string(env) == "interleaved");  // 8:16: [batch, cols] only
   }
   return op;
 }
