@@ -26,6 +26,37 @@ namespace {
 constexpr float kSentinel = -777.25f;
 constexpr std::int64_t kGuard = 37;
 
+// A host model of `prmt.b32 d, a, 0, c` (default mode): selector nibbles 0-3 pick a's bytes,
+// 4-7 the zero operand's; a nibble with bit 3 set would replicate a sign. Our selectors use
+// 0-4 only: *outOfRange counts any other nibble.
+std::uint32_t prmtZeroModel(std::uint32_t a, std::uint32_t c, int* outOfRange) {
+  std::uint32_t d = 0;
+  for (int i = 0; i < 4; ++i) {
+    const unsigned n = (c >> (4 * i)) & 15u;
+    if (n > 4) ++*outOfRange;
+    const std::uint32_t byte = n < 4 ? (a >> (8 * n)) & 0xffu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
+}
+
+// Whether the expanded 16-bit pairs `e` hold want(p) at every position p < n; QTest's
+// failure message names the first that does not.
+template <typename Want>
+bool expandedAsWanted(const std::uint32_t* e, int n, Want want, const QString& what) {
+  for (int p = 0; p < n; ++p) {
+    const std::uint16_t got = static_cast<std::uint16_t>(e[p / 2] >> (16 * (p % 2)));
+    const std::uint16_t w = want(p);
+    if (got != w) {
+      QTest::qFail(
+          qPrintable(QStringLiteral("%1 position %2: %3, want %4").arg(what).arg(p).arg(got, 4, 16).arg(w, 4, 16)),
+          __FILE__, __LINE__);
+      return false;
+    }
+  }
+  return true;
+}
+
 struct Case {
   std::vector<float> w;  // dense, pattern imposed, rounded to the dtype
   std::vector<float> x;  // [batch, cols]
@@ -152,20 +183,11 @@ class TestSpmvCpu : public QObject {
   // and every other position is zero.
   void tensorCoreSelectorsExpandEveryByteOfFour() {
     static constexpr kernels::TcSelectorTable tab = kernels::makeTcSelectors();
-    const auto prmt = [](std::uint32_t a, std::uint32_t c) {
-      std::uint32_t d = 0;
-      for (int i = 0; i < 4; ++i) {
-        const unsigned n = (c >> (4 * i)) & 15u;
-        const std::uint32_t byte = n < 4 ? (a >> (8 * n)) & 0xffu : 0u;
-        d |= byte << (8 * i);
-      }
-      return d;
-    };
-    for (int e = 0; e < 1024; ++e) {
-      if (e % 4 == 3) continue;
-      for (int i = 0; i < 8; ++i)
-        QVERIFY2(!((tab.v[e] >> (4 * i)) & 8u), qPrintable(QStringLiteral("entry %1: sign mode").arg(e)));
-    }
+    int outOfRange = 0;
+    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t c) { return prmtZeroModel(a, c, &outOfRange); };
+    for (int e = 0; e < 1024; ++e)
+      if (e % 4 != 3) (void)prmt(0u, tab.v[e]), (void)prmt(0u, tab.v[e] >> 16);
+    QCOMPARE(outOfRange, 0);
     const std::uint16_t vals[4] = {0x1357, 0x2468, 0x9abc, 0xdef1};
     const std::uint32_t lo = vals[0] | std::uint32_t(vals[1]) << 16, hi = vals[2] | std::uint32_t(vals[3]) << 16;
     int bytes = 0;
@@ -175,15 +197,8 @@ class TestSpmvCpu : public QObject {
       const std::uint32_t out[4] = {prmt(lo, s[0]), prmt(lo, s[1]) | prmt(hi, s[1] >> 16),
                                     prmt(lo, s[2]) | prmt(hi, s[2] >> 16), prmt(hi, s[0] >> 16)};
       int idx = 0;
-      for (int p = 0; p < 8; ++p) {
-        const std::uint16_t got = static_cast<std::uint16_t>(out[p / 2] >> (16 * (p % 2)));
-        const std::uint16_t want = ((b >> p) & 1u) ? vals[idx++] : 0;
-        QVERIFY2(got == want, qPrintable(QStringLiteral("byte 0x%1 position %2: %3, want %4")
-                                             .arg(b, 2, 16, QChar('0'))
-                                             .arg(p)
-                                             .arg(got, 4, 16)
-                                             .arg(want, 4, 16)));
-      }
+      const auto want = [&](int p) -> std::uint16_t { return ((b >> p) & 1u) ? vals[idx++] : 0; };
+      if (!expandedAsWanted(out, 8, want, QStringLiteral("byte 0x%1").arg(b, 2, 16, QChar('0')))) return;
       ++bytes;
     }
     QCOMPARE(bytes, 70);  // C(8, 4): every 4:8 byte, the 36 of 2:4 among them
@@ -195,17 +210,8 @@ class TestSpmvCpu : public QObject {
   // land at the kept positions in column order and every other position is zero.
   void tensorCoreSelectorsExpandEverySixteenOfEight() {
     static constexpr kernels::TcSelectorTable16 tab = kernels::makeTcSelectors16();
-    int badNibbles = 0;  // a selector nibble outside a's bytes and the zero byte (sign mode)
-    const auto prmt = [&badNibbles](std::uint32_t a, std::uint32_t c) {
-      std::uint32_t d = 0;
-      for (int i = 0; i < 4; ++i) {
-        const unsigned n = (c >> (4 * i)) & 15u;
-        if (n > 4) ++badNibbles;
-        const std::uint32_t byte = n < 4 ? (a >> (8 * n)) & 0xffu : 0u;
-        d |= byte << (8 * i);
-      }
-      return d;
-    };
+    int outOfRange = 0;
+    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t c) { return prmtZeroModel(a, c, &outOfRange); };
     const std::uint16_t vals[8] = {0x1357, 0x2468, 0x9abc, 0xdef1, 0x0f1e, 0x2d3c, 0x4b5a, 0x6978};
     std::uint32_t v[4];
     for (int r = 0; r < 4; ++r) v[r] = vals[2 * r] | std::uint32_t(vals[2 * r + 1]) << 16;
@@ -224,23 +230,18 @@ class TestSpmvCpu : public QObject {
                                   prmt(v[1], h(4)) | prmt(v[2], h(5)) | prmt(v[3], h(6)),
                                   prmt(v[2], h(7)) | prmt(v[3], h(8)),
                                   prmt(v[3], h(9))};
+      // A padding row (0xffff) has zero values in the format; here only the range matters:
+      // its high byte counts from the top of its own eight, value p - 8.
       int idx = 0;
-      for (int p = 0; p < 16; ++p) {
-        const std::uint16_t got = static_cast<std::uint16_t>(e[p / 2] >> (16 * (p % 2)));
-        // A padding row's high byte counts from the top of its own eight (its values are zero
-        // in the format; here only the range matters): value p - 8.
-        std::uint16_t want = 0;
-        if ((bits >> p) & 1u) want = bits == 0xffffu ? vals[p % 8] : vals[idx++];
-        QVERIFY2(got == want, qPrintable(QStringLiteral("mask 0x%1 position %2: %3, want %4")
-                                             .arg(bits, 4, 16, QChar('0'))
-                                             .arg(p)
-                                             .arg(got, 4, 16)
-                                             .arg(want, 4, 16)));
-      }
+      const auto want = [&](int p) -> std::uint16_t {
+        if (!((bits >> p) & 1u)) return 0;
+        return bits == 0xffffu ? vals[p % 8] : vals[idx++];
+      };
+      if (!expandedAsWanted(e, 16, want, QStringLiteral("mask 0x%1").arg(bits, 4, 16, QChar('0')))) return;
       ++masks;
     }
     QCOMPARE(masks, 12871);  // C(16, 8) and the padding row
-    QCOMPARE(badNibbles, 0);
+    QCOMPARE(outOfRange, 0);
   }
 
   // Which projections take the tensor-core SpMV: 2:4 and 4:8 from batch 3 by default, from
