@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <type_traits>
@@ -871,14 +872,23 @@ struct AttnL {
   // multiple of 8 * lanes) where asked for, else one.
   // Waves of the device the grid takes with that kernel and shared memory (0: does not fit).
   template <int EPL, int MAXREP, bool PV, int LPS>
+  // Blocks per SM are asked of the runtime once per shared-memory size (the step's launches
+  // outside a graph would otherwise ask again at every layer): the last answer is kept as
+  // smem << 16 | blocks.
   static std::int64_t waves(const AttentionArgs& a) {
     const std::size_t smem = smemBytes(a, MAXREP, PV, LPS);
-    auto kernel = attentionKernel<T, EPL, MAXREP, PV, LPS>;
-    int n = 0;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
-            cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kAttnWarps * 32 * LPS, smem) != cudaSuccess || n < 1)
-      return 0;
+    static std::atomic<std::uint64_t> known{0};
+    std::uint64_t k = known.load(std::memory_order_relaxed);
+    int n = static_cast<int>(k & 0xffffu);
+    if ((k >> 16) != smem || n < 1) {
+      auto kernel = attentionKernel<T, EPL, MAXREP, PV, LPS>;
+      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
+              cudaSuccess ||
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kAttnWarps * 32 * LPS, smem) != cudaSuccess ||
+          n < 1)
+        return 0;
+      known.store(static_cast<std::uint64_t>(smem) << 16 | static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    }
     const std::int64_t grid = static_cast<std::int64_t>(attentionSplits(a.capacity)) * a.kvHeads * a.batch;
     const std::int64_t slots = static_cast<std::int64_t>(n) * detail::smCount();
     return (grid + slots - 1) / slots;
