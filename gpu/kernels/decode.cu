@@ -867,18 +867,14 @@ struct AttnL {
     // The S splits of a (row, KV head) one cluster along x (sm_90: attentionClusterMergeSupported).
     return detail::launchEx(kernel, grid, block, smem, st, dim3(static_cast<unsigned>(S), 1, 1), pdl, a, ws);
   }
-  // The value rows prefetched with the keys where both fit (all but fp32 with wide heads);
-  // several lanes per slot (16-bit types with the value rows prefetched, headDim a
-  // multiple of 8 * lanes) where asked for, else one.
   // Waves of the device the grid takes with that kernel and shared memory (0: does not fit).
+  // Blocks per SM are asked of the runtime once per shared-memory size (launches outside a
+  // graph would otherwise ask at every layer): the last answer is kept as smem << 16 | blocks.
   template <int EPL, int MAXREP, bool PV, int LPS>
-  // Blocks per SM are asked of the runtime once per shared-memory size (the step's launches
-  // outside a graph would otherwise ask again at every layer): the last answer is kept as
-  // smem << 16 | blocks.
   static std::int64_t waves(const AttentionArgs& a) {
     const std::size_t smem = smemBytes(a, MAXREP, PV, LPS);
     static std::atomic<std::uint64_t> known{0};
-    std::uint64_t k = known.load(std::memory_order_relaxed);
+    const std::uint64_t k = known.load(std::memory_order_relaxed);
     int n = static_cast<int>(k & 0xffffu);
     if ((k >> 16) != smem || n < 1) {
       auto kernel = attentionKernel<T, EPL, MAXREP, PV, LPS>;
@@ -893,25 +889,31 @@ struct AttnL {
     const std::int64_t slots = static_cast<std::int64_t>(n) * detail::smCount();
     return (grid + slots - 1) / slots;
   }
+  // The value rows prefetched with the keys where both fit (all but fp32 with wide heads);
+  // several lanes per slot (16-bit types with the value rows prefetched, headDim a
+  // multiple of 8 * lanes) where asked for, else one. 16-bit types without the prefetch
+  // (the key rows' memory reused) where a.valuesPrefetch says so, or by default at batch > 1
+  // where that fits the grid in fewer waves.
   template <int EPL, int MAXREP>
   static cudaError_t go(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
+    const bool fits1 = smemBytes(a, MAXREP, true, 1) <= 160 * 1024;
     if constexpr (!std::is_same_v<T, float>) {
-      if (a.valuesPrefetch == 0) return go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
-      if (a.valuesPrefetch < 0 && a.batch > 1) {  // keys only where that takes fewer waves
-        const std::int64_t keysOnly = waves<EPL, MAXREP, false, 1>(a);
-        const int lps =
-            (a.lanesPerSlot == 2 || a.lanesPerSlot == 4) && a.headDim % (8 * a.lanesPerSlot) == 0 ? a.lanesPerSlot : 1;
+      int lps = a.lanesPerSlot;  // lanes of the prefetching kernel
+      if (!((lps == 2 || lps == 4) && a.headDim % (8 * lps) == 0 && smemBytes(a, MAXREP, true, lps) <= 160 * 1024))
+        lps = 1;
+      bool keysOnly = a.valuesPrefetch == 0 || (lps == 1 && !fits1);
+      if (!keysOnly && a.valuesPrefetch < 0 && a.batch > 1) {
+        const std::int64_t without = waves<EPL, MAXREP, false, 1>(a);
         const std::int64_t with = lps == 4   ? waves<EPL, MAXREP, true, 4>(a)
                                   : lps == 2 ? waves<EPL, MAXREP, true, 2>(a)
                                              : waves<EPL, MAXREP, true, 1>(a);
-        if (keysOnly > 0 && (with == 0 || keysOnly < with)) return go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
+        keysOnly = without > 0 && (with == 0 || without < with);
       }
-      const int lps = a.lanesPerSlot;
-      if ((lps == 2 || lps == 4) && a.headDim % (8 * lps) == 0 && smemBytes(a, MAXREP, true, lps) <= 160 * 1024)
-        return lps == 2 ? go<EPL, MAXREP, true, 2>(a, ws, st, pdl) : go<EPL, MAXREP, true, 4>(a, ws, st, pdl);
+      if (keysOnly) return go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
+      if (lps == 2) return go<EPL, MAXREP, true, 2>(a, ws, st, pdl);
+      if (lps == 4) return go<EPL, MAXREP, true, 4>(a, ws, st, pdl);
     }
-    if (smemBytes(a, MAXREP, true, 1) <= 160 * 1024) return go<EPL, MAXREP, true, 1>(a, ws, st, pdl);
-    return go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
+    return fits1 ? go<EPL, MAXREP, true, 1>(a, ws, st, pdl) : go<EPL, MAXREP, false, 1>(a, ws, st, pdl);
   }
   template <int EPL>
   static cudaError_t rep(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
