@@ -1,5 +1,6 @@
 // What the pruning solvers share: the pattern, score-based selection in the
-// method's comparison group (per output row), and the error metrics.
+// method's comparison group (per output row; per input column for column
+// N:M), and the error metrics.
 
 #include "gpu/prune_ops.h"
 
@@ -15,7 +16,7 @@ namespace sdw::gpu {
 
 std::string PruningPattern::name() const {
   if (unstructured) return sparsity == 0.5 ? "unstructured50" : "unstructured" + std::to_string(sparsity);
-  return std::to_string(n) + ":" + std::to_string(m);
+  return (alongColumns ? "col" : "") + std::to_string(n) + ":" + std::to_string(m);
 }
 
 PruningPattern parsePruningPattern(const std::string& s) {
@@ -25,21 +26,33 @@ PruningPattern parsePruningPattern(const std::string& s) {
     p.sparsity = 0.5;
     return p;
   }
-  const auto colon = s.find(':');
+  // "colN:M": the groups of M run down each input column instead of along each row.
+  const bool columns = s.starts_with("col");
+  const std::size_t first = columns ? 3 : 0;
+  const auto colon = s.find(':', first);
   int n = 0, m = 0;
   const bool ok = colon != std::string::npos &&
-                  std::from_chars(s.data(), s.data() + colon, n).ptr == s.data() + colon &&
+                  std::from_chars(s.data() + first, s.data() + colon, n).ptr == s.data() + colon &&
                   std::from_chars(s.data() + colon + 1, s.data() + s.size(), m).ptr == s.data() + s.size();
   if (!ok || n < 1 || m < 2 || n >= m || m > 4096)
-    throw std::invalid_argument("pattern '" + s + "': expected N:M with 0 < N < M (2:4, 4:8, 8:16, 16:32) or unstructured50");
+    throw std::invalid_argument("pattern '" + s +
+                                "': expected N:M with 0 < N < M (2:4, 4:8, 8:16, 16:32), colN:M with the same N "
+                                "and M (col2:4: N of every M rows of each input column) or unstructured50");
   p.n = n;
   p.m = m;
+  p.alongColumns = columns;
   return p;
 }
 
-void checkPatternFits(const PruningPattern& p, std::int64_t cols, int blocksize) {
+void checkPatternFits(const PruningPattern& p, std::int64_t rows, std::int64_t cols, int blocksize) {
   if (p.unstructured) {
     if (!(p.sparsity > 0 && p.sparsity < 1)) throw std::invalid_argument("unstructured sparsity must lie in (0, 1)");
+    return;
+  }
+  if (p.alongColumns) {  // groups of M rows in every column; any width and block size
+    if (rows % p.m != 0)
+      throw std::invalid_argument("pattern " + p.name() + ": output width (rows) " + std::to_string(rows) +
+                                  " is not a multiple of " + std::to_string(p.m));
     return;
   }
   if (cols % p.m != 0)
@@ -53,13 +66,20 @@ void checkPatternFits(const PruningPattern& p, std::int64_t cols, int blocksize)
 at::Tensor keepByScore(const at::Tensor& score, const PruningPattern& p) {
   c10::NoGradGuard noGrad;
   const std::int64_t rows = score.size(0), cols = score.size(1);
-  checkPatternFits(p, cols);
+  checkPatternFits(p, rows, cols);
   if (p.unstructured) {
     const auto k = static_cast<std::int64_t>(static_cast<double>(cols) * p.sparsity);
     const at::Tensor order = std::get<1>(at::sort(score, /*stable=*/true, /*dim=*/1, /*descending=*/false));
     at::Tensor keep = at::ones({rows, cols}, score.options().dtype(at::kBool));
     keep.scatter_(1, order.narrow(1, 0, k), false);
     return keep;
+  }
+  if (p.alongColumns) {
+    const at::Tensor g = score.reshape({rows / p.m, p.m, cols});  // [groups, M, cols]: M rows of every column
+    const at::Tensor idx = std::get<1>(at::topk(g, p.n, /*dim=*/1, /*largest=*/true));
+    at::Tensor keep = at::zeros({rows / p.m, p.m, cols}, score.options().dtype(at::kBool));
+    keep.scatter_(1, idx, true);
+    return keep.view({rows, cols});
   }
   const at::Tensor g = score.reshape({rows, cols / p.m, p.m});  // [rows, groups, M]
   const at::Tensor idx = std::get<1>(at::topk(g, p.n, /*dim=*/2, /*largest=*/true));

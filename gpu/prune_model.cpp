@@ -144,7 +144,7 @@ PruneResult pruneModel(const PruneSettings& settings, const ProgressFn& progress
   for (auto& m : projectionModules(config, "float32"))
     if (m.layer >= 0) modules.push_back(m);  // never lm_head (nor the embedding)
   for (const auto& m : modules) {
-    checkPatternFits(pattern, m.inFeatures, sparsegpt ? s.blocksize : 0);
+    checkPatternFits(pattern, m.outFeatures, m.inFeatures, sparsegpt ? s.blocksize : 0);
     if (!inputOf.count(m.name))
       throw std::runtime_error(s.calibration.string() + " has no statistics for " + m.name +
                                " (calibrated on another model?)");

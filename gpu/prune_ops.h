@@ -69,7 +69,8 @@ std::map<std::string, DuoInput> collectDuoStats(Model& dense, Model& pruned, con
 
 // score: [rows, cols]. Returns keep: [rows, cols] bool. Unstructured: per row,
 // the floor(cols * sparsity) lowest scores are dropped (ties: lower column
-// first). N:M: per row and aligned group of M, the N highest are kept.
+// first). N:M: per row and aligned group of M, the N highest are kept; column
+// N:M: per column and aligned group of M rows, the N highest are kept.
 at::Tensor keepByScore(const at::Tensor& score, const PruningPattern& pattern);
 
 // Wanda: |W| * sqrt(sum x^2) per input; magnitude: |W|. Return the pruned W.
@@ -87,8 +88,10 @@ SolveResult maskOnlyResult(const char* method, const at::Tensor& w, const at::Te
                            std::span<const float> xtx, std::int64_t tokens,
                            std::chrono::steady_clock::time_point t0);
 
-// Checks that the pattern tiles a row of `cols` inputs (std::invalid_argument).
-void checkPatternFits(const PruningPattern& pattern, std::int64_t cols, int blocksize = 0);
+// Checks that the pattern tiles a [rows, cols] weight (std::invalid_argument):
+// row N:M needs cols % M == 0 and, with blocksize > 0 (SparseGPT's blocks),
+// blocksize % M == 0; column N:M needs rows % M == 0 (any block size).
+void checkPatternFits(const PruningPattern& pattern, std::int64_t rows, std::int64_t cols, int blocksize = 0);
 
 at::Tensor hessianFromXtx(const at::Tensor& xtx, std::int64_t tokens);  // 2 xtx / tokens, fp32
 

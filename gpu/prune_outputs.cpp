@@ -92,11 +92,12 @@ void writeInto(const fs::path& tmp, const PruneSettings& s, const PruningPattern
   metadata["sdw_pruning"] = pruneMethodName(s.method) + " " + pattern.name() + " " + pruneOrderName(s.order);
   writeSafetensors(tmp / "model.safetensors", tensors, metadata);
 
-  // The bitmask file: 50% N:M with M | 32, values in the model's 16-bit dtype
-  // (bf16 for fp32 models).
+  // The bitmask file: 50% row N:M with M | 32, values in the model's 16-bit
+  // dtype (bf16 for fp32 models). Column N:M has no place in it (its groups
+  // run down the columns): such a model has no bitmask file and decodes dense.
   result.sparseFile.clear();
   const sparse::Pattern sp{pattern.n, pattern.m};
-  if (!pattern.unstructured && sparse::isSupported(sp)) {
+  if (!pattern.unstructured && !pattern.alongColumns && sparse::isSupported(sp)) {
     std::vector<sparse::SparseModule> mods;
     for (auto& row : result.modules) {
       const PrunedTensor& t = pruned.at(row.name);

@@ -102,7 +102,7 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
   c10::NoGradGuard noGrad;
   const std::int64_t rows = wIn.size(0), cols = wIn.size(1);
   if (o.blocksize < 1) throw std::invalid_argument("SparseGPT: blocksize must be >= 1");
-  checkPatternFits(pattern, cols, o.blocksize);
+  checkPatternFits(pattern, rows, cols, o.blocksize);
   const ObsStart start = obsStart(wIn, hIn, o, cross);
   SparseGptOutcome out;
   out.percdampUsed = start.percdampUsed;
@@ -113,8 +113,9 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
 
   const auto fopts = w.options();
   at::Tensor losses = at::zeros({rows}, fopts);
-  const bool nm = !pattern.unstructured;
-  const std::int64_t drop = pattern.m - pattern.n;  // N:M: pruned per group
+  const bool colNm = !pattern.unstructured && pattern.alongColumns;  // groups of M rows in each column
+  const bool nm = !pattern.unstructured && !colNm;                   // groups of M columns in each row
+  const std::int64_t drop = pattern.m - pattern.n;                   // N:M: pruned per group
   for (std::int64_t i1 = 0; i1 < cols; i1 += o.blocksize) {
     const std::int64_t i2 = std::min<std::int64_t>(i1 + o.blocksize, cols);
     const std::int64_t count = i2 - i1;
@@ -125,7 +126,7 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
     const at::Tensor d1 = hinv1.diagonal();                                // [count]
 
     at::Tensor mask1;  // [rows, count] bool, true = pruned
-    if (!nm) {
+    if (pattern.unstructured) {
       // The lowest w^2 / Hinv_jj^2 over all rows of the block, exactly
       // floor(numel * sparsity) of them (ties: lower flat index first).
       const at::Tensor tmp = (w1.square() / d1.square().unsqueeze(0)).flatten();
@@ -140,9 +141,11 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
 
     // On CUDA the column loop is one kernel launch per block (one thread per
     // row, gpu/kernels/sparsegpt.cu), the same arithmetic as the loop below.
+    // Column N:M couples the rows of a column (the kernel's threads), so it
+    // always takes the loop below.
     bool onDevice = false;
 #if defined(SDW_TORCH_CUDA) && defined(SDW_HAVE_CUDA_KERNELS)
-    if (w1.is_cuda() && count <= 128 && (!nm || pattern.m <= 32)) {
+    if (w1.is_cuda() && !colNm && count <= 128 && (!nm || pattern.m <= 32)) {
       const c10::cuda::CUDAGuard guard(w1.device());
       const at::Tensor h1 = hinv1.contiguous();
       const at::Tensor m1 = nm ? at::Tensor() : mask1.to(at::kByte).contiguous();
@@ -163,6 +166,16 @@ SparseGptOutcome sparseGptPrune(const at::Tensor& wIn, const at::Tensor& hIn, co
                                  d1.index({Slice(i, i + pattern.m)}).square().unsqueeze(0);
           const at::Tensor idx = std::get<1>(at::topk(tmp, drop, 1, /*largest=*/false)) + i;
           mask1.scatter_(1, idx, true);
+        } else if (colNm) {
+          // Column i as already updated by the columns before it: in each group
+          // of M rows the M - N lowest w^2 / Hinv_ii^2. Hinv_ii is the same for
+          // every row of the column, so that is the M - N lowest |w| (compared
+          // exactly, without the division's rounding).
+          const at::Tensor a = w1.select(1, i).abs().reshape({rows / pattern.m, pattern.m});
+          const at::Tensor idx = std::get<1>(at::topk(a, drop, 1, /*largest=*/false));
+          at::Tensor pruned = at::zeros({rows / pattern.m, pattern.m}, fopts.dtype(at::kBool));
+          pruned.scatter_(1, idx, true);
+          mask1.select(1, i).copy_(pruned.view({rows}));
         }
         const at::Tensor wcol = w1.select(1, i);  // [rows] (a view; copied below before w1 changes)
         const at::Tensor d = d1.index({i});       // 0-dim

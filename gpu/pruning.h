@@ -1,10 +1,11 @@
 #pragma once
 // One-shot pruning of the attention and MLP projections of a decoder
 // (DESIGN §1 "Solvers"): SparseGPT (blocked OBS), Wanda and magnitude, 50%
-// unstructured or N:M, in parallel or sequential layer order, from the
-// statistics of a calibration run (docs/run-format.md "Calibration runs").
+// unstructured, N:M along the rows or along the columns, in parallel or
+// sequential layer order, from the statistics of a calibration run
+// (docs/run-format.md "Calibration runs").
 // Outputs: a dense-with-zeros Hugging Face checkpoint, the packed bitmask
-// file (N:M with M | 32, docs/sparse-format.md) and a run file of kind
+// file (row N:M with M | 32, docs/sparse-format.md) and a run file of kind
 // "pruning" (docs/run-format.md "Pruning runs"). Method: docs/pruning.md.
 // Plain types only; the solvers run on LibTorch tensors (CPU or CUDA) inside
 // gpu/prune_*.cpp.
@@ -25,13 +26,19 @@
 
 namespace sdw::gpu {
 
-// "unstructured50" (also "unstructured", "50%") or "N:M" with 0 < N < M.
+// "unstructured50" (also "unstructured", "50%"), "N:M" with 0 < N < M (row
+// N:M), or "colN:M" (column N:M, the same N and M).
 struct PruningPattern {
   bool unstructured = false;
   double sparsity = 0.5;  // unstructured: fraction pruned per comparison group
   int n = 2;              // N:M: kept per group of M consecutive inputs of a row
   int m = 4;
-  std::string name() const;  // "2:4", "unstructured50"
+  // Column N:M: the groups run down each input column of W [out, in] instead:
+  // in column j, rows M g .. M g + M - 1 keep exactly N weights (the layout a
+  // column-major sparse-weight x sparse-activation kernel reads, docs/pruning.md
+  // "Column N:M"). Not written to the row-N:M bitmask file.
+  bool alongColumns = false;
+  std::string name() const;  // "2:4", "col2:4", "unstructured50"
 };
 // Throws std::invalid_argument with the accepted spellings.
 PruningPattern parsePruningPattern(const std::string& s);
@@ -60,8 +67,8 @@ struct SolveResult {
 
 // W: [rows, cols] row-major fp32; xtx: [cols, cols] raw sum x x^T (H = 2 xtx / tokens);
 // sumSq: [cols] sum of x^2. Throws std::invalid_argument on bad shapes or a
-// pattern that does not tile the row (cols % M, blocksize % M), and
-// std::runtime_error when the damping ladder runs out.
+// pattern that does not tile the matrix (row N:M: cols % M, blocksize % M;
+// column N:M: rows % M), and std::runtime_error when the damping ladder runs out.
 SolveResult solveSparseGpt(std::span<const float> w, std::int64_t rows, std::int64_t cols,
                            std::span<const float> xtx, std::int64_t tokens, const PruningPattern& pattern,
                            const SparseGptOptions& options = {});
@@ -140,7 +147,7 @@ struct ModulePruneRow {
 struct PruneResult {
   std::vector<ModulePruneRow> modules;  // checkpoint order
   std::filesystem::path checkpoint;     // <out>/model.safetensors
-  std::filesystem::path sparseFile;     // <out>/model.sdwsparse (N:M with M | 32 and N = M/2), else empty
+  std::filesystem::path sparseFile;     // <out>/model.sdwsparse (row N:M with M | 32 and N = M/2), else empty
   std::filesystem::path record;
   std::string calibrationRunId;
   double seconds = 0;                   // total
