@@ -67,9 +67,12 @@ std::vector<BenchShape> modelShapes(const std::string& model) {
   for (const auto& m : kModels) {
     if (model != m.name) continue;
     const std::int64_t q = m.heads * m.headDim, kv = m.kvHeads * m.headDim;
-    return {{model, "q_proj", q, m.hidden},          {model, "k_proj", kv, m.hidden},
-            {model, "v_proj", kv, m.hidden},         {model, "o_proj", m.hidden, q},
-            {model, "gate_proj", m.intermediate, m.hidden}, {model, "up_proj", m.intermediate, m.hidden},
+    return {{model, "q_proj", q, m.hidden},
+            {model, "k_proj", kv, m.hidden},
+            {model, "v_proj", kv, m.hidden},
+            {model, "o_proj", m.hidden, q},
+            {model, "gate_proj", m.intermediate, m.hidden},
+            {model, "up_proj", m.intermediate, m.hidden},
             {model, "down_proj", m.hidden, m.intermediate}};
   }
   throw std::invalid_argument("unknown model '" + model + "' (have: llama3-8b, qwen3-14b, qwen3-32b, or ROWSxCOLS)");
@@ -167,8 +170,22 @@ BenchRow makeRow(const std::string& model, const std::string& module, std::int64
 double bytesDense(const BenchShape& s) { return double(s.rows) * s.cols * 2; }
 double bytesSparse(const BenchShape& s) { return double(s.rows) * s.cols * 1.125; }
 
-// The pattern column of spMspV rows: 50% unstructured weights.
-constexpr char kSpmspvPattern[] = "50%";
+// spMspV rows, one per weight layout: 50% unstructured weights in the bitmask layout,
+// and 2 of every 4 rows of each column in the column 2:4 layout (pattern column "50%",
+// "col2:4"). Both keep half the weights.
+struct SpmspvVariant {
+  const char* pattern;
+  kernels::SpmspvFormat format;
+};
+constexpr SpmspvVariant kSpmspvVariants[] = {{"50%", kernels::SpmspvFormat::Bitmask},
+                                             {"col2:4", kernels::SpmspvFormat::Column24}};
+SpmspvMatrix spmspvWeights(const SpmspvVariant& v, std::int64_t rows, std::int64_t cols, sparse::DType dt,
+                           std::uint64_t seed) {
+  const bool column = v.format == kernels::SpmspvFormat::Column24;
+  return packSpmspv(column ? randomColumnPrunedWeights(rows, cols, dt, 2, 4, seed)
+                           : randomPrunedWeights(rows, cols, dt, cols / 2, cols, seed),
+                    rows, cols, dt, v.format);
+}
 // spMspV rows are batch 1 only.
 bool timesSpmspv(const BenchSettings& s) {
   return !s.activationSparsities.empty() && std::find(s.batches.begin(), s.batches.end(), 1) != s.batches.end();
@@ -247,21 +264,24 @@ void runCpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
       }
     }
     if (!timesSpmspv(s)) continue;
-    // spMspV on the CPU (its reference, single-threaded): 50% unstructured weights.
-    const SpmspvMatrix m = packSpmspv(randomPrunedWeights(sh.rows, sh.cols, dt, sh.cols / 2, sh.cols, 4321), sh.rows,
-                                      sh.cols, dt);
-    std::vector<float> y(static_cast<std::size_t>(sh.rows));
-    for (double p : s.activationSparsities) {
-      auto x16 = randomNormal16(sh.cols, dt, 8765);
-      const float threshold = activationThreshold(x16, dt, p);
-      std::vector<float> x(x16.size());
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] = sparse::from16(x16[i], dt);
-      BenchRow r = makeRow(sh.model, sh.module, sh.rows, sh.cols, kSpmspvPattern, 1, KernelId::SpmspvCpu);
-      r.activationSparsity = p;
-      r.bytes = spmspvReadBytes(m, x, threshold);
-      r.us = timeCpu(s.repeats, [&] { spmspvCpu(m, x, threshold, y); });
-      r.config = "threshold " + std::to_string(threshold);
-      rec.add(r);
+    // spMspV on the CPU (its reference, single-threaded), each weight layout.
+    if (sh.rows % 4 != 0) res.notes.push_back("spMspV col2:4 needs rows divisible by 4: not timed on " + sh.module);
+    for (const SpmspvVariant& v : kSpmspvVariants) {
+      if (v.format == kernels::SpmspvFormat::Column24 && sh.rows % 4 != 0) continue;
+      const SpmspvMatrix m = spmspvWeights(v, sh.rows, sh.cols, dt, 4321);
+      std::vector<float> y(static_cast<std::size_t>(sh.rows));
+      for (double p : s.activationSparsities) {
+        auto x16 = randomNormal16(sh.cols, dt, 8765);
+        const float threshold = activationThreshold(x16, dt, p);
+        std::vector<float> x(x16.size());
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = sparse::from16(x16[i], dt);
+        BenchRow r = makeRow(sh.model, sh.module, sh.rows, sh.cols, v.pattern, 1, KernelId::SpmspvCpu);
+        r.activationSparsity = p;
+        r.bytes = spmspvReadBytes(m, x, threshold);
+        r.us = timeCpu(s.repeats, [&] { spmspvCpu(m, x, threshold, y); });
+        r.config = "threshold " + std::to_string(threshold);
+        rec.add(r);
+      }
     }
   }
 }
@@ -342,7 +362,8 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
   const cudaStream_t stream = st.stream();
   const auto dtype = sparse::parseDType(s.dtype);
   const kernels::DType kdt = dtype == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16;
-  const auto opts = at::TensorOptions().device(at::kCUDA, 0).dtype(dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf);
+  const auto opts =
+      at::TensorOptions().device(at::kCUDA, 0).dtype(dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf);
   std::uint64_t seed = 1;
 
   TuningTable table;
@@ -535,69 +556,87 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     }
 
     // spMspV at each activation sparsity, after the baselines of the same shapes (their
-    // rows give its speed-ups): 50% unstructured weights, x standard normal.
+    // rows give its speed-ups): each weight layout (50% unstructured, column 2:4), x
+    // standard normal.
     if (!timesSpmspv(s)) continue;
-    for (const auto& sh : group) {
-      SpmspvMatrix m =
-          packSpmspv(randomPrunedWeights(sh.rows, sh.cols, dtype, sh.cols / 2, sh.cols, seed), sh.rows, sh.cols, dtype);
-      seed += std::uint64_t(1) << 20;
-      const int copies = copiesFor(static_cast<double>(m.bytes()));
-      SpmspvCase c = prepareSpmspvCase(std::move(m), copies);
-      for (double p : s.activationSparsities) {
-        kernels::SpmspvConfig def;  // the launcher's defaults; SDW_SPMSPV_BULK=1: with bulk copies
-        if (const char* v = std::getenv("SDW_SPMSPV_BULK")) def.bulk = std::string(v) == "1";
-        setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
-        // --tune: a grid of warps per block, split-K (the heuristic's, a half and a quarter of it:
-        // the heuristic already gives each warp about one step; and the largest that fits one
-        // wave of the device) and chunk groups in flight, with 16-byte cp.async pieces and with
-        // bulk copies (SpmspvConfig::bulk); the fastest is the row, the defaults' time stands in
-        // its config.
-        std::vector<kernels::SpmspvConfig> launches{def};
-        if (s.tune)
-          for (bool bulk : {false, true})
-            for (int w : {4, 8, 16})
-              for (int g : {2, 3, 6}) {
+    for (const auto& sh : group)
+      for (const SpmspvVariant& layout : kSpmspvVariants) {
+        if (layout.format == kernels::SpmspvFormat::Column24 && sh.rows % 4 != 0) {
+          res.notes.push_back("spMspV col2:4 needs rows divisible by 4: not timed on " + sh.module);
+          continue;
+        }
+        const bool column = layout.format == kernels::SpmspvFormat::Column24;
+        SpmspvMatrix m = spmspvWeights(layout, sh.rows, sh.cols, dtype, seed);
+        seed += std::uint64_t(1) << 20;
+        const int copies = copiesFor(static_cast<double>(m.bytes()));
+        SpmspvCase c = prepareSpmspvCase(std::move(m), copies);
+        for (double p : s.activationSparsities) {
+          kernels::SpmspvConfig def;  // the launcher's defaults; SDW_SPMSPV_BULK=1: with bulk copies
+          if (const char* v = std::getenv("SDW_SPMSPV_BULK")) def.bulk = std::string(v) == "1";
+          setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
+          // --tune: a grid of warps per block, split-K (the heuristic's, a half and a quarter of it:
+          // the heuristic already gives each warp about one step; and the largest that fits one
+          // wave of the device) and chunk groups in flight, with 16-byte cp.async pieces and with
+          // bulk copies (SpmspvConfig::bulk); the fastest is the row, the defaults' time stands in
+          // its config.
+          if (column) def.bulk = false;
+          std::vector<kernels::SpmspvConfig> launches{def};
+          if (s.tune && column)  // warps (at most 8), split-K as below, chunks per batch (SpmspvConfig)
+            for (int w : {4, 8})
+              for (int depth : {2, 4, 8}) {
                 const int heuristic = spmspvSplitKOf(c, w, 0);
                 for (int f : {1, 2, 4})
-                  if (bulk != def.bulk || w != def.warps || f != 1 || g != def.stages)
-                    launches.push_back({w, f == 1 ? 0 : std::max(1, heuristic / f), g, bulk});
-                const int oneWave = spmspvOneWaveSplitKOf(c, w, g, bulk);
+                  if (w != def.warps || f != 1 || depth != def.stages)
+                    launches.push_back({w, f == 1 ? 0 : std::max(1, heuristic / f), depth, false});
+                const int oneWave = spmspvOneWaveSplitKOf(c, w, depth, false);
                 if (oneWave > 0 && oneWave != heuristic && oneWave != heuristic / 2 && oneWave != heuristic / 4)
-                  launches.push_back({w, oneWave, g, bulk});
+                  launches.push_back({w, oneWave, depth, false});
               }
-        BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, kSpmspvPattern, 1, KernelId::Spmspv);
-        r.activationSparsity = p;
-        r.bytes = c.bytes;
-        double defaultUs = 0;
-        int timed = 0;
-        for (const kernels::SpmspvConfig& l : launches) {
-          reserveSpmspv(c, l.warps, l.splitK, l.stages);
-          if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages, l.bulk)) {
-            if (&l == &launches.front()) throw std::runtime_error(std::string("spMspV: ") + e);
-            continue;  // refused (shared memory): not a candidate
+          if (s.tune && !column)
+            for (bool bulk : {false, true})
+              for (int w : {4, 8, 16})
+                for (int g : {2, 3, 6}) {
+                  const int heuristic = spmspvSplitKOf(c, w, 0);
+                  for (int f : {1, 2, 4})
+                    if (bulk != def.bulk || w != def.warps || f != 1 || g != def.stages)
+                      launches.push_back({w, f == 1 ? 0 : std::max(1, heuristic / f), g, bulk});
+                  const int oneWave = spmspvOneWaveSplitKOf(c, w, g, bulk);
+                  if (oneWave > 0 && oneWave != heuristic && oneWave != heuristic / 2 && oneWave != heuristic / 4)
+                    launches.push_back({w, oneWave, g, bulk});
+                }
+          BenchRow r = makeRow(model, sh.module, sh.rows, sh.cols, layout.pattern, 1, KernelId::Spmspv);
+          r.activationSparsity = p;
+          r.bytes = c.bytes;
+          double defaultUs = 0;
+          int timed = 0;
+          for (const kernels::SpmspvConfig& l : launches) {
+            reserveSpmspv(c, l.warps, l.splitK, l.stages);
+            if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages, l.bulk)) {
+              if (&l == &launches.front()) throw std::runtime_error(std::string("spMspV: ") + e);
+              continue;  // refused (shared memory): not a candidate
+            }
+            const double us = timeGraph(c.copies(), s.repeats, [&](int i) {
+              if (const char* e = launchSpmspvCase(c, i, l.warps, l.splitK, l.stages, l.bulk))
+                throw std::runtime_error(std::string("spMspV: ") + e);
+            });
+            ++timed;
+            if (&l == &launches.front()) defaultUs = us;
+            if (timed == 1 || us < r.us) {
+              r.us = us;
+              r.config = describeSpmspv(c, l.warps, l.splitK, l.stages, l.bulk);
+            }
           }
-          const double us = timeGraph(c.copies(), s.repeats, [&](int i) {
-            if (const char* e = launchSpmspvCase(c, i, l.warps, l.splitK, l.stages, l.bulk))
-              throw std::runtime_error(std::string("spMspV: ") + e);
-          });
-          ++timed;
-          if (&l == &launches.front()) defaultUs = us;
-          if (timed == 1 || us < r.us) {
-            r.us = us;
-            r.config = describeSpmspv(c, l.warps, l.splitK, l.stages, l.bulk);
+          if (s.tune) {
+            std::ostringstream o;
+            o.precision(4);
+            o << " (fastest of " << timed << "; defaults "
+              << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk) << ": " << defaultUs << " us)";
+            r.config += o.str();
           }
+          r.config += " threshold " + std::to_string(c.threshold);
+          rec.add(r);
         }
-        if (s.tune) {
-          std::ostringstream o;
-          o.precision(4);
-          o << " (fastest of " << timed << "; defaults "
-            << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk) << ": " << defaultUs << " us)";
-          r.config += o.str();
-        }
-        r.config += " threshold " + std::to_string(c.threshold);
-        rec.add(r);
       }
-    }
   }
   if (s.tune && !s.tuningOut.empty()) {
     table.save(s.tuningOut);
@@ -621,10 +660,12 @@ BenchResult runKernelBench(const BenchSettings& s, const ProgressFn& progress,
   BenchResult res;
   res.torchVersion = deviceInfo().torchVersion;
   Recorder rec{res, onRow, progress, 0, 0, {}};
-  const double perShapeBatch = (s.library ? 1 : 0) + (s.ownDense ? 1 : 0) + (s.cusparselt ? 1 : 0) +
-                               static_cast<double>(s.patterns.size());
+  const double perShapeBatch =
+      (s.library ? 1 : 0) + (s.ownDense ? 1 : 0) + (s.cusparselt ? 1 : 0) + static_cast<double>(s.patterns.size());
   rec.total = perShapeBatch * static_cast<double>(s.shapes.size() * s.batches.size()) +
-              (timesSpmspv(s) ? static_cast<double>(s.shapes.size() * s.activationSparsities.size()) : 0.0);
+              (timesSpmspv(s)
+                   ? static_cast<double>(s.shapes.size() * s.activationSparsities.size() * std::size(kSpmspvVariants))
+                   : 0.0);
   const bool gpu = !s.forceCpu && deviceInfo().cudaAvailable;
   try {
     if (gpu) {
@@ -659,8 +700,8 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
   j["machine"] = {{"backend", r.backend}, {"device", r.device}, {"driver", r.driver}, {"torch", r.torchVersion}};
   j["hbm_read_gbs"] = r.hbmReadGBs;
   j["cusparselt"] = r.cusparseltStatus;
-  j["settings"] = {{"dtype", s.dtype}, {"patterns", s.patterns}, {"batches", s.batches}, {"repeats", s.repeats},
-                   {"tuning", s.tuningIn}, {"tune", s.tune}};
+  j["settings"] = {{"dtype", s.dtype},     {"patterns", s.patterns}, {"batches", s.batches},
+                   {"repeats", s.repeats}, {"tuning", s.tuningIn},   {"tune", s.tune}};
   if (!s.activationSparsities.empty()) j["settings"]["activation_sparsities"] = s.activationSparsities;
   j["notes"] = r.notes;
   j["rows"] = nlohmann::json::array();
@@ -699,7 +740,8 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
     j["activation_summary_scope"] = "spmspv, batch 1, " + s.dtype + ", every shape of the run, medians";
     j["activation_summary"] = nlohmann::json::array();
     for (const auto& a : r.activationSummary)
-      j["activation_summary"].push_back({{"activation_sparsity", a.activationSparsity},
+      j["activation_summary"].push_back({{"pattern", a.pattern},
+                                         {"activation_sparsity", a.activationSparsity},
                                          {"shapes", a.count},
                                          {"median_speedup_vs_dense", a.medianVsDense},
                                          {"median_speedup_vs_cublas", a.medianVsCublas},

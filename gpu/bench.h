@@ -17,8 +17,8 @@
 namespace sdw::gpu {
 
 struct BenchShape {
-  std::string model;   // "llama3-8b", or "custom"
-  std::string module;  // "q_proj", ...
+  std::string model;                // "llama3-8b", or "custom"
+  std::string module;               // "q_proj", ...
   std::int64_t rows = 0, cols = 0;  // out features, in features
 };
 
@@ -39,15 +39,15 @@ struct BenchSettings {
   std::vector<int> batches{1};
   std::string dtype = "bf16";
   int repeats = 7;
-  bool library = true;     // cuBLAS through LibTorch (KernelId::Cublas)
-  bool ownDense = true;    // our dense GEMV
-  bool cusparselt = true;  // 2:4 through LibTorch, where the build has it
-  bool layer = true;       // whole-layer sequences for model shapes
-  bool forceCpu = false;   // the CPU kernels even when a GPU is present
-  bool tune = false;       // sweep launch configurations per shape, keep the best
+  bool library = true;         // cuBLAS through LibTorch (KernelId::Cublas)
+  bool ownDense = true;        // our dense GEMV
+  bool cusparselt = true;      // 2:4 through LibTorch, where the build has it
+  bool layer = true;           // whole-layer sequences for model shapes
+  bool forceCpu = false;       // the CPU kernels even when a GPU is present
+  bool tune = false;           // sweep launch configurations per shape, keep the best
   int sparseTensorCores = -1;  // 2:4 and 4:8 on the tensor-core SpMV: 1 from batch 2, -1 from batch 3, 0 never
-  std::string tuningIn;    // tuning table to read (empty: heuristics)
-  std::string tuningOut;   // with tune: where to write the table
+  std::string tuningIn;        // tuning table to read (empty: heuristics)
+  std::string tuningOut;       // with tune: where to write the table
   int cpuThreads = 0;
   // Activation sparsities p_x to time the spMspV kernel at (batch 1; 50% unstructured
   // weights; exactly a p_x fraction of |x| at or below the threshold). Empty: no spMspV rows.
@@ -65,18 +65,18 @@ struct BenchRow {
   std::string pattern;  // "2:4", ..., or kDensePattern for dense kernels
   int batch = 1;
   KernelId id = KernelId::Sparse;  // which kernel; compare this, not `kernel`
-  std::string kernel;   // kernelName(id): the JSON / CLI name ("sparse", "cublas", ...), set with id
-  double us = 0;        // median time per call
+  std::string kernel;              // kernelName(id): the JSON / CLI name ("sparse", "cublas", ...), set with id
+  double us = 0;                   // median time per call
   // Our kernels on sm_90: median time per call when each launch is a programmatic
   // dependent launch of the previous one (its start and first weight loads overlap
   // the previous call's tail; x is read after that call completes). 0: not measured.
   double usChained = 0;
-  double bytes = 0;     // bytes the kernel must read (weights)
+  double bytes = 0;  // bytes the kernel must read (weights)
   double gbs = 0;
   double fractionHbm = 0;
-  double speedupVsCublas = 0;   // cuBLAS time / this time (0: no baseline); JSON speedup_vs_cublas
-  double speedupVsDense = 0;    // our dense time / this time
-  std::string config;           // launch configuration used
+  double speedupVsCublas = 0;  // cuBLAS time / this time (0: no baseline); JSON speedup_vs_cublas
+  double speedupVsDense = 0;   // our dense time / this time
+  std::string config;          // launch configuration used
   // spMspV rows: the fraction of input entries skipped (JSON activation_sparsity, only
   // on these rows); empty for kernels that read every input entry.
   std::optional<double> activationSparsity{};
@@ -94,8 +94,9 @@ struct BenchSummary {
   double medianVsCublasChained = 0, medianVsDenseChained = 0, medianVsCusparseltChained = 0;
 };
 
-// spMspV at one activation sparsity: medians over the run's shapes (batch 1).
+// spMspV at one activation sparsity and weight layout: medians over the run's shapes (batch 1).
 struct ActivationSummary {
+  std::string pattern;  // the rows' pattern: "50%" (bitmask layout) or "col2:4" (column 2:4 layout)
   double activationSparsity = 0;
   int count = 0;
   double medianVsDense = 0, medianVsCublas = 0;  // over our dense GEMV and cuBLAS (0: not measured)
@@ -106,14 +107,14 @@ struct ActivationSummary {
 struct BenchResult {
   std::string backend;  // "cuda" or "cpu"
   std::string device, driver, torchVersion;
-  double hbmReadGBs = 0;  // measured in this run (CPU: memory read bandwidth)
+  double hbmReadGBs = 0;         // measured in this run (CPU: memory read bandwidth)
   std::string cusparseltStatus;  // "ok" or why not
   std::vector<BenchRow> rows;
   // Batch 1, the run's dtype, over Llama-3.1-8B and Qwen3-14B projection shapes.
   std::vector<BenchSummary> summary;
-  double patternSpreadPercent = 0;  // (max - min) / min of the patterns' median speedups over our dense
+  double patternSpreadPercent = 0;         // (max - min) / min of the patterns' median speedups over our dense
   double patternSpreadChainedPercent = 0;  // the same with chained times (0: not measured)
-  std::vector<ActivationSummary> activationSummary;  // per activation sparsity, ascending (spMspV rows)
+  std::vector<ActivationSummary> activationSummary;  // per pattern, then activation sparsity ascending (spMspV rows)
   std::vector<std::string> notes;
 };
 

@@ -76,20 +76,24 @@ void summarise(BenchResult& r, const std::string& /*dtype*/) {
     s.medianVsCusparseltChained = stats::median(cslC, 0.0);
     lo = std::min(lo, s.medianVsDense);
     hi = std::max(hi, s.medianVsDense);
-    if (s.medianVsDenseChained > 0) loC = std::min(loC, s.medianVsDenseChained), hiC = std::max(hiC, s.medianVsDenseChained);
+    if (s.medianVsDenseChained > 0)
+      loC = std::min(loC, s.medianVsDenseChained), hiC = std::max(hiC, s.medianVsDenseChained);
     r.summary.push_back(s);
   }
   r.patternSpreadPercent = r.summary.size() > 1 && lo > 0 ? 100.0 * (hi - lo) / lo : 0.0;
   r.patternSpreadChainedPercent = r.summary.size() > 1 && hiC > 0 ? 100.0 * (hiC - loC) / loC : 0.0;
 
-  // spMspV: per activation sparsity over every shape of the run (batch 1).
-  std::map<double, std::vector<const BenchRow*>> byActivation;
+  // spMspV: per weight layout (the pattern column) and activation sparsity over every shape
+  // of the run (batch 1).
+  std::map<std::pair<std::string, double>, std::vector<const BenchRow*>> byActivation;
   for (const auto& row : r.rows)
-    if (row.activationSparsity && row.batch == 1 && !isLayerSequence(row)) byActivation[*row.activationSparsity].push_back(&row);
+    if (row.activationSparsity && row.batch == 1 && !isLayerSequence(row))
+      byActivation[{row.pattern, *row.activationSparsity}].push_back(&row);
   r.activationSummary.clear();
-  for (const auto& [p, rows] : byActivation) {
+  for (const auto& [key, rows] : byActivation) {
     ActivationSummary a;
-    a.activationSparsity = p;
+    a.pattern = key.first;
+    a.activationSparsity = key.second;
     a.count = static_cast<int>(rows.size());
     std::vector<double> dense, lib, gbs, hbm;
     for (const BenchRow* row : rows) {

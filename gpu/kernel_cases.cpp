@@ -24,8 +24,9 @@
 namespace sdw::gpu {
 
 std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk) {
-  return "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK)) + " g" +
-         std::to_string(stages) + (bulk ? " bulk" : "");
+  const std::string ws = "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK));
+  if (c.host.format == kernels::SpmspvFormat::Column24) return "col2:4 " + ws + " d" + std::to_string(stages);
+  return ws + " g" + std::to_string(stages) + (bulk ? " bulk" : "");
 }
 
 CaseConfig withPdl(CaseConfig c, bool pdl) {
@@ -42,7 +43,8 @@ at::Tensor denseFromDeviceLayout(const at::Tensor& values, const at::Tensor& mas
               " 16-bit elements expected, got ", values.numel());
   TORCH_CHECK(masks.numel() == tiles * G * 32 && masks.scalar_type() == at::kInt, "masks: ", tiles * G * 32,
               " int32 expected, got ", masks.numel());
-  const auto v = values.cpu().contiguous().view(dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf).to(at::kDouble);
+  const auto v =
+      values.cpu().contiguous().view(dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf).to(at::kDouble);
   const auto m = masks.cpu().contiguous();
   auto out = at::zeros({rows, cols}, at::kDouble);
   const double* pv = v.data_ptr<double>();
@@ -65,7 +67,9 @@ namespace {
 
 // ---- shared helpers ----
 
-kernels::DType kernelDType(sparse::DType d) { return d == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16; }
+kernels::DType kernelDType(sparse::DType d) {
+  return d == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16;
+}
 at::TensorOptions options(const CaseProblem& p) {
   return at::TensorOptions().device(at::kCUDA).dtype(p.dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf);
 }
@@ -146,8 +150,8 @@ const char* launchGemv(CaseInputs& in, int copy, const CaseConfig& cfg) {
 }
 std::string describeGemv(const CaseInputs&, const CaseConfig& cfg) {
   const auto& c = std::get<GemvLaunch>(cfg);
-  return "w" + std::to_string(c.warps) + " r" + std::to_string(c.rowsPerWarp) + " u" + std::to_string(c.unroll) +
-         " s" + std::to_string(c.splitK);
+  return "w" + std::to_string(c.warps) + " r" + std::to_string(c.rowsPerWarp) + " u" + std::to_string(c.unroll) + " s" +
+         std::to_string(c.splitK);
 }
 std::vector<CaseConfig> gemvTuning(std::int64_t, int batch) {
   std::vector<CaseConfig> out;
@@ -186,9 +190,10 @@ CaseInputs prepareSparse(const CaseProblem& p, int copies) {
     in.w.push_back(at::empty({words * 16}, options(p)));
     in.masks.push_back(at::empty({words}, options(p).dtype(at::kInt)));
     fill16(in, in.w.back());
-    check(kernels::launchFillRandomMasks(reinterpret_cast<std::uint32_t*>(in.masks.back().data_ptr()),
-                                        static_cast<std::size_t>(words), p.pattern.n, p.pattern.m, in.seed++, stream()),
-          "fill");
+    check(
+        kernels::launchFillRandomMasks(reinterpret_cast<std::uint32_t*>(in.masks.back().data_ptr()),
+                                       static_cast<std::size_t>(words), p.pattern.n, p.pattern.m, in.seed++, stream()),
+        "fill");
   }
   return in;
 }
@@ -298,8 +303,8 @@ const KernelCase kCases[] = {
      prepareCusparselt, setBatchCusparselt, nullptr, launchCusparselt, describeCusparselt, nullptr, nullptr},
     {KernelId::Cublas, "-", true, false, [](const BenchShape& s, int) { return denseBytes(s); }, denseBytes,
      prepareDense, setBatchDense, nullptr, launchCublas, describeCublas, nullptr, referenceDense},
-    {KernelId::Dense, "-", true, true, [](const BenchShape& s, int) { return denseBytes(s); }, denseBytes,
-     prepareDense, setBatchDense, reserveGemv, launchGemv, describeGemv, &kGemvSpace, referenceDense},
+    {KernelId::Dense, "-", true, true, [](const BenchShape& s, int) { return denseBytes(s); }, denseBytes, prepareDense,
+     setBatchDense, reserveGemv, launchGemv, describeGemv, &kGemvSpace, referenceDense},
     {KernelId::Sparse, nullptr, true, true, [](const BenchShape& s, int) { return sparseBytes(s); }, sparseBytes,
      prepareSparse, setBatchSparse, reserveSpmv, launchSpmv, describeSpmv, &kSpmvSpace, referenceSparse},
 };
@@ -334,7 +339,9 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
   std::vector<float> xf(c.xHost.size());
   for (std::size_t i = 0; i < xf.size(); ++i) xf[i] = sparse::from16(c.xHost[i], c.host.dtype);
   c.bytes = spmspvReadBytes(c.host, xf, c.threshold);
-  c.x = at::from_blob(c.xHost.data(), {c.host.cols}, at::kShort).to(at::kCUDA).view(c.host.dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf);
+  c.x = at::from_blob(c.xHost.data(), {c.host.cols}, at::kShort)
+            .to(at::kCUDA)
+            .view(c.host.dtype == sparse::DType::BF16 ? at::kBFloat16 : at::kHalf);
   c.ws = at::empty({1}, options(prob).dtype(at::kFloat));
   reserveSpmspv(c, warps, splitK, kernels::SpmspvConfig{}.stages);  // stages do not change the scratch
   c.counters = at::zeros({kernels::spmspvCounters(c.host.rows)}, options(prob).dtype(at::kInt));
@@ -342,8 +349,13 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
 
 const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages, bool bulk) {
   const auto i = static_cast<std::size_t>(copy);
-  const kernels::SpmspvLayout w{c.chunks[i].data_ptr(), reinterpret_cast<const std::uint32_t*>(c.offsets[i].data_ptr()),
-                                c.host.rows, c.host.cols, kernelDType(c.host.dtype)};
+  const kernels::SpmspvLayout w{
+      c.chunks[i].data_ptr(),
+      c.offsets[i].numel() ? reinterpret_cast<const std::uint32_t*>(c.offsets[i].data_ptr()) : nullptr,
+      c.host.rows,
+      c.host.cols,
+      kernelDType(c.host.dtype),
+      c.host.format};
   const kernels::SpmspvConfig cfg{warps, splitK, stages, bulk};
   if (static_cast<std::size_t>(c.ws.numel()) < kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg))
     return "spMspV: the workspace was sized for fewer split-K slices (setSpmspvActivation)";
@@ -357,7 +369,7 @@ int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK) {
 
 int spmspvOneWaveSplitKOf(const SpmspvCase& c, int warps, int stages, bool bulk) {
   return kernels::spmspvOneWaveSplitK(c.host.rows, c.host.cols, kernelDType(c.host.dtype),
-                                      kernels::SpmspvConfig{warps, 0, stages, bulk});
+                                      kernels::SpmspvConfig{warps, 0, stages, bulk}, c.host.format);
 }
 
 void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages) {

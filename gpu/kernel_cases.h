@@ -47,10 +47,10 @@ struct CaseInputs {
   std::vector<at::Tensor> w;      // per copy: dense [rows, cols]; sparse values [tiles * G * 32 * 16]
                                   // (device layout, gpu/kernels/spmv.cuh); cuSPARSELt: compressed 2:4
   std::vector<at::Tensor> masks;  // sparse, per copy: [tiles * G * 32] int32
-  at::Tensor x;  // dense and cuBLAS: [batch, cols]; sparse: [cols, spmvXStride(batch)]; cuSPARSELt: [cols, n]
+  at::Tensor x;   // dense and cuBLAS: [batch, cols]; sparse: [cols, spmvXStride(batch)]; cuSPARSELt: [cols, n]
   at::Tensor xr;  // sparse, batch > 1: the same x as [batch, cols] (what the tensor-core path reads)
-  at::Tensor y;  // [batch, rows], unit column stride, any row stride (the launch's ldy); may be replaced
-                 // by a view of the same shape (the test's guarded buffer). cuSPARSELt allocates its own.
+  at::Tensor y;   // [batch, rows], unit column stride, any row stride (the launch's ldy); may be replaced
+                  // by a view of the same shape (the test's guarded buffer). cuSPARSELt allocates its own.
   at::Tensor ws, counters;  // split-K workspace and counters (reserve)
   int n = 0;                // cuSPARSELt: width of the dense operand (the batch, or 16 where refused)
   std::uint64_t seed = 1;   // next seed of the random fills
@@ -72,8 +72,8 @@ struct LaunchSpace {
   // device test checks.
   std::vector<CaseConfig> (*valid)(std::int64_t cols, int batch, int splitK);
   // The tuning table's configuration (chained: the one for chained launches, pdl set).
-  CaseConfig (*lookup)(const TuningTable& t, std::int64_t rows, std::int64_t cols, int batch,
-                       const std::string& dtype, int smCount, bool chained);
+  CaseConfig (*lookup)(const TuningTable& t, std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
+                       int smCount, bool chained);
   // Writes a tuned configuration into `e`; `chained` may be null (not tuned).
   void (*store)(TuningEntry& e, const CaseConfig& best, double us, const CaseConfig* chained, double chainedUs);
 };
@@ -82,8 +82,8 @@ struct KernelCase {
   KernelId id;
   const char* pattern;  // the rows' pattern: "-" (dense kernels), "2:4" (cuSPARSELt); nullptr: each N:M
                         // pattern of the run, with weights of that pattern
-  bool layer;    // also timed as a model's whole layer (its projections back to back)
-  bool chained;  // ours: also timed as programmatic dependent launches
+  bool layer;           // also timed as a model's whole layer (its projections back to back)
+  bool chained;         // ours: also timed as programmatic dependent launches
   // The bytes one call must read (the weights): the benchmark row's `bytes`.
   double (*bytes)(const BenchShape& s, int batch);
   // The bytes of one weight copy as filled on the device: sets how many copies rotate.
@@ -129,10 +129,11 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix packed, int copies);
 // skipped (activationThreshold), uploads it and sizes the scratch for (warps, splitK).
 void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, int warps, int splitK);
 // One launch on the current CUDA stream reading copy `copy`, writing c.y: nullptr, or why
-// the launch was refused. warps, splitK, stages, bulk: kernels::SpmspvConfig (splitK 0: heuristic).
+// the launch was refused. warps, splitK, stages, bulk: kernels::SpmspvConfig (splitK 0: heuristic;
+// the kernel is the one of c.host.format, whose meaning of stages the config states).
 const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages = 2, bool bulk = false);
 std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages = 2,
-                           bool bulk = false);  // "w8 s16 g2", "w8 s16 g2 bulk"
+                           bool bulk = false);  // "w8 s16 g2", "w8 s16 g2 bulk", "col2:4 w8 s16 d2"
 // The split-K count a launch of (warps, splitK) uses on c (splitK 0: the heuristic's).
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK);
 // The split-K whose grid fits one wave of the device (kernels::spmspvOneWaveSplitK).

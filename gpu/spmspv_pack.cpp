@@ -20,8 +20,8 @@ using kernels::kSpmspvTileRows;
 using kernels::kSpmspvValuesPerUnit;
 
 namespace {
-constexpr int kMaskWords = kSpmspvMaskBytes / 4;          // 8 uint32 per chunk
-constexpr int kMaskHalves = kSpmspvMaskBytes / 2;         // the mask as 16 16-bit elements
+constexpr int kMaskWords = kSpmspvMaskBytes / 4;   // 8 uint32 per chunk
+constexpr int kMaskHalves = kSpmspvMaskBytes / 2;  // the mask as 16 16-bit elements
 bool isZero16(std::uint16_t h) { return (h & 0x7fffu) == 0; }
 
 // The mask words of a chunk starting at 16-bit element e.
@@ -31,14 +31,75 @@ std::uint32_t maskWord(const std::vector<std::uint16_t>& c, std::size_t e, int w
 std::size_t chunkUnits(int nnz) {
   return kSpmspvMaskUnits + (static_cast<std::size_t>(nnz) + kSpmspvValuesPerUnit - 1) / kSpmspvValuesPerUnit;
 }
+
+// Column 2:4 (kernels::SpmspvFormat::Column24): a chunk is 144 16-bit elements, the 128
+// values (lane l's four at 4 l) and then the 32 meta bytes (byte l in element 128 + l / 2,
+// low byte first).
+constexpr std::size_t kCol24Halves = kernels::kSpmspvCol24ChunkBytes / 2;  // 144
+constexpr std::size_t kCol24MetaAt = kernels::kSpmspvCol24ValueBytes / 2;  // 128
+bool isColumn24(const SpmspvMatrix& m) { return m.format == kernels::SpmspvFormat::Column24; }
+
+// The kept-row nibble of group q (0..63: rows 4 q .. 4 q + 3 of the tile) of the chunk at e.
+unsigned col24Nibble(const std::vector<std::uint16_t>& c, std::size_t e, int q) {
+  const int lane = q / 2;
+  const unsigned byte = (c[e + kCol24MetaAt + static_cast<std::size_t>(lane / 2)] >> (8 * (lane % 2))) & 0xffu;
+  return (byte >> (4 * (q % 2))) & 15u;
+}
+// f(row within the tile, value) for each kept row of the chunk at e, in increasing row.
+template <typename F>
+void forEachCol24(const std::vector<std::uint16_t>& c, std::size_t e, F f) {
+  for (int q = 0; q < kSpmspvTileRows / 4; ++q) {
+    const unsigned nib = col24Nibble(c, e, q);
+    int k = 0;
+    for (int r = 0; r < 4; ++r)
+      if (nib >> r & 1u) f(4 * q + r, c[e + static_cast<std::size_t>(2 * q + k++)]);
+  }
+}
+
+SpmspvMatrix packColumn24(std::span<const std::uint16_t> w, std::int64_t rows, std::int64_t cols, sparse::DType dtype) {
+  SpmspvMatrix m;
+  m.rows = rows, m.cols = cols, m.dtype = dtype, m.format = kernels::SpmspvFormat::Column24;
+  const std::int64_t T = m.tiles();
+  m.chunks.assign(static_cast<std::size_t>(T * cols) * kCol24Halves, 0);
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const std::size_t e = static_cast<std::size_t>(t * cols + j) * kCol24Halves;
+      for (int q = 0; q < kSpmspvTileRows / 4; ++q) {
+        const std::int64_t r0 = t * kSpmspvTileRows + 4 * q;
+        unsigned nz = 0;  // nonzero rows of the group
+        for (int r = 0; r < 4; ++r)
+          if (r0 + r < rows && !isZero16(w[static_cast<std::size_t>((r0 + r) * cols + j)])) nz |= 1u << r;
+        if (std::popcount(nz) > 2)
+          throw std::invalid_argument("spMspV pack (column 2:4): column " + std::to_string(j) + " keeps " +
+                                      std::to_string(std::popcount(nz)) + " nonzeros in rows " + std::to_string(r0) +
+                                      ".." + std::to_string(std::min(rows, r0 + 4) - 1) +
+                                      " (at most 2 of every 4 rows)");
+        unsigned nib = nz;
+        for (int r = 0; r < 4 && std::popcount(nib) < 2; ++r) nib |= 1u << r;  // zeros at the lowest zero rows
+        int k = 0;
+        for (int r = 0; r < 4; ++r)
+          if (nib >> r & 1u) {
+            if (nz >> r & 1u)
+              m.chunks[e + static_cast<std::size_t>(2 * q + k)] = w[static_cast<std::size_t>((r0 + r) * cols + j)];
+            ++k;
+          }
+        const int lane = q / 2;
+        m.chunks[e + kCol24MetaAt + static_cast<std::size_t>(lane / 2)] |=
+            static_cast<std::uint16_t>(nib << (4 * (q % 2) + 8 * (lane % 2)));
+      }
+    }
+  return m;
+}
 }  // namespace
 
 std::int64_t SpmspvMatrix::tiles() const { return kernels::spmspvTiles(rows); }
 
-SpmspvMatrix packSpmspv(std::span<const std::uint16_t> w, std::int64_t rows, std::int64_t cols, sparse::DType dtype) {
+SpmspvMatrix packSpmspv(std::span<const std::uint16_t> w, std::int64_t rows, std::int64_t cols, sparse::DType dtype,
+                        kernels::SpmspvFormat format) {
   if (rows < 1 || cols < 1 || static_cast<std::int64_t>(w.size()) != rows * cols)
     throw std::invalid_argument("spMspV pack: " + std::to_string(w.size()) + " values for [" + std::to_string(rows) +
                                 ", " + std::to_string(cols) + "]");
+  if (format == kernels::SpmspvFormat::Column24) return packColumn24(w, rows, cols, dtype);
   SpmspvMatrix m;
   m.rows = rows, m.cols = cols, m.dtype = dtype;
   const std::int64_t T = m.tiles();
@@ -51,7 +112,8 @@ SpmspvMatrix packSpmspv(std::span<const std::uint16_t> w, std::int64_t rows, std
     for (std::int64_t j = 0; j < cols; ++j) {
       if (m.chunks.size() / kSpmspvValuesPerUnit > 0xffffffffu)
         throw std::invalid_argument("spMspV pack: layout over 2^32 16-byte units");
-      m.offsets[static_cast<std::size_t>(t * cols + j)] = static_cast<std::uint32_t>(m.chunks.size() / kSpmspvValuesPerUnit);
+      m.offsets[static_cast<std::size_t>(t * cols + j)] =
+          static_cast<std::uint32_t>(m.chunks.size() / kSpmspvValuesPerUnit);
       std::uint32_t mask[kMaskWords] = {};
       vals.clear();
       for (std::int64_t r = r0; r < r1; ++r) {
@@ -79,8 +141,25 @@ void validateSpmspv(const SpmspvMatrix& m) {
   const auto fail = [](const std::string& why) { throw std::invalid_argument("spMspV layout: " + why); };
   if (m.rows < 1 || m.cols < 1) fail("empty shape");
   const std::int64_t T = m.tiles();
+  if (isColumn24(m)) {
+    if (m.chunks.size() != static_cast<std::size_t>(T * m.cols) * kCol24Halves || !m.offsets.empty())
+      fail("column 2:4: chunk buffer size is not tiles x cols x 288 bytes, or an offset table is present");
+    for (std::int64_t g = 0; g < T * m.cols; ++g) {
+      const std::size_t e = static_cast<std::size_t>(g) * kCol24Halves;
+      const std::int64_t validRows = std::min<std::int64_t>(kSpmspvTileRows, m.rows - g / m.cols * kSpmspvTileRows);
+      for (int q = 0; q < kSpmspvTileRows / 4; ++q)
+        if (std::popcount(col24Nibble(m.chunks, e, q)) != 2)
+          fail("column 2:4: chunk " + std::to_string(g) + " group " + std::to_string(q) + " keeps other than 2 rows");
+      forEachCol24(m.chunks, e, [&](int r, std::uint16_t v) {
+        if (r >= validRows && !isZero16(v))
+          fail("column 2:4: nonzero value in a padding row of chunk " + std::to_string(g));
+      });
+    }
+    return;
+  }
   if (static_cast<std::int64_t>(m.offsets.size()) != T * m.cols + 1) fail("offsets: wrong count");
-  if (m.chunks.size() % kSpmspvValuesPerUnit != 0 || m.offsets.back() * std::size_t{kSpmspvValuesPerUnit} != m.chunks.size())
+  if (m.chunks.size() % kSpmspvValuesPerUnit != 0 ||
+      m.offsets.back() * std::size_t{kSpmspvValuesPerUnit} != m.chunks.size())
     fail("chunk buffer size does not match the last offset");
   if (m.offsets.front() != 0) fail("first offset not 0");
   for (std::int64_t t = 0; t < T; ++t) {
@@ -95,9 +174,11 @@ void validateSpmspv(const SpmspvMatrix& m) {
         const std::uint32_t word = maskWord(m.chunks, e, wd);
         nnz += std::popcount(word);
         for (int b = 0; b < 32; ++b)
-          if ((word >> b & 1u) && wd * 32 + b >= validRows) fail("mask bit of a padding row in chunk " + std::to_string(g));
+          if ((word >> b & 1u) && wd * 32 + b >= validRows)
+            fail("mask bit of a padding row in chunk " + std::to_string(g));
       }
-      if (m.offsets[g + 1] - m.offsets[g] != chunkUnits(nnz)) fail("chunk " + std::to_string(g) + " size does not match its mask");
+      if (m.offsets[g + 1] - m.offsets[g] != chunkUnits(nnz))
+        fail("chunk " + std::to_string(g) + " size does not match its mask");
       const std::size_t v0 = e + kMaskHalves, end = std::size_t{m.offsets[g + 1]} * kSpmspvValuesPerUnit;
       for (std::size_t i = v0; i < v0 + static_cast<std::size_t>(nnz); ++i)
         if (isZero16(m.chunks[i])) fail("a kept value is zero in chunk " + std::to_string(g));
@@ -110,6 +191,15 @@ void validateSpmspv(const SpmspvMatrix& m) {
 std::vector<std::uint16_t> unpackSpmspv(const SpmspvMatrix& m) {
   validateSpmspv(m);
   std::vector<std::uint16_t> w(static_cast<std::size_t>(m.rows * m.cols), 0);
+  if (isColumn24(m)) {
+    for (std::int64_t t = 0; t < m.tiles(); ++t)
+      for (std::int64_t j = 0; j < m.cols; ++j)
+        forEachCol24(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves, [&](int r, std::uint16_t v) {
+          const std::int64_t row = t * kSpmspvTileRows + r;
+          if (row < m.rows) w[static_cast<std::size_t>(row * m.cols + j)] = isZero16(v) ? 0 : v;
+        });
+    return w;
+  }
   for (std::int64_t t = 0; t < m.tiles(); ++t)
     for (std::int64_t j = 0; j < m.cols; ++j) {
       const std::size_t e = std::size_t{m.offsets[static_cast<std::size_t>(t * m.cols + j)]} * kSpmspvValuesPerUnit;
@@ -133,6 +223,13 @@ void spmspvCpu(const SpmspvMatrix& m, std::span<const float> x, float threshold,
     for (std::int64_t j = 0; j < m.cols; ++j) {
       const float xj = x[static_cast<std::size_t>(j)];
       if (!spmspvActive(xj, threshold)) continue;
+      if (isColumn24(m)) {
+        forEachCol24(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves, [&](int r, std::uint16_t v) {
+          const std::int64_t row = t * kSpmspvTileRows + r;
+          if (row < m.rows && !isZero16(v)) y[static_cast<std::size_t>(row)] += sparse::from16(v, m.dtype) * xj;
+        });
+        continue;
+      }
       const std::size_t e = std::size_t{m.offsets[static_cast<std::size_t>(t * m.cols + j)]} * kSpmspvValuesPerUnit;
       std::size_t v = e + kMaskHalves;
       for (int wd = 0; wd < kMaskWords; ++wd)
@@ -145,6 +242,12 @@ void spmspvCpu(const SpmspvMatrix& m, std::span<const float> x, float threshold,
 
 double spmspvReadBytes(const SpmspvMatrix& m, std::span<const float> x, float threshold) {
   if (static_cast<std::int64_t>(x.size()) != m.cols) throw std::invalid_argument("spMspV: x of the wrong size");
+  if (isColumn24(m)) {
+    double active = 0;
+    for (std::int64_t j = 0; j < m.cols; ++j) active += spmspvActive(x[static_cast<std::size_t>(j)], threshold) ? 1 : 0;
+    return active * static_cast<double>(m.tiles()) * kernels::kSpmspvCol24ChunkBytes +
+           2.0 * static_cast<double>(m.cols);
+  }
   double units = 0;
   for (std::int64_t t = 0; t < m.tiles(); ++t)
     for (std::int64_t j = 0; j < m.cols; ++j)
@@ -152,7 +255,8 @@ double spmspvReadBytes(const SpmspvMatrix& m, std::span<const float> x, float th
         const auto g = static_cast<std::size_t>(t * m.cols + j);
         units += m.offsets[g + 1] - m.offsets[g];
       }
-  return units * kernels::kSpmspvUnitBytes + 4.0 * static_cast<double>(m.offsets.size()) + 2.0 * static_cast<double>(m.cols);
+  return units * kernels::kSpmspvUnitBytes + 4.0 * static_cast<double>(m.offsets.size()) +
+         2.0 * static_cast<double>(m.cols);
 }
 
 float activationThreshold(std::span<std::uint16_t> x, sparse::DType dtype, double p) {
@@ -194,12 +298,24 @@ std::vector<std::uint16_t> randomPrunedWeights(std::int64_t rows, std::int64_t c
   return w;
 }
 
+std::vector<std::uint16_t> randomColumnPrunedWeights(std::int64_t rows, std::int64_t cols, sparse::DType dtype,
+                                                     std::int64_t keep, std::int64_t group, std::uint64_t seed) {
+  if (rows < 1 || cols < 1 || group < 1 || rows % group != 0)
+    throw std::invalid_argument("randomColumnPrunedWeights: bad shape or pattern");
+  const std::vector<std::uint16_t> t = randomPrunedWeights(cols, rows, dtype, keep, group, seed);  // [cols, rows]
+  std::vector<std::uint16_t> w(t.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < cols; ++j)
+      w[static_cast<std::size_t>(r * cols + j)] = t[static_cast<std::size_t>(j * rows + r)];
+  return w;
+}
+
 std::vector<std::uint16_t> randomNormal16(std::int64_t n, sparse::DType dtype, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<std::uint16_t> x(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
-  for (auto& h : x)
-    do h = sparse::floatTo16(nd(rng), dtype);
+  for (auto& h : x) do
+      h = sparse::floatTo16(nd(rng), dtype);
     while (isZero16(h));
   return x;
 }

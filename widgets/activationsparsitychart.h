@@ -20,12 +20,16 @@ namespace sdw::widgets {
 class LegendStrip;
 class PlotView;
 
-// The spMspV rows of a run, arranged per activation sparsity (batch 1).
+// The spMspV rows of a run, arranged per activation sparsity (batch 1). Rows of the
+// column 2:4 layout (pattern "col2:4") are lines of their own, their shape named with
+// the pattern ("llama3-8b q_proj col2:4"), and have their own median.
 struct ActivationSpeedups {
+  static constexpr const char* kColumnPattern = "col2:4";
   QVector<double> sparsities;       // p_x, ascending: the x of every line
-  QStringList shapes;               // one line each: "llama3-8b q_proj", "1024x4096"
+  QStringList shapes;               // one line each: "llama3-8b q_proj", "1024x4096", "llama3-8b q_proj col2:4"
   QVector<QVector<double>> values;  // values[s][k]: shape s at sparsities[k] (0: not measured)
-  QVector<double> median;           // per p_x: median over the shapes (the run's activation summary; 0: none)
+  QVector<double> median;           // per p_x: median over the 50% rows' shapes (the run's activation summary; 0: none)
+  QVector<double> columnMedian;     // the same over the col2:4 rows (empty: none measured)
   QVector<double> bytesLimit;       // per p_x: dense bytes / spMspV bytes, median over the shapes (0: unknown)
   QString baseline;                 // the dense GEMV the speed-ups are over: "our dense GEMV", ...
   bool isEmpty() const { return sparsities.isEmpty(); }
@@ -44,6 +48,7 @@ class ActivationSparsityChart : public QWidget {
 
   // The names of the lines that are not shapes.
   static QString medianName();
+  static QString columnMedianName();  // "median over the shapes, col2:4"
   static QString limitName();
   // For tests and exports: a line's points as drawn (p_x, speed-up); its name
   // is a shape, medianName() or limitName(). Empty for a name not drawn.

@@ -92,7 +92,8 @@ QString seriesName(const gpu::BenchRow& r) {
   if (r.id == gpu::KernelId::Sparse || r.id == gpu::KernelId::Cusparselt) return label + QLatin1Char(' ') + p;
   if (r.id == gpu::KernelId::SparseCpu) return QStringLiteral("sparse %1 (CPU)").arg(p);
   if ((r.id == gpu::KernelId::Spmspv || r.id == gpu::KernelId::SpmspvCpu) && r.activationSparsity) {
-    const QString name = QStringLiteral("spmspv p_x %1").arg(*r.activationSparsity, 0, 'g', 3);
+    QString name = QStringLiteral("spmspv p_x %1").arg(*r.activationSparsity, 0, 'g', 3);
+    if (r.pattern == widgets::ActivationSpeedups::kColumnPattern) name += QStringLiteral(" col2:4");
     return r.id == gpu::KernelId::SpmspvCpu ? name + QStringLiteral(" (CPU)") : name;
   }
   return label;
@@ -191,9 +192,19 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
   if (run.activationSummary.empty()) return out;
   out.baseline =
       hasKernel(rows, gpu::KernelId::Dense) ? QStringLiteral("our dense GEMV") : QStringLiteral("dense GEMV (CPU)");
+  // summarise() keys its medians by the rows' own values: exact matches below.
+  for (const gpu::ActivationSummary& a : run.activationSummary)
+    if (!out.sparsities.contains(a.activationSparsity)) out.sparsities.push_back(a.activationSparsity);
+  std::sort(out.sparsities.begin(), out.sparsities.end());
+  out.median.fill(0.0, out.sparsities.size());
   for (const gpu::ActivationSummary& a : run.activationSummary) {
-    out.sparsities.push_back(a.activationSparsity);
-    out.median.push_back(a.medianVsDense);
+    const auto k = out.sparsities.indexOf(a.activationSparsity);
+    if (a.pattern == widgets::ActivationSpeedups::kColumnPattern) {
+      if (out.columnMedian.isEmpty()) out.columnMedian.fill(0.0, out.sparsities.size());
+      out.columnMedian[k] = a.medianVsDense;
+    } else {
+      out.median[k] = a.medianVsDense;
+    }
   }
   // The bytes a dense GEMV reads per problem: our dense GEMV's row, else cuBLAS's.
   std::map<std::string, double> denseBytes;
@@ -206,10 +217,11 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
   std::vector<std::vector<double>> limits(out.sparsities.size());
   for (const auto& r : rows) {
     if (!r.activationSparsity || r.batch != 1 || gpu::isLayerSequence(r)) continue;
-    // summarise() keys its medians by these same values: an exact match.
     const auto k = out.sparsities.indexOf(*r.activationSparsity);
     if (k < 0) continue;
-    const QString shape = widgets::BenchResultsModel::shapeLabel(benchRowData(r));
+    QString shape = widgets::BenchResultsModel::shapeLabel(benchRowData(r));
+    if (r.pattern == widgets::ActivationSpeedups::kColumnPattern)
+      shape += QLatin1Char(' ') + QLatin1String(widgets::ActivationSpeedups::kColumnPattern);
     auto s = out.shapes.indexOf(shape);
     if (s < 0) {
       s = out.shapes.size();
@@ -219,7 +231,10 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
     const double overDense = base.speedup(r, gpu::Baseline::OwnDense);
     out.values[s][k] = overDense > 0 ? overDense : r.speedupVsDense;
     const auto d = denseBytes.find(key(r));
-    if (d != denseBytes.end() && d->second > 0 && r.bytes > 0)
+    // The limit line: the bitmask layout's bytes (the column 2:4 layout reads a few percent fewer: no offsets, no
+    // padding).
+    if (d != denseBytes.end() && d->second > 0 && r.bytes > 0 &&
+        r.pattern != widgets::ActivationSpeedups::kColumnPattern)
       limits[static_cast<std::size_t>(k)].push_back(d->second / r.bytes);
   }
   for (const auto& l : limits) out.bytesLimit.push_back(median(l));
@@ -345,8 +360,7 @@ void BenchmarkController::attach(widgets::BenchmarkPanel* panel) {
     groups.push_back(g);
   }
   panel->setShapeCatalog(groups);
-  connect(panel, &widgets::BenchmarkPanel::startRequested, this,
-          [this](const widgets::BenchRequest& r) { start(r); });
+  connect(panel, &widgets::BenchmarkPanel::startRequested, this, [this](const widgets::BenchRequest& r) { start(r); });
   connect(panel, &widgets::BenchmarkPanel::cancelRequested, this, &BenchmarkController::cancel);
   connect(panel, &widgets::BenchmarkPanel::openResultsRequested, this,
           [this](const QString& path) { openResults(path); });
@@ -418,8 +432,7 @@ JobId BenchmarkController::start(const widgets::BenchRequest& request) {
           },
       .progress =
           [this](const JobUpdate& u) {
-            const QString text =
-                u.total > 0 ? tr("%1 (%2/%3 kernels)").arg(u.stage).arg(u.done).arg(u.total) : u.stage;
+            const QString text = u.total > 0 ? tr("%1 (%2/%3 kernels)").arg(u.stage).arg(u.done).arg(u.total) : u.stage;
             Q_EMIT progressed(u.fraction, text);
           },
       .data =

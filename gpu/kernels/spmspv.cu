@@ -16,9 +16,12 @@
 //     into 8 fp32 register sums.
 // The warps' sums are added in shared memory; split-K slices are reduced by the
 // last block to arrive (splitk.cuh, one ticket per 32 rows), in split order.
+//
+// The column 2:4 layout (SpmspvFormat::Column24) has its own kernel below: fixed-size
+// chunks, loaded straight into registers, no scan.
 
-#include "gpu/kernels/spmspv.cuh"
 #include "gpu/kernels/splitk.cuh"
+#include "gpu/kernels/spmspv.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -30,6 +33,7 @@ namespace {
 using detail::cpAsync16;
 using detail::cpAsyncCommit;
 using detail::cpAsyncWait;
+using detail::hi16;
 using detail::lo16;
 using detail::smCount;
 using detail::smemAddr;
@@ -41,7 +45,7 @@ constexpr int kChunkBytes = kSpmspvMaxChunkUnits * kSpmspvUnitBytes;  // 544: on
 constexpr int kMaxListPerWarp = 512;                                  // active-column entries per warp
 constexpr int kSizeBits = 6;                                          // chunk size (<= 34 units) in an entry
 constexpr std::int64_t kMaxCols = (std::int64_t{1} << (32 - kSizeBits)) / kSpmspvMaxChunkUnits;
-constexpr int kRowGroups = kSpmspvTileRows / 32;                      // 32-row groups per tile (split-K tickets)
+constexpr int kRowGroups = kSpmspvTileRows / 32;  // 32-row groups per tile (split-K tickets)
 constexpr int kMinStepsPerWarp = 1;  // the H200 grid (bench kernels --tune) kept 1-2 steps per warp on every shape
 
 // The bulk kernel's barriers ([warps][stages] u64) rounded up to 16 bytes.
@@ -268,6 +272,130 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
 }
 
+// ---- The column 2:4 layout (SpmspvFormat::Column24) ----
+// Every chunk is 288 bytes at a fixed place, so a warp needs only x to know what to read:
+//  1. its active columns of the block's slice, {j, x_j}, compacted from x alone into its
+//     list in shared memory (ballots; x of kPre steps loaded per round trip);
+//  2. per active column, lane l loads its 8 value bytes and its meta byte straight into
+//     registers (no shared-memory staging): SpmspvConfig::stages chunks a batch, two
+//     batches in flight;
+//  3. per group of 4 rows, the two kept values widened and added into the rows the meta
+//     nibble names (col24GroupFma, spmspv_layout.h): each row one FMA predicated on its
+//     bit, the value chosen by one select where either could be the row's (rows 1 and 2);
+//     no scan, no empty slot loaded;
+//  4. the same block reduction and split-K epilogue as the bitmask kernel (finishTile).
+
+// At most 8 warps a block: with 16 (the bitmask kernel's bound) ptxas keeps the two batches
+// of depth 8 in 98 registers and spills at depth 4; with 8, 42-64 registers, no spills.
+constexpr int kCol24MaxWarps = 8;
+
+// A warp's active columns of [c0, c1) (every W-th 32-column step from its own), in increasing
+// order within each step: {j, x_j as fp32 bits}. Returns the list's length (warp-uniform).
+template <typename T>
+__device__ __forceinline__ int compactActive(uint2* list, const unsigned short* xs, std::int64_t c0, std::int64_t c1,
+                                             int W, int warp, int lane, float threshold) {
+  int n = 0;
+  for (std::int64_t base = c0 + 32 * warp; base < c1; base += 32 * static_cast<std::int64_t>(W) * kPre) {
+    float xv[kPre];
+#pragma unroll
+    for (int q = 0; q < kPre; ++q) {
+      const std::int64_t c = base + 32 * static_cast<std::int64_t>(W) * q + lane;
+      xv[q] = c < c1 ? lo16<T>(__ldca(xs + c)) : 0.f;
+    }
+#pragma unroll
+    for (int q = 0; q < kPre; ++q) {
+      const std::int64_t c = base + 32 * static_cast<std::int64_t>(W) * q + lane;
+      if (c - lane >= c1) break;  // the same for every lane
+      const bool active = c < c1 && fabsf(xv[q]) > threshold;
+      const unsigned ballot = __ballot_sync(0xffffffffu, active);
+      if (active)
+        list[n + __popc(ballot & ((1u << lane) - 1))] = make_uint2(static_cast<unsigned>(c), __float_as_uint(xv[q]));
+      n += __popc(ballot);
+    }
+  }
+  __syncwarp();
+  return n;
+}
+
+// Streaming loads of weight bytes read once: not kept in L1.
+__device__ __forceinline__ uint2 ldStream8(const unsigned char* p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ unsigned ldStream1(const unsigned char* p) {
+  unsigned v;
+  asm("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+// Grid (tiles, split-K slices), W warps a block; dynamic shared memory: the warps' lists
+// ([W][listCap] uint2), later reused for the block's reduction ([W][256] floats).
+template <typename T, int kD>
+__global__ void __launch_bounds__(kCol24MaxWarps * 32)
+    spmspvCol24Kernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
+                      const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
+                      float* __restrict__ ws, unsigned* __restrict__ counters) {
+  extern __shared__ uint4 smemRaw[];
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  const int W = static_cast<int>(blockDim.x >> 5);
+  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw);
+  const std::int64_t tile = blockIdx.x;
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
+  const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
+  const unsigned char* tileChunks = chunks + tile * cols * kSpmspvCol24ChunkBytes;
+  const unsigned char* laneValues = tileChunks + 8 * lane;
+  const unsigned char* laneMeta = tileChunks + kSpmspvCol24ValueBytes + lane;
+  const uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
+
+  const int n = compactActive<T>(reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap,
+                                 reinterpret_cast<const unsigned short*>(x), c0, c1, W, warp, lane, threshold);
+
+  uint2 val[2][kD];
+  unsigned meta[2][kD];
+  float xs[2][kD];
+  // Batch `b` = list entries [i0, i0 + kD); entries past the list: no load, meta 0 (no row
+  // kept), x 0.
+  const auto load = [&](int b, int i0) {
+#pragma unroll
+    for (int d = 0; d < kD; ++d) {
+      const int i = i0 + d;
+      if (i < n) {
+        const uint2 e = list[i];
+        const std::size_t at = static_cast<std::size_t>(e.x) * kSpmspvCol24ChunkBytes;
+        val[b][d] = ldStream8(laneValues + at);
+        meta[b][d] = ldStream1(laneMeta + at);
+        xs[b][d] = __uint_as_float(e.y);
+      } else {
+        val[b][d] = make_uint2(0u, 0u);
+        meta[b][d] = 0u;
+        xs[b][d] = 0.f;
+      }
+    }
+  };
+  float acc[8];
+#pragma unroll
+  for (int r = 0; r < 8; ++r) acc[r] = 0.f;
+  const auto compute = [&](int b) {
+#pragma unroll
+    for (int d = 0; d < kD; ++d) {
+      const uint2 v = val[b][d];
+      col24GroupFma(lo16<T>(v.x), hi16<T>(v.x), meta[b][d] & 15u, xs[b][d], acc[0], acc[1], acc[2], acc[3]);
+      col24GroupFma(lo16<T>(v.y), hi16<T>(v.y), meta[b][d] >> 4, xs[b][d], acc[4], acc[5], acc[6], acc[7]);
+    }
+  };
+  load(0, 0);
+  for (int i = 0; i < n; i += 2 * kD) {
+    load(1, i + kD);
+    compute(0);
+    load(0, i + 2 * kD);
+    compute(1);
+  }
+
+  __syncthreads();  // every warp is done with its list: reuse as red[W][256]
+  finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
+}
+
 // Steps of 32 columns per split-K slice for `splits` slices.
 std::int64_t stepsPerSplit(std::int64_t cols, int splits) {
   const std::int64_t steps = (cols + 31) / 32;
@@ -321,13 +449,69 @@ cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, 
   const int cap = listCap(w.cols, splitK, cfg.warps);
   const std::size_t smem = stagedSmem<kS>(w.cols, splitK, cfg);
   auto kernel = stagedKernel<T, kS>(cfg);
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  const cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(spmspvTiles(w.rows)), static_cast<unsigned>(splits));
   kernel<<<grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream>>>(
       static_cast<const uint4*>(w.chunks), w.offsets, w.rows, w.cols, static_cast<const T*>(x), threshold,
       static_cast<int>(per * 32), cap, static_cast<T*>(y), ws, counters);
   return cudaGetLastError();
+}
+
+// The column 2:4 kernel's dynamic shared memory: the lists, then the block's reduction.
+std::size_t col24Smem(std::int64_t cols, int splitK, int warps) {
+  const int cap = listCap(cols, splitK, warps);
+  return std::max<std::size_t>(static_cast<std::size_t>(warps) * cap * sizeof(uint2),
+                               static_cast<std::size_t>(warps) * kSpmspvTileRows * sizeof(float));
+}
+
+template <typename T, int kD>
+int col24ResidentBlocks(std::int64_t cols, int splitK, int warps) {
+  const std::size_t smem = col24Smem(cols, splitK, warps);
+  int n = 0;
+  if (cudaFuncSetAttribute(spmspvCol24Kernel<T, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(smem)) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, spmspvCol24Kernel<T, kD>, warps * 32, smem) != cudaSuccess)
+    return 0;
+  return n;
+}
+
+template <typename T, int kD>
+cudaError_t launchCol24(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
+                        float* ws, unsigned* counters, cudaStream_t stream) {
+  const int splitK = spmspvSplitK(w.rows, w.cols, cfg);
+  const std::int64_t per = stepsPerSplit(w.cols, splitK);
+  const int splits = splitsOf(w.cols, splitK);
+  const int cap = listCap(w.cols, splitK, cfg.warps);
+  const std::size_t smem = col24Smem(w.cols, splitK, cfg.warps);
+  const cudaError_t e = cudaFuncSetAttribute(spmspvCol24Kernel<T, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  const dim3 grid(static_cast<unsigned>(spmspvTiles(w.rows)), static_cast<unsigned>(splits));
+  spmspvCol24Kernel<T, kD><<<grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream>>>(
+      static_cast<const unsigned char*>(w.chunks), w.rows, w.cols, static_cast<const T*>(x), threshold,
+      static_cast<int>(per * 32), cap, static_cast<T*>(y), ws, counters);
+  return cudaGetLastError();
+}
+
+// f(std::type_identity<T>{}, std::integral_constant<int, D>{}) for the column 2:4 kernel's
+// element type and depth; `none` where no kernel is built for them.
+template <typename R, typename F>
+R byTypeAndDepth(DType dtype, int depth, R none, F f) {
+  const auto withDepth = [&](auto t) -> R {
+    switch (depth) {
+      case 2: return f(t, std::integral_constant<int, 2>{});
+      case 4: return f(t, std::integral_constant<int, 4>{});
+      case 8: return f(t, std::integral_constant<int, 8>{});
+      default: return none;
+    }
+  };
+  switch (dtype) {
+    case DType::BF16: return withDepth(std::type_identity<__nv_bfloat16>{});
+    case DType::F16: return withDepth(std::type_identity<__half>{});
+    default: return none;
+  }
 }
 
 // f(std::type_identity<T>{}, std::integral_constant<int, S>{}) for the kernel's element type
@@ -352,10 +536,15 @@ R byTypeAndStages(DType dtype, int stages, R none, F f) {
 
 }  // namespace
 
-int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const SpmspvConfig& cfg) {
+int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const SpmspvConfig& cfg,
+                        SpmspvFormat format) {
   const std::int64_t tiles = spmspvTiles(rows);
-  const int warps = std::clamp(cfg.warps, 1, kMaxWarps);
+  const int warps = std::clamp(cfg.warps, 1, format == SpmspvFormat::Column24 ? kCol24MaxWarps : kMaxWarps);
   const auto resident = [&](int s) {
+    if (format == SpmspvFormat::Column24)
+      return byTypeAndDepth(dtype, cfg.stages, 0, [&](auto t, auto d) {
+        return col24ResidentBlocks<typename decltype(t)::type, decltype(d)::value>(cols, s, warps);
+      });
     const SpmspvConfig c{warps, s, cfg.stages, cfg.bulk};
     return byTypeAndStages(dtype, cfg.stages, 0, [&](auto t, auto st) {
       return residentBlocks<typename decltype(t)::type, decltype(st)::value>(cols, s, c);
@@ -393,16 +582,22 @@ std::int64_t spmspvCounters(std::int64_t rows) { return spmspvTiles(rows) * kRow
 
 cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
                          float* workspace, unsigned* counters, cudaStream_t stream) {
-  if (w.rows <= 0 || w.cols <= 0 || w.cols > kMaxCols || !w.chunks || !w.offsets || !x || !y)
+  const bool col24 = w.format == SpmspvFormat::Column24;
+  if (w.rows <= 0 || w.cols <= 0 || w.cols > kMaxCols || !w.chunks || (!col24 && !w.offsets) || !x || !y)
     return cudaErrorInvalidValue;
-  if (cfg.warps < 1 || cfg.warps > kMaxWarps || spmspvTiles(w.rows) > 2147483647)
-    return cudaErrorInvalidValue;
-  if ((reinterpret_cast<std::uintptr_t>(w.chunks) & 15) != 0) return cudaErrorMisalignedAddress;
+  if (cfg.warps < 1 || cfg.warps > kMaxWarps || spmspvTiles(w.rows) > 2147483647) return cudaErrorInvalidValue;
+  if ((reinterpret_cast<std::uintptr_t>(w.chunks) & (col24 ? 31 : 15)) != 0) return cudaErrorMisalignedAddress;
   if (spmspvWorkspaceFloats(w.rows, w.cols, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
+  if (col24 && cfg.warps > kCol24MaxWarps) return cudaErrorInvalidValue;
+  if (col24)  // cudaErrorInvalidValue also where no kernel is built for the depth
+    return byTypeAndDepth(w.dtype, cfg.stages, cudaErrorInvalidValue, [&](auto t, auto d) {
+      return launchCol24<typename decltype(t)::type, decltype(d)::value>(w, x, threshold, y, cfg, workspace, counters,
+                                                                         stream);
+    });
   // cudaErrorInvalidValue also where no kernel is built for the stages.
   return byTypeAndStages(w.dtype, cfg.stages, cudaErrorInvalidValue, [&](auto t, auto st) {
     return launchStaged<typename decltype(t)::type, decltype(st)::value>(w, x, threshold, y, cfg, workspace, counters,
-                                                                          stream);
+                                                                         stream);
   });
 }
 

@@ -15,12 +15,13 @@
 
 namespace sdw::kernels {
 
-// The device layout of one matrix (16-byte aligned buffers).
+// The device layout of one matrix (16-byte aligned buffers; Column24: 32-byte aligned).
 struct SpmspvLayout {
-  const void* chunks = nullptr;              // chunk buffer, 16-byte units
-  const std::uint32_t* offsets = nullptr;    // [tiles * cols + 1]
+  const void* chunks = nullptr;            // chunk buffer
+  const std::uint32_t* offsets = nullptr;  // Bitmask: [tiles * cols + 1]; Column24: unused
   std::int64_t rows = 0, cols = 0;
-  DType dtype = DType::BF16;                 // BF16 or F16
+  DType dtype = DType::BF16;  // BF16 or F16
+  SpmspvFormat format = SpmspvFormat::Bitmask;
 };
 
 struct SpmspvConfig {
@@ -35,6 +36,8 @@ struct SpmspvConfig {
   // Ignored (cp.async) below sm_90.
   bool bulk = false;
 };
+// For SpmspvFormat::Column24 the same fields mean: warps 1..8; stages the chunks each lane
+// loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
 
 // The split-K count a launch uses: cfg.splitK (or, when 0, about 8 blocks per SM of the
 // current device with at least 1 step of 32 columns per warp), raised so that each
@@ -43,7 +46,8 @@ int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
 // The largest split-K, at most the heuristic's, whose grid fits in one wave of the current
 // device (tiles x slices <= SMs x the blocks of cfg's kernel one SM holds at that split-K):
 // a candidate of the launch grid (bench kernels --tune), not the default.
-int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const SpmspvConfig& cfg);
+int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const SpmspvConfig& cfg,
+                        SpmspvFormat format = SpmspvFormat::Bitmask);
 // fp32 partial sums (0 without split-K) and split-K counters (zeroed once before first
 // use; the kernel leaves them zero) a launch needs.
 std::size_t spmspvWorkspaceFloats(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
@@ -51,6 +55,8 @@ std::int64_t spmspvCounters(std::int64_t rows);
 
 // x: [cols] in the layout's dtype; y: [rows] same dtype. Reads column j iff
 // |x_j| > threshold (a negative threshold: every column). fp32 accumulation.
+// The layout's format picks the kernel; both take the same grid (row tiles x
+// split-K slices), workspace and counters.
 cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
                          float* workspace, unsigned* counters, cudaStream_t stream);
 

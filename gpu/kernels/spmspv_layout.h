@@ -22,18 +22,65 @@
 // Byte l of a chunk's mask covers rows 8 l .. 8 l + 7 of the tile: the rows one
 // lane of the kernel's warp owns.
 
+#include <cmath>
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#define SDW_SPMSPV_HD __host__ __device__ __forceinline__
+#else
+#define SDW_SPMSPV_HD inline
+#endif
 
 namespace sdw::kernels {
 
-inline constexpr int kSpmspvTileRows = 256;         // rows per tile: 32 lanes x 8 rows
-inline constexpr int kSpmspvMaskBytes = kSpmspvTileRows / 8;  // 32
-inline constexpr int kSpmspvUnitBytes = 16;          // offsets count 16-byte units
+inline constexpr int kSpmspvTileRows = 256;                                   // rows per tile: 32 lanes x 8 rows
+inline constexpr int kSpmspvMaskBytes = kSpmspvTileRows / 8;                  // 32
+inline constexpr int kSpmspvUnitBytes = 16;                                   // offsets count 16-byte units
 inline constexpr int kSpmspvMaskUnits = kSpmspvMaskBytes / kSpmspvUnitBytes;  // 2
 inline constexpr int kSpmspvValuesPerUnit = kSpmspvUnitBytes / 2;             // 8
 // The largest chunk: mask + 256 values.
 inline constexpr int kSpmspvMaxChunkUnits = kSpmspvMaskUnits + kSpmspvTileRows / kSpmspvValuesPerUnit;  // 34
 
 inline constexpr std::int64_t spmspvTiles(std::int64_t rows) { return (rows + kSpmspvTileRows - 1) / kSpmspvTileRows; }
+
+// The column 2:4 layout (SpmspvFormat::Column24): W keeps exactly 2 of every 4
+// consecutive rows of each column (N:M groups running down the columns, the
+// transpose of the row N:M the SpMV kernels take; `sdw-cli prune --pattern
+// col2:4`). The same tiles of 256 rows, one chunk per (tile, column), chunks of a
+// tile in column order, tiles one after another; every chunk has the same size,
+// so chunk (t, j) starts at byte (t * cols + j) * 288 and there is no offset table:
+//
+//   values: 256 bytes, 8 per lane: lane l's 4 kept values of rows 8 l .. 8 l + 7
+//           (group 2 l's two in increasing row, then group 2 l + 1's), 16-bit
+//   meta:   32 bytes, byte l = the kept-row nibble of group 2 l (bits 0-3: rows
+//           8 l .. 8 l + 3) | that of group 2 l + 1 << 4; every nibble has exactly
+//           two bits set
+//
+// A group with fewer than two nonzeros keeps zero values at its lowest zero rows;
+// rows past the matrix's end (the last tile's padding) are zeros kept the same way.
+// So every lane has four values at fixed offsets and an 8-bit meta byte: no prefix
+// scan over the mask, no offsets to read before the chunks.
+// Which of the two layouts a matrix is stored in.
+enum class SpmspvFormat {
+  Bitmask,   // any unstructured sparsity: mask + popcount values per chunk, an offset table
+  Column24,  // 2 of every 4 rows of each column: fixed 288-byte chunks, no offsets
+};
+
+inline constexpr int kSpmspvCol24ValueBytes = kSpmspvTileRows;                               // 128 values
+inline constexpr int kSpmspvCol24ChunkBytes = kSpmspvCol24ValueBytes + kSpmspvTileRows / 8;  // 288: 9 sectors
+
+// One group of 4 rows of a column 2:4 chunk, as the kernel adds it and the host tests
+// replay it: lo and hi are the group's two kept values widened to fp32 (lower row first),
+// nib names their rows (exactly two bits). Rows 0 and 3 can only hold the first / second
+// value; row 1 holds the second iff row 0 is kept, row 2 the first iff row 3 is kept.
+// Each kept row one fp32 FMA; the kernel's compiler makes the tests predicates and the
+// choice a select.
+SDW_SPMSPV_HD void col24GroupFma(float lo, float hi, unsigned nib, float x, float& a0, float& a1, float& a2,
+                                 float& a3) {
+  if (nib & 1u) a0 = fmaf(lo, x, a0);
+  if (nib & 2u) a1 = fmaf((nib & 1u) ? hi : lo, x, a1);
+  if (nib & 4u) a2 = fmaf((nib & 8u) ? lo : hi, x, a2);
+  if (nib & 8u) a3 = fmaf(hi, x, a3);
+}
 
 }  // namespace sdw::kernels

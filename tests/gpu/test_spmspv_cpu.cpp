@@ -13,7 +13,9 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 
 using namespace sdw;
 using sparse::DType;
@@ -62,12 +64,13 @@ class TestSpmspvCpu : public QObject {
     auto w = gpu::randomPrunedWeights(rows, cols, DType::F16, cols, cols, 7);  // dense
     const auto m = gpu::packSpmspv(w, rows, cols, DType::F16);
     QCOMPARE(m.tiles(), std::int64_t{2});
-    for (int j = 0; j < 3; ++j) QCOMPARE(m.offsets[std::size_t(j + 1)] - m.offsets[std::size_t(j)], std::uint32_t(kernels::kSpmspvMaxChunkUnits));
+    for (int j = 0; j < 3; ++j)
+      QCOMPARE(m.offsets[std::size_t(j + 1)] - m.offsets[std::size_t(j)], std::uint32_t(kernels::kSpmspvMaxChunkUnits));
     // tile 1: 44 rows -> mask + 44 values = 2 + 6 units
     for (int j = 3; j < 6; ++j) QCOMPARE(m.offsets[std::size_t(j + 1)] - m.offsets[std::size_t(j)], std::uint32_t{8});
     const std::size_t e = std::size_t{m.offsets[3]} * 8;  // tile 1, column 0: rows 256..299 kept
-    QCOMPARE(m.chunks[e], std::uint16_t{0xffff});        // rows 0..15 of the tile
-    QCOMPARE(m.chunks[e + 2], std::uint16_t{0x0fff});    // rows 32..43
+    QCOMPARE(m.chunks[e], std::uint16_t{0xffff});         // rows 0..15 of the tile
+    QCOMPARE(m.chunks[e + 2], std::uint16_t{0x0fff});     // rows 32..43
     QCOMPARE(m.chunks[e + 16], w[std::size_t(256 * cols)]);
     QCOMPARE(m.chunks[e + 17], w[std::size_t(257 * cols)]);
     gpu::validateSpmspv(m);
@@ -95,7 +98,8 @@ class TestSpmspvCpu : public QObject {
     QFETCH(int, group);
     QFETCH(QString, dtype);
     const auto dt = sparse::parseDType(dtype.toStdString());
-    const auto w = gpu::randomPrunedWeights(rows, cols, dt, keep, group, std::uint64_t(rows) * 31 + std::uint64_t(cols));
+    const auto w =
+        gpu::randomPrunedWeights(rows, cols, dt, keep, group, std::uint64_t(rows) * 31 + std::uint64_t(cols));
     std::int64_t nnz = 0;
     for (auto h : w) nnz += (h & 0x7fff) != 0;
     QCOMPARE(nnz, std::int64_t(rows) * cols / group * keep);
@@ -107,7 +111,8 @@ class TestSpmspvCpu : public QObject {
     for (std::int64_t t = 0; t < m.tiles(); ++t)
       for (int j = 0; j < cols; ++j) {
         int c = 0;
-        for (std::int64_t r = t * 256; r < std::min<std::int64_t>(rows, t * 256 + 256); ++r) c += (w[std::size_t(r * cols + j)] & 0x7fff) != 0;
+        for (std::int64_t r = t * 256; r < std::min<std::int64_t>(rows, t * 256 + 256); ++r)
+          c += (w[std::size_t(r * cols + j)] & 0x7fff) != 0;
         units += 2 + std::uint64_t(c + 7) / 8;
       }
     QCOMPARE(std::uint64_t{m.offsets.back()}, units);
@@ -206,12 +211,183 @@ class TestSpmspvCpu : public QObject {
     }
     QCOMPARE(skipped, 3);
     QCOMPARE(nudged, 7);
-    QVERIFY(std::count(x.begin(), x.end(), std::uint16_t(0xbf01)) + std::count(x.begin(), x.end(), std::uint16_t(0xbf00)) == 1);  // sign kept
+    QVERIFY(std::count(x.begin(), x.end(), std::uint16_t(0xbf01)) +
+                std::count(x.begin(), x.end(), std::uint16_t(0xbf00)) ==
+            1);  // sign kept
     auto y = gpu::randomNormal16(100, DType::F16, 1);
     QCOMPARE(gpu::activationThreshold(y, DType::F16, 0.0), -1.f);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, (void)gpu::activationThreshold(y, DType::F16, 1.5));
     const float all = gpu::activationThreshold(y, DType::F16, 1.0);  // every entry skipped
     for (auto h : y) QVERIFY(!gpu::spmspvActive(sparse::from16(h, DType::F16), all));
+  }
+
+  // ---- the column 2:4 layout ----
+
+  // [8, 2]: column 0 keeps rows 0, 2 (group 0) and row 5 (group 1: one nonzero, so its lowest
+  // zero row 4 is kept with value 0); column 1 is empty. Rows 8..255 are padding.
+  void packsTheColumn24Layout() {
+    std::vector<std::uint16_t> w(16, 0);
+    w[0 * 2] = h16(1.f);
+    w[2 * 2] = h16(-2.f);
+    w[5 * 2] = h16(3.f);
+    w[5 * 2 + 1] = 0x8000;  // -0 is pruned too
+    const auto m = gpu::packSpmspv(w, 8, 2, DType::BF16, kernels::SpmspvFormat::Column24);
+    QCOMPARE(m.tiles(), std::int64_t{1});
+    QVERIFY(m.offsets.empty());
+    QCOMPARE(m.chunks.size(), std::size_t{2 * 144});
+    QCOMPARE(m.bytes(), std::uint64_t{2 * 288});
+    QCOMPARE(m.chunks[0], h16(1.f));  // lane 0, group 0: rows 0 and 2
+    QCOMPARE(m.chunks[1], h16(-2.f));
+    QCOMPARE(m.chunks[2], std::uint16_t{0});  // group 1: rows 4 (zero) and 5
+    QCOMPARE(m.chunks[3], h16(3.f));
+    for (int i = 4; i < 128; ++i) QCOMPARE(m.chunks[std::size_t(i)], std::uint16_t{0});
+    QCOMPARE(m.chunks[128], std::uint16_t{0x3335});  // meta bytes 0x35 (lane 0), 0x33 (lane 1: padding)
+    for (int i = 129; i < 144; ++i) QCOMPARE(m.chunks[std::size_t(i)], std::uint16_t{0x3333});
+    for (int i = 144; i < 272; ++i) QCOMPARE(m.chunks[std::size_t(i)], std::uint16_t{0});  // column 1
+    for (int i = 272; i < 288; ++i) QCOMPARE(m.chunks[std::size_t(i)], std::uint16_t{0x3333});
+    gpu::validateSpmspv(m);
+    auto back = w;
+    back[5 * 2 + 1] = 0;  // unpacks as +0
+    QCOMPARE(gpu::unpackSpmspv(m), back);
+  }
+
+  void column24RoundTrip_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<int>("keep");  // per 4 rows of a column
+    for (int keep : {0, 1, 2}) {
+      QTest::addRow("4x1 keep %d", keep) << 4 << 1 << keep;
+      QTest::addRow("256x33 keep %d", keep) << 256 << 33 << keep;
+      QTest::addRow("300x7 keep %d", keep) << 300 << 7 << keep;
+      QTest::addRow("516x40 keep %d", keep) << 516 << 40 << keep;
+    }
+  }
+  void column24RoundTrip() {
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(int, keep);
+    for (DType dt : {DType::BF16, DType::F16}) {
+      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, keep, 4, std::uint64_t(rows + cols + keep));
+      for (int j = 0; j < cols; ++j)
+        for (int g = 0; g < rows; g += 4) {
+          int nz = 0;
+          for (int r = g; r < g + 4; ++r) nz += (w[std::size_t(r * cols + j)] & 0x7fff) != 0;
+          QCOMPARE(nz, keep);
+        }
+      const auto m = gpu::packSpmspv(w, rows, cols, dt, kernels::SpmspvFormat::Column24);
+      gpu::validateSpmspv(m);
+      QCOMPARE(std::int64_t(m.chunks.size()), m.tiles() * cols * 144);
+      QCOMPARE(gpu::unpackSpmspv(m), w);
+    }
+  }
+
+  void column24RefusesAndRejects() {
+    // Rows that are not a multiple of 4 pad the last group; three nonzeros in one group are refused.
+    std::vector<std::uint16_t> w(6 * 3, 0);
+    w[4 * 3 + 1] = h16(1.f), w[5 * 3 + 1] = h16(2.f);  // rows 4, 5 of column 1 (group 1: rows 4..7, 6, 7 padding)
+    const auto ok = gpu::packSpmspv(w, 6, 3, DType::F16, kernels::SpmspvFormat::Column24);
+    QCOMPARE(gpu::unpackSpmspv(ok), w);
+    w[1 * 3 + 2] = h16(1.f), w[2 * 3 + 2] = h16(1.f), w[3 * 3 + 2] = h16(1.f);  // rows 1..3 of column 2
+    try {
+      (void)gpu::packSpmspv(w, 6, 3, DType::F16, kernels::SpmspvFormat::Column24);
+      QFAIL("three nonzeros in rows 0..3 were packed");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(QString(e.what()).contains(QStringLiteral("column 2 keeps 3 nonzeros in rows 0..3")), e.what());
+    }
+    auto threeBits = ok;
+    threeBits.chunks[128] |= 0x4;  // group 0 of lane 0, column 0: rows 0, 1, 2
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(threeBits));
+    auto padValue = ok;
+    padValue.chunks[144 + 3] = h16(5.f, DType::F16);  // column 1, lane 0, group 1's second value: row 5 (valid)
+    gpu::validateSpmspv(padValue);
+    padValue.chunks[144 + 4] = h16(5.f, DType::F16);  // lane 1's first value: row 8 of a 6-row matrix
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(padValue));
+    auto shortBuffer = ok;
+    shortBuffer.chunks.pop_back();
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(shortBuffer));
+    auto withOffsets = ok;
+    withOffsets.offsets = {0};
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(withOffsets));
+  }
+
+  // Every kept-row nibble (the six with two bits): col24GroupFma adds the first value into
+  // the lower kept row and the second into the higher one, and nothing elsewhere.
+  void column24GroupRule() {
+    int nibbles = 0;
+    for (unsigned nib = 0; nib < 16; ++nib) {
+      if (std::popcount(nib) != 2) continue;
+      ++nibbles;
+      float a[4] = {10.f, 20.f, 30.f, 40.f};
+      kernels::col24GroupFma(3.f, 5.f, nib, 2.f, a[0], a[1], a[2], a[3]);
+      const int lo = std::countr_zero(nib), hi = 31 - std::countl_zero(nib);
+      for (int r = 0; r < 4; ++r) {
+        const float want = 10.f * float(r + 1) + (r == lo ? 6.f : r == hi ? 10.f : 0.f);
+        QCOMPARE(a[r], want);
+      }
+    }
+    QCOMPARE(nibbles, 6);
+  }
+
+  // The kernel's walk replayed on the host: per active column, lane l reads its 4 values at
+  // value bytes 8 l .. 8 l + 7 and its meta byte at 256 + l of the chunk at (t cols + j) 288
+  // and adds them with col24GroupFma into its 8 rows; against float64 brute force and the CPU
+  // reference.
+  void column24LaneWalkMatchesBruteForce_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<double>("p");
+    for (double p : {0.0, 0.5, 0.75}) {
+      QTest::addRow("256x64 p=%.2f", p) << 256 << 64 << p;
+      QTest::addRow("300x96 p=%.2f", p) << 300 << 96 << p;
+      QTest::addRow("1024x130 p=%.2f", p) << 1024 << 130 << p;
+    }
+  }
+  void column24LaneWalkMatchesBruteForce() {
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(double, p);
+    for (DType dt : {DType::BF16, DType::F16}) {
+      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, 2, 4, 17);
+      const auto m = gpu::packSpmspv(w, rows, cols, dt, kernels::SpmspvFormat::Column24);
+      auto x16 = gpu::randomNormal16(cols, dt, 18);
+      const float threshold = gpu::activationThreshold(x16, dt, p);
+      std::vector<float> x(x16.size());
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = sparse::from16(x16[i], dt);
+      std::vector<double> ref, absRef;
+      bruteForce(w, rows, cols, dt, x, threshold, ref, absRef);
+
+      const auto* bytes = reinterpret_cast<const unsigned char*>(m.chunks.data());
+      const auto widen = [&](std::uint16_t h) { return sparse::from16(h, dt); };
+      std::vector<float> lanes(std::size_t(m.tiles()) * 256, 0.f);
+      for (std::int64_t t = 0; t < m.tiles(); ++t)
+        for (int j = 0; j < cols; ++j) {
+          if (!gpu::spmspvActive(x[std::size_t(j)], threshold)) continue;
+          const unsigned char* chunk = bytes + (t * cols + j) * kernels::kSpmspvCol24ChunkBytes;
+          for (int l = 0; l < 32; ++l) {
+            std::uint16_t v[4];
+            std::memcpy(v, chunk + 8 * l, 8);
+            const unsigned meta = chunk[kernels::kSpmspvCol24ValueBytes + l];
+            float* a = lanes.data() + t * 256 + 8 * l;
+            kernels::col24GroupFma(widen(v[0]), widen(v[1]), meta & 15u, x[std::size_t(j)], a[0], a[1], a[2], a[3]);
+            kernels::col24GroupFma(widen(v[2]), widen(v[3]), meta >> 4, x[std::size_t(j)], a[4], a[5], a[6], a[7]);
+          }
+        }
+      std::vector<float> y(std::size_t(rows), -7.f);
+      gpu::spmspvCpu(m, x, threshold, y);
+      for (int r = 0; r < rows; ++r) {
+        const double tol = 1e-6 * absRef[std::size_t(r)] + 1e-30;
+        QVERIFY2(
+            std::fabs(lanes[std::size_t(r)] - ref[std::size_t(r)]) <= tol,
+            qPrintable(
+                QStringLiteral("row %1: lanes %2 vs %3").arg(r).arg(lanes[std::size_t(r)]).arg(ref[std::size_t(r)])));
+        QVERIFY2(
+            std::fabs(y[std::size_t(r)] - ref[std::size_t(r)]) <= tol,
+            qPrintable(QStringLiteral("row %1: cpu %2 vs %3").arg(r).arg(y[std::size_t(r)]).arg(ref[std::size_t(r)])));
+      }
+      double active = 0;
+      for (float v : x) active += gpu::spmspvActive(v, threshold);
+      QCOMPARE(gpu::spmspvReadBytes(m, x, threshold), active * double(m.tiles()) * 288 + 2.0 * cols);
+    }
   }
 
   // The CPU benchmark's spMspV rows: one per activation sparsity, with its speed-up over
@@ -232,20 +408,26 @@ class TestSpmspvCpu : public QObject {
         continue;
       }
       QVERIFY(row.activationSparsity);
-      QCOMPARE(*row.activationSparsity, n == 0 ? 0.0 : 0.5);
+      QCOMPARE(*row.activationSparsity, n % 2 == 0 ? 0.0 : 0.5);
+      QCOMPARE(row.pattern, std::string(n < 2 ? "50%" : "col2:4"));  // both weight layouts
       QVERIFY(row.us > 0 && row.bytes > 0 && row.speedupVsDense > 0);
       ++n;
     }
-    QCOMPARE(n, 2);
-    QCOMPARE(r.activationSummary.size(), std::size_t{2});
+    QCOMPARE(n, 4);
+    QCOMPARE(r.activationSummary.size(), std::size_t{4});
     QCOMPARE(r.activationSummary[1].activationSparsity, 0.5);
+    QCOMPARE(r.activationSummary[1].pattern, std::string("50%"));
     QCOMPARE(r.activationSummary[1].count, 1);
+    QCOMPARE(r.activationSummary[3].pattern, std::string("col2:4"));
+    // col2:4 reads whole 288-byte chunks: 300 rows are 2 tiles.
+    QCOMPARE(r.rows.back().bytes, 48.0 * 2 * 288 + 2 * 96);
     const auto json = gpu::toJson(r, "test", s);
     const auto j = nlohmann::json::parse(json);
-    QCOMPARE(j.at("activation_summary").size(), std::size_t{2});
+    QCOMPARE(j.at("activation_summary").size(), std::size_t{4});
+    QCOMPARE(j.at("activation_summary")[2].at("pattern").get<std::string>(), std::string("col2:4"));
     const auto back = gpu::fromJson(json);
     QCOMPARE(back.rows.size(), r.rows.size());
-    QCOMPARE(back.activationSummary.size(), std::size_t{2});
+    QCOMPARE(back.activationSummary.size(), std::size_t{4});
     QCOMPARE(*back.rows.back().activationSparsity, 0.5);
     QCOMPARE(back.rows.back().kernel, std::string("spmspv-cpu"));
 

@@ -3,12 +3,13 @@
 // unstructured and 2:4 weights, rows not a multiple of 256, columns not a multiple
 // of 32, activation sparsity 0 .. 1, several warps and split-K counts (each launch
 // twice: the split-K counters must reset), chunks copied in 16-byte pieces and by bulk
-// copies, guard regions around y. Label: gpu.
+// copies, guard regions around y; and the column 2:4 layout's kernel. Label: gpu.
 // Skips without a device.
 
 #include "core/sparse_format.h"
 #include "gpu/device.h"
 #include "gpu/kernel_cases.h"
+#include "gpu/kernels/spmspv_layout.h"
 #include "gpu/spmspv_pack.h"
 
 #include <torch/torch.h>
@@ -40,10 +41,8 @@ Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3, boo
   Result r;
   const double* p = all.data_ptr<double>();
   for (std::int64_t i = 0; i < all.numel(); ++i) {
-    if (i >= kGuard && i < kGuard + c.host.rows)
-      r.y.push_back(p[i]);
-    else if (p[i] != kSentinel)
-      r.guardsIntact = false;
+    if (i >= kGuard && i < kGuard + c.host.rows) r.y.push_back(p[i]);
+    else if (p[i] != kSentinel) r.guardsIntact = false;
   }
   return r;
 }
@@ -61,9 +60,9 @@ class TestSpmspvCuda : public QObject {
   void matchesReference_data() {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");
-    QTest::addColumn<int>("keep");   // per group of `group` columns of a row
+    QTest::addColumn<int>("keep");  // per group of `group` columns of a row
     QTest::addColumn<int>("group");
-    QTest::addColumn<double>("p");   // activation sparsity
+    QTest::addColumn<double>("p");  // activation sparsity
     QTest::addColumn<QString>("dtype");
     QTest::addColumn<int>("warps");
     QTest::addColumn<int>("splitK");  // 0: heuristic
@@ -145,7 +144,93 @@ class TestSpmspvCuda : public QObject {
       norm += want * want;
     }
     if (active == 0) QCOMPARE(err, 0.0);  // nothing read: y exactly zero
-    else QVERIFY2(std::sqrt(err / norm) < 2 * halfUlp, qPrintable(QStringLiteral("relative error %1").arg(std::sqrt(err / norm))));
+    else
+      QVERIFY2(std::sqrt(err / norm) < 2 * halfUlp,
+               qPrintable(QStringLiteral("relative error %1").arg(std::sqrt(err / norm))));
+  }
+
+  // The column 2:4 layout's kernel (SpmspvFormat::Column24) against the same float64
+  // product: rows not a multiple of 256 (and not of 4: the last group padded), columns not a
+  // multiple of 32, every depth it is built for, 1-8 warps, split-K counts, Llama shapes.
+  void column24MatchesReference_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<int>("keep");  // per 4 rows of a column
+    QTest::addColumn<double>("p");
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<int>("warps");
+    QTest::addColumn<int>("splitK");
+    QTest::addColumn<int>("depth");  // SpmspvConfig::stages: chunks per batch
+    for (const char* dt : {"bf16", "fp16"}) {
+      for (double p : {0.0, 0.5, 0.75, 0.99, 1.0}) {
+        QTest::addRow("36x96 p=%.2f %s", p, dt) << 36 << 96 << 2 << p << dt << 4 << 0 << 2;
+        QTest::addRow("300x33 p=%.2f %s", p, dt) << 300 << 33 << 2 << p << dt << 1 << 1 << 4;
+        QTest::addRow("600x4000 p=%.2f %s", p, dt) << 600 << 4000 << 2 << p << dt << 8 << 7 << 8;
+      }
+      QTest::addRow("257x1000 one per group %s", dt) << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4;
+      QTest::addRow("512x2080 split 65 %s", dt) << 512 << 2080 << 2 << 0.5 << dt << 2 << 65 << 2;
+    }
+    for (double p : {0.0, 0.5, 0.75})
+      for (int depth : {2, 4, 8}) {
+        QTest::addRow("llama 4096x4096 p=%.2f d%d", p, depth) << 4096 << 4096 << 2 << p << "bf16" << 8 << 0 << depth;
+        QTest::addRow("llama 14336x4096 p=%.2f d%d", p, depth) << 14336 << 4096 << 2 << p << "bf16" << 8 << 0 << depth;
+        QTest::addRow("llama 4096x14336 p=%.2f d%d", p, depth) << 4096 << 14336 << 2 << p << "bf16" << 4 << 0 << depth;
+      }
+  }
+
+  void column24MatchesReference() {
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(int, keep);
+    QFETCH(double, p);
+    QFETCH(QString, dtype);
+    QFETCH(int, warps);
+    QFETCH(int, splitK);
+    QFETCH(int, depth);
+    const auto dt = sparse::parseDType(dtype.toStdString());
+    const auto seed = static_cast<std::uint64_t>(rows) * 137 + static_cast<std::uint64_t>(cols);
+    const int padded = (rows + 3) / 4 * 4;  // the generator wants whole groups; the last rows are cut
+    auto w = gpu::randomColumnPrunedWeights(padded, cols, dt, keep, 4, seed);
+    w.resize(std::size_t(rows) * cols);
+    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, rows, cols, dt, kernels::SpmspvFormat::Column24), 1);
+    gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, seed + 1), p, warps, splitK);
+    std::vector<double> ref(std::size_t(rows), 0.0), absRef(std::size_t(rows), 0.0);
+    std::int64_t active = 0;
+    for (int j = 0; j < cols; ++j) {
+      const float xj = sparse::from16(c.xHost[std::size_t(j)], dt);
+      if (!gpu::spmspvActive(xj, c.threshold)) continue;
+      ++active;
+      for (int r = 0; r < rows; ++r) {
+        const double t = double(sparse::from16(w[std::size_t(r) * cols + j], dt)) * xj;
+        ref[std::size_t(r)] += t;
+        absRef[std::size_t(r)] += std::fabs(t);
+      }
+    }
+    QCOMPARE(active, cols - std::llround(p * cols));
+    const auto got = runGuarded(c, warps, splitK, depth);
+    QVERIFY2(got.guardsIntact, "y's guard region was overwritten");
+    const double halfUlp = dt == sparse::DType::BF16 ? 1.0 / 256 : 1.0 / 2048;
+    for (int r = 0; r < rows; ++r) {
+      const double g = got.y[std::size_t(r)], want = ref[std::size_t(r)];
+      const double tol = halfUlp * std::fabs(want) + 2e-5 * absRef[std::size_t(r)] + 1e-30;
+      QVERIFY2(std::isfinite(g) && std::fabs(g - want) <= tol,
+               qPrintable(QStringLiteral("row %1: %2 vs %3 (tol %4)").arg(r).arg(g).arg(want).arg(tol)));
+    }
+    if (active == 0)
+      for (double v : got.y) QCOMPARE(v, 0.0);
+  }
+
+  // Column 2:4 refusals: more than 8 warps, an unbuilt depth, a chunk buffer not 32-byte aligned.
+  void column24RefusesBadArguments() {
+    const auto w = gpu::randomColumnPrunedWeights(64, 64, sparse::DType::BF16, 2, 4, 2);
+    auto c =
+        gpu::prepareSpmspvCase(gpu::packSpmspv(w, 64, 64, sparse::DType::BF16, kernels::SpmspvFormat::Column24), 1);
+    gpu::setSpmspvActivation(c, gpu::randomNormal16(64, sparse::DType::BF16, 3), 0.5, 4, 0);
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) == nullptr);
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 9, 0, 2) != nullptr);
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 3) != nullptr);         // depth 3: not built
+    c.chunks[0] = c.chunks[0].narrow(0, 8, c.chunks[0].numel() - 8);  // 16-byte offset
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) != nullptr);
   }
 
   // An all-zero x at threshold 0 reads nothing and writes zeros (split-K included).

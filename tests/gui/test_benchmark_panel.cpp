@@ -303,8 +303,8 @@ class TestBenchmarkPanel : public QObject {
     QFETCH(int, width);
     sdw::widgets::SpeedupBars b;
     const QStringList models = {QStringLiteral("llama3-8b"), QStringLiteral("qwen3-14b"), QStringLiteral("qwen3-32b")};
-    const QStringList modules = {QStringLiteral("q_proj"),    QStringLiteral("k_proj"),  QStringLiteral("v_proj"),
-                                 QStringLiteral("o_proj"),    QStringLiteral("gate_proj"), QStringLiteral("up_proj"),
+    const QStringList modules = {QStringLiteral("q_proj"),   QStringLiteral("k_proj"),    QStringLiteral("v_proj"),
+                                 QStringLiteral("o_proj"),   QStringLiteral("gate_proj"), QStringLiteral("up_proj"),
                                  QStringLiteral("down_proj")};
     for (const QString& m : models)
       for (const QString& p : modules) b.shapes << m + QLatin1Char(' ') + p;
@@ -321,8 +321,9 @@ class TestBenchmarkPanel : public QObject {
     QCOMPARE(charts.barCount(), 3 * 24);
     QCOMPARE(charts.shapeGroupLabels(), models);
     // Each model's projections by their short names, then its whole layer.
-    const QStringList one = {QStringLiteral("q"),  QStringLiteral("k"),    QStringLiteral("v"),   QStringLiteral("o"),
-                             QStringLiteral("gate"), QStringLiteral("up"), QStringLiteral("down"), QStringLiteral("layer")};
+    const QStringList one = {QStringLiteral("q"),    QStringLiteral("k"),    QStringLiteral("v"),
+                             QStringLiteral("o"),    QStringLiteral("gate"), QStringLiteral("up"),
+                             QStringLiteral("down"), QStringLiteral("layer")};
     QCOMPARE(charts.shapeTickLabels(), one + one + one);
     // Laid out (and re-laid out, when the labels had to alternate lines).
     QTRY_VERIFY_WITH_TIMEOUT(disjoint(charts.shapeLabelRects()), 3000);
@@ -378,9 +379,9 @@ class TestBenchmarkPanel : public QObject {
     QCOMPARE(bars.series, (QStringList{QStringLiteral("sparse 2:4"), QStringLiteral("sparse 4:8"),
                                        QStringLiteral("dense GEMV (ours)"), QStringLiteral("cuSPARSELt 2:4")}));
     QCOMPARE(panel_->charts()->barCount(), 8);
-    QCOMPARE(bars.values[0][0], 1.5);       // q_proj 2:4: 12 / 8
+    QCOMPARE(bars.values[0][0], 1.5);        // q_proj 2:4: 12 / 8
     QCOMPARE(bars.values[2][1], 8.0 / 6.0);  // k_proj our dense
-    QCOMPARE(bars.values[3][1], 0.5);       // k_proj cuSPARSELt: 8 / 16
+    QCOMPARE(bars.values[3][1], 0.5);        // k_proj cuSPARSELt: 8 / 16
     QCOMPARE(panel_->charts()->pointCount(QStringLiteral("cuBLAS")), 2);
 
     // summary: medians of two values are their mean
@@ -536,14 +537,16 @@ class TestBenchmarkPanel : public QObject {
     QVERIFY(controller_->start(r) != 0);
     QTRY_VERIFY_WITH_TIMEOUT(!controller_->isRunning(), 60000);
     QCOMPARE(controller_->settings().activationSparsities, (std::vector<double>{0.0, 0.5}));
-    QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Done: 4 measurements")), qPrintable(panel_->statusText()));
+    QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Done: 6 measurements")), qPrintable(panel_->statusText()));
 
-    // dense, sparse 2:4, then spMspV at p_x 0 and 0.5
+    // dense, sparse 2:4, then spMspV at p_x 0 and 0.5 in the bitmask layout (50%), then in
+    // the column 2:4 layout
     const auto& rows = controller_->rows();
-    QCOMPARE(rows.size(), 4);
+    QCOMPARE(rows.size(), 6);
     QCOMPARE(rows[0].id, sdw::gpu::KernelId::DenseCpu);
-    for (int i : {2, 3}) {
+    for (int i : {2, 3, 4, 5}) {
       QCOMPARE(rows[i].id, sdw::gpu::KernelId::SpmspvCpu);
+      QCOMPARE(rows[i].pattern, std::string(i < 4 ? "50%" : "col2:4"));
       QVERIFY(rows[i].us > 0 && rows[i].bytes > 0);
     }
     QCOMPARE(rows[2].activationSparsity.value_or(-1), 0.0);
@@ -557,6 +560,9 @@ class TestBenchmarkPanel : public QObject {
     const QVector<QPointF> expected{{0.0, rows[0].us / rows[2].us}, {0.5, rows[0].us / rows[3].us}};
     QCOMPARE(chart->points(QStringLiteral("64x128")), expected);
     QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::medianName()), expected);  // one shape
+    const QVector<QPointF> column{{0.0, rows[0].us / rows[4].us}, {0.5, rows[0].us / rows[5].us}};
+    QCOMPARE(chart->points(QStringLiteral("64x128 col2:4")), column);
+    QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::columnMedianName()), column);
     QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::limitName()),
              (QVector<QPointF>{{0.0, rows[0].bytes / rows[2].bytes}, {0.5, rows[0].bytes / rows[3].bytes}}));
     QCOMPARE(panel_->charts()->pointCount(QStringLiteral("spmspv p_x 0.5 (CPU)")), 1);
