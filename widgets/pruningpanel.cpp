@@ -151,6 +151,11 @@ QWidget* PruningPanel::buildForm() {
   pattern_->setObjectName(QStringLiteral("prunePattern"));
   for (const char* p : {"2:4", "4:8", "8:16", "16:32"}) pattern_->addItem(QLatin1String(p), QLatin1String(p));
   pattern_->addItem(tr("50% unstructured"), QStringLiteral("unstructured50"));
+  pattern_->addItem(QStringLiteral("col2:4"), QStringLiteral("col2:4"));
+  pattern_->setItemData(pattern_->count() - 1,
+                        tr("2 of every 4 consecutive rows of each input column (for column-major sparse x sparse "
+                           "kernels); no bitmask file, decodes dense"),
+                        Qt::ToolTipRole);
   order_ = new QComboBox(box);
   order_->setObjectName(QStringLiteral("pruneOrder"));
   order_->addItem(tr("parallel"), QStringLiteral("parallel"));

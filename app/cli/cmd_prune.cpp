@@ -65,6 +65,12 @@ int runPrune(const Args& a) {
                      row.dampingSteps > 0 ? " (damping raised)" : "");
       });
   std::fprintf(stderr, "\n");
+  if (r.sparseFile.empty()) {
+    const gpu::PruningPattern pat = gpu::parsePruningPattern(s.pattern);
+    std::fprintf(stderr, "no bitmask file (model.sdwsparse): %s\n",
+                 pat.alongColumns ? "it holds row N:M only; a column N:M model decodes dense"
+                                  : "it holds 50% N:M with M | 32 only; this model decodes dense");
+  }
 
   // The compressed-tensors export: OUT/compressed-tensors, a checkpoint llm-compressor's tools read.
   std::optional<ct::ExportResult> exported;
@@ -73,7 +79,8 @@ int runPrune(const Args& a) {
     const bool is24 = pat.name() == "2:4";
     const std::filesystem::path dst = s.out / "compressed-tensors";
     if (std::filesystem::exists(dst)) std::filesystem::remove_all(dst);  // pruneModel replaced the checkpoint
-    const std::string structure = pat.name().rfind("unstructured", 0) == 0 ? "unstructured" : pat.name();
+    // Column N:M is no structure the format names (its "N:M" are row groups): declared unstructured.
+    const std::string structure = pat.unstructured || pat.alongColumns ? "unstructured" : pat.name();
     exported = ct::exportCompressedTensors(s.out, dst,
                                            is24 ? ct::Format::Sparse24Bitmask : ct::Format::SparseBitmask, structure);
   }
@@ -149,7 +156,8 @@ const Register reg{Command{
     "prune",
     "prune a checkpoint's projections (SparseGPT, Wanda, magnitude, DuoGPT) from a calibration run",
     "prune --model DIR --calibration RUN --method sparsegpt|wanda|magnitude|duogpt --pattern "
-    "2:4|4:8|8:16|16:32|unstructured50 [--order parallel|sequential] [--activation-sparsity 0.5] [--residual-scale 0.25] "
+    "2:4|4:8|8:16|16:32|col2:4|unstructured50 [--order parallel|sequential] [--activation-sparsity 0.5] "
+    "[--residual-scale 0.25] "
     "[--percdamp 0.01] [--blocksize 128] "
     "[--device cpu|cuda] --out DIR [--record RUN.sdw.h5] [--export compressed-tensors] [--json]",
     "Prunes every attention and MLP projection (never embeddings or lm_head) of the checkpoint in --model "
@@ -159,22 +167,27 @@ const Register reg{Command{
     "times). Sequential order re-captures each layer's statistics from the same calibration source through "
     "the already pruned layers. DuoGPT (always sequential) solves SparseGPT's problem for a model that will "
     "decode with activation sparsity --activation-sparsity: inputs through the pruned layers sparsified, "
-    "targets from the dense model (docs/pruning.md \"DuoGPT\"). General N:M patterns (N kept per M) are accepted; only 50% ones with M | 32 "
-    "get a bitmask file. See docs/pruning.md.",
+    "targets from the dense model (docs/pruning.md \"DuoGPT\"). General N:M patterns (N kept per M "
+    "consecutive inputs of a row) are accepted; only 50% ones with M | 32 get a bitmask file. colN:M keeps N of "
+    "every M consecutive rows of each input column (docs/pruning.md \"Column N:M\"; no bitmask file). See "
+    "docs/pruning.md.",
     {{"model", "DIR", "Hugging Face checkpoint folder", ""},
      {"calibration", "RUN", "calibration run (.sdw.h5) of this model", ""},
      {"method", "NAME", "sparsegpt, wanda, magnitude or duogpt", ""},
-     {"pattern", "P", "2:4, 4:8, 8:16, 16:32 (any N:M) or unstructured50", ""},
+     {"pattern", "P", "2:4, 4:8, 8:16, 16:32 (any N:M), col2:4 (any colN:M) or unstructured50", ""},
      {"order", "ORDER", "parallel or sequential (default: parallel; duogpt: sequential)", ""},
      {"activation-sparsity", "P", "duogpt: run-time activation sparsity p_x in [0, 1) (default: 0.5)", ""},
-     {"residual-scale", "A", "duogpt: share of the dense model's output residual corrected, in [0, 1] (default: 0.25)", ""},
+     {"residual-scale", "A", "duogpt: share of the dense model's output residual corrected, in [0, 1] (default: 0.25)",
+      ""},
      {"percdamp", "X", "SparseGPT damping, a fraction of mean(diag H)", "0.01"},
      {"blocksize", "N", "SparseGPT columns per block", "128"},
      {"device", "DEV", "cpu, cuda or cuda:N", "cpu"},
      {"out", "DIR", "output folder", ""},
      {"record", "RUN", "pruning record (default: OUT/pruning.sdw.h5)", ""},
      {"overwrite", "", "replace an existing checkpoint and record", ""},
-     {"export", "FORMAT", "also write OUT/compressed-tensors: the llm-compressor format (sparse-24-bitmask for 2:4, else sparse-bitmask)", ""},
+     {"export", "FORMAT",
+      "also write OUT/compressed-tensors: the llm-compressor format (sparse-24-bitmask for 2:4, else sparse-bitmask)",
+      ""},
      {"json", "", "machine-readable output", ""}},
     0,
     0,

@@ -295,12 +295,14 @@ JobId PruningController::prune(const widgets::PruneForm& form) {
               };
               const gpu::PruneResult r = gpu::pruneModel(step.settings, progress, onModule);
               if (exportCt) {  // <pruned>/compressed-tensors, as `sdw-cli prune --export compressed-tensors`
-                const std::string pattern = gpu::parsePruningPattern(step.settings.pattern).name();
+                const gpu::PruningPattern pat = gpu::parsePruningPattern(step.settings.pattern);
+                const std::string pattern = pat.name();
                 const fs::path dst = step.settings.out / "compressed-tensors";
                 if (fs::exists(dst)) fs::remove_all(dst);
+                // column N:M is no structure the format names: declared unstructured
                 ct::exportCompressedTensors(step.settings.out, dst,
                                             pattern == "2:4" ? ct::Format::Sparse24Bitmask : ct::Format::SparseBitmask,
-                                            pattern.rfind("unstructured", 0) == 0 ? "unstructured" : pattern);
+                                            pat.unstructured || pat.alongColumns ? "unstructured" : pattern);
               }
               const QString record = fromPath(r.record);
               outcome.records << record;
