@@ -87,9 +87,35 @@ QString patternViolation(const std::vector<float>& w, std::int64_t rows, std::in
   return {};
 }
 
-// Brute force: per row, keep the entries a score ranks highest.
+// Column N:M: every aligned group of M rows of every column has at most N
+// (exactly N when `exact`) non-zeros. Returns the first offending "column c group g", or "".
+QString columnPatternViolation(const std::vector<float>& w, std::int64_t rows, std::int64_t cols, int n, int m,
+                               bool exact) {
+  for (std::int64_t c = 0; c < cols; ++c)
+    for (std::int64_t g = 0; g < rows / m; ++g) {
+      int nz = 0;
+      for (int b = 0; b < m; ++b) nz += w[static_cast<std::size_t>((g * m + b) * cols + c)] != 0.f;
+      if (nz > n || (exact && nz != n)) return QStringLiteral("column %1 group %2: %3 non-zeros").arg(c).arg(g).arg(nz);
+    }
+  return {};
+}
+
+// Brute force: per row (per column for column N:M), keep the entries a score ranks highest.
 std::vector<float> bruteForce(const Problem& p, const std::vector<double>& score, const gpu::PruningPattern& pat) {
   std::vector<float> out = p.w;
+  if (pat.alongColumns) {
+    for (std::int64_t c = 0; c < p.cols; ++c)
+      for (std::int64_t g = 0; g < p.rows / pat.m; ++g) {
+        std::vector<std::int64_t> rowsOf(static_cast<std::size_t>(pat.m));
+        std::iota(rowsOf.begin(), rowsOf.end(), g * pat.m);
+        std::sort(rowsOf.begin(), rowsOf.end(), [&](auto a, auto b) {
+          return score[static_cast<std::size_t>(a * p.cols + c)] > score[static_cast<std::size_t>(b * p.cols + c)];
+        });
+        for (int k = pat.n; k < pat.m; ++k)
+          out[static_cast<std::size_t>(rowsOf[static_cast<std::size_t>(k)] * p.cols + c)] = 0;
+      }
+    return out;
+  }
   for (std::int64_t r = 0; r < p.rows; ++r) {
     if (pat.unstructured) {
       std::vector<std::int64_t> idx(static_cast<std::size_t>(p.cols));
@@ -113,6 +139,118 @@ std::vector<float> bruteForce(const Problem& p, const std::vector<double>& score
   return out;
 }
 
+// Lower Cholesky factor of the symmetric positive definite a [n, n] (row-major), in double.
+std::vector<double> choleskyLower(const std::vector<double>& a, std::int64_t n) {
+  std::vector<double> l(static_cast<std::size_t>(n * n), 0.0);
+  auto A = [&](std::int64_t i, std::int64_t j) { return a[static_cast<std::size_t>(i * n + j)]; };
+  auto L = [&](std::int64_t i, std::int64_t j) -> double& { return l[static_cast<std::size_t>(i * n + j)]; };
+  for (std::int64_t j = 0; j < n; ++j) {
+    double d = A(j, j);
+    for (std::int64_t k = 0; k < j; ++k) d -= L(j, k) * L(j, k);
+    if (!(d > 0)) throw std::runtime_error("choleskyLower: not positive definite");
+    L(j, j) = std::sqrt(d);
+    for (std::int64_t i = j + 1; i < n; ++i) {
+      double v = A(i, j);
+      for (std::int64_t k = 0; k < j; ++k) v -= L(i, k) * L(j, k);
+      L(i, j) = v / L(j, j);
+    }
+  }
+  return l;
+}
+
+// SparseGPT with column N:M (and DuoGPT's start point), written out plainly in
+// double: H = 2 xtx / tokens damped by percdamp * mean(diag H), Hinv = the
+// upper Cholesky factor U of (H + damp I)^-1 (U^T U = (H + damp I)^-1), the
+// start W + alpha W C (H + damp I)^-1 with C = 2 cross / tokens (no cross: W),
+// then one column at a time and no blocks: column j's mask from its current
+// values (per group of M rows the M - N lowest w^2 / U_jj^2), e = (w - q) / U_jj,
+// every column t >= j of the row moved by -e U_jt. Returns the weights and sum e^2 / 2.
+std::pair<std::vector<double>, double> columnNmObs(const Problem& p, const gpu::PruningPattern& pat, double percdamp,
+                                                   const std::vector<float>& cross = {}, double alpha = 0) {
+  const std::int64_t rows = p.rows, cols = p.cols, n = cols;
+  std::vector<double> hd(static_cast<std::size_t>(n * n));
+  for (std::size_t i = 0; i < hd.size(); ++i) hd[i] = 2.0 * double(p.xtx[i]) / double(p.tokens);
+  double mean = 0;
+  for (std::int64_t j = 0; j < n; ++j) mean += hd[static_cast<std::size_t>(j * n + j)];
+  mean /= double(n);
+  for (std::int64_t j = 0; j < n; ++j) hd[static_cast<std::size_t>(j * n + j)] += percdamp * mean;
+  // (H + damp I)^-1 = L^-T L^-1
+  const std::vector<double> l = choleskyLower(hd, n);
+  std::vector<double> li(static_cast<std::size_t>(n * n), 0.0);  // L^-1, lower
+  for (std::int64_t c = 0; c < n; ++c)
+    for (std::int64_t i = c; i < n; ++i) {
+      double v = i == c ? 1.0 : 0.0;
+      for (std::int64_t k = c; k < i; ++k)
+        v -= l[static_cast<std::size_t>(i * n + k)] * li[static_cast<std::size_t>(k * n + c)];
+      li[static_cast<std::size_t>(i * n + c)] = v / l[static_cast<std::size_t>(i * n + i)];
+    }
+  std::vector<double> inv(static_cast<std::size_t>(n * n), 0.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double v = 0;
+      for (std::int64_t k = std::max(i, j); k < n; ++k)
+        v += li[static_cast<std::size_t>(k * n + i)] * li[static_cast<std::size_t>(k * n + j)];
+      inv[static_cast<std::size_t>(i * n + j)] = v;
+    }
+  const std::vector<double> lu = choleskyLower(inv, n);  // inv = lu lu^T, U = lu^T
+  auto U = [&](std::int64_t i, std::int64_t j) { return lu[static_cast<std::size_t>(j * n + i)]; };
+
+  std::vector<double> w(p.w.begin(), p.w.end());
+  auto W = [&](std::int64_t r, std::int64_t c) -> double& { return w[static_cast<std::size_t>(r * cols + c)]; };
+  if (!cross.empty()) {  // W + alpha W C inv
+    std::vector<double> wc(static_cast<std::size_t>(rows * n), 0.0), shift(static_cast<std::size_t>(rows * n), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double v = 0;
+        for (std::int64_t k = 0; k < n; ++k)
+          v += W(r, k) * alpha * 2.0 * double(cross[static_cast<std::size_t>(k * n + j)]) / double(p.tokens);
+        wc[static_cast<std::size_t>(r * n + j)] = v;
+      }
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double v = 0;
+        for (std::int64_t k = 0; k < n; ++k)
+          v += wc[static_cast<std::size_t>(r * n + k)] * inv[static_cast<std::size_t>(k * n + j)];
+        shift[static_cast<std::size_t>(r * n + j)] = v;
+      }
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] += shift[i];
+  }
+
+  double loss = 0;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const double d = U(j, j);
+    std::vector<char> prune(static_cast<std::size_t>(rows), 0);
+    for (std::int64_t g = 0; g < rows / pat.m; ++g) {
+      std::vector<std::pair<double, std::int64_t>> sc;
+      for (std::int64_t r = g * pat.m; r < (g + 1) * pat.m; ++r) sc.emplace_back(W(r, j) * W(r, j) / (d * d), r);
+      std::sort(sc.begin(), sc.end());
+      for (int k = 0; k < pat.m - pat.n; ++k)
+        prune[static_cast<std::size_t>(sc[static_cast<std::size_t>(k)].second)] = 1;
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double q = prune[static_cast<std::size_t>(r)] ? 0.0 : W(r, j);
+      const double e = (W(r, j) - q) / d;
+      loss += e * e / 2;
+      for (std::int64_t t = j; t < cols; ++t) W(r, t) -= e * U(j, t);
+      W(r, j) = q;
+    }
+  }
+  return {w, loss};
+}
+
+// A stand-in for DuoGPT's cross term sum (x~ - x^) x^T on `p`, [cols, cols]:
+// a fifth of the problem's xtx plus small noise of the same scale.
+std::vector<float> randomCross(const Problem& p, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const auto at = [&](std::int64_t i, std::int64_t j) { return p.xtx[static_cast<std::size_t>(i * p.cols + j)]; };
+  std::vector<float> c(static_cast<std::size_t>(p.cols * p.cols));
+  for (std::int64_t i = 0; i < p.cols; ++i)
+    for (std::int64_t j = 0; j < p.cols; ++j)
+      c[static_cast<std::size_t>(i * p.cols + j)] = 0.2f * at(i, j) + 0.05f * std::sqrt(at(i, i) * at(j, j)) * nd(rng);
+  return c;
+}
+
 }  // namespace
 
 class TestSolvers : public QObject {
@@ -130,6 +268,12 @@ class TestSolvers : public QObject {
   void badPatternsAreRefused();
   void settingNamesRoundTrip();
   void sparseGptBeatsWandaBeatsMagnitude();
+  void columnPatternParsesAndFits();
+  void columnPatternExactness_data();
+  void columnPatternExactness();
+  void columnSparseGptMatchesDoubleLoop_data();
+  void columnSparseGptMatchesDoubleLoop();
+  void columnWandaIsMagnitude();
   void endToEndOnSampleModel();
 };
 
@@ -207,16 +351,18 @@ void TestSolvers::wandaAndMagnitudeMatchBruteForce_data() {
   QTest::addColumn<QString>("method");
   QTest::addColumn<QString>("pattern");
   for (const QString& m : {QStringLiteral("wanda"), QStringLiteral("magnitude")})
-    for (const QString& pat : {QStringLiteral("unstructured50"), QStringLiteral("2:4"), QStringLiteral("4:8"),
-                              QStringLiteral("8:16"), QStringLiteral("16:32"), QStringLiteral("1:4"), QStringLiteral("3:8")})
+    for (const QString& pat :
+         {QStringLiteral("unstructured50"), QStringLiteral("2:4"), QStringLiteral("4:8"), QStringLiteral("8:16"),
+          QStringLiteral("16:32"), QStringLiteral("1:4"), QStringLiteral("3:8"), QStringLiteral("col2:4"),
+          QStringLiteral("col4:8"), QStringLiteral("col3:4")})
       QTest::addRow("%s %s", qPrintable(m), qPrintable(pat)) << m << pat;
 }
 
 void TestSolvers::wandaAndMagnitudeMatchBruteForce() {
   QFETCH(QString, method);
   QFETCH(QString, pattern);
-  const Problem p = makeProblem(12, 64, 11);
   const auto pat = gpu::parsePruningPattern(pattern.toStdString());
+  const Problem p = makeProblem(pat.alongColumns ? 16 : 12, 64, 11);
   std::vector<double> score(p.w.size());
   for (std::int64_t r = 0; r < p.rows; ++r)
     for (std::int64_t j = 0; j < p.cols; ++j) {
@@ -394,6 +540,155 @@ void TestSolvers::sparseGptBeatsWandaBeatsMagnitude() {
            qPrintable(QStringLiteral("%1 %2 %3").arg(s.outputLoss).arg(w.outputLoss).arg(m.outputLoss)));
 }
 
+// "colN:M": the name goes back and forth, the N and M rules are the row
+// pattern's, and what must tile is the output width (rows), for any input
+// width and block size.
+void TestSolvers::columnPatternParsesAndFits() {
+  for (const char* name : {"col2:4", "col4:8", "col8:16", "col16:32", "col1:4", "col3:4"}) {
+    const auto p = gpu::parsePruningPattern(name);
+    QVERIFY(p.alongColumns);
+    QVERIFY(!p.unstructured);
+    QCOMPARE(p.name(), std::string(name));
+    QCOMPARE(gpu::parsePruningPattern(p.name()).n, p.n);
+  }
+  QCOMPARE(gpu::parsePruningPattern("col2:4").n, 2);
+  QCOMPARE(gpu::parsePruningPattern("col2:4").m, 4);
+  QVERIFY(!gpu::parsePruningPattern("2:4").alongColumns);
+  QCOMPARE(gpu::parsePruningPattern("2:4").name(), std::string("2:4"));
+  for (const char* bad : {"col4:2", "col0:4", "col2:2", "col2-4", "col", "col:4", "col2:", "colx2:4", "col2:4x",
+                          "cols2:4", "Col2:4", "col-2:4", "2:4col", "col unstructured50"}) {
+    try {
+      (void)gpu::parsePruningPattern(bad);
+      QFAIL(qPrintable(QStringLiteral("'%1' was accepted").arg(QLatin1String(bad))));
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(std::string(e.what()).find("colN:M") != std::string::npos, e.what());
+    }
+  }
+
+  // rows must be a multiple of M, for every method
+  const Problem p = makeProblem(6, 32, 4);
+  const auto pat = gpu::parsePruningPattern("col2:4");
+  gpu::SparseGptOptions o;
+  o.blocksize = 16;
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::solveSparseGpt(p.w, 6, 32, p.xtx, p.tokens, pat, o));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::solveWanda(p.w, 6, 32, p.sumSq, p.xtx, p.tokens, pat));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::solveMagnitude(p.w, 6, 32, p.xtx, p.tokens, pat));
+  const std::vector<float> cross(32 * 32, 0.f);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           gpu::solveDuoGpt(p.w, 6, 32, p.xtx, cross, {}, p.tokens, pat, o, 0.25));
+  try {
+    (void)gpu::solveSparseGpt(p.w, 6, 32, p.xtx, p.tokens, pat, o);
+  } catch (const std::invalid_argument& e) {
+    QVERIFY2(std::string(e.what()).find("rows") != std::string::npos, e.what());
+  }
+  // ... while neither the input width nor the block size need be (row 2:4 refuses both)
+  const Problem q = makeProblem(8, 30, 6);
+  o.blocksize = 7;
+  const auto r = gpu::solveSparseGpt(q.w, 8, 30, q.xtx, q.tokens, pat, o);
+  QVERIFY(columnPatternViolation(r.weight, 8, 30, 2, 4, true).isEmpty());
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           gpu::solveSparseGpt(q.w, 8, 30, q.xtx, q.tokens, gpu::parsePruningPattern("2:4"), o));
+  QVERIFY(columnPatternViolation(gpu::solveWanda(q.w, 8, 30, q.sumSq, q.xtx, q.tokens, pat).weight, 8, 30, 2, 4, true)
+              .isEmpty());
+}
+
+void TestSolvers::columnPatternExactness_data() {
+  QTest::addColumn<QString>("method");
+  QTest::addColumn<QString>("pattern");
+  for (const QString& m :
+       {QStringLiteral("sparsegpt"), QStringLiteral("duogpt"), QStringLiteral("wanda"), QStringLiteral("magnitude")})
+    for (const QString& pat : {QStringLiteral("col2:4"), QStringLiteral("col4:8"), QStringLiteral("col16:32"),
+                               QStringLiteral("col1:4"), QStringLiteral("col3:4")})
+      QTest::addRow("%s %s", qPrintable(m), qPrintable(pat)) << m << pat;
+}
+
+// Exactly N non-zeros in every aligned group of M rows of every column, and
+// not the row pattern of the same N:M (the groups do run down the columns).
+void TestSolvers::columnPatternExactness() {
+  QFETCH(QString, method);
+  QFETCH(QString, pattern);
+  const Problem p = makeProblem(32, 96, 8);
+  const auto pat = gpu::parsePruningPattern(pattern.toStdString());
+  gpu::SparseGptOptions o;
+  o.blocksize = 40;  // not a multiple of M, a partial last block
+  gpu::SolveResult r;
+  if (method == QLatin1String("sparsegpt")) r = gpu::solveSparseGpt(p.w, p.rows, p.cols, p.xtx, p.tokens, pat, o);
+  else if (method == QLatin1String("duogpt"))
+    r = gpu::solveDuoGpt(p.w, p.rows, p.cols, p.xtx, randomCross(p, 3), {}, p.tokens, pat, o, 1.0);
+  else if (method == QLatin1String("wanda")) r = gpu::solveWanda(p.w, p.rows, p.cols, p.sumSq, p.xtx, p.tokens, pat);
+  else r = gpu::solveMagnitude(p.w, p.rows, p.cols, p.xtx, p.tokens, pat);
+  const QString bad = columnPatternViolation(r.weight, p.rows, p.cols, pat.n, pat.m, /*exact=*/true);
+  QVERIFY2(bad.isEmpty(), qPrintable(bad));
+  QVERIFY(!patternViolation(r.weight, p.rows, p.cols, pat.n, pat.m, /*exact=*/true).isEmpty());
+  QCOMPARE(r.sparsity, 1.0 - static_cast<double>(pat.n) / pat.m);
+}
+
+void TestSolvers::columnSparseGptMatchesDoubleLoop_data() {
+  QTest::addColumn<int>("rows");
+  QTest::addColumn<int>("cols");
+  QTest::addColumn<int>("blocksize");
+  QTest::addColumn<QString>("pattern");
+  QTest::addColumn<double>("alpha");  // < 0: SparseGPT; else DuoGPT with this residual scale
+  QTest::addRow("16x64 bs32 col2:4") << 16 << 64 << 32 << QStringLiteral("col2:4") << -1.0;
+  QTest::addRow("32x48 bs20 col4:8 (partial last block)") << 32 << 48 << 20 << QStringLiteral("col4:8") << -1.0;
+  QTest::addRow("24x40 bs128 col1:4") << 24 << 40 << 128 << QStringLiteral("col1:4") << -1.0;
+  QTest::addRow("16x64 bs1 col3:4") << 16 << 64 << 1 << QStringLiteral("col3:4") << -1.0;
+  QTest::addRow("duogpt 16x64 bs32 col2:4 alpha 1") << 16 << 64 << 32 << QStringLiteral("col2:4") << 1.0;
+  QTest::addRow("duogpt 32x48 bs16 col4:8 alpha 0.25") << 32 << 48 << 16 << QStringLiteral("col4:8") << 0.25;
+}
+
+// The blocked solver (lazy updates, fp32) picks the same column masks as the
+// plain column loop in double, and ends at the same weights and loss.
+void TestSolvers::columnSparseGptMatchesDoubleLoop() {
+  QFETCH(int, rows);
+  QFETCH(int, cols);
+  QFETCH(int, blocksize);
+  QFETCH(QString, pattern);
+  QFETCH(double, alpha);
+  const Problem p = makeProblem(rows, cols, static_cast<std::uint32_t>(rows * 31 + cols + blocksize));
+  const auto pat = gpu::parsePruningPattern(pattern.toStdString());
+  gpu::SparseGptOptions o;
+  o.blocksize = blocksize;
+  const bool duo = alpha >= 0;
+  const std::vector<float> cross = duo ? randomCross(p, 17) : std::vector<float>{};
+  const auto r = duo ? gpu::solveDuoGpt(p.w, p.rows, p.cols, p.xtx, cross, {}, p.tokens, pat, o, alpha)
+                     : gpu::solveSparseGpt(p.w, p.rows, p.cols, p.xtx, p.tokens, pat, o);
+  QCOMPARE(r.dampingSteps, 0);
+  const auto [ref, refLoss] = columnNmObs(p, pat, o.percdamp, cross, alpha);
+
+  double diff = 0, norm = 0;
+  int maskMismatch = 0;
+  for (std::size_t i = 0; i < p.w.size(); ++i) {
+    maskMismatch += (r.weight[i] == 0.f) != (ref[i] == 0.0);
+    diff += std::pow(double(r.weight[i]) - ref[i], 2);
+    norm += ref[i] * ref[i];
+  }
+  QCOMPARE(maskMismatch, 0);
+  QVERIFY(columnPatternViolation(r.weight, p.rows, p.cols, pat.n, pat.m, true).isEmpty());
+  const double rel = std::sqrt(diff / norm);
+  qInfo("relative weight difference %.3g, loss %.6g vs %.6g", rel, r.loss, refLoss);
+  QVERIFY2(rel < 1e-5, qPrintable(QStringLiteral("relative weight difference %1").arg(rel)));
+  QVERIFY2(std::abs(r.loss - refLoss) <= 1e-5 * refLoss,
+           qPrintable(QStringLiteral("loss %1 vs double loop %2").arg(r.loss).arg(refLoss)));
+}
+
+// Within one input column Wanda's input norm is one factor: column N:M
+// selects by |W| alone, so Wanda and magnitude agree bit for bit. SparseGPT,
+// which also moves the kept weights, has the lower output error.
+void TestSolvers::columnWandaIsMagnitude() {
+  const Problem p = makeProblem(32, 128, 21);
+  const auto pat = gpu::parsePruningPattern("col2:4");
+  const auto w = gpu::solveWanda(p.w, p.rows, p.cols, p.sumSq, p.xtx, p.tokens, pat);
+  const auto m = gpu::solveMagnitude(p.w, p.rows, p.cols, p.xtx, p.tokens, pat);
+  QCOMPARE(w.weight, m.weight);
+  const auto s = gpu::solveSparseGpt(p.w, p.rows, p.cols, p.xtx, p.tokens, pat);
+  const auto row = gpu::solveSparseGpt(p.w, p.rows, p.cols, p.xtx, p.tokens, gpu::parsePruningPattern("2:4"));
+  qInfo("relative output error, col2:4: sparsegpt %.4f, wanda = magnitude %.4f; row 2:4 sparsegpt %.4f",
+        s.relOutputError, m.relOutputError, row.relOutputError);
+  QVERIFY2(s.outputLoss < 0.8 * m.outputLoss,
+           qPrintable(QStringLiteral("sparsegpt %1, magnitude %2").arg(s.outputLoss).arg(m.outputLoss)));
+}
+
 void TestSolvers::endToEndOnSampleModel() {
   QTemporaryDir dir;
   const fs::path tmp = dir.path().toStdString();
@@ -479,6 +774,39 @@ void TestSolvers::endToEndOnSampleModel() {
   QVERIFY(double(seq["layers"][5]["output_loss"]) != double(par["layers"][5]["output_loss"]));
   QVERIFY(fs::exists(seqOut / "model.sdwsparse"));
   QVERIFY(!fs::exists(seqOut / ".recapture"));
+
+  // Column 2:4: every projection keeps 2 of every 4 rows of each column, and
+  // there is no bitmask file (row N:M only): the record says none was written.
+  const fs::path colOut = tmp / "magnitude-col24";
+  const auto col = runPruneCli({"prune", "--model", QString::fromStdString(kModel.string()), "--calibration",
+                                QString::fromStdString(calib.string()), "--method", "magnitude", "--pattern", "col2:4",
+                                "--out", QString::fromStdString(colOut.string()), "--json"});
+  QVERIFY(col.is_object());
+  QCOMPARE(col["pattern"].get<std::string>(), std::string("col2:4"));
+  QCOMPARE(col["sparse_file"].get<std::string>(), std::string());
+  QVERIFY(!fs::exists(colOut / "model.sdwsparse"));
+  for (const auto& m : col["modules"]) QVERIFY(!m["packed"].get<bool>());
+  const auto colRec = runstore::RunReader::open(colOut / "pruning.sdw.h5");
+  QCOMPARE(colRec.readStringAttribute("/pruning", "pattern"), std::string("col2:4"));
+  QCOMPARE(colRec.readStringAttribute("/pruning", "sparse_file"), std::string());
+  const auto colCkpt = SafetensorsCheckpoint::open(colOut);
+  int projections = 0;
+  for (const auto& name : colCkpt.names()) {
+    if (name.find("_proj.weight") == std::string::npos) continue;
+    const TensorView& v = *colCkpt.find(name).view;
+    std::vector<float> w(static_cast<std::size_t>(v.numel()));
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, v.bytes.data() + 2 * i, 2);
+      w[i] = sparse::bf16ToFloat(h);
+    }
+    const QString bad = columnPatternViolation(w, v.shape[0], v.shape[1], 2, 4, false);
+    QVERIFY2(bad.isEmpty(), qPrintable(QString::fromStdString(name) + ": " + bad));
+    QVERIFY(!patternViolation(w, v.shape[0], v.shape[1], 2, 4, false).isEmpty());
+    ++projections;
+  }
+  QCOMPARE(projections, 6 * 7);
+  QCOMPARE(gpu::Model::load(colOut)->config().numLayers, std::int64_t{6});
 }
 
 QTEST_GUILESS_MAIN(TestSolvers)
