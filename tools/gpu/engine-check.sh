@@ -20,7 +20,7 @@
 #   ENGINE_CHECK_CALIBRATE=1 ...  AR calibration throughput (Llama-3.1-8B shape; re-forward alone also at
 #                                 CALIBRATE_BATCHES, default "64 128") and exact vs re-forward
 #                                 capture of the same generations of the sample checkpoint in bf16
-#   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of the spMspV kernel, 14336x4096, p_x 0.5,
+#   ENGINE_CHECK_SPMSPV_NCU=1 ... an Nsight Compute profile (detailed) of an spMspV kernel, 14336x4096, p_x 0.5,
 #                                 with its SASS and each instruction's executed count (tools/gpu/sass_counts.py)
 #   ENGINE_CHECK_TIMELINE=1 ...   an Nsight Systems trace of the Llama-3.1-8B batch-1 step in its graph (dense, sparse
 #                                 2:4): per step the span, the kernels' busy time, the gaps, each kernel's share
@@ -49,10 +49,10 @@
 #                                 the attention always prefetching the value rows), each in its own process, one
 #                                 after another; VARIANT_BATCHES (default 1,2,4,8), VARIANT_ARGS more options (e.g. --tensor-cores)
 #   ENGINE_CHECK_TARGETS="sdw-cli test_engine_cuda" ...   build only those
-#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B
-#                                 shapes, p_x 0-0.75) with SDW_SPMSPV_BULK=0 and 1 (chunks by bulk copies), then
-#                                 the launch grid (bench kernels --tune: warps, split-K, chunk groups in flight,
-#                                 bulk copies or not) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
+#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the column 2:4 kernel under compute-sanitizer (SANITIZE=0: not),
+#                                 the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B shapes, p_x 0-0.75,
+#                                 both weight layouts), then the launch grid (bench kernels --tune: warps, split-K,
+#                                 chunks in flight, bulk copies or not) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -182,7 +182,8 @@ fi
 if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
   # One launch (detailed set and per-instruction counters): its page of figures, its SASS
   # with each instruction's executed count (summed by opcode: tools/gpu/sass_counts.py).
-  timeout 150 "$ncu" --set detailed --section SourceCounters --import-source no -k regex:spmspvKernel -s 5 -c 1 \
+  # SPMSPV_NCU_KERNEL: spmspvCol24Kernel (default: the column 2:4 layout's) or spmspvKernel (the bitmask one)
+  timeout 150 "$ncu" --set detailed --section SourceCounters --import-source no -k "regex:${SPMSPV_NCU_KERNEL:-spmspvCol24Kernel}" -s 5 -c 1 \
     --cache-control none --clock-control none -o /tmp/ncu-spmspv --force-overwrite \
     build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096 --patterns 2:4 --activation-sparsity 0.5 --repeats 1 \
     --no-layer --no-cusparselt > "$O/ncu-spmspv-run.txt" 2>&1
@@ -195,19 +196,26 @@ fi
 if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
   (cd build-gpu && timeout 240 ctest -R test_spmspv_cuda --output-on-failure -V) > "$O/ctest-spmspv.log" 2>&1
   grep -E "Totals|FAIL!|Loc:" "$O/ctest-spmspv.log" | cut -c1-200 | head -20
-  # The committed command with the launch defaults, chunks by cp.async pieces and by bulk copies.
-  for v in 0 1; do
-    SDW_SPMSPV_BULK=$v build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4 \
-      --activation-sparsity 0,0.25,0.5,0.75 --json --out "$O/spmspv-bulk$v.json" > /dev/null 2>> "$O/spmspv-grid.log"
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("bulk", sys.argv[2], d.get("activation_summary"))' \
-      "$O/spmspv-bulk$v.json" $v
-  done
+  # The column 2:4 kernel under compute-sanitizer (one small and one split-K row).
+  if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
+    for tool in memcheck racecheck synccheck; do
+      timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_spmspv_cuda \
+        "column24MatchesReference:300x33 p=0.50 bf16" "column24MatchesReference:600x4000 p=0.50 fp16" \
+        > "$O/sanitize-col24-$tool.log" 2>&1
+      echo "col2:4 $tool rc=$? $(grep -E 'ERROR SUMMARY|Totals' "$O/sanitize-col24-$tool.log" | tr '\n' ' ')"
+    done
+  fi
+  # The committed command with the launch defaults: both weight layouts (50%, col2:4).
+  build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4 \
+    --activation-sparsity 0,0.25,0.5,0.75 --json --out "$O/spmspv.json" > /dev/null 2>> "$O/spmspv-grid.log"
+  python3 -c 'import json,sys
+for a in json.load(open(sys.argv[1])).get("activation_summary", []): print(a)' "$O/spmspv.json"
   build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096,4096x14336,4096x4096,1024x4096 --batch 1 --patterns 2:4 \
     --activation-sparsity 0,0.5,0.75 --tune --tuning-out "$O/spmspv-grid-tuning.json" --no-layer --no-cusparselt \
     --json --out "$O/spmspv-grid.json" > /dev/null 2> "$O/spmspv-grid.log"
   python3 -c 'import json,sys
 for r in json.load(open(sys.argv[1]))["rows"]:
-    if r["kernel"] == "spmspv": print("%dx%d p_x %.2f: %.1f us, %.2fx dense, %s" % (r["rows"], r["cols"], r["activation_sparsity"], r["us"], r.get("speedup_vs_dense", 0), r["config"]))' \
+    if r["kernel"] == "spmspv": print("%dx%d %s p_x %.2f: %.1f us, %.2fx dense, %s" % (r["rows"], r["cols"], r["pattern"], r["activation_sparsity"], r["us"], r.get("speedup_vs_dense", 0), r["config"]))' \
     "$O/spmspv-grid.json"
 fi
 # The library baseline in the same run as the engine: transformers + torch.compile (the
