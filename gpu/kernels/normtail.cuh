@@ -4,6 +4,8 @@
 // h += y; x = rmsnorm(h) * w, bitwise launchAddRmsNorm's result. Plain types only. The
 // decode engine uses it only with SDW_FUSE_NORMS=1: on the H200 the step is slower with it.
 
+#include <cstdint>
+
 namespace sdw::kernels {
 
 struct NormTail {
