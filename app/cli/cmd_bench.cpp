@@ -135,7 +135,9 @@ const RegisterBenchMode regKernels{BenchMode{
      {"dtype", "T", "value dtype: bf16 or fp16", "bf16"},
      {"repeats", "N", "timed repeats per kernel (median)", "7"},
      {"activation-sparsity", "LIST",
-      "also time the spMspV kernel (batch 1, 50% unstructured weights) skipping these fractions of x, in [0, 1)", ""},
+      "also time the spMspV kernels (batch 1; weights 50% unstructured, pattern 50%, and 2 of every 4 rows of each "
+      "column, pattern col2:4) skipping these fractions of x, in [0, 1)",
+      ""},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
      {"tensor-cores", "",
       "2:4 and 4:8 from batch 2, and 8:16: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 3)", ""},
