@@ -581,17 +581,20 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           // its config.
           if (column) def.bulk = false;
           std::vector<kernels::SpmspvConfig> launches{def};
-          if (s.tune && column)  // warps (at most 8), split-K as below, chunks per batch (SpmspvConfig)
+          // column 2:4: warps (at most 8), split-K as below, chunks per batch, each also with the
+          // slices reduced in a cluster (SpmspvConfig::cluster 1: where there are 2-16 of them)
+          if (s.tune && column)
             for (int w : {4, 8})
-              for (int depth : {2, 4, 8}) {
-                const int heuristic = spmspvSplitKOf(c, w, 0);
-                for (int f : {1, 2, 4})
-                  if (w != def.warps || f != 1 || depth != def.stages)
-                    launches.push_back({w, f == 1 ? 0 : std::max(1, heuristic / f), depth, false});
-                const int oneWave = spmspvOneWaveSplitKOf(c, w, depth, false);
-                if (oneWave > 0 && oneWave != heuristic && oneWave != heuristic / 2 && oneWave != heuristic / 4)
-                  launches.push_back({w, oneWave, depth, false});
-              }
+              for (int depth : {2, 4, 8})
+                for (int cl : {0, 1}) {
+                  const int heuristic = spmspvSplitKOf(c, w, 0);
+                  for (int f : {1, 2, 4})
+                    if (w != def.warps || f != 1 || depth != def.stages || cl != def.cluster)
+                      launches.push_back({w, f == 1 ? 0 : std::max(1, heuristic / f), depth, false, cl});
+                  const int oneWave = spmspvOneWaveSplitKOf(c, w, depth, false);
+                  if (oneWave > 0 && oneWave != heuristic && oneWave != heuristic / 2 && oneWave != heuristic / 4)
+                    launches.push_back({w, oneWave, depth, false, cl});
+                }
           if (s.tune && !column)
             for (bool bulk : {false, true})
               for (int w : {4, 8, 16})
@@ -611,26 +614,27 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           int timed = 0;
           for (const kernels::SpmspvConfig& l : launches) {
             reserveSpmspv(c, l.warps, l.splitK, l.stages);
-            if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages, l.bulk)) {
+            if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages, l.bulk, l.cluster)) {
               if (&l == &launches.front()) throw std::runtime_error(std::string("spMspV: ") + e);
               continue;  // refused (shared memory): not a candidate
             }
             const double us = timeGraph(c.copies(), s.repeats, [&](int i) {
-              if (const char* e = launchSpmspvCase(c, i, l.warps, l.splitK, l.stages, l.bulk))
+              if (const char* e = launchSpmspvCase(c, i, l.warps, l.splitK, l.stages, l.bulk, l.cluster))
                 throw std::runtime_error(std::string("spMspV: ") + e);
             });
             ++timed;
             if (&l == &launches.front()) defaultUs = us;
             if (timed == 1 || us < r.us) {
               r.us = us;
-              r.config = describeSpmspv(c, l.warps, l.splitK, l.stages, l.bulk);
+              r.config = describeSpmspv(c, l.warps, l.splitK, l.stages, l.bulk, l.cluster);
             }
           }
           if (s.tune) {
             std::ostringstream o;
             o.precision(4);
             o << " (fastest of " << timed << "; defaults "
-              << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk) << ": " << defaultUs << " us)";
+              << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk, def.cluster) << ": " << defaultUs
+              << " us)";
             r.config += o.str();
           }
           r.config += " threshold " + std::to_string(c.threshold);

@@ -23,9 +23,10 @@
 
 namespace sdw::gpu {
 
-std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk) {
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk, int cluster) {
   const std::string ws = "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK));
-  if (c.host.format == kernels::SpmspvFormat::Column24) return "col2:4 " + ws + " d" + std::to_string(stages);
+  if (c.host.format == kernels::SpmspvFormat::Column24)
+    return "col2:4 " + ws + " d" + std::to_string(stages) + (cluster != 0 ? " cluster" : "");
   return ws + " g" + std::to_string(stages) + (bulk ? " bulk" : "");
 }
 
@@ -347,7 +348,7 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
   c.counters = at::zeros({kernels::spmspvCounters(c.host.rows)}, options(prob).dtype(at::kInt));
 }
 
-const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages, bool bulk) {
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages, bool bulk, int cluster) {
   const auto i = static_cast<std::size_t>(copy);
   const kernels::SpmspvLayout w{
       c.chunks[i].data_ptr(),
@@ -356,7 +357,7 @@ const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int
       c.host.cols,
       kernelDType(c.host.dtype),
       c.host.format};
-  const kernels::SpmspvConfig cfg{warps, splitK, stages, bulk};
+  const kernels::SpmspvConfig cfg{warps, splitK, stages, bulk, cluster};
   if (static_cast<std::size_t>(c.ws.numel()) < kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg))
     return "spMspV: the workspace was sized for fewer split-K slices (setSpmspvActivation)";
   return status(kernels::launchSpmspv(w, c.x.data_ptr(), c.threshold, c.y.data_ptr(), cfg, c.ws.data_ptr<float>(),
@@ -387,7 +388,7 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix, int) {
 void setSpmspvActivation(SpmspvCase&, std::vector<std::uint16_t>, double, int, int) {
   throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
 }
-const char* launchSpmspvCase(SpmspvCase&, int, int, int, int, bool) { return "no CUDA kernels in this build"; }
+const char* launchSpmspvCase(SpmspvCase&, int, int, int, int, bool, int) { return "no CUDA kernels in this build"; }
 int spmspvSplitKOf(const SpmspvCase&, int, int splitK) { return splitK; }
 int spmspvOneWaveSplitKOf(const SpmspvCase&, int, int, bool) { return 0; }
 void reserveSpmspv(SpmspvCase&, int, int, int) {

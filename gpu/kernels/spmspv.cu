@@ -329,13 +329,70 @@ __device__ __forceinline__ unsigned ldStream1(const unsigned char* p) {
   return v;
 }
 
+// Where a CLUSTER launch's [slices][256] row sums start in dynamic shared memory: after
+// the lists or the block's reduction, whichever is larger.
+__host__ __device__ constexpr std::size_t col24PartOffset(int warps, int listCap) {
+  const std::size_t lists = static_cast<std::size_t>(warps) * listCap * 8;
+  const std::size_t red = static_cast<std::size_t>(warps) * kSpmspvTileRows * 4;
+  return lists > red ? lists : red;
+}
+
+// finishTile's reduction, then the cluster's: see spmspvCol24Kernel.
+template <typename T>
+__device__ __forceinline__ void finishTileCluster(float* red, float* part, const float (&acc)[8], int W, int warp,
+                                                  int lane, std::int64_t tile, std::int64_t rows, T* __restrict__ y) {
+#if __CUDA_ARCH__ >= 900
+  float4* mine = reinterpret_cast<float4*>(red + warp * kSpmspvTileRows + 8 * lane);
+  mine[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  mine[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  __syncthreads();
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // every block of the cluster has started
+  const unsigned rank = blockIdx.y;  // cluster dims (1, gridDim.y, 1): the rank is the slice
+  for (int q = warp; q < kRowGroups; q += W) {
+    const int r = 32 * q + lane;
+    float tot = 0.f;
+    for (int w = 0; w < W; ++w) tot += red[w * kSpmspvTileRows + r];
+    if (rank == 0) {
+      part[r] = tot;
+    } else {
+      const std::uint32_t local = smemAddr(part + rank * kSpmspvTileRows + r);
+      std::uint32_t remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;\n" : "=r"(remote) : "r"(local));
+      asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(tot) : "memory");
+    }
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+  if (rank != 0) return;
+  for (int q = warp; q < kRowGroups; q += W) {
+    const int r = 32 * q + lane;
+    float s = 0.f;
+    for (unsigned k = 0; k < gridDim.y; ++k) s += part[k * kSpmspvTileRows + r];
+    const std::int64_t row = tile * kSpmspvTileRows + r;
+    if (row < rows) y[row] = detail::fromFloat<T>(s);
+  }
+#else
+  (void)red, (void)part, (void)acc, (void)W, (void)warp, (void)lane, (void)tile, (void)rows, (void)y;
+  __trap();  // never launched below sm_90 (hopperLaunchSupported)
+#endif
+}
+
 // Grid (tiles, split-K slices), W warps a block; dynamic shared memory: the warps' lists
 // ([W][listCap] uint2), later reused for the block's reduction ([W][256] floats).
-template <typename T, int kD>
+// CLUSTER (SpmspvConfig::cluster, sm_90): the gridDim.y slices of a tile are one cluster;
+// each block arrives (relaxed) on the cluster barrier at start, and after its own reduction
+// waits for that phase (every block of the cluster running), stores its 256 row sums into
+// the first block's `part` ([slices][256] floats after the lists) with st.shared::cluster,
+// then arrive.release / wait.acquire; the first block adds them in slice order and writes y.
+// No workspace, fence on global memory or ticket.
+template <typename T, int kD, bool CLUSTER>
 __global__ void __launch_bounds__(kCol24MaxWarps * 32)
     spmspvCol24Kernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
                       const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
                       float* __restrict__ ws, unsigned* __restrict__ counters) {
+#if __CUDA_ARCH__ >= 900
+  if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
   extern __shared__ uint4 smemRaw[];
   const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
   const int W = static_cast<int>(blockDim.x >> 5);
@@ -393,7 +450,12 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
   }
 
   __syncthreads();  // every warp is done with its list: reuse as red[W][256]
-  finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
+  if constexpr (CLUSTER) {
+    float* part = reinterpret_cast<float*>(smem + col24PartOffset(W, listCap));
+    finishTileCluster<T>(reinterpret_cast<float*>(smem), part, acc, W, warp, lane, tile, rows, y);
+  } else {
+    finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
+  }
 }
 
 // Steps of 32 columns per split-K slice for `splits` slices.
@@ -461,20 +523,25 @@ cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, 
 
 // The column 2:4 kernel's dynamic shared memory: the lists, then the block's reduction.
 std::size_t col24Smem(std::int64_t cols, int splitK, int warps) {
-  const int cap = listCap(cols, splitK, warps);
-  return std::max<std::size_t>(static_cast<std::size_t>(warps) * cap * sizeof(uint2),
-                               static_cast<std::size_t>(warps) * kSpmspvTileRows * sizeof(float));
+  return col24PartOffset(warps, listCap(cols, splitK, warps));
 }
 
 template <typename T, int kD>
 int col24ResidentBlocks(std::int64_t cols, int splitK, int warps) {
   const std::size_t smem = col24Smem(cols, splitK, warps);
   int n = 0;
-  if (cudaFuncSetAttribute(spmspvCol24Kernel<T, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  if (cudaFuncSetAttribute(spmspvCol24Kernel<T, kD, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(smem)) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, spmspvCol24Kernel<T, kD>, warps * 32, smem) != cudaSuccess)
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, spmspvCol24Kernel<T, kD, false>, warps * 32, smem) !=
+          cudaSuccess)
     return 0;
   return n;
+}
+
+// Whether a column 2:4 launch of cfg with `splits` slices runs as clusters (SpmspvConfig::cluster).
+bool col24Cluster(const SpmspvConfig& cfg, int splits) {
+  if (cfg.cluster == 0 || splits < 2 || !detail::hopperLaunchSupported()) return false;
+  return splits <= (cfg.cluster > 0 ? 16 : 8);
 }
 
 template <typename T, int kD>
@@ -484,14 +551,25 @@ cudaError_t launchCol24(const SpmspvLayout& w, const void* x, float threshold, v
   const std::int64_t per = stepsPerSplit(w.cols, splitK);
   const int splits = splitsOf(w.cols, splitK);
   const int cap = listCap(w.cols, splitK, cfg.warps);
-  const std::size_t smem = col24Smem(w.cols, splitK, cfg.warps);
-  const cudaError_t e = cudaFuncSetAttribute(spmspvCol24Kernel<T, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(smem));
+  const bool cluster = col24Cluster(cfg, splits);
+  const std::size_t smem =
+      cluster ? col24PartOffset(cfg.warps, cap) + static_cast<std::size_t>(splits) * kSpmspvTileRows * sizeof(float)
+              : col24Smem(w.cols, splitK, cfg.warps);
+  auto kernel = cluster ? spmspvCol24Kernel<T, kD, true> : spmspvCol24Kernel<T, kD, false>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e == cudaSuccess && cluster && splits > 8)
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(spmspvTiles(w.rows)), static_cast<unsigned>(splits));
-  spmspvCol24Kernel<T, kD><<<grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream>>>(
-      static_cast<const unsigned char*>(w.chunks), w.rows, w.cols, static_cast<const T*>(x), threshold,
-      static_cast<int>(per * 32), cap, static_cast<T*>(y), ws, counters);
+  const dim3 block(static_cast<unsigned>(cfg.warps * 32));
+  const auto* chunks = static_cast<const unsigned char*>(w.chunks);
+  const auto* xt = static_cast<const T*>(x);
+  auto* yt = static_cast<T*>(y);
+  const int colsPerSplit = static_cast<int>(per * 32);
+  if (cluster)
+    return detail::launchEx(kernel, grid, block, smem, stream, static_cast<unsigned>(splits), false, chunks, w.rows,
+                            w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters);
+  kernel<<<grid, block, smem, stream>>>(chunks, w.rows, w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters);
   return cudaGetLastError();
 }
 

@@ -35,6 +35,12 @@ struct SpmspvConfig {
   // lane, instead of 16-byte cp.async pieces by every lane: fewer instructions per chunk.
   // Ignored (cp.async) below sm_90.
   bool bulk = false;
+  // Column24 only: the split-K slices of a tile launched as one thread-block cluster (sm_90)
+  // and added through distributed shared memory by the cluster's first block, instead of
+  // partial sums in the workspace and a ticket: 0 never (the default until measured), 1
+  // where there are 2-16 slices (over 8: the non-portable cluster size; a launch the device
+  // cannot co-schedule is refused), -1 where there are 2-8. Below sm_90: never.
+  int cluster = 0;
 };
 // For SpmspvFormat::Column24 the same fields mean: warps 1..8; stages the chunks each lane
 // loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.

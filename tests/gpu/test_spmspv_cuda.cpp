@@ -30,12 +30,12 @@ struct Result {
 };
 
 // Launches twice into a guarded y and returns it.
-Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3, bool bulk = false) {
+Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3, bool bulk = false, int cluster = 0) {
   const auto dt = c.host.dtype == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf;
   auto buf = torch::full({2 * kGuard + c.host.rows}, kSentinel, torch::TensorOptions().device(torch::kCUDA).dtype(dt));
   c.y = buf.narrow(0, kGuard, c.host.rows);
   for (int i = 0; i < 2; ++i)
-    if (const char* e = gpu::launchSpmspvCase(c, 0, warps, splitK, stages, bulk)) throw std::runtime_error(e);
+    if (const char* e = gpu::launchSpmspvCase(c, 0, warps, splitK, stages, bulk, cluster)) throw std::runtime_error(e);
   torch::cuda::synchronize();
   const auto all = buf.cpu().to(torch::kDouble);
   Result r;
@@ -160,22 +160,31 @@ class TestSpmspvCuda : public QObject {
     QTest::addColumn<QString>("dtype");
     QTest::addColumn<int>("warps");
     QTest::addColumn<int>("splitK");
-    QTest::addColumn<int>("depth");  // SpmspvConfig::stages: chunks per batch
-    for (const char* dt : {"bf16", "fp16"}) {
-      for (double p : {0.0, 0.5, 0.75, 0.99, 1.0}) {
-        QTest::addRow("36x96 p=%.2f %s", p, dt) << 36 << 96 << 2 << p << dt << 4 << 0 << 2;
-        QTest::addRow("300x33 p=%.2f %s", p, dt) << 300 << 33 << 2 << p << dt << 1 << 1 << 4;
-        QTest::addRow("600x4000 p=%.2f %s", p, dt) << 600 << 4000 << 2 << p << dt << 8 << 7 << 8;
+    QTest::addColumn<int>("depth");    // SpmspvConfig::stages: chunks per batch
+    QTest::addColumn<int>("cluster");  // SpmspvConfig::cluster (1: slices reduced in a cluster where 2-16)
+    for (const int cl : {0, 1}) {
+      const char* c = cl ? " cluster" : "";
+      for (const char* dt : {"bf16", "fp16"}) {
+        for (double p : {0.0, 0.5, 0.75, 0.99, 1.0}) {
+          QTest::addRow("36x96 p=%.2f %s%s", p, dt, c) << 36 << 96 << 2 << p << dt << 4 << 2 << 2 << cl;
+          QTest::addRow("300x33 p=%.2f %s%s", p, dt, c) << 300 << 33 << 2 << p << dt << 1 << 1 << 4 << cl;
+          QTest::addRow("600x4000 p=%.2f %s%s", p, dt, c) << 600 << 4000 << 2 << p << dt << 8 << 7 << 8 << cl;
+        }
+        QTest::addRow("257x1000 one per group %s%s", dt, c) << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4 << cl;
+        QTest::addRow("512x2080 split 65 %s%s", dt, c) << 512 << 2080 << 2 << 0.5 << dt << 2 << 65 << 2 << cl;
+        QTest::addRow("512x2080 split 16 %s%s", dt, c) << 512 << 2080 << 2 << 0.5 << dt << 8 << 16 << 2 << cl;
       }
-      QTest::addRow("257x1000 one per group %s", dt) << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4;
-      QTest::addRow("512x2080 split 65 %s", dt) << 512 << 2080 << 2 << 0.5 << dt << 2 << 65 << 2;
+      for (double p : {0.0, 0.5, 0.75})  // Llama shapes: every depth at p_x 0.5, depth 4 elsewhere
+        for (int depth : {2, 4, 8}) {
+          if ((p != 0.5 && depth != 4) || (cl && depth != 4)) continue;  // each row packs a large matrix
+          QTest::addRow("llama 4096x4096 p=%.2f d%d%s", p, depth, c)
+              << 4096 << 4096 << 2 << p << "bf16" << 8 << (cl ? 8 : 0) << depth << cl;
+          QTest::addRow("llama 14336x4096 p=%.2f d%d%s", p, depth, c)
+              << 14336 << 4096 << 2 << p << "bf16" << 8 << (cl ? 16 : 0) << depth << cl;
+          QTest::addRow("llama 4096x14336 p=%.2f d%d%s", p, depth, c)
+              << 4096 << 14336 << 2 << p << "bf16" << 4 << (cl ? 4 : 0) << depth << cl;
+        }
     }
-    for (double p : {0.0, 0.5, 0.75})
-      for (int depth : {2, 4, 8}) {
-        QTest::addRow("llama 4096x4096 p=%.2f d%d", p, depth) << 4096 << 4096 << 2 << p << "bf16" << 8 << 0 << depth;
-        QTest::addRow("llama 14336x4096 p=%.2f d%d", p, depth) << 14336 << 4096 << 2 << p << "bf16" << 8 << 0 << depth;
-        QTest::addRow("llama 4096x14336 p=%.2f d%d", p, depth) << 4096 << 14336 << 2 << p << "bf16" << 4 << 0 << depth;
-      }
   }
 
   void column24MatchesReference() {
@@ -187,6 +196,7 @@ class TestSpmspvCuda : public QObject {
     QFETCH(int, warps);
     QFETCH(int, splitK);
     QFETCH(int, depth);
+    QFETCH(int, cluster);
     const auto dt = sparse::parseDType(dtype.toStdString());
     const auto seed = static_cast<std::uint64_t>(rows) * 137 + static_cast<std::uint64_t>(cols);
     const int padded = (rows + 3) / 4 * 4;  // the generator wants whole groups; the last rows are cut
@@ -207,7 +217,7 @@ class TestSpmspvCuda : public QObject {
       }
     }
     QCOMPARE(active, cols - std::llround(p * cols));
-    const auto got = runGuarded(c, warps, splitK, depth);
+    const auto got = runGuarded(c, warps, splitK, depth, false, cluster);
     QVERIFY2(got.guardsIntact, "y's guard region was overwritten");
     const double halfUlp = dt == sparse::DType::BF16 ? 1.0 / 256 : 1.0 / 2048;
     for (int r = 0; r < rows; ++r) {
@@ -228,7 +238,11 @@ class TestSpmspvCuda : public QObject {
     gpu::setSpmspvActivation(c, gpu::randomNormal16(64, sparse::DType::BF16, 3), 0.5, 4, 0);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) == nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 9, 0, 2) != nullptr);
-    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 3) != nullptr);         // depth 3: not built
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 3) != nullptr);  // depth 3: not built
+    // The workspace and the cluster add the same slice sums in slice order: bitwise equal.
+    const auto viaWorkspace = runGuarded(c, 4, 2, 2, false, 0), viaCluster = runGuarded(c, 4, 2, 2, false, 1);
+    QVERIFY(viaWorkspace.guardsIntact && viaCluster.guardsIntact);
+    QCOMPARE(viaCluster.y, viaWorkspace.y);
     c.chunks[0] = c.chunks[0].narrow(0, 8, c.chunks[0].numel() - 8);  // 16-byte offset
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) != nullptr);
   }

@@ -49,7 +49,8 @@
 #                                 the attention always prefetching the value rows), each in its own process, one
 #                                 after another; VARIANT_BATCHES (default 1,2,4,8), VARIANT_ARGS more options (e.g. --tensor-cores)
 #   ENGINE_CHECK_TARGETS="sdw-cli test_engine_cuda" ...   build only those
-#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the column 2:4 kernel under compute-sanitizer (SANITIZE=0: not),
+#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the column 2:4 kernel under compute-sanitizer (not with
+#                                 SPMSPV_SANITIZE=0),
 #                                 the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B shapes, p_x 0-0.75,
 #                                 both weight layouts), then the launch grid (bench kernels --tune: warps, split-K,
 #                                 chunks in flight, bulk copies or not) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
@@ -196,13 +197,14 @@ fi
 if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
   (cd build-gpu && timeout 240 ctest -R test_spmspv_cuda --output-on-failure -V) > "$O/ctest-spmspv.log" 2>&1
   grep -E "Totals|FAIL!|Loc:" "$O/ctest-spmspv.log" | cut -c1-200 | head -20
-  # The column 2:4 kernel under compute-sanitizer (one small and one split-K row).
-  if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
+  # The column 2:4 kernel under compute-sanitizer (a small row, a split-K row, the same reduced in a cluster).
+  if [ "${SPMSPV_SANITIZE:-1}" = 1 ]; then
     for tool in memcheck racecheck synccheck; do
       timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_spmspv_cuda \
         "column24MatchesReference:300x33 p=0.50 bf16" "column24MatchesReference:600x4000 p=0.50 fp16" \
+        "column24MatchesReference:600x4000 p=0.50 fp16 cluster" \
         > "$O/sanitize-col24-$tool.log" 2>&1
-      echo "col2:4 $tool rc=$? $(grep -E 'ERROR SUMMARY|Totals' "$O/sanitize-col24-$tool.log" | tr '\n' ' ')"
+      echo "col2:4 $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Totals' "$O/sanitize-col24-$tool.log" | tr '\n' ' ')"
     done
   fi
   # The committed command with the launch defaults: both weight layouts (50%, col2:4).
