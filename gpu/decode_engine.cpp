@@ -470,6 +470,9 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
     // batch-interleaved input of the CUDA-core kernel.
     const char* env = std::getenv("SDW_TC_X");
     op.spmv.xRowMajor = op.spmv.tcM == 16 || !(env && std::string(env) == "interleaved");  // 8:16: [batch, cols] only
+    // SDW_TC_SEL=copies: the selector table in 8 copies (SpmvConfig::tcSelectorCopies; an A/B switch).
+    const char* sel = std::getenv("SDW_TC_SEL");
+    op.spmv.tcSelectorCopies = sel && std::string(sel) == "copies" && op.spmv.tcM != 16;
   }
   return op;
 }

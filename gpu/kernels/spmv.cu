@@ -498,9 +498,11 @@ __device__ __forceinline__ std::uint32_t prmtZ(std::uint32_t a, std::uint32_t se
 
 // One row's 16 columns of the lane: e[2j], e[2j + 1] are the A-fragment registers of its
 // columns 4j, 4j + 1 and 4j + 2, 4j + 3 (16-bit pairs, the lower column in the low half).
+// kStride: the table's entries kStride apart (8: the lane's copy of the replicated table).
+template <int kStride = 1>
 __device__ __forceinline__ void tcExpandRow(const uint4& v, std::uint32_t bits, const uint4* sel,
                                             std::uint32_t (&e)[8]) {
-  const uint4 s0 = sel[bits & 255u], s1 = sel[(bits >> 8) & 255u];
+  const uint4 s0 = sel[(bits & 255u) * kStride], s1 = sel[((bits >> 8) & 255u) * kStride];
   e[0] = prmtZ(v.x, s0.x);
   e[1] = prmtZ(v.x, s0.y) | prmtZ(v.y, s0.y >> 16);
   e[2] = prmtZ(v.x, s0.z) | prmtZ(v.y, s0.z >> 16);
@@ -572,7 +574,7 @@ __device__ __forceinline__ TcPair tcLoad(const uint4* __restrict__ values, const
 }
 
 // xs: this word pair's x, [batch row][column pair] (row stride xs32Stride), at the lane's columns.
-template <typename T, int B, bool W16 = false>
+template <typename T, int B, bool W16 = false, bool REP = false>
 __device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const std::uint32_t* xs, int xs32Stride,
                                        int grp, int t, float (&c)[2][4]) {
   uint4 b01 = make_uint4(0u, 0u, 0u, 0u), b23 = b01;
@@ -588,8 +590,8 @@ __device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const 
       tcExpandRow16(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
       tcExpandRow16(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
     } else {
-      tcExpandRow(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
-      tcExpandRow(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
+      tcExpandRow<REP ? 8 : 1>(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
+      tcExpandRow<REP ? 8 : 1>(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) mma16816<T>(c[h], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], b[2 * j], b[2 * j + 1]);
@@ -670,14 +672,18 @@ __device__ __forceinline__ TcPair tcRead(const unsigned char* stage, int grp, in
   return p;
 }
 
-// W16: 8:16 (tcExpandRow16 and its 16 KiB of selectors).
-template <typename T, int B, int XS, int S, bool PDL, bool W16 = false>
+// W16: 8:16 (tcExpandRow16 and its 16 KiB of selectors). REP (SpmvConfig::tcSelectorCopies,
+// not with W16): the selectors in 8 copies after the ring in dynamic shared memory, entry e's
+// copy c at e * 8 + c, lane l reading copy l & 7.
+template <typename T, int B, int XS, int S, bool PDL, bool W16 = false, bool REP = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     bitmaskSpmvTcKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
                         std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
+  static_assert(!(REP && W16), "8:16's selectors are not replicated");
   constexpr int kSel = W16 ? 1024 : 256;
-  __shared__ uint4 sel[kSel];
+  constexpr int kCopies = REP ? 8 : 1;
+  __shared__ uint4 selStatic[REP ? 1 : kSel];
   extern __shared__ uint4 tcSmem[];
   auto* xs = reinterpret_cast<std::uint32_t*>(tcSmem);
   const int xs32Stride = wordsPerSplit * 16 + 4;  // 16 bytes of padding: conflict-free B loads
@@ -691,6 +697,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int nPairs = live ? (g1 - gs) / 2 : 0;  // full pairs through the ring; an odd last word after it
   unsigned char* ring = reinterpret_cast<unsigned char*>(tcSmem) + B * xs32Stride * 4 + warp * S * kTcStageBytes;
   const std::uint32_t ringAddr = detail::smemAddr(ring);
+  uint4* sel = REP ? reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(tcSmem) + B * xs32Stride * 4 +
+                                              W * S * kTcStageBytes)
+                   : selStatic;
   // The ring's first S - 1 pairs are requested before anything else (the weights do not depend
   // on the previous kernel): their latency overlaps the table copy, the wait and the x staging.
 #pragma unroll
@@ -698,8 +707,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     if (k < nPairs) tcIssue(ringAddr + k * kTcStageBytes, values, masks, tileBase + gs + 2 * k, lane);
     detail::cpAsyncCommit();  // also when empty: one group per pair keeps the wait count uniform
   }
-  for (int i = threadIdx.x; i < kSel; i += blockDim.x)
-    sel[i] = __ldg(reinterpret_cast<const uint4*>(W16 ? kTcSelectors16.v : kTcSelectors.v) + i);
+  for (int i = threadIdx.x; i < kSel * kCopies; i += blockDim.x)
+    sel[i] = __ldg(reinterpret_cast<const uint4*>(W16 ? kTcSelectors16.v : kTcSelectors.v) + i / kCopies);
+  const uint4* selLane = REP ? sel + (lane & 7) : sel;
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
   tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1, G);
   __syncthreads();
@@ -715,13 +725,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     detail::cpAsyncCommit();
     detail::cpAsyncWait<S - 1>();  // pair k has landed (this lane's pieces) ...
     __syncwarp();                  // ... and every lane's
-    tcPair<T, B, W16>(tcRead(ring + (k % S) * kTcStageBytes, grp, t), sel, xs + 2 * k * 16, xs32Stride, grp, t, c);
+    tcPair<T, B, W16, REP>(tcRead(ring + (k % S) * kTcStageBytes, grp, t), selLane, xs + 2 * k * 16, xs32Stride, grp, t,
+                           c);
     __syncwarp();  // the stage is refilled at the next pair
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   if ((g1 - gs) & 1)                         // an odd last word, straight from global memory
-    tcPair<T, B, W16>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), sel, xs + (g1 - 1 - gs) * 16, xs32Stride,
-                      grp, t, c);
+    tcPair<T, B, W16, REP>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), selLane, xs + (g1 - 1 - gs) * 16,
+                           xs32Stride, grp, t, c);
 
   // c[h][i] (row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1)) to one row per lane
   // through the warp's ring (its copies are done: the last groups were empty), then the
@@ -743,7 +754,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row, tiles * 32);
 }
 
-template <typename T, int B, int XS, int S, bool W16 = false>
+template <typename T, int B, int XS, int S, bool W16 = false, bool REP = false>
 cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
                      cudaStream_t stream) {
@@ -755,12 +766,14 @@ cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_
   const int wordsPerSplit = spmvWordsPerSplit(cols, B, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
   const std::size_t smem = static_cast<std::size_t>(B) * (wordsPerSplit * 16 + 4) * 4 +
-                           static_cast<std::size_t>(cfg.warps) * S * kTcStageBytes;
+                           static_cast<std::size_t>(cfg.warps) * S * kTcStageBytes +
+                           (REP ? std::size_t{8} * 256 * sizeof(uint4) : 0);
   const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
   if (blocks > 2147483647) return cudaErrorInvalidValue;
   dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
-  const bool pdl = cfg.pdl && hopperLaunchSupported();
-  auto kernel = pdl ? bitmaskSpmvTcKernel<T, B, XS, S, true, W16> : bitmaskSpmvTcKernel<T, B, XS, S, false, W16>;
+  const bool pdl = !REP && cfg.pdl && hopperLaunchSupported();  // the copies: an A/B of the launch without PDL
+  auto kernel =
+      pdl ? bitmaskSpmvTcKernel<T, B, XS, S, !REP, W16, REP> : bitmaskSpmvTcKernel<T, B, XS, S, false, W16, REP>;
   const cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
@@ -882,6 +895,8 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
       return cfg.unroll == 102 && cfg.xRowMajor
                  ? launchTc<T, B, 0, 2, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream)
                  : cudaErrorInvalidValue;
+    if (cfg.tcSelectorCopies && cfg.xRowMajor && cfg.unroll == 102)
+      return launchTc<T, B, 0, 2, false, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
     // clang-format off
     switch (cfg.unroll) {
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);

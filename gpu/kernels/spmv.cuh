@@ -48,6 +48,13 @@ struct SpmvConfig {
   int tcM = 8;             // on the tensor cores, the pattern's M: 2, 4, 8 (every mask byte holds four kept columns)
                            // or 16 (8:16: every 16 columns hold eight; a longer expansion, with xRowMajor and unroll
                            // 102 only). The packed format does not say which: a wrong M gives wrong sums.
+  // On the tensor cores with tcM 2, 4 or 8, x row-major and the 2-stage ring (unroll 102):
+  // the byte selectors in 8 copies (32 KiB of shared memory instead of 4), lane l reading
+  // copy l & 7, so the 8 lanes of each quarter-warp phase of a 16-byte shared load hit 8
+  // distinct bank groups (with one copy the random bytes collide: ~10 wavefronts a load
+  // instead of 4). Bitwise the same sums; never with programmatic dependent launch; ignored
+  // on the other paths. An A/B switch until measured (SDW_TC_SEL=copies in the engine).
+  bool tcSelectorCopies = false;
 };
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8

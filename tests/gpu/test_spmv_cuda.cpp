@@ -278,6 +278,22 @@ class TestSpmvCuda : public QObject {
             torch::cuda::synchronize();
             QVERIFY2(torch::equal(in.y, rowMajor), qPrintable(what + ": interleaved x differs from [batch, cols]"));
           }
+          if (m != 16 && unroll == 102) {  // the selector table in 8 copies: the same bits
+            kernels::SpmvConfig rc = kernels::toConfig(cfg, pdl);
+            rc.tcM = m;
+            rc.xRowMajor = true;
+            rc.tcSelectorCopies = true;
+            in.y.fill_(kSentinel);
+            const cudaError_t er = kernels::launchBitmaskSpmv(
+                in.w[0].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[0].data_ptr()),
+                dt == sparse::DType::BF16 ? kernels::DType::BF16 : kernels::DType::F16, rows, cols, in.xr.data_ptr(),
+                batch, in.y.data_ptr(), in.y.stride(0), rc, in.ws.data_ptr<float>(),
+                reinterpret_cast<unsigned*>(in.counters.data_ptr()), c10::cuda::getCurrentCUDAStream());
+            QVERIFY2(er == cudaSuccess,
+                     qPrintable(what + ": selector copies: " + QString::fromUtf8(cudaGetErrorString(er))));
+            torch::cuda::synchronize();
+            QVERIFY2(torch::equal(in.y, rowMajor), qPrintable(what + ": selector copies differ from one table"));
+          }
           ++configs;
         }
     QCOMPARE(configs, m == 16 ? 6 : 18);

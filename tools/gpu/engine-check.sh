@@ -45,8 +45,8 @@
 #                                 into the dense GEMVs around them)
 #   ENGINE_CHECK_VARIANTS=1 ...   the Llama-3.1-8B step (cuBLAS, dense, sparse 2:4) at batch 1, 2, 4, 8 under each
 #                                 environment of VARIANTS (";"-separated NAME=VAR=V,VAR=V; default: as it is, the
-#                                 tensor-core SpMV with programmatic dependent launch, reading batch-interleaved x,
-#                                 the attention always prefetching the value rows), each in its own process, one
+#                                 tensor-core SpMV with its selector table in 8 copies, with programmatic dependent
+#                                 launch, the attention always prefetching the value rows), each in its own process, one
 #                                 after another; VARIANT_BATCHES (default 1,2,4,8), VARIANT_ARGS more options (e.g. --tensor-cores)
 #   ENGINE_CHECK_TARGETS="sdw-cli test_engine_cuda" ...   build only those
 #   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the column 2:4 kernel under compute-sanitizer (not with
@@ -110,7 +110,7 @@ if [ "${ENGINE_CHECK_FUSE:-0}" = 1 ]; then
   done
 fi
 if [ "${ENGINE_CHECK_VARIANTS:-0}" = 1 ]; then
-  IFS=';' read -r -a vs <<< "${VARIANTS:-default=;tc-pdl=SDW_TC_PDL=1;tc-interleaved=SDW_TC_X=interleaved;values=SDW_ATTENTION_PV=1}"
+  IFS=';' read -r -a vs <<< "${VARIANTS:-default=;tc-selcopies=SDW_TC_SEL=copies;tc-pdl=SDW_TC_PDL=1;values=SDW_ATTENTION_PV=1}"
   for v in "${vs[@]}"; do
     name=${v%%=*} envs=${v#*=}
     (IFS=','; for kv in $envs; do [ -n "$kv" ] && export "$kv"; done
