@@ -123,8 +123,9 @@ void loadPacked(Model::Impl& m, EngineState& e, const std::filesystem::path& dir
   const std::filesystem::path file = m.options.sparseFile.empty() ? dir / "model.sdwsparse" : m.options.sparseFile;
   if (!std::filesystem::exists(file))
     throw std::runtime_error(file.string() +
-                             ": no packed sparse file (sdw-cli prune writes model.sdwsparse next to a pruned "
-                             "checkpoint; --linear sparse reads it)");
+                             ": no packed sparse file (sdw-cli prune writes model.sdwsparse next to a checkpoint "
+                             "pruned to a row N:M pattern, 2:4 to 16:32; unstructured and column patterns such as "
+                             "col2:4 have none: decode those with --linear dense)");
   std::vector<sparse::SparseModule> mods = sparse::readSparseFile(file);
   if (mods.empty()) throw std::runtime_error(file.string() + ": the sparse file holds no module");
   const auto index = projectionIndex(m);
