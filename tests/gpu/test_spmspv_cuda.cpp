@@ -240,6 +240,7 @@ class TestSpmspvCuda : public QObject {
     QVERIFY(gpu::launchSpmspvCase(c, 0, 9, 0, 2) != nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 3) != nullptr);  // depth 3: not built
     // The workspace and the cluster add the same slice sums in slice order: bitwise equal.
+    gpu::reserveSpmspv(c, 4, 2, 2);
     const auto viaWorkspace = runGuarded(c, 4, 2, 2, false, 0), viaCluster = runGuarded(c, 4, 2, 2, false, 1);
     QVERIFY(viaWorkspace.guardsIntact && viaCluster.guardsIntact);
     QCOMPARE(viaCluster.y, viaWorkspace.y);
