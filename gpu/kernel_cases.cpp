@@ -322,7 +322,9 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix packed, int copies) {
   auto& chunks = c.host.chunks;
   auto& offs = c.host.offsets;
   const auto cpuChunks = at::from_blob(chunks.data(), {static_cast<std::int64_t>(chunks.size())}, at::kShort);
-  const auto cpuOffsets = at::from_blob(offs.data(), {static_cast<std::int64_t>(offs.size())}, at::kInt);
+  // Column 2:4 has no offsets: an empty tensor (not a blob of a null pointer).
+  const auto cpuOffsets = offs.empty() ? at::empty({0}, at::kInt)
+                                       : at::from_blob(offs.data(), {static_cast<std::int64_t>(offs.size())}, at::kInt);
   for (int i = 0; i < std::max(1, copies); ++i) {
     c.chunks.push_back(cpuChunks.to(at::kCUDA));
     c.offsets.push_back(cpuOffsets.to(at::kCUDA));
