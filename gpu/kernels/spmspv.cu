@@ -573,43 +573,29 @@ cudaError_t launchCol24(const SpmspvLayout& w, const void* x, float threshold, v
   return cudaGetLastError();
 }
 
-// f(std::type_identity<T>{}, std::integral_constant<int, D>{}) for the column 2:4 kernel's
-// element type and depth; `none` where no kernel is built for them.
-template <typename R, typename F>
-R byTypeAndDepth(DType dtype, int depth, R none, F f) {
-  const auto withDepth = [&](auto t) -> R {
-    switch (depth) {
-      case 2: return f(t, std::integral_constant<int, 2>{});
-      case 4: return f(t, std::integral_constant<int, 4>{});
-      case 8: return f(t, std::integral_constant<int, 8>{});
-      default: return none;
-    }
+// f(std::type_identity<T>{}, std::integral_constant<int, N>{}) for the kernel's element type
+// and a count built as one of Ns (groups in flight for the bitmask kernel, chunks a batch
+// for the column 2:4 one); `none` where no kernel is built for them.
+template <int... Ns, typename R, typename F>
+R byTypeAndCount(DType dtype, int n, R none, F f) {
+  const auto withCount = [&](auto t) -> R {
+    R r = none;
+    ((n == Ns ? (r = f(t, std::integral_constant<int, Ns>{}), true) : false) || ...);
+    return r;
   };
   switch (dtype) {
-    case DType::BF16: return withDepth(std::type_identity<__nv_bfloat16>{});
-    case DType::F16: return withDepth(std::type_identity<__half>{});
+    case DType::BF16: return withCount(std::type_identity<__nv_bfloat16>{});
+    case DType::F16: return withCount(std::type_identity<__half>{});
     default: return none;
   }
 }
-
-// f(std::type_identity<T>{}, std::integral_constant<int, S>{}) for the kernel's element type
-// and groups in flight; `none` where no kernel is built for them.
 template <typename R, typename F>
 R byTypeAndStages(DType dtype, int stages, R none, F f) {
-  const auto withStages = [&](auto t) -> R {
-    switch (stages) {
-      case 2: return f(t, std::integral_constant<int, 2>{});
-      case 3: return f(t, std::integral_constant<int, 3>{});
-      case 4: return f(t, std::integral_constant<int, 4>{});
-      case 6: return f(t, std::integral_constant<int, 6>{});
-      default: return none;
-    }
-  };
-  switch (dtype) {
-    case DType::BF16: return withStages(std::type_identity<__nv_bfloat16>{});
-    case DType::F16: return withStages(std::type_identity<__half>{});
-    default: return none;
-  }
+  return byTypeAndCount<2, 3, 4, 6>(dtype, stages, none, f);
+}
+template <typename R, typename F>
+R byTypeAndDepth(DType dtype, int depth, R none, F f) {
+  return byTypeAndCount<2, 4, 8>(dtype, depth, none, f);
 }
 
 }  // namespace
