@@ -46,6 +46,47 @@ Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3, boo
   }
   return r;
 }
+
+// Launches c (runGuarded) and checks y against a float64 product of exactly what the kernel
+// reads (the weights w [rows, cols], x masked by the threshold): per row within the 16-bit
+// output rounding plus fp32 rounding (sum |w x|), the relative error, exact zeros when
+// nothing is read, and the guards. p: the activation sparsity x was set to.
+void expectReference(gpu::SpmspvCase& c, const std::vector<std::uint16_t>& w, double p, int warps, int splitK,
+                     int stages, bool bulk, int cluster) {
+  const auto dt = c.host.dtype;
+  const std::int64_t rows = c.host.rows, cols = c.host.cols;
+  std::vector<double> ref(std::size_t(rows), 0.0), absRef(std::size_t(rows), 0.0);
+  std::int64_t active = 0;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const float xj = sparse::from16(c.xHost[std::size_t(j)], dt);
+    if (!gpu::spmspvActive(xj, c.threshold)) continue;
+    ++active;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double t = double(sparse::from16(w[std::size_t(r * cols + j)], dt)) * xj;
+      ref[std::size_t(r)] += t;
+      absRef[std::size_t(r)] += std::fabs(t);
+    }
+  }
+  QCOMPARE(active, cols - std::llround(p * double(cols)));
+
+  const auto got = runGuarded(c, warps, splitK, stages, bulk, cluster);
+  QVERIFY2(got.guardsIntact, "y's guard region was overwritten");
+  const double halfUlp = dt == sparse::DType::BF16 ? 1.0 / 256 : 1.0 / 2048;  // output rounding to 16 bits
+  double err = 0, norm = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double g = got.y[std::size_t(r)], want = ref[std::size_t(r)];
+    QVERIFY2(std::isfinite(g), qPrintable(QStringLiteral("row %1 not finite").arg(r)));
+    const double tol = halfUlp * std::fabs(want) + 2e-5 * absRef[std::size_t(r)] + 1e-30;
+    QVERIFY2(std::fabs(g - want) <= tol,
+             qPrintable(QStringLiteral("row %1: %2 vs %3 (tol %4)").arg(r).arg(g).arg(want).arg(tol)));
+    err += (g - want) * (g - want);
+    norm += want * want;
+  }
+  if (active == 0) QCOMPARE(err, 0.0);  // nothing read: y exactly zero
+  else
+    QVERIFY2(std::sqrt(err / norm) < 2 * halfUlp,
+             qPrintable(QStringLiteral("relative error %1").arg(std::sqrt(err / norm))));
+}
 }  // namespace
 
 class TestSpmspvCuda : public QObject {
@@ -115,38 +156,7 @@ class TestSpmspvCuda : public QObject {
     auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, rows, cols, dt), 1);
     gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, seed + 1), p, warps, splitK);
 
-    // float64 reference of exactly what the kernel reads; sum |w x| is the scale of fp32 rounding.
-    std::vector<double> ref(std::size_t(rows), 0.0), absRef(std::size_t(rows), 0.0);
-    std::int64_t active = 0;
-    for (int j = 0; j < cols; ++j) {
-      const float xj = sparse::from16(c.xHost[std::size_t(j)], dt);
-      if (!gpu::spmspvActive(xj, c.threshold)) continue;
-      ++active;
-      for (int r = 0; r < rows; ++r) {
-        const double t = double(sparse::from16(w[std::size_t(r) * cols + j], dt)) * xj;
-        ref[std::size_t(r)] += t;
-        absRef[std::size_t(r)] += std::fabs(t);
-      }
-    }
-    QCOMPARE(active, cols - std::llround(p * cols));
-
-    const auto got = runGuarded(c, warps, splitK, stages, bulk);
-    QVERIFY2(got.guardsIntact, "y's guard region was overwritten");
-    const double halfUlp = dt == sparse::DType::BF16 ? 1.0 / 256 : 1.0 / 2048;  // output rounding to 16 bits
-    double err = 0, norm = 0;
-    for (int r = 0; r < rows; ++r) {
-      const double g = got.y[std::size_t(r)], want = ref[std::size_t(r)];
-      QVERIFY2(std::isfinite(g), qPrintable(QStringLiteral("row %1 not finite").arg(r)));
-      const double tol = halfUlp * std::fabs(want) + 2e-5 * absRef[std::size_t(r)] + 1e-30;
-      QVERIFY2(std::fabs(g - want) <= tol,
-               qPrintable(QStringLiteral("row %1: %2 vs %3 (tol %4)").arg(r).arg(g).arg(want).arg(tol)));
-      err += (g - want) * (g - want);
-      norm += want * want;
-    }
-    if (active == 0) QCOMPARE(err, 0.0);  // nothing read: y exactly zero
-    else
-      QVERIFY2(std::sqrt(err / norm) < 2 * halfUlp,
-               qPrintable(QStringLiteral("relative error %1").arg(std::sqrt(err / norm))));
+    expectReference(c, w, p, warps, splitK, stages, bulk, 0);
   }
 
   // The column 2:4 layout's kernel (SpmspvFormat::Column24) against the same float64
@@ -204,30 +214,7 @@ class TestSpmspvCuda : public QObject {
     w.resize(std::size_t(rows) * cols);
     auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, rows, cols, dt, kernels::SpmspvFormat::Column24), 1);
     gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, seed + 1), p, warps, splitK);
-    std::vector<double> ref(std::size_t(rows), 0.0), absRef(std::size_t(rows), 0.0);
-    std::int64_t active = 0;
-    for (int j = 0; j < cols; ++j) {
-      const float xj = sparse::from16(c.xHost[std::size_t(j)], dt);
-      if (!gpu::spmspvActive(xj, c.threshold)) continue;
-      ++active;
-      for (int r = 0; r < rows; ++r) {
-        const double t = double(sparse::from16(w[std::size_t(r) * cols + j], dt)) * xj;
-        ref[std::size_t(r)] += t;
-        absRef[std::size_t(r)] += std::fabs(t);
-      }
-    }
-    QCOMPARE(active, cols - std::llround(p * cols));
-    const auto got = runGuarded(c, warps, splitK, depth, false, cluster);
-    QVERIFY2(got.guardsIntact, "y's guard region was overwritten");
-    const double halfUlp = dt == sparse::DType::BF16 ? 1.0 / 256 : 1.0 / 2048;
-    for (int r = 0; r < rows; ++r) {
-      const double g = got.y[std::size_t(r)], want = ref[std::size_t(r)];
-      const double tol = halfUlp * std::fabs(want) + 2e-5 * absRef[std::size_t(r)] + 1e-30;
-      QVERIFY2(std::isfinite(g) && std::fabs(g - want) <= tol,
-               qPrintable(QStringLiteral("row %1: %2 vs %3 (tol %4)").arg(r).arg(g).arg(want).arg(tol)));
-    }
-    if (active == 0)
-      for (double v : got.y) QCOMPARE(v, 0.0);
+    expectReference(c, w, p, warps, splitK, depth, false, cluster);
   }
 
   // Column 2:4 refusals: more than 8 warps, an unbuilt depth, a chunk buffer not 32-byte aligned.
