@@ -36,6 +36,21 @@ void bruteForce(const std::vector<std::uint16_t>& w, std::int64_t rows, std::int
       absY[std::size_t(r)] += std::fabs(t);
     }
 }
+
+// x [cols] standard normal in 16 bits and the threshold that skips a fraction p of it
+// (activationThreshold), widened to fp32.
+struct Input {
+  std::vector<float> x;
+  float threshold = -1;
+};
+Input randomInput(std::int64_t cols, DType dt, std::uint64_t seed, double p) {
+  auto x16 = gpu::randomNormal16(cols, dt, seed);
+  Input in;
+  in.threshold = gpu::activationThreshold(x16, dt, p);
+  in.x.resize(x16.size());
+  for (std::size_t i = 0; i < x16.size(); ++i) in.x[i] = sparse::from16(x16[i], dt);
+  return in;
+}
 }  // namespace
 
 class TestSpmspvCpu : public QObject {
@@ -155,10 +170,7 @@ class TestSpmspvCpu : public QObject {
     for (DType dt : {DType::BF16, DType::F16}) {
       const auto w = gpu::randomPrunedWeights(rows, cols, dt, keep, group, 11);
       const auto m = gpu::packSpmspv(w, rows, cols, dt);
-      auto x16 = gpu::randomNormal16(cols, dt, 12);
-      const float threshold = gpu::activationThreshold(x16, dt, p);
-      std::vector<float> x(x16.size());
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] = sparse::from16(x16[i], dt);
+      const auto [x, threshold] = randomInput(cols, dt, 12, p);
       const auto skipped = std::count_if(x.begin(), x.end(), [&](float v) { return !gpu::spmspvActive(v, threshold); });
       QCOMPARE(std::int64_t(skipped), std::int64_t(std::llround(p * cols)));
       std::vector<float> y(std::size_t(rows), -7.f);
@@ -349,10 +361,7 @@ class TestSpmspvCpu : public QObject {
     for (DType dt : {DType::BF16, DType::F16}) {
       const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, 2, 4, 17);
       const auto m = gpu::packSpmspv(w, rows, cols, dt, kernels::SpmspvFormat::Column24);
-      auto x16 = gpu::randomNormal16(cols, dt, 18);
-      const float threshold = gpu::activationThreshold(x16, dt, p);
-      std::vector<float> x(x16.size());
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] = sparse::from16(x16[i], dt);
+      const auto [x, threshold] = randomInput(cols, dt, 18, p);
       std::vector<double> ref, absRef;
       bruteForce(w, rows, cols, dt, x, threshold, ref, absRef);
 
