@@ -177,7 +177,7 @@ struct SpmspvVariant {
   const char* pattern;
   kernels::SpmspvFormat format;
 };
-constexpr SpmspvVariant kSpmspvVariants[] = {{"50%", kernels::SpmspvFormat::Bitmask},
+constexpr SpmspvVariant kSpmspvVariants[] = {{kSpmspvUnstructuredPattern, kernels::SpmspvFormat::Bitmask},
                                              {"col2:4", kernels::SpmspvFormat::Column24}};
 SpmspvMatrix spmspvWeights(const SpmspvVariant& v, std::int64_t rows, std::int64_t cols, sparse::DType dt,
                            std::uint64_t seed) {

@@ -94,6 +94,10 @@ struct BenchSummary {
   double medianVsCublasChained = 0, medianVsDenseChained = 0, medianVsCusparseltChained = 0;
 };
 
+// The pattern column of spMspV rows in the bitmask layout (50% unstructured weights); the
+// other layouts name their pattern ("col2:4").
+inline constexpr const char* kSpmspvUnstructuredPattern = "50%";
+
 // spMspV at one activation sparsity and weight layout: medians over the run's shapes (batch 1).
 struct ActivationSummary {
   std::string pattern;  // the rows' pattern: "50%" (bitmask layout) or "col2:4" (column 2:4 layout)

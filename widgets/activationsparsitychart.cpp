@@ -28,9 +28,8 @@ QString sparsityText(double p) { return QString::number(p, 'g', 3); }
 
 }  // namespace
 
-QString ActivationSparsityChart::medianName() { return tr("median over the shapes"); }
-QString ActivationSparsityChart::columnMedianName() {
-  return tr("median over the shapes, %1").arg(QLatin1String(ActivationSpeedups::kColumnPattern));
+QString ActivationSparsityChart::medianName(const QString& layout) {
+  return layout.isEmpty() ? tr("median over the shapes") : tr("median over the shapes, %1").arg(layout);
 }
 QString ActivationSparsityChart::limitName() { return tr("bytes limit (dense bytes / spMspV bytes)"); }
 
@@ -85,16 +84,16 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
 
   // Colour by projection: "q" of every model alike; a custom shape is its own.
   QStringList groups;
-  const QString columnSuffix = QLatin1Char(' ') + QLatin1String(ActivationSpeedups::kColumnPattern);
   for (int i = 0; i < s.shapes.size(); ++i) {
-    const bool column = s.shapes[i].endsWith(columnSuffix);
+    const QString layout = i < s.shapePatterns.size() ? s.shapePatterns[i] : QString();
+    const bool other = !layout.isEmpty();  // named "<shape> <pattern>"
     const QString group =
-        BenchCharts::splitShapeLabel(column ? s.shapes[i].chopped(columnSuffix.size()) : s.shapes[i]).second;
+        BenchCharts::splitShapeLabel(other ? s.shapes[i].chopped(layout.size() + 1) : s.shapes[i]).second;
     if (!groups.contains(group)) groups << group;
     const QColor c = groupColor(groups.indexOf(group));
     addLine(s.shapes[i], i < s.values.size() ? s.values[i] : QVector<double>(),
-            QPen(c, 1.2, column ? Qt::DashLine : Qt::SolidLine),
-            QCPScatterStyle(column ? QCPScatterStyle::ssTriangle : QCPScatterStyle::ssDisc, c, c, 4));
+            QPen(c, 1.2, other ? Qt::DashLine : Qt::SolidLine),
+            QCPScatterStyle(other ? QCPScatterStyle::ssTriangle : QCPScatterStyle::ssDisc, c, c, 4));
   }
   QVector<LegendStrip::Entry> entries;
   for (int g = 0; g < groups.size(); ++g) entries.push_back({groups[g], groupColor(g), true, true});
@@ -102,11 +101,10 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
     addLine(medianName(), s.median, QPen(kMedianColor, 2.5),
             QCPScatterStyle(QCPScatterStyle::ssSquare, kMedianColor, kMedianColor, 6));
     entries.push_back({medianName(), kMedianColor, true, true});
-    if (!s.columnMedian.isEmpty()) {
-      QPen pen(kMedianColor, 2.5, Qt::DashLine);
-      addLine(columnMedianName(), s.columnMedian, pen,
+    for (const ActivationSpeedups::Layout& l : s.layouts) {
+      addLine(medianName(l.pattern), l.median, QPen(kMedianColor, 2.5, Qt::DashLine),
               QCPScatterStyle(QCPScatterStyle::ssTriangle, kMedianColor, kMedianColor, 7));
-      entries.push_back({columnMedianName(), kMedianColor, true, true});
+      entries.push_back({medianName(l.pattern), kMedianColor, true, true});
     }
     if (std::any_of(s.bytesLimit.begin(), s.bytesLimit.end(), [](double v) { return v > 0; })) {
       addLine(limitName(), s.bytesLimit, limitLinePen(), QCPScatterStyle(QCPScatterStyle::ssNone));
@@ -120,10 +118,12 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
   for (double x : s.sparsities) ticker->addTick(x, sparsityText(x));
   // Short lines: the chart may get half of the row beside the bars.
   title_->setText(n > 0 ? tr("spMspV speedup over %1").arg(s.baseline) : tr("spMspV speedup"));
-  p->xAxis->setLabel(n > 0 ? (s.columnMedian.isEmpty()
-                                  ? tr("activation sparsity p_x (batch 1, 50% weights)")
-                                  : tr("activation sparsity p_x (batch 1, 50% weights; dashed: column 2:4)"))
-                           : tr("no spMspV rows: set an activation sparsity and run"));
+  QStringList others;
+  for (const ActivationSpeedups::Layout& l : s.layouts) others << l.pattern;
+  p->xAxis->setLabel(n == 0              ? tr("no spMspV rows: set an activation sparsity and run")
+                     : others.isEmpty() ? tr("activation sparsity p_x (batch 1, 50% weights)")
+                                        : tr("activation sparsity p_x (batch 1, 50% weights; dashed: %1)")
+                                              .arg(others.join(QStringLiteral(", "))));
   replot();
 }
 

@@ -20,17 +20,23 @@ namespace sdw::widgets {
 class LegendStrip;
 class PlotView;
 
-// The spMspV rows of a run, arranged per activation sparsity (batch 1). Rows of the
-// column 2:4 layout (pattern "col2:4") are lines of their own, their shape named with
-// the pattern ("llama3-8b q_proj col2:4"), and have their own median.
+// The spMspV rows of a run, arranged per activation sparsity (batch 1). The main weight
+// layout's rows (50% unstructured) are the thin lines and the median; each other layout
+// (pattern "col2:4", ...) has lines of its own, their shape named with the pattern
+// ("llama3-8b q_proj col2:4"), drawn dashed, and its own median.
 struct ActivationSpeedups {
-  static constexpr const char* kColumnPattern = "col2:4";
+  struct Layout {
+    QString pattern;        // "col2:4"
+    QVector<double> median;  // per p_x: median over its shapes (0: none)
+  };
   QVector<double> sparsities;       // p_x, ascending: the x of every line
   QStringList shapes;               // one line each: "llama3-8b q_proj", "1024x4096", "llama3-8b q_proj col2:4"
+  QStringList shapePatterns;        // per line: "" for the main layout, else its Layout's pattern
   QVector<QVector<double>> values;  // values[s][k]: shape s at sparsities[k] (0: not measured)
-  QVector<double> median;           // per p_x: median over the 50% rows' shapes (the run's activation summary; 0: none)
-  QVector<double> columnMedian;     // the same over the col2:4 rows (empty: none measured)
-  QVector<double> bytesLimit;       // per p_x: dense bytes / spMspV bytes, median over the shapes (0: unknown)
+  QVector<double> median;           // per p_x: median over the main layout's shapes (the run's activation summary; 0: none)
+  QVector<Layout> layouts;          // the other layouts, in the run's order
+  QVector<double> bytesLimit;       // per p_x: dense bytes / spMspV bytes of the main layout, median over the shapes
+                                    // (0: unknown)
   QString baseline;                 // the dense GEMV the speed-ups are over: "our dense GEMV", ...
   bool isEmpty() const { return sparsities.isEmpty(); }
 };
@@ -47,8 +53,7 @@ class ActivationSparsityChart : public QWidget {
   LegendStrip* legendStrip() const { return strip_; }
 
   // The names of the lines that are not shapes.
-  static QString medianName();
-  static QString columnMedianName();  // "median over the shapes, col2:4"
+  static QString medianName(const QString& layout = {});  // another layout's: "median over the shapes, col2:4"
   static QString limitName();
   // For tests and exports: a line's points as drawn (p_x, speed-up); its name
   // is a shape, medianName() or limitName(). Empty for a name not drawn.

@@ -93,7 +93,7 @@ QString seriesName(const gpu::BenchRow& r) {
   if (r.id == gpu::KernelId::SparseCpu) return QStringLiteral("sparse %1 (CPU)").arg(p);
   if ((r.id == gpu::KernelId::Spmspv || r.id == gpu::KernelId::SpmspvCpu) && r.activationSparsity) {
     QString name = QStringLiteral("spmspv p_x %1").arg(*r.activationSparsity, 0, 'g', 3);
-    if (r.pattern == widgets::ActivationSpeedups::kColumnPattern) name += QStringLiteral(" col2:4");
+    if (r.pattern != gpu::kSpmspvUnstructuredPattern) name += QLatin1Char(' ') + QString::fromStdString(r.pattern);
     return r.id == gpu::KernelId::SpmspvCpu ? name + QStringLiteral(" (CPU)") : name;
   }
   return label;
@@ -199,12 +199,14 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
   out.median.fill(0.0, out.sparsities.size());
   for (const gpu::ActivationSummary& a : run.activationSummary) {
     const auto k = out.sparsities.indexOf(a.activationSparsity);
-    if (a.pattern == widgets::ActivationSpeedups::kColumnPattern) {
-      if (out.columnMedian.isEmpty()) out.columnMedian.fill(0.0, out.sparsities.size());
-      out.columnMedian[k] = a.medianVsDense;
-    } else {
+    if (a.pattern == gpu::kSpmspvUnstructuredPattern) {
       out.median[k] = a.medianVsDense;
+      continue;
     }
+    const QString pattern = QString::fromStdString(a.pattern);
+    auto l = std::find_if(out.layouts.begin(), out.layouts.end(), [&](const auto& x) { return x.pattern == pattern; });
+    if (l == out.layouts.end()) l = out.layouts.insert(out.layouts.end(), {pattern, QVector<double>(out.sparsities.size(), 0.0)});
+    l->median[k] = a.medianVsDense;
   }
   // The bytes a dense GEMV reads per problem: our dense GEMV's row, else cuBLAS's.
   std::map<std::string, double> denseBytes;
@@ -219,22 +221,23 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
     if (!r.activationSparsity || r.batch != 1 || gpu::isLayerSequence(r)) continue;
     const auto k = out.sparsities.indexOf(*r.activationSparsity);
     if (k < 0) continue;
+    const bool main = r.pattern == gpu::kSpmspvUnstructuredPattern;
+    const QString layout = main ? QString() : QString::fromStdString(r.pattern);
     QString shape = widgets::BenchResultsModel::shapeLabel(benchRowData(r));
-    if (r.pattern == widgets::ActivationSpeedups::kColumnPattern)
-      shape += QLatin1Char(' ') + QLatin1String(widgets::ActivationSpeedups::kColumnPattern);
+    if (!main) shape += QLatin1Char(' ') + layout;
     auto s = out.shapes.indexOf(shape);
     if (s < 0) {
       s = out.shapes.size();
       out.shapes << shape;
+      out.shapePatterns << layout;
       out.values.push_back(QVector<double>(out.sparsities.size(), 0.0));
     }
     const double overDense = base.speedup(r, gpu::Baseline::OwnDense);
     out.values[s][k] = overDense > 0 ? overDense : r.speedupVsDense;
     const auto d = denseBytes.find(key(r));
-    // The limit line: the bitmask layout's bytes (the column 2:4 layout reads a few percent fewer: no offsets, no
+    // The limit line: the main layout's bytes (the column 2:4 layout reads a few percent fewer: no offsets, no
     // padding).
-    if (d != denseBytes.end() && d->second > 0 && r.bytes > 0 &&
-        r.pattern != widgets::ActivationSpeedups::kColumnPattern)
+    if (d != denseBytes.end() && d->second > 0 && r.bytes > 0 && main)
       limits[static_cast<std::size_t>(k)].push_back(d->second / r.bytes);
   }
   for (const auto& l : limits) out.bytesLimit.push_back(median(l));

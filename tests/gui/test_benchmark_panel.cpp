@@ -562,7 +562,7 @@ class TestBenchmarkPanel : public QObject {
     QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::medianName()), expected);  // one shape
     const QVector<QPointF> column{{0.0, rows[0].us / rows[4].us}, {0.5, rows[0].us / rows[5].us}};
     QCOMPARE(chart->points(QStringLiteral("64x128 col2:4")), column);
-    QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::columnMedianName()), column);
+    QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::medianName(QStringLiteral("col2:4"))), column);
     QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::limitName()),
              (QVector<QPointF>{{0.0, rows[0].bytes / rows[2].bytes}, {0.5, rows[0].bytes / rows[3].bytes}}));
     QCOMPARE(panel_->charts()->pointCount(QStringLiteral("spmspv p_x 0.5 (CPU)")), 1);
