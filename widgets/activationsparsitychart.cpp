@@ -122,7 +122,7 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
   for (const ActivationSpeedups::Layout& l : s.layouts) others << l.pattern;
   p->xAxis->setLabel(n == 0              ? tr("no spMspV rows: set an activation sparsity and run")
                      : others.isEmpty() ? tr("activation sparsity p_x (batch 1, 50% weights)")
-                                        : tr("activation sparsity p_x (batch 1, 50% weights; dashed: %1)")
+                                        : tr("activation sparsity p_x (batch 1; dashed: %1)")
                                               .arg(others.join(QStringLiteral(", "))));
   replot();
 }
