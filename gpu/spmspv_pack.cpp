@@ -47,12 +47,13 @@ unsigned col24Nibble(const std::vector<std::uint16_t>& c, std::size_t e, int q) 
 }
 // f(row within the tile, value) for each kept row of the chunk at e, in increasing row.
 template <typename F>
+// Every nibble must hold exactly two bits (validateSpmspv checks that first): its lowest and
+// highest bit are the group's two kept rows.
 void forEachCol24(const std::vector<std::uint16_t>& c, std::size_t e, F f) {
   for (int q = 0; q < kSpmspvTileRows / 4; ++q) {
     const unsigned nib = col24Nibble(c, e, q);
-    int k = 0;
-    for (int r = 0; r < 4; ++r)
-      if (nib >> r & 1u) f(4 * q + r, c[e + static_cast<std::size_t>(2 * q + k++)]);
+    f(4 * q + std::countr_zero(nib), c[e + static_cast<std::size_t>(2 * q)]);
+    f(4 * q + 31 - std::countl_zero(nib), c[e + static_cast<std::size_t>(2 * q + 1)]);
   }
 }
 
@@ -223,18 +224,11 @@ void spmspvCpu(const SpmspvMatrix& m, std::span<const float> x, float threshold,
     for (std::int64_t j = 0; j < m.cols; ++j) {
       const float xj = x[static_cast<std::size_t>(j)];
       if (!spmspvActive(xj, threshold)) continue;
-      if (isColumn24(m)) {  // per group: its nibble's lowest and highest bit are the two kept rows
-        const std::uint16_t* c = m.chunks.data() + static_cast<std::size_t>(t * m.cols + j) * kCol24Halves;
+      if (isColumn24(m)) {
         const std::int64_t r0 = t * kSpmspvTileRows, valid = std::min<std::int64_t>(kSpmspvTileRows, m.rows - r0);
-        float* yt = y.data() + r0;
-        for (int q = 0; q < kSpmspvTileRows / 4; ++q) {
-          const unsigned byte = (c[kCol24MetaAt + static_cast<std::size_t>(q / 4)] >> (8 * ((q / 2) % 2))) & 0xffu;
-          const unsigned nib = (byte >> (4 * (q % 2))) & 15u;
-          const int lo = 4 * q + std::countr_zero(nib), hi = 4 * q + 31 - std::countl_zero(nib);
-          const std::uint16_t a = c[2 * q], b = c[2 * q + 1];
-          if (lo < valid && !isZero16(a)) yt[lo] += sparse::from16(a, m.dtype) * xj;
-          if (hi < valid && !isZero16(b)) yt[hi] += sparse::from16(b, m.dtype) * xj;
-        }
+        forEachCol24(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves, [&](int r, std::uint16_t v) {
+          if (r >= 0 && r < valid && !isZero16(v)) y[static_cast<std::size_t>(r0 + r)] += sparse::from16(v, m.dtype) * xj;
+        });
         continue;
       }
       const std::size_t e = std::size_t{m.offsets[static_cast<std::size_t>(t * m.cols + j)]} * kSpmspvValuesPerUnit;
