@@ -170,20 +170,30 @@ BenchRow makeRow(const std::string& model, const std::string& module, std::int64
 double bytesDense(const BenchShape& s) { return double(s.rows) * s.cols * 2; }
 double bytesSparse(const BenchShape& s) { return double(s.rows) * s.cols * 1.125; }
 
-// spMspV rows, one per weight layout: 50% unstructured weights in the bitmask layout,
-// and 2 of every 4 rows of each column in the column 2:4 layout (pattern column "50%",
-// "col2:4"). Both keep half the weights.
+// spMspV rows, one per weight layout: 50% unstructured weights in the bitmask layout, 2
+// of every 4 rows of each column in the column 2:4 layout and 4 of every 8 in the column
+// 4:8 one (pattern column "50%", "col2:4", "col4:8"). All keep half the weights.
 struct SpmspvVariant {
   const char* pattern;
   kernels::SpmspvFormat format;
 };
 constexpr SpmspvVariant kSpmspvVariants[] = {{kSpmspvUnstructuredPattern, kernels::SpmspvFormat::Bitmask},
-                                             {"col2:4", kernels::SpmspvFormat::Column24}};
+                                             {"col2:4", kernels::SpmspvFormat::Column24},
+                                             {"col4:8", kernels::SpmspvFormat::Column48}};
+bool isColumnVariant(const SpmspvVariant& v) { return kernels::spmspvColumnFormat(v.format); }
+// A column layout needs whole groups of rows; the note says where a shape has none.
+bool spmspvFits(const SpmspvVariant& v, std::int64_t rows) {
+  return !isColumnVariant(v) || rows % kernels::spmspvColumnGroup(v.format) == 0;
+}
+std::string spmspvSkipNote(const SpmspvVariant& v, const std::string& module) {
+  return std::string("spMspV ") + v.pattern + " needs rows divisible by " +
+         std::to_string(kernels::spmspvColumnGroup(v.format)) + ": not timed on " + module;
+}
 SpmspvMatrix spmspvWeights(const SpmspvVariant& v, std::int64_t rows, std::int64_t cols, sparse::DType dt,
                            std::uint64_t seed) {
-  const bool column = v.format == kernels::SpmspvFormat::Column24;
-  return packSpmspv(column ? randomColumnPrunedWeights(rows, cols, dt, 2, 4, seed)
-                           : randomPrunedWeights(rows, cols, dt, cols / 2, cols, seed),
+  const int group = kernels::spmspvColumnGroup(v.format);
+  return packSpmspv(isColumnVariant(v) ? randomColumnPrunedWeights(rows, cols, dt, group / 2, group, seed)
+                                       : randomPrunedWeights(rows, cols, dt, cols / 2, cols, seed),
                     rows, cols, dt, v.format);
 }
 // spMspV rows are batch 1 only.
@@ -265,9 +275,11 @@ void runCpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     }
     if (!timesSpmspv(s)) continue;
     // spMspV on the CPU (its reference, single-threaded), each weight layout.
-    if (sh.rows % 4 != 0) res.notes.push_back("spMspV col2:4 needs rows divisible by 4: not timed on " + sh.module);
     for (const SpmspvVariant& v : kSpmspvVariants) {
-      if (v.format == kernels::SpmspvFormat::Column24 && sh.rows % 4 != 0) continue;
+      if (!spmspvFits(v, sh.rows)) {
+        res.notes.push_back(spmspvSkipNote(v, sh.module));
+        continue;
+      }
       const SpmspvMatrix m = spmspvWeights(v, sh.rows, sh.cols, dt, 4321);
       std::vector<float> y(static_cast<std::size_t>(sh.rows));
       for (double p : s.activationSparsities) {
@@ -556,16 +568,16 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     }
 
     // spMspV at each activation sparsity, after the baselines of the same shapes (their
-    // rows give its speed-ups): each weight layout (50% unstructured, column 2:4), x
+    // rows give its speed-ups): each weight layout (50% unstructured, column 2:4 and 4:8), x
     // standard normal.
     if (!timesSpmspv(s)) continue;
     for (const auto& sh : group)
       for (const SpmspvVariant& layout : kSpmspvVariants) {
-        if (layout.format == kernels::SpmspvFormat::Column24 && sh.rows % 4 != 0) {
-          res.notes.push_back("spMspV col2:4 needs rows divisible by 4: not timed on " + sh.module);
+        if (!spmspvFits(layout, sh.rows)) {
+          res.notes.push_back(spmspvSkipNote(layout, sh.module));
           continue;
         }
-        const bool column = layout.format == kernels::SpmspvFormat::Column24;
+        const bool column = isColumnVariant(layout);
         SpmspvMatrix m = spmspvWeights(layout, sh.rows, sh.cols, dtype, seed);
         seed += std::uint64_t(1) << 20;
         const int copies = copiesFor(static_cast<double>(m.bytes()));
@@ -581,7 +593,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           // its config.
           if (column) def.bulk = false;
           std::vector<kernels::SpmspvConfig> launches{def};
-          // column 2:4: warps (at most 8), split-K as below, chunks per batch, each also with the
+          // column 2:4 and 4:8: warps (at most 8), split-K as below, chunks per batch, each also with the
           // slices reduced in a cluster (SpmspvConfig::cluster 1: where there are 2-16 of them)
           if (s.tune && column)
             for (int w : {4, 8})

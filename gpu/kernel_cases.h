@@ -136,7 +136,7 @@ const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int
                              int cluster = 0);
 std::string describeSpmspv(
     const SpmspvCase& c, int warps, int splitK, int stages = 2, bool bulk = false,
-    int cluster = 0);  // "w8 s16 g2", "w8 s16 g2 bulk", "col2:4 w8 s16 d2", "col2:4 w8 s8 d2 cluster"
+    int cluster = 0);  // "w8 s16 g2", "w8 s16 g2 bulk", "col2:4 w8 s16 d2", "col4:8 w8 s8 d2 cluster"
 // The split-K count a launch of (warps, splitK) uses on c (splitK 0: the heuristic's).
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK);
 // The split-K whose grid fits one wave of the device (kernels::spmspvOneWaveSplitK).

@@ -32,61 +32,68 @@ std::size_t chunkUnits(int nnz) {
   return kSpmspvMaskUnits + (static_cast<std::size_t>(nnz) + kSpmspvValuesPerUnit - 1) / kSpmspvValuesPerUnit;
 }
 
-// Column 2:4 (kernels::SpmspvFormat::Column24): a chunk is 144 16-bit elements, the 128
-// values (lane l's four at 4 l) and then the 32 meta bytes (byte l in element 128 + l / 2,
-// low byte first).
+// The column layouts (kernels::SpmspvFormat::Column24, Column48): a chunk is 144 16-bit
+// elements, the 128 values (lane l's four at 4 l) and then the 32 meta bytes (byte l in
+// element 128 + l / 2, low byte first): the mask of the lane's 8 rows, four bits set.
 constexpr std::size_t kCol24Halves = kernels::kSpmspvCol24ChunkBytes / 2;  // 144
 constexpr std::size_t kCol24MetaAt = kernels::kSpmspvCol24ValueBytes / 2;  // 128
-bool isColumn24(const SpmspvMatrix& m) { return m.format == kernels::SpmspvFormat::Column24; }
-
-// The kept-row nibble of group q (0..63: rows 4 q .. 4 q + 3 of the tile) of the chunk at e.
-unsigned col24Nibble(const std::vector<std::uint16_t>& c, std::size_t e, int q) {
-  const int lane = q / 2;
-  const unsigned byte = (c[e + kCol24MetaAt + static_cast<std::size_t>(lane / 2)] >> (8 * (lane % 2))) & 0xffu;
-  return (byte >> (4 * (q % 2))) & 15u;
+bool isColumn(const SpmspvMatrix& m) { return kernels::spmspvColumnFormat(m.format); }
+std::string columnName(kernels::SpmspvFormat f) {
+  return f == kernels::SpmspvFormat::Column48 ? "column 4:8" : "column 2:4";
 }
-// f(row within the tile, value) for each kept row of the chunk at e, in increasing row.
+
+// The meta byte of lane l (rows 8 l .. 8 l + 7 of the tile) of the chunk at e.
+unsigned columnMeta(const std::vector<std::uint16_t>& c, std::size_t e, int lane) {
+  return (c[e + kCol24MetaAt + static_cast<std::size_t>(lane / 2)] >> (8 * (lane % 2))) & 0xffu;
+}
+// f(row within the tile, value) for each kept row of the chunk at e, in increasing row:
+// lane l's k-th set meta bit holds its k-th value. Every meta byte must hold exactly four
+// bits (validateSpmspv checks that first).
 template <typename F>
-// Every nibble must hold exactly two bits (validateSpmspv checks that first): its lowest and
-// highest bit are the group's two kept rows.
-void forEachCol24(const std::vector<std::uint16_t>& c, std::size_t e, F f) {
-  for (int q = 0; q < kSpmspvTileRows / 4; ++q) {
-    const unsigned nib = col24Nibble(c, e, q);
-    f(4 * q + std::countr_zero(nib), c[e + static_cast<std::size_t>(2 * q)]);
-    f(4 * q + 31 - std::countl_zero(nib), c[e + static_cast<std::size_t>(2 * q + 1)]);
+void forEachColumnKept(const std::vector<std::uint16_t>& c, std::size_t e, F f) {
+  for (int lane = 0; lane < 32; ++lane) {
+    std::size_t v = e + 4 * static_cast<std::size_t>(lane);
+    for (unsigned b = columnMeta(c, e, lane); b != 0; b &= b - 1) f(8 * lane + std::countr_zero(b), c[v++]);
   }
 }
 
-SpmspvMatrix packColumn24(std::span<const std::uint16_t> w, std::int64_t rows, std::int64_t cols, sparse::DType dtype) {
+// group: 4 (column 2:4) or 8 (column 4:8) rows, half of each kept.
+SpmspvMatrix packColumn(std::span<const std::uint16_t> w, std::int64_t rows, std::int64_t cols, sparse::DType dtype,
+                        kernels::SpmspvFormat format) {
   SpmspvMatrix m;
-  m.rows = rows, m.cols = cols, m.dtype = dtype, m.format = kernels::SpmspvFormat::Column24;
+  m.rows = rows, m.cols = cols, m.dtype = dtype, m.format = format;
+  const int G = kernels::spmspvColumnGroup(format), keep = G / 2;
   const std::int64_t T = m.tiles();
   m.chunks.assign(static_cast<std::size_t>(T * cols) * kCol24Halves, 0);
   for (std::int64_t t = 0; t < T; ++t)
     for (std::int64_t j = 0; j < cols; ++j) {
       const std::size_t e = static_cast<std::size_t>(t * cols + j) * kCol24Halves;
-      for (int q = 0; q < kSpmspvTileRows / 4; ++q) {
-        const std::int64_t r0 = t * kSpmspvTileRows + 4 * q;
-        unsigned nz = 0;  // nonzero rows of the group
-        for (int r = 0; r < 4; ++r)
-          if (r0 + r < rows && !isZero16(w[static_cast<std::size_t>((r0 + r) * cols + j)])) nz |= 1u << r;
-        if (std::popcount(nz) > 2)
-          throw std::invalid_argument("spMspV pack (column 2:4): column " + std::to_string(j) + " keeps " +
-                                      std::to_string(std::popcount(nz)) + " nonzeros in rows " + std::to_string(r0) +
-                                      ".." + std::to_string(std::min(rows, r0 + 4) - 1) +
-                                      " (at most 2 of every 4 rows)");
-        unsigned nib = nz;
-        for (int r = 0; r < 4 && std::popcount(nib) < 2; ++r) nib |= 1u << r;  // zeros at the lowest zero rows
-        int k = 0;
-        for (int r = 0; r < 4; ++r)
-          if (nib >> r & 1u) {
-            if (nz >> r & 1u)
-              m.chunks[e + static_cast<std::size_t>(2 * q + k)] = w[static_cast<std::size_t>((r0 + r) * cols + j)];
-            ++k;
-          }
-        const int lane = q / 2;
+      for (int lane = 0; lane < 32; ++lane) {
+        unsigned meta = 0;
+        for (int g0 = 0; g0 < 8; g0 += G) {
+          const std::int64_t r0 = t * kSpmspvTileRows + 8 * lane + g0;
+          unsigned nz = 0;  // nonzero rows of the group
+          for (int r = 0; r < G; ++r)
+            if (r0 + r < rows && !isZero16(w[static_cast<std::size_t>((r0 + r) * cols + j)])) nz |= 1u << r;
+          if (std::popcount(nz) > keep)
+            throw std::invalid_argument("spMspV pack (" + columnName(format) + "): column " + std::to_string(j) +
+                                        " keeps " + std::to_string(std::popcount(nz)) + " nonzeros in rows " +
+                                        std::to_string(r0) + ".." + std::to_string(std::min(rows, r0 + G) - 1) +
+                                        " (at most " + std::to_string(keep) + " of every " + std::to_string(G) +
+                                        " rows)");
+          unsigned kept = nz;
+          for (int r = 0; r < G && std::popcount(kept) < keep; ++r) kept |= 1u << r;  // zeros at the lowest zero rows
+          meta |= kept << g0;
+        }
+        std::size_t v = e + 4 * static_cast<std::size_t>(lane);
+        for (unsigned b = meta; b != 0; b &= b - 1) {
+          const std::int64_t r = t * kSpmspvTileRows + 8 * lane + std::countr_zero(b);
+          if (r < rows && !isZero16(w[static_cast<std::size_t>(r * cols + j)]))  // kept zeros are stored as +0
+            m.chunks[v] = w[static_cast<std::size_t>(r * cols + j)];
+          ++v;
+        }
         m.chunks[e + kCol24MetaAt + static_cast<std::size_t>(lane / 2)] |=
-            static_cast<std::uint16_t>(nib << (4 * (q % 2) + 8 * (lane % 2)));
+            static_cast<std::uint16_t>(meta << (8 * (lane % 2)));
       }
     }
   return m;
@@ -100,7 +107,7 @@ SpmspvMatrix packSpmspv(std::span<const std::uint16_t> w, std::int64_t rows, std
   if (rows < 1 || cols < 1 || static_cast<std::int64_t>(w.size()) != rows * cols)
     throw std::invalid_argument("spMspV pack: " + std::to_string(w.size()) + " values for [" + std::to_string(rows) +
                                 ", " + std::to_string(cols) + "]");
-  if (format == kernels::SpmspvFormat::Column24) return packColumn24(w, rows, cols, dtype);
+  if (kernels::spmspvColumnFormat(format)) return packColumn(w, rows, cols, dtype, format);
   SpmspvMatrix m;
   m.rows = rows, m.cols = cols, m.dtype = dtype;
   const std::int64_t T = m.tiles();
@@ -142,18 +149,23 @@ void validateSpmspv(const SpmspvMatrix& m) {
   const auto fail = [](const std::string& why) { throw std::invalid_argument("spMspV layout: " + why); };
   if (m.rows < 1 || m.cols < 1) fail("empty shape");
   const std::int64_t T = m.tiles();
-  if (isColumn24(m)) {
+  if (isColumn(m)) {
+    const std::string name = columnName(m.format);
     if (m.chunks.size() != static_cast<std::size_t>(T * m.cols) * kCol24Halves || !m.offsets.empty())
-      fail("column 2:4: chunk buffer size is not tiles x cols x 288 bytes, or an offset table is present");
+      fail(name + ": chunk buffer size is not tiles x cols x 288 bytes, or an offset table is present");
+    const int G = kernels::spmspvColumnGroup(m.format);
+    const unsigned groupMask = (1u << G) - 1;
     for (std::int64_t g = 0; g < T * m.cols; ++g) {
       const std::size_t e = static_cast<std::size_t>(g) * kCol24Halves;
       const std::int64_t validRows = std::min<std::int64_t>(kSpmspvTileRows, m.rows - g / m.cols * kSpmspvTileRows);
-      for (int q = 0; q < kSpmspvTileRows / 4; ++q)
-        if (std::popcount(col24Nibble(m.chunks, e, q)) != 2)
-          fail("column 2:4: chunk " + std::to_string(g) + " group " + std::to_string(q) + " keeps other than 2 rows");
-      forEachCol24(m.chunks, e, [&](int r, std::uint16_t v) {
+      for (int lane = 0; lane < 32; ++lane)
+        for (int g0 = 0; g0 < 8; g0 += G)
+          if (std::popcount(columnMeta(m.chunks, e, lane) >> g0 & groupMask) != G / 2)
+            fail(name + ": chunk " + std::to_string(g) + " rows " + std::to_string(8 * lane + g0) + ".." +
+                 std::to_string(8 * lane + g0 + G - 1) + " keep other than " + std::to_string(G / 2) + " rows");
+      forEachColumnKept(m.chunks, e, [&](int r, std::uint16_t v) {
         if (r >= validRows && !isZero16(v))
-          fail("column 2:4: nonzero value in a padding row of chunk " + std::to_string(g));
+          fail(name + ": nonzero value in a padding row of chunk " + std::to_string(g));
       });
     }
     return;
@@ -192,13 +204,14 @@ void validateSpmspv(const SpmspvMatrix& m) {
 std::vector<std::uint16_t> unpackSpmspv(const SpmspvMatrix& m) {
   validateSpmspv(m);
   std::vector<std::uint16_t> w(static_cast<std::size_t>(m.rows * m.cols), 0);
-  if (isColumn24(m)) {
+  if (isColumn(m)) {
     for (std::int64_t t = 0; t < m.tiles(); ++t)
       for (std::int64_t j = 0; j < m.cols; ++j)
-        forEachCol24(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves, [&](int r, std::uint16_t v) {
-          const std::int64_t row = t * kSpmspvTileRows + r;
-          if (row < m.rows) w[static_cast<std::size_t>(row * m.cols + j)] = isZero16(v) ? 0 : v;
-        });
+        forEachColumnKept(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves,
+                          [&](int r, std::uint16_t v) {
+                            const std::int64_t row = t * kSpmspvTileRows + r;
+                            if (row < m.rows) w[static_cast<std::size_t>(row * m.cols + j)] = isZero16(v) ? 0 : v;
+                          });
     return w;
   }
   for (std::int64_t t = 0; t < m.tiles(); ++t)
@@ -224,11 +237,13 @@ void spmspvCpu(const SpmspvMatrix& m, std::span<const float> x, float threshold,
     for (std::int64_t j = 0; j < m.cols; ++j) {
       const float xj = x[static_cast<std::size_t>(j)];
       if (!spmspvActive(xj, threshold)) continue;
-      if (isColumn24(m)) {
+      if (isColumn(m)) {
         const std::int64_t r0 = t * kSpmspvTileRows, valid = std::min<std::int64_t>(kSpmspvTileRows, m.rows - r0);
-        forEachCol24(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves, [&](int r, std::uint16_t v) {
-          if (r >= 0 && r < valid && !isZero16(v)) y[static_cast<std::size_t>(r0 + r)] += sparse::from16(v, m.dtype) * xj;
-        });
+        forEachColumnKept(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves,
+                          [&](int r, std::uint16_t v) {
+                            if (r >= 0 && r < valid && !isZero16(v))
+                              y[static_cast<std::size_t>(r0 + r)] += sparse::from16(v, m.dtype) * xj;
+                          });
         continue;
       }
       const std::size_t e = std::size_t{m.offsets[static_cast<std::size_t>(t * m.cols + j)]} * kSpmspvValuesPerUnit;
@@ -243,7 +258,7 @@ void spmspvCpu(const SpmspvMatrix& m, std::span<const float> x, float threshold,
 
 double spmspvReadBytes(const SpmspvMatrix& m, std::span<const float> x, float threshold) {
   if (static_cast<std::int64_t>(x.size()) != m.cols) throw std::invalid_argument("spMspV: x of the wrong size");
-  if (isColumn24(m)) {
+  if (isColumn(m)) {
     double active = 0;
     for (std::int64_t j = 0; j < m.cols; ++j) active += spmspvActive(x[static_cast<std::size_t>(j)], threshold) ? 1 : 0;
     return active * static_cast<double>(m.tiles()) * kernels::kSpmspvCol24ChunkBytes +

@@ -26,6 +26,19 @@ QColor groupColor(qsizetype i) { return kPalette[static_cast<std::size_t>(i) % s
 
 QString sparsityText(double p) { return QString::number(p, 'g', 3); }
 
+// The other layouts' lines, in the run's order: a dash and a marker each, named in the axis label.
+struct LayoutStyle {
+  Qt::PenStyle pen;
+  QCPScatterStyle::ScatterShape marker;
+  const char* word;  // in the axis label: "dashed col2:4"
+};
+const LayoutStyle kLayoutStyles[] = {{Qt::DashLine, QCPScatterStyle::ssTriangle, QT_TR_NOOP("dashed")},
+                                     {Qt::DotLine, QCPScatterStyle::ssDiamond, QT_TR_NOOP("dotted")},
+                                     {Qt::DashDotLine, QCPScatterStyle::ssCross, QT_TR_NOOP("dash-dot")}};
+const LayoutStyle& layoutStyle(qsizetype i) {
+  return kLayoutStyles[static_cast<std::size_t>(i) % std::size(kLayoutStyles)];
+}
+
 }  // namespace
 
 QString ActivationSparsityChart::medianName(const QString& layout) {
@@ -82,7 +95,13 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
     return g;
   };
 
-  // Colour by projection: "q" of every model alike; a custom shape is its own.
+  // Colour by projection: "q" of every model alike; a custom shape is its own. The other
+  // layouts' lines by their style (layoutStyle, in s.layouts' order).
+  const auto layoutIndex = [&](const QString& pattern) {
+    for (qsizetype k = 0; k < s.layouts.size(); ++k)
+      if (s.layouts[k].pattern == pattern) return k;
+    return qsizetype{0};
+  };
   QStringList groups;
   for (int i = 0; i < s.shapes.size(); ++i) {
     const QString layout = i < s.shapePatterns.size() ? s.shapePatterns[i] : QString();
@@ -91,9 +110,10 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
         BenchCharts::splitShapeLabel(other ? s.shapes[i].chopped(layout.size() + 1) : s.shapes[i]).second;
     if (!groups.contains(group)) groups << group;
     const QColor c = groupColor(groups.indexOf(group));
+    const LayoutStyle* style = other ? &layoutStyle(layoutIndex(layout)) : nullptr;
     addLine(s.shapes[i], i < s.values.size() ? s.values[i] : QVector<double>(),
-            QPen(c, 1.2, other ? Qt::DashLine : Qt::SolidLine),
-            QCPScatterStyle(other ? QCPScatterStyle::ssTriangle : QCPScatterStyle::ssDisc, c, c, 4));
+            QPen(c, 1.2, style ? style->pen : Qt::SolidLine),
+            QCPScatterStyle(style ? style->marker : QCPScatterStyle::ssDisc, c, c, 4));
   }
   QVector<LegendStrip::Entry> entries;
   for (int g = 0; g < groups.size(); ++g) entries.push_back({groups[g], groupColor(g), true, true});
@@ -101,10 +121,11 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
     addLine(medianName(), s.median, QPen(kMedianColor, 2.5),
             QCPScatterStyle(QCPScatterStyle::ssSquare, kMedianColor, kMedianColor, 6));
     entries.push_back({medianName(), kMedianColor, true, true});
-    for (const ActivationSpeedups::Layout& l : s.layouts) {
-      addLine(medianName(l.pattern), l.median, QPen(kMedianColor, 2.5, Qt::DashLine),
-              QCPScatterStyle(QCPScatterStyle::ssTriangle, kMedianColor, kMedianColor, 7));
-      entries.push_back({medianName(l.pattern), kMedianColor, true, true});
+    for (qsizetype k = 0; k < s.layouts.size(); ++k) {
+      const ActivationSpeedups::Layout& l = s.layouts[k];
+      addLine(medianName(l.pattern), l.median, QPen(kMedianColor, 2.5, layoutStyle(k).pen),
+              QCPScatterStyle(layoutStyle(k).marker, kMedianColor, kMedianColor, 7));
+      entries.push_back({medianName(l.pattern), kMedianColor, true, true, layoutStyle(k).pen});
     }
     if (std::any_of(s.bytesLimit.begin(), s.bytesLimit.end(), [](double v) { return v > 0; })) {
       addLine(limitName(), s.bytesLimit, limitLinePen(), QCPScatterStyle(QCPScatterStyle::ssNone));
@@ -118,12 +139,12 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
   for (double x : s.sparsities) ticker->addTick(x, sparsityText(x));
   // Short lines: the chart may get half of the row beside the bars.
   title_->setText(n > 0 ? tr("spMspV speedup over %1").arg(s.baseline) : tr("spMspV speedup"));
-  QStringList others;
-  for (const ActivationSpeedups::Layout& l : s.layouts) others << l.pattern;
-  p->xAxis->setLabel(n == 0              ? tr("no spMspV rows: set an activation sparsity and run")
+  QStringList others;  // "dashed col2:4", "dotted col4:8"
+  for (qsizetype k = 0; k < s.layouts.size(); ++k)
+    others << tr("%1 %2").arg(tr(layoutStyle(k).word), s.layouts[k].pattern);
+  p->xAxis->setLabel(n == 0             ? tr("no spMspV rows: set an activation sparsity and run")
                      : others.isEmpty() ? tr("activation sparsity p_x (batch 1, 50% weights)")
-                                        : tr("activation sparsity p_x (batch 1; dashed: %1)")
-                                              .arg(others.join(QStringLiteral(", "))));
+                                        : tr("p_x, batch 1 (%1)").arg(others.join(QStringLiteral(", "))));
   replot();
 }
 

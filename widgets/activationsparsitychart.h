@@ -22,8 +22,9 @@ class PlotView;
 
 // The spMspV rows of a run, arranged per activation sparsity (batch 1). The main weight
 // layout's rows (50% unstructured) are the thin lines and the median; each other layout
-// (pattern "col2:4", ...) has lines of its own, their shape named with the pattern
-// ("llama3-8b q_proj col2:4"), drawn dashed, and its own median.
+// (pattern "col2:4", "col4:8", ...) has lines of its own, their shape named with the
+// pattern ("llama3-8b q_proj col2:4"), drawn dashed, dotted or dash-dot in that order
+// (the axis label says which), and its own median.
 struct ActivationSpeedups {
   struct Layout {
     QString pattern;        // "col2:4"

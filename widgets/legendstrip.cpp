@@ -96,8 +96,9 @@ void LegendStrip::paintEvent(QPaintEvent*) {
     const Entry& e = entries_[i];
     const QRect& r = rects[i];
     const int y = r.center().y();
-    p.setPen(QPen(e.color, 1.5));
+    p.setPen(QPen(e.color, 1.5, e.style));
     if (e.line) p.drawLine(r.left(), y, r.left() + kSample, y);
+    p.setPen(QPen(e.color, 1.5));
     if (e.marker) {
       p.setBrush(e.color);
       const double radius = e.line ? 2.5 : 3.5;

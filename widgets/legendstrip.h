@@ -19,6 +19,7 @@ class LegendStrip : public QWidget {
     QColor color;
     bool line = true;    // a line sample, as the charts join points
     bool marker = true;  // a dot, as the charts draw points
+    Qt::PenStyle style = Qt::SolidLine;  // the line sample's dash, as the chart draws the line
   };
 
   explicit LegendStrip(QWidget* parent = nullptr);

@@ -17,8 +17,8 @@
 // The warps' sums are added in shared memory; split-K slices are reduced by the
 // last block to arrive (splitk.cuh, one ticket per 32 rows), in split order.
 //
-// The column 2:4 layout (SpmspvFormat::Column24) has its own kernel below: fixed-size
-// chunks, loaded straight into registers, no scan.
+// The column 2:4 and 4:8 layouts (SpmspvFormat::Column24, Column48) have their own kernel
+// below: fixed-size chunks, loaded straight into registers, no scan.
 
 #include "gpu/kernels/splitk.cuh"
 #include "gpu/kernels/spmspv.cuh"
@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
 }
 
-// ---- The column 2:4 layout (SpmspvFormat::Column24) ----
+// ---- The column 2:4 and 4:8 layouts (SpmspvFormat::Column24, Column48) ----
 // Every chunk is 288 bytes at a fixed place, so a warp needs only x to know what to read:
 //  1. its active columns of the block's slice, {j, x_j}, compacted from x alone into its
 //     list in shared memory (ballots; x of kPre steps loaded per round trip);
@@ -280,7 +280,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 //     registers (no shared-memory staging): SpmspvConfig::stages chunks a batch, two
 //     batches in flight;
 //  3. per group of 4 rows, the two kept values widened and added into the rows the meta
-//     nibble names (col24GroupFma, spmspv_layout.h): each row one FMA predicated on its
+//     nibble names (col24GroupFma, spmspv_layout.h; column 4:8: the lane's four values
+//     into the rows of its meta byte, col48Fma): each row one FMA predicated on its
 //     bit, the value chosen by one select where either could be the row's (rows 1 and 2);
 //     no scan, no empty slot loaded;
 //  4. the same block reduction and split-K epilogue as the bitmask kernel (finishTile).
@@ -337,7 +338,7 @@ __host__ __device__ constexpr std::size_t col24PartOffset(int warps, int listCap
   return lists > red ? lists : red;
 }
 
-// finishTile's reduction, then the cluster's: see spmspvCol24Kernel.
+// finishTile's reduction, then the cluster's: see spmspvColumnKernel.
 template <typename T>
 __device__ __forceinline__ void finishTileCluster(float* red, float* part, const float (&acc)[8], int W, int warp,
                                                   int lane, std::int64_t tile, std::int64_t rows, T* __restrict__ y) {
@@ -385,11 +386,14 @@ __device__ __forceinline__ void finishTileCluster(float* red, float* part, const
 // the first block's `part` ([slices][256] floats after the lists) with st.shared::cluster,
 // then arrive.release / wait.acquire; the first block adds them in slice order and writes y.
 // No workspace, fence on global memory or ticket.
-template <typename T, int kD, bool CLUSTER>
+// kG: the column group, 4 (column 2:4: two col24GroupFma per chunk) or 8 (column 4:8: one
+// col48Fma); the loads and everything else are the same.
+template <typename T, int kG, int kD, bool CLUSTER>
 __global__ void __launch_bounds__(kCol24MaxWarps * 32)
-    spmspvCol24Kernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
-                      const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
-                      float* __restrict__ ws, unsigned* __restrict__ counters) {
+    spmspvColumnKernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
+                       const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
+                       float* __restrict__ ws, unsigned* __restrict__ counters) {
+  static_assert(kG == 4 || kG == 8);
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
@@ -437,8 +441,12 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
 #pragma unroll
     for (int d = 0; d < kD; ++d) {
       const uint2 v = val[b][d];
-      col24GroupFma(lo16<T>(v.x), hi16<T>(v.x), meta[b][d] & 15u, xs[b][d], acc[0], acc[1], acc[2], acc[3]);
-      col24GroupFma(lo16<T>(v.y), hi16<T>(v.y), meta[b][d] >> 4, xs[b][d], acc[4], acc[5], acc[6], acc[7]);
+      if constexpr (kG == 4) {
+        col24GroupFma(lo16<T>(v.x), hi16<T>(v.x), meta[b][d] & 15u, xs[b][d], acc[0], acc[1], acc[2], acc[3]);
+        col24GroupFma(lo16<T>(v.y), hi16<T>(v.y), meta[b][d] >> 4, xs[b][d], acc[4], acc[5], acc[6], acc[7]);
+      } else {
+        col48Fma(lo16<T>(v.x), hi16<T>(v.x), lo16<T>(v.y), hi16<T>(v.y), meta[b][d], xs[b][d], acc);
+      }
     }
   };
   load(0, 0);
@@ -521,32 +529,32 @@ cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, 
   return cudaGetLastError();
 }
 
-// The column 2:4 kernel's dynamic shared memory: the lists, then the block's reduction.
+// The column kernel's dynamic shared memory: the lists, then the block's reduction.
 std::size_t col24Smem(std::int64_t cols, int splitK, int warps) {
   return col24PartOffset(warps, listCap(cols, splitK, warps));
 }
 
-template <typename T, int kD>
-int col24ResidentBlocks(std::int64_t cols, int splitK, int warps) {
+template <typename T, int kG, int kD>
+int columnResidentBlocks(std::int64_t cols, int splitK, int warps) {
   const std::size_t smem = col24Smem(cols, splitK, warps);
   int n = 0;
-  if (cudaFuncSetAttribute(spmspvCol24Kernel<T, kD, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  if (cudaFuncSetAttribute(spmspvColumnKernel<T, kG, kD, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(smem)) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, spmspvCol24Kernel<T, kD, false>, warps * 32, smem) !=
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, spmspvColumnKernel<T, kG, kD, false>, warps * 32, smem) !=
           cudaSuccess)
     return 0;
   return n;
 }
 
-// Whether a column 2:4 launch of cfg with `splits` slices runs as clusters (SpmspvConfig::cluster).
+// Whether a column 2:4 / 4:8 launch of cfg with `splits` slices runs as clusters (SpmspvConfig::cluster).
 bool col24Cluster(const SpmspvConfig& cfg, int splits) {
   if (cfg.cluster == 0 || splits < 2 || !detail::hopperLaunchSupported()) return false;
   return splits <= (cfg.cluster > 0 ? 16 : 8);
 }
 
-template <typename T, int kD>
-cudaError_t launchCol24(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
-                        float* ws, unsigned* counters, cudaStream_t stream) {
+template <typename T, int kG, int kD>
+cudaError_t launchColumn(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
+                         float* ws, unsigned* counters, cudaStream_t stream) {
   const int splitK = spmspvSplitK(w.rows, w.cols, cfg);
   const std::int64_t per = stepsPerSplit(w.cols, splitK);
   const int splits = splitsOf(w.cols, splitK);
@@ -555,7 +563,7 @@ cudaError_t launchCol24(const SpmspvLayout& w, const void* x, float threshold, v
   const std::size_t smem =
       cluster ? col24PartOffset(cfg.warps, cap) + static_cast<std::size_t>(splits) * kSpmspvTileRows * sizeof(float)
               : col24Smem(w.cols, splitK, cfg.warps);
-  auto kernel = cluster ? spmspvCol24Kernel<T, kD, true> : spmspvCol24Kernel<T, kD, false>;
+  auto kernel = cluster ? spmspvColumnKernel<T, kG, kD, true> : spmspvColumnKernel<T, kG, kD, false>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e == cudaSuccess && cluster && splits > 8)
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
@@ -603,11 +611,14 @@ R byTypeAndDepth(DType dtype, int depth, R none, F f) {
 int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const SpmspvConfig& cfg,
                         SpmspvFormat format) {
   const std::int64_t tiles = spmspvTiles(rows);
-  const int warps = std::clamp(cfg.warps, 1, format == SpmspvFormat::Column24 ? kCol24MaxWarps : kMaxWarps);
+  const int warps = std::clamp(cfg.warps, 1, spmspvColumnFormat(format) ? kCol24MaxWarps : kMaxWarps);
   const auto resident = [&](int s) {
-    if (format == SpmspvFormat::Column24)
+    if (spmspvColumnFormat(format))
       return byTypeAndDepth(dtype, cfg.stages, 0, [&](auto t, auto d) {
-        return col24ResidentBlocks<typename decltype(t)::type, decltype(d)::value>(cols, s, warps);
+        using T = typename decltype(t)::type;
+        constexpr int kD = decltype(d)::value;
+        return format == SpmspvFormat::Column48 ? columnResidentBlocks<T, 8, kD>(cols, s, warps)
+                                                : columnResidentBlocks<T, 4, kD>(cols, s, warps);
       });
     const SpmspvConfig c{warps, s, cfg.stages, cfg.bulk};
     return byTypeAndStages(dtype, cfg.stages, 0, [&](auto t, auto st) {
@@ -646,7 +657,7 @@ std::int64_t spmspvCounters(std::int64_t rows) { return spmspvTiles(rows) * kRow
 
 cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
                          float* workspace, unsigned* counters, cudaStream_t stream) {
-  const bool col24 = w.format == SpmspvFormat::Column24;
+  const bool col24 = spmspvColumnFormat(w.format);
   if (w.rows <= 0 || w.cols <= 0 || w.cols > kMaxCols || !w.chunks || (!col24 && !w.offsets) || !x || !y)
     return cudaErrorInvalidValue;
   if (cfg.warps < 1 || cfg.warps > kMaxWarps || spmspvTiles(w.rows) > 2147483647) return cudaErrorInvalidValue;
@@ -655,8 +666,11 @@ cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, 
   if (col24 && cfg.warps > kCol24MaxWarps) return cudaErrorInvalidValue;
   if (col24)  // cudaErrorInvalidValue also where no kernel is built for the depth
     return byTypeAndDepth(w.dtype, cfg.stages, cudaErrorInvalidValue, [&](auto t, auto d) {
-      return launchCol24<typename decltype(t)::type, decltype(d)::value>(w, x, threshold, y, cfg, workspace, counters,
-                                                                         stream);
+      using T = typename decltype(t)::type;
+      constexpr int kD = decltype(d)::value;
+      return w.format == SpmspvFormat::Column48
+                 ? launchColumn<T, 8, kD>(w, x, threshold, y, cfg, workspace, counters, stream)
+                 : launchColumn<T, 4, kD>(w, x, threshold, y, cfg, workspace, counters, stream);
     });
   // cudaErrorInvalidValue also where no kernel is built for the stages.
   return byTypeAndStages(w.dtype, cfg.stages, cudaErrorInvalidValue, [&](auto t, auto st) {

@@ -15,10 +15,10 @@
 
 namespace sdw::kernels {
 
-// The device layout of one matrix (16-byte aligned buffers; Column24: 32-byte aligned).
+// The device layout of one matrix (16-byte aligned buffers; Column24 / Column48: 32-byte aligned).
 struct SpmspvLayout {
   const void* chunks = nullptr;            // chunk buffer
-  const std::uint32_t* offsets = nullptr;  // Bitmask: [tiles * cols + 1]; Column24: unused
+  const std::uint32_t* offsets = nullptr;  // Bitmask: [tiles * cols + 1]; Column24 / Column48: unused
   std::int64_t rows = 0, cols = 0;
   DType dtype = DType::BF16;  // BF16 or F16
   SpmspvFormat format = SpmspvFormat::Bitmask;
@@ -35,14 +35,14 @@ struct SpmspvConfig {
   // lane, instead of 16-byte cp.async pieces by every lane: fewer instructions per chunk.
   // Ignored (cp.async) below sm_90.
   bool bulk = false;
-  // Column24 only: the split-K slices of a tile launched as one thread-block cluster (sm_90)
+  // Column24 and Column48 only: the split-K slices of a tile launched as one thread-block cluster (sm_90)
   // and added through distributed shared memory by the cluster's first block, instead of
   // partial sums in the workspace and a ticket: 0 never (the default until measured), 1
   // where there are 2-16 slices (over 8: the non-portable cluster size; a launch the device
   // cannot co-schedule is refused), -1 where there are 2-8. Below sm_90: never.
   int cluster = 0;
 };
-// For SpmspvFormat::Column24 the same fields mean: warps 1..8; stages the chunks each lane
+// For SpmspvFormat::Column24 and Column48 the same fields mean: warps 1..8; stages the chunks each lane
 // loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
 
 // The split-K count a launch uses: cfg.splitK (or, when 0, about 8 blocks per SM of the

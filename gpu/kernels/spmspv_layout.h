@@ -60,11 +60,26 @@ inline constexpr std::int64_t spmspvTiles(std::int64_t rows) { return (rows + kS
 // rows past the matrix's end (the last tile's padding) are zeros kept the same way.
 // So every lane has four values at fixed offsets and an 8-bit meta byte: no prefix
 // scan over the mask, no offsets to read before the chunks.
-// Which of the two layouts a matrix is stored in.
+//
+// The column 4:8 layout (SpmspvFormat::Column48; `--pattern col4:8`): W keeps exactly 4
+// of every 8 consecutive rows of each column, and the chunk is the same 288 bytes: lane
+// l's 4 kept values of rows 8 l .. 8 l + 7 in increasing row, and meta byte l the 8-bit
+// mask of those rows, exactly four bits set (a group with fewer nonzeros keeps zeros at
+// its lowest zero rows). A column 2:4 chunk is a column 4:8 chunk byte for byte (its two
+// nibbles are the byte), so the column 4:8 kernel also reads column 2:4 matrices; the
+// column 2:4 kernel needs fewer instructions because each nibble has exactly two bits.
+// Which layout a matrix is stored in.
 enum class SpmspvFormat {
   Bitmask,   // any unstructured sparsity: mask + popcount values per chunk, an offset table
   Column24,  // 2 of every 4 rows of each column: fixed 288-byte chunks, no offsets
+  Column48,  // 4 of every 8 rows of each column: the same chunks, meta bytes with four bits
 };
+// The two fixed-chunk layouts.
+inline constexpr bool spmspvColumnFormat(SpmspvFormat f) {
+  return f == SpmspvFormat::Column24 || f == SpmspvFormat::Column48;
+}
+// Rows of a column group: 4 (Column24) or 8 (Column48); half of them are kept.
+inline constexpr int spmspvColumnGroup(SpmspvFormat f) { return f == SpmspvFormat::Column48 ? 8 : 4; }
 
 inline constexpr int kSpmspvCol24ValueBytes = kSpmspvTileRows;                               // 128 values
 inline constexpr int kSpmspvCol24ChunkBytes = kSpmspvCol24ValueBytes + kSpmspvTileRows / 8;  // 288: 9 sectors
@@ -81,6 +96,25 @@ SDW_SPMSPV_HD void col24GroupFma(float lo, float hi, unsigned nib, float x, floa
   if (nib & 2u) a1 = fmaf((nib & 1u) ? hi : lo, x, a1);
   if (nib & 4u) a2 = fmaf((nib & 8u) ? lo : hi, x, a2);
   if (nib & 8u) a3 = fmaf(hi, x, a3);
+}
+
+// One lane's 8 rows of a column 4:8 chunk, as the kernel adds them and the host tests
+// replay them: v0..v3 the lane's kept values widened (lowest row first), m the meta byte
+// (exactly four bits). Row r < 4 holds value popcount(m below r): the front values shift
+// down past each kept row. Row r >= 4 holds value 3 - popcount(m above r): the back
+// values, walked from row 7 down. Each kept row one FMA; 12 selects in all (a row's
+// choice narrows to the values it can hold).
+SDW_SPMSPV_HD void col48Fma(float v0, float v1, float v2, float v3, unsigned m, float x, float (&a)[8]) {
+  float f0 = v0, f1 = v1, f2 = v2;
+  if (m & 1u) a[0] = fmaf(f0, x, a[0]), f0 = f1, f1 = f2, f2 = v3;
+  if (m & 2u) a[1] = fmaf(f0, x, a[1]), f0 = f1, f1 = f2;
+  if (m & 4u) a[2] = fmaf(f0, x, a[2]), f0 = f1;
+  if (m & 8u) a[3] = fmaf(f0, x, a[3]);
+  float b0 = v3, b1 = v2, b2 = v1;
+  if (m & 128u) a[7] = fmaf(b0, x, a[7]), b0 = b1, b1 = b2, b2 = v0;
+  if (m & 64u) a[6] = fmaf(b0, x, a[6]), b0 = b1, b1 = b2;
+  if (m & 32u) a[5] = fmaf(b0, x, a[5]), b0 = b1;
+  if (m & 16u) a[4] = fmaf(b0, x, a[4]);
 }
 
 }  // namespace sdw::kernels

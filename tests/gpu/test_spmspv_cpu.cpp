@@ -233,7 +233,7 @@ class TestSpmspvCpu : public QObject {
     for (auto h : y) QVERIFY(!gpu::spmspvActive(sparse::from16(h, DType::F16), all));
   }
 
-  // ---- the column 2:4 layout ----
+  // ---- the column 2:4 and 4:8 layouts ----
 
   // [8, 2]: column 0 keeps rows 0, 2 (group 0) and row 5 (group 1: one nonzero, so its lowest
   // zero row 4 is kept with value 0); column 1 is empty. Rows 8..255 are padding.
@@ -263,33 +263,46 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(gpu::unpackSpmspv(m), back);
   }
 
-  void column24RoundTrip_data() {
+  // Both column layouts: weights keeping `keep` of every `group` rows of each column round-trip.
+  void columnRoundTrip_data() {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");
-    QTest::addColumn<int>("keep");  // per 4 rows of a column
-    for (int keep : {0, 1, 2}) {
-      QTest::addRow("4x1 keep %d", keep) << 4 << 1 << keep;
-      QTest::addRow("256x33 keep %d", keep) << 256 << 33 << keep;
-      QTest::addRow("300x7 keep %d", keep) << 300 << 7 << keep;
-      QTest::addRow("516x40 keep %d", keep) << 516 << 40 << keep;
-    }
+    QTest::addColumn<int>("group");  // 4: column 2:4, 8: column 4:8
+    QTest::addColumn<int>("keep");   // per group of a column
+    for (int group : {4, 8})
+      for (int keep = 0; keep <= group / 2; ++keep) {
+        QTest::addRow("8x1 col%d keep %d", group, keep) << 8 << 1 << group << keep;
+        QTest::addRow("256x33 col%d keep %d", group, keep) << 256 << 33 << group << keep;
+        QTest::addRow("304x7 col%d keep %d", group, keep) << 304 << 7 << group << keep;
+        QTest::addRow("520x40 col%d keep %d", group, keep) << 520 << 40 << group << keep;
+      }
   }
-  void column24RoundTrip() {
+  void columnRoundTrip() {
     QFETCH(int, rows);
     QFETCH(int, cols);
+    QFETCH(int, group);
     QFETCH(int, keep);
+    const auto format = group == 4 ? kernels::SpmspvFormat::Column24 : kernels::SpmspvFormat::Column48;
     for (DType dt : {DType::BF16, DType::F16}) {
-      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, keep, 4, std::uint64_t(rows + cols + keep));
+      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, keep, group, std::uint64_t(rows + cols + keep));
       for (int j = 0; j < cols; ++j)
-        for (int g = 0; g < rows; g += 4) {
+        for (int g = 0; g < rows; g += group) {
           int nz = 0;
-          for (int r = g; r < g + 4; ++r) nz += (w[std::size_t(r * cols + j)] & 0x7fff) != 0;
+          for (int r = g; r < g + group; ++r) nz += (w[std::size_t(r * cols + j)] & 0x7fff) != 0;
           QCOMPARE(nz, keep);
         }
-      const auto m = gpu::packSpmspv(w, rows, cols, dt, kernels::SpmspvFormat::Column24);
+      const auto m = gpu::packSpmspv(w, rows, cols, dt, format);
       gpu::validateSpmspv(m);
       QCOMPARE(std::int64_t(m.chunks.size()), m.tiles() * cols * 144);
       QCOMPARE(gpu::unpackSpmspv(m), w);
+      if (group == 4) {
+        // A column 2:4 chunk is a column 4:8 chunk as it stands (its nibbles hold four bits
+        // in all): read as one, the matrix is the same.
+        auto wide = m;
+        wide.format = kernels::SpmspvFormat::Column48;
+        gpu::validateSpmspv(wide);
+        QCOMPARE(gpu::unpackSpmspv(wide), w);
+      }
     }
   }
 
@@ -322,6 +335,45 @@ class TestSpmspvCpu : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(withOffsets));
   }
 
+  void column48RefusesAndRejects() {
+    // [16, 2]: column 0 keeps rows 0..3 (a column 2:4 matrix cannot), column 1 rows 9, 15.
+    std::vector<std::uint16_t> w(16 * 2, 0);
+    for (int r = 0; r < 4; ++r) w[std::size_t(r * 2)] = h16(float(r + 1));
+    w[9 * 2 + 1] = h16(-1.f), w[15 * 2 + 1] = h16(2.f);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             (void)gpu::packSpmspv(w, 16, 2, DType::BF16, kernels::SpmspvFormat::Column24));
+    const auto ok = gpu::packSpmspv(w, 16, 2, DType::BF16, kernels::SpmspvFormat::Column48);
+    QCOMPARE(gpu::unpackSpmspv(ok), w);
+    QCOMPARE(ok.chunks[128] & 0xffu, 0x0fu);  // lane 0 of column 0: rows 0..3
+    QCOMPARE(ok.chunks[128] >> 8, 0x0fu);     // lane 1: no nonzero, the four lowest rows
+    for (int i = 0; i < 4; ++i) QCOMPARE(ok.chunks[std::size_t(i)], h16(float(i + 1)));
+    // Column 1, lane 1 (rows 8..15): rows 9 and 15, and zeros at rows 8 and 10.
+    QCOMPARE(ok.chunks[144 + 128] >> 8, 0x87u);
+    QCOMPARE(ok.chunks[144 + 4], std::uint16_t{0});
+    QCOMPARE(ok.chunks[144 + 5], h16(-1.f));
+    QCOMPARE(ok.chunks[144 + 6], std::uint16_t{0});
+    QCOMPARE(ok.chunks[144 + 7], h16(2.f));
+    // Read as column 2:4, the byte 0x0f has a nibble of four bits and one of none.
+    auto asNarrow = ok;
+    asNarrow.format = kernels::SpmspvFormat::Column24;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(asNarrow));
+    w[4 * 2] = h16(9.f);  // five nonzeros in rows 0..7 of column 0
+    try {
+      (void)gpu::packSpmspv(w, 16, 2, DType::BF16, kernels::SpmspvFormat::Column48);
+      QFAIL("five nonzeros in rows 0..7 were packed");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(QString(e.what()).contains(QStringLiteral("column 4:8): column 0 keeps 5 nonzeros in rows 0..7 "
+                                                         "(at most 4 of every 8 rows)")),
+               e.what());
+    }
+    auto fiveBits = ok;
+    fiveBits.chunks[128] |= 0x10;  // lane 0 of column 0: rows 0..4
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(fiveBits));
+    auto threeBits = ok;
+    threeBits.chunks[128] &= 0xfff7;  // rows 0..2
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(threeBits));
+  }
+
   // Every kept-row nibble (the six with two bits): col24GroupFma adds the first value into
   // the lower kept row and the second into the higher one, and nothing elsewhere.
   void column24GroupRule() {
@@ -340,27 +392,55 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(nibbles, 6);
   }
 
+  // Every meta byte of four bits (70): col48Fma adds the k-th value into the k-th kept row,
+  // and nothing elsewhere.
+  void column48LaneRule() {
+    int bytes = 0;
+    for (unsigned m = 0; m < 256; ++m) {
+      if (std::popcount(m) != 4) continue;
+      ++bytes;
+      float a[8];
+      for (int r = 0; r < 8; ++r) a[r] = 100.f * float(r + 1);
+      const float v[4] = {3.f, 5.f, 7.f, 11.f};
+      kernels::col48Fma(v[0], v[1], v[2], v[3], m, 2.f, a);
+      int k = 0;
+      for (int r = 0; r < 8; ++r) {
+        const float want = 100.f * float(r + 1) + ((m >> r & 1u) ? 2.f * v[k++] : 0.f);
+        QVERIFY2(a[r] == want, qPrintable(QStringLiteral("meta 0x%1 row %2: %3, want %4")
+                                              .arg(m, 2, 16, QLatin1Char('0'))
+                                              .arg(r)
+                                              .arg(a[r])
+                                              .arg(want)));
+      }
+    }
+    QCOMPARE(bytes, 70);
+  }
+
   // The kernel's walk replayed on the host: per active column, lane l reads its 4 values at
   // value bytes 8 l .. 8 l + 7 and its meta byte at 256 + l of the chunk at (t cols + j) 288
-  // and adds them with col24GroupFma into its 8 rows; against float64 brute force and the CPU
-  // reference.
-  void column24LaneWalkMatchesBruteForce_data() {
+  // and adds them into its 8 rows (column 2:4: col24GroupFma per nibble; column 4:8:
+  // col48Fma); against float64 brute force and the CPU reference.
+  void columnLaneWalkMatchesBruteForce_data() {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");
     QTest::addColumn<double>("p");
-    for (double p : {0.0, 0.5, 0.75}) {
-      QTest::addRow("256x64 p=%.2f", p) << 256 << 64 << p;
-      QTest::addRow("300x96 p=%.2f", p) << 300 << 96 << p;
-      QTest::addRow("1024x130 p=%.2f", p) << 1024 << 130 << p;
-    }
+    QTest::addColumn<int>("group");
+    for (int group : {4, 8})
+      for (double p : {0.0, 0.5, 0.75}) {
+        QTest::addRow("256x64 p=%.2f col%d", p, group) << 256 << 64 << p << group;
+        QTest::addRow("304x96 p=%.2f col%d", p, group) << 304 << 96 << p << group;
+        QTest::addRow("1024x130 p=%.2f col%d", p, group) << 1024 << 130 << p << group;
+      }
   }
-  void column24LaneWalkMatchesBruteForce() {
+  void columnLaneWalkMatchesBruteForce() {
     QFETCH(int, rows);
     QFETCH(int, cols);
     QFETCH(double, p);
+    QFETCH(int, group);
+    const auto format = group == 4 ? kernels::SpmspvFormat::Column24 : kernels::SpmspvFormat::Column48;
     for (DType dt : {DType::BF16, DType::F16}) {
-      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, 2, 4, 17);
-      const auto m = gpu::packSpmspv(w, rows, cols, dt, kernels::SpmspvFormat::Column24);
+      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, group / 2, group, 17);
+      const auto m = gpu::packSpmspv(w, rows, cols, dt, format);
       const auto [x, threshold] = randomInput(cols, dt, 18, p);
       std::vector<double> ref, absRef;
       bruteForce(w, rows, cols, dt, x, threshold, ref, absRef);
@@ -377,8 +457,15 @@ class TestSpmspvCpu : public QObject {
             std::memcpy(v, chunk + 8 * l, 8);
             const unsigned meta = chunk[kernels::kSpmspvCol24ValueBytes + l];
             float* a = lanes.data() + t * 256 + 8 * l;
-            kernels::col24GroupFma(widen(v[0]), widen(v[1]), meta & 15u, x[std::size_t(j)], a[0], a[1], a[2], a[3]);
-            kernels::col24GroupFma(widen(v[2]), widen(v[3]), meta >> 4, x[std::size_t(j)], a[4], a[5], a[6], a[7]);
+            if (group == 4) {
+              kernels::col24GroupFma(widen(v[0]), widen(v[1]), meta & 15u, x[std::size_t(j)], a[0], a[1], a[2], a[3]);
+              kernels::col24GroupFma(widen(v[2]), widen(v[3]), meta >> 4, x[std::size_t(j)], a[4], a[5], a[6], a[7]);
+            } else {
+              float acc[8];
+              std::copy(a, a + 8, acc);
+              kernels::col48Fma(widen(v[0]), widen(v[1]), widen(v[2]), widen(v[3]), meta, x[std::size_t(j)], acc);
+              std::copy(acc, acc + 8, a);
+            }
           }
         }
       std::vector<float> y(std::size_t(rows), -7.f);
@@ -399,17 +486,19 @@ class TestSpmspvCpu : public QObject {
     }
   }
 
-  // The CPU benchmark's spMspV rows: one per activation sparsity, with its speed-up over
-  // the CPU dense GEMV, in the JSON and back; without activation sparsities none of it.
+  // The CPU benchmark's spMspV rows: one per weight layout and activation sparsity, with
+  // its speed-up over the CPU dense GEMV, in the JSON and back; without activation
+  // sparsities none of it.
   void cpuBenchRows() {
     gpu::BenchSettings s;
-    s.shapes = gpu::parseShapes("300x96");
+    s.shapes = gpu::parseShapes("304x96");
     s.patterns = {"2:4"};
     s.repeats = 1;
     s.forceCpu = true;
     s.cpuThreads = 1;
     s.activationSparsities = {0.0, 0.5};
     const auto r = gpu::runKernelBench(s, {});
+    const char* layouts[] = {"50%", "col2:4", "col4:8"};
     int n = 0;
     for (const auto& row : r.rows) {
       if (row.id != gpu::KernelId::SpmspvCpu) {
@@ -418,27 +507,38 @@ class TestSpmspvCpu : public QObject {
       }
       QVERIFY(row.activationSparsity);
       QCOMPARE(*row.activationSparsity, n % 2 == 0 ? 0.0 : 0.5);
-      QCOMPARE(row.pattern, std::string(n < 2 ? "50%" : "col2:4"));  // both weight layouts
+      QCOMPARE(row.pattern, std::string(layouts[n / 2]));  // every weight layout
       QVERIFY(row.us > 0 && row.bytes > 0 && row.speedupVsDense > 0);
       ++n;
     }
-    QCOMPARE(n, 4);
-    QCOMPARE(r.activationSummary.size(), std::size_t{4});
+    QCOMPARE(n, 6);
+    QCOMPARE(r.activationSummary.size(), std::size_t{6});
     QCOMPARE(r.activationSummary[1].activationSparsity, 0.5);
     QCOMPARE(r.activationSummary[1].pattern, std::string("50%"));
     QCOMPARE(r.activationSummary[1].count, 1);
     QCOMPARE(r.activationSummary[3].pattern, std::string("col2:4"));
-    // col2:4 reads whole 288-byte chunks: 300 rows are 2 tiles.
+    QCOMPARE(r.activationSummary[5].pattern, std::string("col4:8"));
+    // The column layouts read whole 288-byte chunks: 304 rows are 2 tiles.
     QCOMPARE(r.rows.back().bytes, 48.0 * 2 * 288 + 2 * 96);
     const auto json = gpu::toJson(r, "test", s);
     const auto j = nlohmann::json::parse(json);
-    QCOMPARE(j.at("activation_summary").size(), std::size_t{4});
+    QCOMPARE(j.at("activation_summary").size(), std::size_t{6});
     QCOMPARE(j.at("activation_summary")[2].at("pattern").get<std::string>(), std::string("col2:4"));
+    QCOMPARE(j.at("activation_summary")[4].at("pattern").get<std::string>(), std::string("col4:8"));
     const auto back = gpu::fromJson(json);
     QCOMPARE(back.rows.size(), r.rows.size());
-    QCOMPARE(back.activationSummary.size(), std::size_t{4});
+    QCOMPARE(back.activationSummary.size(), std::size_t{6});
     QCOMPARE(*back.rows.back().activationSparsity, 0.5);
     QCOMPARE(back.rows.back().kernel, std::string("spmspv-cpu"));
+
+    // 300 rows hold whole groups of 4 but not of 8: no col4:8 rows, and a note says why.
+    s.shapes = gpu::parseShapes("300x96");
+    s.activationSparsities = {0.5};
+    const auto odd = gpu::runKernelBench(s, {});
+    QCOMPARE(odd.activationSummary.size(), std::size_t{2});
+    QVERIFY(std::any_of(odd.notes.begin(), odd.notes.end(), [](const std::string& note) {
+      return note.find("col4:8 needs rows divisible by 8") != std::string::npos;
+    }));
 
     s.activationSparsities.clear();
     const auto plain = gpu::runKernelBench(s, {});

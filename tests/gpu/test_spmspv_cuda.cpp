@@ -159,45 +159,63 @@ class TestSpmspvCuda : public QObject {
     expectReference(c, w, p, warps, splitK, stages, bulk, 0);
   }
 
-  // The column 2:4 layout's kernel (SpmspvFormat::Column24) against the same float64
-  // product: rows not a multiple of 256 (and not of 4: the last group padded), columns not a
-  // multiple of 32, every depth it is built for, 1-8 warps, split-K counts, Llama shapes.
-  void column24MatchesReference_data() {
+  // The column layouts' kernel (SpmspvFormat::Column24 and Column48, and a column 2:4
+  // matrix read by the column 4:8 kernel) against the same float64 product: rows not a
+  // multiple of 256 (and not of the group: the last group padded), columns not a multiple of
+  // 32, every depth it is built for, 1-8 warps, split-K counts, Llama shapes.
+  void columnMatchesReference_data() {
+    QTest::addColumn<QString>("layout");  // "col2:4", "col4:8", "col2:4 as col4:8"
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");
-    QTest::addColumn<int>("keep");  // per 4 rows of a column
+    QTest::addColumn<int>("keep");  // per group of a column (half: the layout's own pattern)
     QTest::addColumn<double>("p");
     QTest::addColumn<QString>("dtype");
     QTest::addColumn<int>("warps");
     QTest::addColumn<int>("splitK");
     QTest::addColumn<int>("depth");    // SpmspvConfig::stages: chunks per batch
     QTest::addColumn<int>("cluster");  // SpmspvConfig::cluster (1: slices reduced in a cluster where 2-16)
-    for (const int cl : {0, 1}) {
-      const char* c = cl ? " cluster" : "";
-      for (const char* dt : {"bf16", "fp16"}) {
-        for (double p : {0.0, 0.5, 0.75, 0.99, 1.0}) {
-          QTest::addRow("36x96 p=%.2f %s%s", p, dt, c) << 36 << 96 << 2 << p << dt << 4 << 2 << 2 << cl;
-          QTest::addRow("300x33 p=%.2f %s%s", p, dt, c) << 300 << 33 << 2 << p << dt << 1 << 1 << 4 << cl;
-          QTest::addRow("600x4000 p=%.2f %s%s", p, dt, c) << 600 << 4000 << 2 << p << dt << 8 << 7 << 8 << cl;
+    // Row names: "col24 300x33 p=0.50 bf16" (no colon: it would end the test function's name).
+    for (const char* layout : {"col2:4", "col4:8", "col2:4 as col4:8"}) {
+      const int half = std::string(layout) == "col4:8" ? 4 : 2;
+      const bool main = std::string(layout) != "col2:4 as col4:8";  // the reread: the small rows only
+      const QByteArray tag = QByteArray(layout).replace(":", "");
+      for (const int cl : {0, 1}) {
+        const char* c = cl ? " cluster" : "";
+        for (const char* dt : {"bf16", "fp16"}) {
+          for (double p : {0.0, 0.5, 0.75, 0.99, 1.0}) {
+            QTest::addRow("%s 36x96 p=%.2f %s%s", tag.constData(), p, dt, c)
+                << layout << 36 << 96 << half << p << dt << 4 << 2 << 2 << cl;
+            QTest::addRow("%s 300x33 p=%.2f %s%s", tag.constData(), p, dt, c)
+                << layout << 300 << 33 << half << p << dt << 1 << 1 << 4 << cl;
+            if (main)
+              QTest::addRow("%s 600x4000 p=%.2f %s%s", tag.constData(), p, dt, c)
+                  << layout << 600 << 4000 << half << p << dt << 8 << 7 << 8 << cl;
+          }
+          QTest::addRow("%s 257x1000 one per group %s%s", tag.constData(), dt, c)
+              << layout << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4 << cl;
+          QTest::addRow("%s 512x2080 split 65 %s%s", tag.constData(), dt, c)
+              << layout << 512 << 2080 << half << 0.5 << dt << 2 << 65 << 2 << cl;
+          QTest::addRow("%s 512x2080 split 16 %s%s", tag.constData(), dt, c)
+              << layout << 512 << 2080 << half << 0.5 << dt << 8 << 16 << 2 << cl;
         }
-        QTest::addRow("257x1000 one per group %s%s", dt, c) << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4 << cl;
-        QTest::addRow("512x2080 split 65 %s%s", dt, c) << 512 << 2080 << 2 << 0.5 << dt << 2 << 65 << 2 << cl;
-        QTest::addRow("512x2080 split 16 %s%s", dt, c) << 512 << 2080 << 2 << 0.5 << dt << 8 << 16 << 2 << cl;
+        if (!main) continue;
+        for (double p : {0.0, 0.5, 0.75})  // Llama shapes: every depth at p_x 0.5, depth 4 elsewhere
+          for (int depth : {2, 4, 8}) {
+            if ((p != 0.5 && depth != 4) || (cl && depth != 4)) continue;  // each row packs a large matrix
+            if (half == 4 && (p != 0.5 || depth != 4)) continue;           // column 4:8: one row per shape
+            QTest::addRow("%s llama 4096x4096 p=%.2f d%d%s", tag.constData(), p, depth, c)
+                << layout << 4096 << 4096 << half << p << "bf16" << 8 << (cl ? 8 : 0) << depth << cl;
+            QTest::addRow("%s llama 14336x4096 p=%.2f d%d%s", tag.constData(), p, depth, c)
+                << layout << 14336 << 4096 << half << p << "bf16" << 8 << (cl ? 16 : 0) << depth << cl;
+            QTest::addRow("%s llama 4096x14336 p=%.2f d%d%s", tag.constData(), p, depth, c)
+                << layout << 4096 << 14336 << half << p << "bf16" << 4 << (cl ? 4 : 0) << depth << cl;
+          }
       }
-      for (double p : {0.0, 0.5, 0.75})  // Llama shapes: every depth at p_x 0.5, depth 4 elsewhere
-        for (int depth : {2, 4, 8}) {
-          if ((p != 0.5 && depth != 4) || (cl && depth != 4)) continue;  // each row packs a large matrix
-          QTest::addRow("llama 4096x4096 p=%.2f d%d%s", p, depth, c)
-              << 4096 << 4096 << 2 << p << "bf16" << 8 << (cl ? 8 : 0) << depth << cl;
-          QTest::addRow("llama 14336x4096 p=%.2f d%d%s", p, depth, c)
-              << 14336 << 4096 << 2 << p << "bf16" << 8 << (cl ? 16 : 0) << depth << cl;
-          QTest::addRow("llama 4096x14336 p=%.2f d%d%s", p, depth, c)
-              << 4096 << 14336 << 2 << p << "bf16" << 4 << (cl ? 4 : 0) << depth << cl;
-        }
     }
   }
 
-  void column24MatchesReference() {
+  void columnMatchesReference() {
+    QFETCH(QString, layout);
     QFETCH(int, rows);
     QFETCH(int, cols);
     QFETCH(int, keep);
@@ -209,19 +227,32 @@ class TestSpmspvCuda : public QObject {
     QFETCH(int, cluster);
     const auto dt = sparse::parseDType(dtype.toStdString());
     const auto seed = static_cast<std::uint64_t>(rows) * 137 + static_cast<std::uint64_t>(cols);
-    const int padded = (rows + 3) / 4 * 4;  // the generator wants whole groups; the last rows are cut
-    auto w = gpu::randomColumnPrunedWeights(padded, cols, dt, keep, 4, seed);
+    const int group = layout == QStringLiteral("col4:8") ? 8 : 4;
+    const int padded = (rows + group - 1) / group * group;  // the generator wants whole groups; the last rows are cut
+    auto w = gpu::randomColumnPrunedWeights(padded, cols, dt, keep, group, seed);
     w.resize(std::size_t(rows) * cols);
-    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, rows, cols, dt, kernels::SpmspvFormat::Column24), 1);
+    auto packed = gpu::packSpmspv(w, rows, cols, dt,
+                                  group == 8 ? kernels::SpmspvFormat::Column48 : kernels::SpmspvFormat::Column24);
+    if (layout == QStringLiteral("col2:4 as col4:8")) packed.format = kernels::SpmspvFormat::Column48;
+    auto c = gpu::prepareSpmspvCase(std::move(packed), 1);
     gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, seed + 1), p, warps, splitK);
     expectReference(c, w, p, warps, splitK, depth, false, cluster);
   }
 
-  // Column 2:4 refusals: more than 8 warps, an unbuilt depth, a chunk buffer not 32-byte aligned.
-  void column24RefusesBadArguments() {
-    const auto w = gpu::randomColumnPrunedWeights(64, 64, sparse::DType::BF16, 2, 4, 2);
-    auto c =
-        gpu::prepareSpmspvCase(gpu::packSpmspv(w, 64, 64, sparse::DType::BF16, kernels::SpmspvFormat::Column24), 1);
+  // Column layout refusals: more than 8 warps, an unbuilt depth, a chunk buffer not 32-byte
+  // aligned; the workspace and the cluster reductions agree bitwise.
+  void columnRefusesBadArguments_data() {
+    QTest::addColumn<int>("group");
+    QTest::newRow("col2:4") << 4;
+    QTest::newRow("col4:8") << 8;
+  }
+  void columnRefusesBadArguments() {
+    QFETCH(int, group);
+    const auto w = gpu::randomColumnPrunedWeights(64, 64, sparse::DType::BF16, group / 2, group, 2);
+    auto c = gpu::prepareSpmspvCase(
+        gpu::packSpmspv(w, 64, 64, sparse::DType::BF16,
+                        group == 8 ? kernels::SpmspvFormat::Column48 : kernels::SpmspvFormat::Column24),
+        1);
     gpu::setSpmspvActivation(c, gpu::randomNormal16(64, sparse::DType::BF16, 3), 0.5, 4, 0);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) == nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 9, 0, 2) != nullptr);
