@@ -151,11 +151,15 @@ QWidget* PruningPanel::buildForm() {
   pattern_->setObjectName(QStringLiteral("prunePattern"));
   for (const char* p : {"2:4", "4:8", "8:16", "16:32"}) pattern_->addItem(QLatin1String(p), QLatin1String(p));
   pattern_->addItem(tr("50% unstructured"), QStringLiteral("unstructured50"));
-  pattern_->addItem(QStringLiteral("col2:4"), QStringLiteral("col2:4"));
-  pattern_->setItemData(pattern_->count() - 1,
-                        tr("2 of every 4 consecutive rows of each input column (for column-major sparse x sparse "
-                           "kernels); no bitmask file, decodes dense"),
-                        Qt::ToolTipRole);
+  for (const char* p : {"col2:4", "col4:8"}) {
+    const QString name = QLatin1String(p);
+    pattern_->addItem(name, name);
+    pattern_->setItemData(pattern_->count() - 1,
+                          tr("%1 of every %2 consecutive rows of each input column (the column layouts of the sparse "
+                             "x sparse kernel); no bitmask file, decodes dense")
+                              .arg(name.mid(3, 1), name.mid(5)),
+                          Qt::ToolTipRole);
+  }
   order_ = new QComboBox(box);
   order_->setObjectName(QStringLiteral("pruneOrder"));
   order_->addItem(tr("parallel"), QStringLiteral("parallel"));

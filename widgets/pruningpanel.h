@@ -44,7 +44,7 @@ struct PruneForm {
   QString model;
   QStringList calibrationRuns;  // pruned one after the other
   QString method = QStringLiteral("sparsegpt");  // "sparsegpt" | "wanda" | "magnitude" | "duogpt"
-  QString pattern = QStringLiteral("2:4");       // "2:4" ... "16:32" | "unstructured50" | "col2:4"
+  QString pattern = QStringLiteral("2:4");       // "2:4" ... "16:32" | "unstructured50" | "col2:4" | "col4:8"
   QString order = QStringLiteral("parallel");    // "parallel" | "sequential" (duogpt: always sequential)
   double percdamp = 0.01;
   int blocksize = 128;
