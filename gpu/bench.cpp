@@ -172,14 +172,17 @@ double bytesSparse(const BenchShape& s) { return double(s.rows) * s.cols * 1.125
 
 // spMspV rows, one per weight layout: 50% unstructured weights in the bitmask layout, 2
 // of every 4 rows of each column in the column 2:4 layout and 4 of every 8 in the column
-// 4:8 one (pattern column "50%", "col2:4", "col4:8"). All keep half the weights.
+// 4:8 one (pattern column "50%", "col2:4", "col4:8"), which keep half the weights; and
+// every weight in the column-major dense layout (pattern "dense": activation sparsity
+// alone, as TEAL decodes).
 struct SpmspvVariant {
   const char* pattern;
   kernels::SpmspvFormat format;
 };
 constexpr SpmspvVariant kSpmspvVariants[] = {{kSpmspvUnstructuredPattern, kernels::SpmspvFormat::Bitmask},
                                              {"col2:4", kernels::SpmspvFormat::Column24},
-                                             {"col4:8", kernels::SpmspvFormat::Column48}};
+                                             {"col4:8", kernels::SpmspvFormat::Column48},
+                                             {"dense", kernels::SpmspvFormat::ColumnDense}};
 bool isColumnVariant(const SpmspvVariant& v) { return kernels::spmspvColumnFormat(v.format); }
 // A column layout needs whole groups of rows; the note says where a shape has none.
 bool spmspvFits(const SpmspvVariant& v, std::int64_t rows) {
@@ -192,6 +195,8 @@ std::string spmspvSkipNote(const SpmspvVariant& v, const std::string& module) {
 SpmspvMatrix spmspvWeights(const SpmspvVariant& v, std::int64_t rows, std::int64_t cols, sparse::DType dt,
                            std::uint64_t seed) {
   const int group = kernels::spmspvColumnGroup(v.format);
+  if (v.format == kernels::SpmspvFormat::ColumnDense)
+    return packSpmspv(randomPrunedWeights(rows, cols, dt, cols, cols, seed), rows, cols, dt, v.format);
   return packSpmspv(isColumnVariant(v) ? randomColumnPrunedWeights(rows, cols, dt, group / 2, group, seed)
                                        : randomPrunedWeights(rows, cols, dt, cols / 2, cols, seed),
                     rows, cols, dt, v.format);
@@ -568,7 +573,8 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     }
 
     // spMspV at each activation sparsity, after the baselines of the same shapes (their
-    // rows give its speed-ups): each weight layout (50% unstructured, column 2:4 and 4:8), x
+    // rows give its speed-ups): each weight layout (50% unstructured, column 2:4 and 4:8,
+    // column-major dense), x
     // standard normal.
     if (!timesSpmspv(s)) continue;
     for (const auto& sh : group)
@@ -593,7 +599,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           // its config.
           if (column) def.bulk = false;
           std::vector<kernels::SpmspvConfig> launches{def};
-          // column 2:4 and 4:8: warps (at most 8), split-K as below, chunks per batch, each also with the
+          // column layouts: warps (at most 8), split-K as below, chunks per batch, each also with the
           // slices reduced in a cluster (SpmspvConfig::cluster 1: where there are 2-16 of them)
           if (s.tune && column)
             for (int w : {4, 8})

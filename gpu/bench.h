@@ -95,12 +95,12 @@ struct BenchSummary {
 };
 
 // The pattern column of spMspV rows in the bitmask layout (50% unstructured weights); the
-// other layouts name their pattern ("col2:4", "col4:8").
+// other layouts name their pattern ("col2:4", "col4:8", "dense": every weight, column-major).
 inline constexpr const char* kSpmspvUnstructuredPattern = "50%";
 
 // spMspV at one activation sparsity and weight layout: medians over the run's shapes (batch 1).
 struct ActivationSummary {
-  std::string pattern;  // the rows' pattern: "50%" (bitmask layout), "col2:4" or "col4:8" (column layouts)
+  std::string pattern;  // the rows' pattern: "50%" (bitmask layout), "col2:4", "col4:8" or "dense" (column layouts)
   double activationSparsity = 0;
   int count = 0;
   double medianVsDense = 0, medianVsCublas = 0;  // over our dense GEMV and cuBLAS (0: not measured)

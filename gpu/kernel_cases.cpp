@@ -26,8 +26,10 @@ namespace sdw::gpu {
 std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk, int cluster) {
   const std::string ws = "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK));
   if (kernels::spmspvColumnFormat(c.host.format))
-    return (c.host.format == kernels::SpmspvFormat::Column48 ? "col4:8 " : "col2:4 ") + ws + " d" +
-           std::to_string(stages) + (cluster != 0 ? " cluster" : "");
+    return std::string(c.host.format == kernels::SpmspvFormat::Column48      ? "col4:8 "
+                       : c.host.format == kernels::SpmspvFormat::ColumnDense ? "dense "
+                                                                             : "col2:4 ") +
+           ws + " d" + std::to_string(stages) + (cluster != 0 ? " cluster" : "");
   return ws + " g" + std::to_string(stages) + (bulk ? " bulk" : "");
 }
 

@@ -37,7 +37,25 @@ std::size_t chunkUnits(int nnz) {
 // element 128 + l / 2, low byte first): the mask of the lane's 8 rows, four bits set.
 constexpr std::size_t kCol24Halves = kernels::kSpmspvCol24ChunkBytes / 2;  // 144
 constexpr std::size_t kCol24MetaAt = kernels::kSpmspvCol24ValueBytes / 2;  // 128
+// A fixed-chunk layout (column 2:4, 4:8 or dense).
 bool isColumn(const SpmspvMatrix& m) { return kernels::spmspvColumnFormat(m.format); }
+bool isDenseColumn(const SpmspvMatrix& m) { return m.format == kernels::SpmspvFormat::ColumnDense; }
+// The dense column layout: a chunk is 256 16-bit values, lane l's 8 (rows 8 l .. 8 l + 7) at 8 l.
+constexpr std::size_t kDenseHalves = kernels::kSpmspvDenseChunkBytes / 2;  // 256
+SpmspvMatrix packColumnDense(std::span<const std::uint16_t> w, std::int64_t rows, std::int64_t cols,
+                             sparse::DType dtype) {
+  SpmspvMatrix m;
+  m.rows = rows, m.cols = cols, m.dtype = dtype, m.format = kernels::SpmspvFormat::ColumnDense;
+  const std::int64_t T = m.tiles();
+  m.chunks.assign(static_cast<std::size_t>(T * cols) * kDenseHalves, 0);
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const std::size_t e = static_cast<std::size_t>(t * cols + j) * kDenseHalves;
+      for (std::int64_t r = 0; r < kSpmspvTileRows && t * kSpmspvTileRows + r < rows; ++r)
+        m.chunks[e + static_cast<std::size_t>(r)] = w[static_cast<std::size_t>((t * kSpmspvTileRows + r) * cols + j)];
+    }
+  return m;
+}
 std::string columnName(kernels::SpmspvFormat f) {
   return f == kernels::SpmspvFormat::Column48 ? "column 4:8" : "column 2:4";
 }
@@ -46,11 +64,19 @@ std::string columnName(kernels::SpmspvFormat f) {
 unsigned columnMeta(const std::vector<std::uint16_t>& c, std::size_t e, int lane) {
   return (c[e + kCol24MetaAt + static_cast<std::size_t>(lane / 2)] >> (8 * (lane % 2))) & 0xffu;
 }
-// f(row within the tile, value) for each kept row of the chunk at e, in increasing row:
-// lane l's k-th set meta bit holds its k-th value. Every meta byte must hold exactly four
-// bits (validateSpmspv checks that first).
+// f(row within the tile, value) for each kept row of chunk g (t * cols + j) of a column
+// layout, in increasing row. Column 2:4 / 4:8: lane l's k-th set meta bit holds its k-th
+// value; every meta byte must hold exactly four bits (validateSpmspv checks that first).
+// Dense: every row.
 template <typename F>
-void forEachColumnKept(const std::vector<std::uint16_t>& c, std::size_t e, F f) {
+void forEachColumnKept(const SpmspvMatrix& m, std::int64_t g, F f) {
+  const std::vector<std::uint16_t>& c = m.chunks;
+  if (m.format == kernels::SpmspvFormat::ColumnDense) {
+    const std::size_t e = static_cast<std::size_t>(g) * kDenseHalves;
+    for (int r = 0; r < kSpmspvTileRows; ++r) f(r, c[e + static_cast<std::size_t>(r)]);
+    return;
+  }
+  const std::size_t e = static_cast<std::size_t>(g) * kCol24Halves;
   for (int lane = 0; lane < 32; ++lane) {
     std::size_t v = e + 4 * static_cast<std::size_t>(lane);
     for (unsigned b = columnMeta(c, e, lane); b != 0; b &= b - 1) f(8 * lane + std::countr_zero(b), c[v++]);
@@ -107,6 +133,7 @@ SpmspvMatrix packSpmspv(std::span<const std::uint16_t> w, std::int64_t rows, std
   if (rows < 1 || cols < 1 || static_cast<std::int64_t>(w.size()) != rows * cols)
     throw std::invalid_argument("spMspV pack: " + std::to_string(w.size()) + " values for [" + std::to_string(rows) +
                                 ", " + std::to_string(cols) + "]");
+  if (format == kernels::SpmspvFormat::ColumnDense) return packColumnDense(w, rows, cols, dtype);
   if (kernels::spmspvColumnFormat(format)) return packColumn(w, rows, cols, dtype, format);
   SpmspvMatrix m;
   m.rows = rows, m.cols = cols, m.dtype = dtype;
@@ -149,6 +176,17 @@ void validateSpmspv(const SpmspvMatrix& m) {
   const auto fail = [](const std::string& why) { throw std::invalid_argument("spMspV layout: " + why); };
   if (m.rows < 1 || m.cols < 1) fail("empty shape");
   const std::int64_t T = m.tiles();
+  if (isDenseColumn(m)) {
+    if (m.chunks.size() != static_cast<std::size_t>(T * m.cols) * kDenseHalves || !m.offsets.empty())
+      fail("column dense: chunk buffer size is not tiles x cols x 512 bytes, or an offset table is present");
+    const std::int64_t validRows = m.rows - (T - 1) * kSpmspvTileRows;  // of the last tile
+    for (std::int64_t j = 0; j < m.cols; ++j)
+      for (std::int64_t r = validRows; r < kSpmspvTileRows; ++r)
+        if (!isZero16(
+                m.chunks[static_cast<std::size_t>((T - 1) * m.cols + j) * kDenseHalves + static_cast<std::size_t>(r)]))
+          fail("column dense: nonzero value in a padding row of column " + std::to_string(j));
+    return;
+  }
   if (isColumn(m)) {
     const std::string name = columnName(m.format);
     if (m.chunks.size() != static_cast<std::size_t>(T * m.cols) * kCol24Halves || !m.offsets.empty())
@@ -163,7 +201,7 @@ void validateSpmspv(const SpmspvMatrix& m) {
           if (std::popcount(columnMeta(m.chunks, e, lane) >> g0 & groupMask) != G / 2)
             fail(name + ": chunk " + std::to_string(g) + " rows " + std::to_string(8 * lane + g0) + ".." +
                  std::to_string(8 * lane + g0 + G - 1) + " keep other than " + std::to_string(G / 2) + " rows");
-      forEachColumnKept(m.chunks, e, [&](int r, std::uint16_t v) {
+      forEachColumnKept(m, g, [&](int r, std::uint16_t v) {
         if (r >= validRows && !isZero16(v))
           fail(name + ": nonzero value in a padding row of chunk " + std::to_string(g));
       });
@@ -207,11 +245,10 @@ std::vector<std::uint16_t> unpackSpmspv(const SpmspvMatrix& m) {
   if (isColumn(m)) {
     for (std::int64_t t = 0; t < m.tiles(); ++t)
       for (std::int64_t j = 0; j < m.cols; ++j)
-        forEachColumnKept(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves,
-                          [&](int r, std::uint16_t v) {
-                            const std::int64_t row = t * kSpmspvTileRows + r;
-                            if (row < m.rows) w[static_cast<std::size_t>(row * m.cols + j)] = isZero16(v) ? 0 : v;
-                          });
+        forEachColumnKept(m, t * m.cols + j, [&](int r, std::uint16_t v) {
+          const std::int64_t row = t * kSpmspvTileRows + r;
+          if (row < m.rows) w[static_cast<std::size_t>(row * m.cols + j)] = isZero16(v) ? 0 : v;
+        });
     return w;
   }
   for (std::int64_t t = 0; t < m.tiles(); ++t)
@@ -239,11 +276,10 @@ void spmspvCpu(const SpmspvMatrix& m, std::span<const float> x, float threshold,
       if (!spmspvActive(xj, threshold)) continue;
       if (isColumn(m)) {
         const std::int64_t r0 = t * kSpmspvTileRows, valid = std::min<std::int64_t>(kSpmspvTileRows, m.rows - r0);
-        forEachColumnKept(m.chunks, static_cast<std::size_t>(t * m.cols + j) * kCol24Halves,
-                          [&](int r, std::uint16_t v) {
-                            if (r >= 0 && r < valid && !isZero16(v))
-                              y[static_cast<std::size_t>(r0 + r)] += sparse::from16(v, m.dtype) * xj;
-                          });
+        forEachColumnKept(m, t * m.cols + j, [&](int r, std::uint16_t v) {
+          if (r >= 0 && r < valid && !isZero16(v))
+            y[static_cast<std::size_t>(r0 + r)] += sparse::from16(v, m.dtype) * xj;
+        });
         continue;
       }
       const std::size_t e = std::size_t{m.offsets[static_cast<std::size_t>(t * m.cols + j)]} * kSpmspvValuesPerUnit;
@@ -261,7 +297,7 @@ double spmspvReadBytes(const SpmspvMatrix& m, std::span<const float> x, float th
   if (isColumn(m)) {
     double active = 0;
     for (std::int64_t j = 0; j < m.cols; ++j) active += spmspvActive(x[static_cast<std::size_t>(j)], threshold) ? 1 : 0;
-    return active * static_cast<double>(m.tiles()) * kernels::kSpmspvCol24ChunkBytes +
+    return active * static_cast<double>(m.tiles()) * kernels::spmspvChunkBytes(m.format) +
            2.0 * static_cast<double>(m.cols);
   }
   double units = 0;

@@ -19,7 +19,8 @@ struct SpmspvMatrix {
   sparse::DType dtype = sparse::DType::BF16;
   kernels::SpmspvFormat format = kernels::SpmspvFormat::Bitmask;
   std::vector<std::uint16_t> chunks;   // the chunk buffer, 16-bit elements (8 per 16-byte unit)
-  std::vector<std::uint32_t> offsets;  // Bitmask: [tiles * cols + 1] chunk starts in 16-byte units; Column24: empty
+  std::vector<std::uint32_t>
+      offsets;  // Bitmask: [tiles * cols + 1] chunk starts in 16-byte units; the column layouts: empty
 
   std::int64_t tiles() const;
   std::uint64_t bytes() const { return chunks.size() * 2 + offsets.size() * 4; }  // the whole layout
@@ -31,7 +32,8 @@ struct SpmspvMatrix {
 // over 2^32 units (64 GiB). Column24: at most 2 nonzeros in every 4 consecutive rows
 // (4 g .. 4 g + 3) of every column, any rows >= 1 (a group with fewer keeps zeros at
 // its lowest zero rows); throws std::invalid_argument naming the first column and
-// rows that keep more.
+// rows that keep more. Column48: the same with 4 of every 8 rows. ColumnDense: every
+// entry kept, zeros included.
 SpmspvMatrix packSpmspv(std::span<const std::uint16_t> w, std::int64_t rows, std::int64_t cols, sparse::DType dtype,
                         kernels::SpmspvFormat format = kernels::SpmspvFormat::Bitmask);
 
@@ -40,8 +42,10 @@ std::vector<std::uint16_t> unpackSpmspv(const SpmspvMatrix& m);
 
 // Throws std::invalid_argument with a one-line reason. Bitmask: sizes, offsets that
 // do not increase by a chunk's size (mask + its popcount values, padded), kept values
-// that are zero, nonzero padding or padding-row bits. Column24: the buffer's size, a
-// meta nibble without exactly two bits, a nonzero value kept in a padding row.
+// that are zero, nonzero padding or padding-row bits. Column24 / Column48: the buffer's
+// size, a meta nibble without exactly two bits / a meta byte without exactly four, a
+// nonzero value kept in a padding row. ColumnDense: the buffer's size, a nonzero value
+// in a padding row.
 void validateSpmspv(const SpmspvMatrix& m);
 
 // Which input entries a call reads: |x_j| > threshold. A negative threshold reads

@@ -26,15 +26,15 @@ QColor groupColor(qsizetype i) { return kPalette[static_cast<std::size_t>(i) % s
 
 QString sparsityText(double p) { return QString::number(p, 'g', 3); }
 
-// The other layouts' lines, in the run's order: a dash and a marker each, named in the axis label.
+// The other layouts' lines, in the run's order: a dash and a marker each (the legend strip's
+// median entries show the dash).
 struct LayoutStyle {
   Qt::PenStyle pen;
   QCPScatterStyle::ScatterShape marker;
-  const char* word;  // in the axis label: "dashed col2:4"
 };
-const LayoutStyle kLayoutStyles[] = {{Qt::DashLine, QCPScatterStyle::ssTriangle, QT_TR_NOOP("dashed")},
-                                     {Qt::DotLine, QCPScatterStyle::ssDiamond, QT_TR_NOOP("dotted")},
-                                     {Qt::DashDotLine, QCPScatterStyle::ssCross, QT_TR_NOOP("dash-dot")}};
+const LayoutStyle kLayoutStyles[] = {{Qt::DashLine, QCPScatterStyle::ssTriangle},
+                                     {Qt::DotLine, QCPScatterStyle::ssDiamond},
+                                     {Qt::DashDotLine, QCPScatterStyle::ssCross}};
 const LayoutStyle& layoutStyle(qsizetype i) {
   return kLayoutStyles[static_cast<std::size_t>(i) % std::size(kLayoutStyles)];
 }
@@ -42,7 +42,7 @@ const LayoutStyle& layoutStyle(qsizetype i) {
 }  // namespace
 
 QString ActivationSparsityChart::medianName(const QString& layout) {
-  return layout.isEmpty() ? tr("median over the shapes") : tr("median over the shapes, %1").arg(layout);
+  return layout.isEmpty() ? tr("median over the shapes") : tr("median, %1").arg(layout);
 }
 QString ActivationSparsityChart::limitName() { return tr("bytes limit (dense bytes / spMspV bytes)"); }
 
@@ -139,12 +139,9 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
   for (double x : s.sparsities) ticker->addTick(x, sparsityText(x));
   // Short lines: the chart may get half of the row beside the bars.
   title_->setText(n > 0 ? tr("spMspV speedup over %1").arg(s.baseline) : tr("spMspV speedup"));
-  QStringList others;  // "dashed col2:4", "dotted col4:8"
-  for (qsizetype k = 0; k < s.layouts.size(); ++k)
-    others << tr("%1 %2").arg(tr(layoutStyle(k).word), s.layouts[k].pattern);
-  p->xAxis->setLabel(n == 0             ? tr("no spMspV rows: set an activation sparsity and run")
-                     : others.isEmpty() ? tr("activation sparsity p_x (batch 1, 50% weights)")
-                                        : tr("p_x, batch 1 (%1)").arg(others.join(QStringLiteral(", "))));
+  p->xAxis->setLabel(n == 0                ? tr("no spMspV rows: set an activation sparsity and run")
+                     : s.layouts.isEmpty() ? tr("activation sparsity p_x (batch 1, 50% weights)")
+                                           : tr("activation sparsity p_x (batch 1; layouts as in the legend)"));
   replot();
 }
 

@@ -22,9 +22,9 @@ class PlotView;
 
 // The spMspV rows of a run, arranged per activation sparsity (batch 1). The main weight
 // layout's rows (50% unstructured) are the thin lines and the median; each other layout
-// (pattern "col2:4", "col4:8", ...) has lines of its own, their shape named with the
+// (pattern "col2:4", "col4:8", "dense", ...) has lines of its own, their shape named with the
 // pattern ("llama3-8b q_proj col2:4"), drawn dashed, dotted or dash-dot in that order
-// (the axis label says which), and its own median.
+// (the legend's median entries show which), and its own median.
 struct ActivationSpeedups {
   struct Layout {
     QString pattern;        // "col2:4"
@@ -54,7 +54,7 @@ class ActivationSparsityChart : public QWidget {
   LegendStrip* legendStrip() const { return strip_; }
 
   // The names of the lines that are not shapes.
-  static QString medianName(const QString& layout = {});  // another layout's: "median over the shapes, col2:4"
+  static QString medianName(const QString& layout = {});  // another layout's: "median, col2:4"
   static QString limitName();
   // For tests and exports: a line's points as drawn (p_x, speed-up); its name
   // is a shape, medianName() or limitName(). Empty for a name not drawn.

@@ -135,8 +135,9 @@ const RegisterBenchMode regKernels{BenchMode{
      {"dtype", "T", "value dtype: bf16 or fp16", "bf16"},
      {"repeats", "N", "timed repeats per kernel (median)", "7"},
      {"activation-sparsity", "LIST",
-      "also time the spMspV kernels (batch 1; weights 50% unstructured, pattern 50%, and 2 of every 4 or 4 of every "
-      "8 rows of each column, patterns col2:4 and col4:8) skipping these fractions of x, in [0, 1)",
+      "also time the spMspV kernels (batch 1; weights 50% unstructured, pattern 50%; 2 of every 4 or 4 of every "
+      "8 rows of each column, patterns col2:4 and col4:8; every weight column-major, pattern dense) skipping these "
+      "fractions of x, in [0, 1)",
       ""},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
      {"tensor-cores", "",

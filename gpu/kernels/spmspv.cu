@@ -17,8 +17,9 @@
 // The warps' sums are added in shared memory; split-K slices are reduced by the
 // last block to arrive (splitk.cuh, one ticket per 32 rows), in split order.
 //
-// The column 2:4 and 4:8 layouts (SpmspvFormat::Column24, Column48) have their own kernel
-// below: fixed-size chunks, loaded straight into registers, no scan.
+// The column 2:4 and 4:8 layouts (SpmspvFormat::Column24, Column48) and the column-major
+// dense one (ColumnDense) have their own kernel below: fixed-size chunks, loaded straight
+// into registers, no scan.
 
 #include "gpu/kernels/splitk.cuh"
 #include "gpu/kernels/spmspv.cuh"
@@ -272,18 +273,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
 }
 
-// ---- The column 2:4 and 4:8 layouts (SpmspvFormat::Column24, Column48) ----
-// Every chunk is 288 bytes at a fixed place, so a warp needs only x to know what to read:
+// ---- The fixed-chunk layouts (SpmspvFormat::Column24, Column48, ColumnDense) ----
+// Every chunk is 288 bytes (dense: 512) at a fixed place, so a warp needs only x to know
+// what to read:
 //  1. its active columns of the block's slice, {j, x_j}, compacted from x alone into its
 //     list in shared memory (ballots; x of kPre steps loaded per round trip);
-//  2. per active column, lane l loads its 8 value bytes and its meta byte straight into
-//     registers (no shared-memory staging): SpmspvConfig::stages chunks a batch, two
-//     batches in flight;
+//  2. per active column, lane l loads its 8 value bytes and its meta byte (dense: its 16
+//     value bytes) straight into registers (no shared-memory staging):
+//     SpmspvConfig::stages chunks a batch, two batches in flight;
 //  3. per group of 4 rows, the two kept values widened and added into the rows the meta
 //     nibble names (col24GroupFma, spmspv_layout.h; column 4:8: the lane's four values
 //     into the rows of its meta byte, col48Fma): each row one FMA predicated on its
 //     bit, the value chosen by one select where either could be the row's (rows 1 and 2);
-//     no scan, no empty slot loaded;
+//     no scan, no empty slot loaded; dense: one FMA per row;
 //  4. the same block reduction and split-K epilogue as the bitmask kernel (finishTile).
 
 // At most 8 warps a block: with 16 (the bitmask kernel's bound) ptxas keeps the two batches
@@ -322,6 +324,13 @@ __device__ __forceinline__ int compactActive(uint2* list, const unsigned short* 
 __device__ __forceinline__ uint2 ldStream8(const unsigned char* p) {
   uint2 v;
   asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint4 ldStream16(const unsigned char* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
   return v;
 }
 __device__ __forceinline__ unsigned ldStream1(const unsigned char* p) {
@@ -387,13 +396,17 @@ __device__ __forceinline__ void finishTileCluster(float* red, float* part, const
 // then arrive.release / wait.acquire; the first block adds them in slice order and writes y.
 // No workspace, fence on global memory or ticket.
 // kG: the column group, 4 (column 2:4: two col24GroupFma per chunk) or 8 (column 4:8: one
-// col48Fma); the loads and everything else are the same.
+// col48Fma); the loads and everything else are the same. kG 1: the column-major dense
+// layout, each lane's 16 value bytes (its 8 rows) one load and 8 FMAs, no meta.
 template <typename T, int kG, int kD, bool CLUSTER>
 __global__ void __launch_bounds__(kCol24MaxWarps * 32)
     spmspvColumnKernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
                        const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
                        float* __restrict__ ws, unsigned* __restrict__ counters) {
-  static_assert(kG == 4 || kG == 8);
+  static_assert(kG == 1 || kG == 4 || kG == 8);
+  constexpr bool kDense = kG == 1;
+  constexpr int kChunk = kDense ? kSpmspvDenseChunkBytes : kSpmspvCol24ChunkBytes;
+  using Val = std::conditional_t<kDense, uint4, uint2>;  // a lane's values of one chunk
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
@@ -404,15 +417,15 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
   const std::int64_t tile = blockIdx.x;
   const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
   const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
-  const unsigned char* tileChunks = chunks + tile * cols * kSpmspvCol24ChunkBytes;
-  const unsigned char* laneValues = tileChunks + 8 * lane;
+  const unsigned char* tileChunks = chunks + tile * cols * kChunk;
+  const unsigned char* laneValues = tileChunks + static_cast<int>(sizeof(Val)) * lane;
   const unsigned char* laneMeta = tileChunks + kSpmspvCol24ValueBytes + lane;
   const uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
 
   const int n = compactActive<T>(reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap,
                                  reinterpret_cast<const unsigned short*>(x), c0, c1, W, warp, lane, threshold);
 
-  uint2 val[2][kD];
+  Val val[2][kD];
   unsigned meta[2][kD];
   float xs[2][kD];
   // Batch `b` = list entries [i0, i0 + kD); entries past the list: no load, meta 0 (no row
@@ -423,12 +436,17 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
       const int i = i0 + d;
       if (i < n) {
         const uint2 e = list[i];
-        const std::size_t at = static_cast<std::size_t>(e.x) * kSpmspvCol24ChunkBytes;
-        val[b][d] = ldStream8(laneValues + at);
-        meta[b][d] = ldStream1(laneMeta + at);
+        const std::size_t at = static_cast<std::size_t>(e.x) * kChunk;
+        if constexpr (kDense) {
+          val[b][d] = ldStream16(laneValues + at);
+          meta[b][d] = 0u;
+        } else {
+          val[b][d] = ldStream8(laneValues + at);
+          meta[b][d] = ldStream1(laneMeta + at);
+        }
         xs[b][d] = __uint_as_float(e.y);
       } else {
-        val[b][d] = make_uint2(0u, 0u);
+        val[b][d] = Val{};
         meta[b][d] = 0u;
         xs[b][d] = 0.f;
       }
@@ -440,8 +458,18 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
   const auto compute = [&](int b) {
 #pragma unroll
     for (int d = 0; d < kD; ++d) {
-      const uint2 v = val[b][d];
-      if constexpr (kG == 4) {
+      const Val v = val[b][d];
+      if constexpr (kDense) {
+        const float xv = xs[b][d];
+        acc[0] = fmaf(lo16<T>(v.x), xv, acc[0]);
+        acc[1] = fmaf(hi16<T>(v.x), xv, acc[1]);
+        acc[2] = fmaf(lo16<T>(v.y), xv, acc[2]);
+        acc[3] = fmaf(hi16<T>(v.y), xv, acc[3]);
+        acc[4] = fmaf(lo16<T>(v.z), xv, acc[4]);
+        acc[5] = fmaf(hi16<T>(v.z), xv, acc[5]);
+        acc[6] = fmaf(lo16<T>(v.w), xv, acc[6]);
+        acc[7] = fmaf(hi16<T>(v.w), xv, acc[7]);
+      } else if constexpr (kG == 4) {
         col24GroupFma(lo16<T>(v.x), hi16<T>(v.x), meta[b][d] & 15u, xs[b][d], acc[0], acc[1], acc[2], acc[3]);
         col24GroupFma(lo16<T>(v.y), hi16<T>(v.y), meta[b][d] >> 4, xs[b][d], acc[4], acc[5], acc[6], acc[7]);
       } else {
@@ -617,8 +645,9 @@ int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const
       return byTypeAndDepth(dtype, cfg.stages, 0, [&](auto t, auto d) {
         using T = typename decltype(t)::type;
         constexpr int kD = decltype(d)::value;
-        return format == SpmspvFormat::Column48 ? columnResidentBlocks<T, 8, kD>(cols, s, warps)
-                                                : columnResidentBlocks<T, 4, kD>(cols, s, warps);
+        return format == SpmspvFormat::Column48      ? columnResidentBlocks<T, 8, kD>(cols, s, warps)
+               : format == SpmspvFormat::ColumnDense ? columnResidentBlocks<T, 1, kD>(cols, s, warps)
+                                                     : columnResidentBlocks<T, 4, kD>(cols, s, warps);
       });
     const SpmspvConfig c{warps, s, cfg.stages, cfg.bulk};
     return byTypeAndStages(dtype, cfg.stages, 0, [&](auto t, auto st) {
@@ -668,9 +697,13 @@ cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, 
     return byTypeAndDepth(w.dtype, cfg.stages, cudaErrorInvalidValue, [&](auto t, auto d) {
       using T = typename decltype(t)::type;
       constexpr int kD = decltype(d)::value;
-      return w.format == SpmspvFormat::Column48
-                 ? launchColumn<T, 8, kD>(w, x, threshold, y, cfg, workspace, counters, stream)
-                 : launchColumn<T, 4, kD>(w, x, threshold, y, cfg, workspace, counters, stream);
+      switch (w.format) {
+        case SpmspvFormat::Column48:
+          return launchColumn<T, 8, kD>(w, x, threshold, y, cfg, workspace, counters, stream);
+        case SpmspvFormat::ColumnDense:
+          return launchColumn<T, 1, kD>(w, x, threshold, y, cfg, workspace, counters, stream);
+        default: return launchColumn<T, 4, kD>(w, x, threshold, y, cfg, workspace, counters, stream);
+      }
     });
   // cudaErrorInvalidValue also where no kernel is built for the stages.
   return byTypeAndStages(w.dtype, cfg.stages, cudaErrorInvalidValue, [&](auto t, auto st) {

@@ -68,21 +68,36 @@ inline constexpr std::int64_t spmspvTiles(std::int64_t rows) { return (rows + kS
 // its lowest zero rows). A column 2:4 chunk is a column 4:8 chunk byte for byte (its two
 // nibbles are the byte), so the column 4:8 kernel also reads column 2:4 matrices; the
 // column 2:4 kernel needs fewer instructions because each nibble has exactly two bits.
+//
+// The column-major dense layout (SpmspvFormat::ColumnDense): every weight kept, as TEAL
+// stores them to skip the columns of small inputs: the baseline that separates what the
+// activations' sparsity gives from what the weights' adds. Chunk (t, j) is 512 bytes at
+// byte (t * cols + j) * 512: lane l's 8 values of rows 8 l .. 8 l + 7 at bytes 16 l ..
+// 16 l + 15, no meta; rows past the matrix's end are zeros.
 // Which layout a matrix is stored in.
 enum class SpmspvFormat {
-  Bitmask,   // any unstructured sparsity: mask + popcount values per chunk, an offset table
-  Column24,  // 2 of every 4 rows of each column: fixed 288-byte chunks, no offsets
-  Column48,  // 4 of every 8 rows of each column: the same chunks, meta bytes with four bits
+  Bitmask,      // any unstructured sparsity: mask + popcount values per chunk, an offset table
+  Column24,     // 2 of every 4 rows of each column: fixed 288-byte chunks, no offsets
+  Column48,     // 4 of every 8 rows of each column: the same chunks, meta bytes with four bits
+  ColumnDense,  // every weight, column-major: fixed 512-byte chunks
 };
-// The two fixed-chunk layouts.
+// The fixed-chunk layouts (one kernel, spmspvColumnKernel).
 inline constexpr bool spmspvColumnFormat(SpmspvFormat f) {
-  return f == SpmspvFormat::Column24 || f == SpmspvFormat::Column48;
+  return f == SpmspvFormat::Column24 || f == SpmspvFormat::Column48 || f == SpmspvFormat::ColumnDense;
 }
-// Rows of a column group: 4 (Column24) or 8 (Column48); half of them are kept.
-inline constexpr int spmspvColumnGroup(SpmspvFormat f) { return f == SpmspvFormat::Column48 ? 8 : 4; }
+// Rows of a column group: 4 (Column24) or 8 (Column48), half of them kept; 1 (ColumnDense,
+// every row kept).
+inline constexpr int spmspvColumnGroup(SpmspvFormat f) {
+  return f == SpmspvFormat::Column48 ? 8 : f == SpmspvFormat::ColumnDense ? 1 : 4;
+}
 
 inline constexpr int kSpmspvCol24ValueBytes = kSpmspvTileRows;                               // 128 values
 inline constexpr int kSpmspvCol24ChunkBytes = kSpmspvCol24ValueBytes + kSpmspvTileRows / 8;  // 288: 9 sectors
+inline constexpr int kSpmspvDenseChunkBytes = 2 * kSpmspvTileRows;                           // 512: 16 sectors
+// The chunk of a fixed-chunk layout, in bytes.
+inline constexpr int spmspvChunkBytes(SpmspvFormat f) {
+  return f == SpmspvFormat::ColumnDense ? kSpmspvDenseChunkBytes : kSpmspvCol24ChunkBytes;
+}
 
 // One group of 4 rows of a column 2:4 chunk, as the kernel adds it and the host tests
 // replay it: lo and hi are the group's two kept values widened to fp32 (lower row first),

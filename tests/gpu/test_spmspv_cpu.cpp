@@ -392,6 +392,36 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(nibbles, 6);
   }
 
+  // The column-major dense layout: [300, 3] (two tiles), lane l's 8 rows at 16-bit element
+  // 8 l of its chunk, zeros kept, padding rows zero; round trip, padding and size refusals.
+  void packsTheDenseColumnLayout() {
+    const std::int64_t rows = 300, cols = 3;
+    auto w = gpu::randomPrunedWeights(rows, cols, DType::F16, cols, cols, 5);
+    w[std::size_t(7 * cols + 1)] = 0;  // a zero weight is kept as one
+    const auto m = gpu::packSpmspv(w, rows, cols, DType::F16, kernels::SpmspvFormat::ColumnDense);
+    QVERIFY(m.offsets.empty());
+    QCOMPARE(m.chunks.size(), std::size_t(2 * cols * 256));
+    QCOMPARE(m.bytes(), std::uint64_t(2 * cols * 512));
+    for (std::int64_t t = 0; t < 2; ++t)
+      for (std::int64_t j = 0; j < cols; ++j)
+        for (std::int64_t r = 0; r < 256; ++r) {
+          const std::int64_t row = 256 * t + r;
+          QCOMPARE(m.chunks[std::size_t((t * cols + j) * 256 + r)],
+                   row < rows ? w[std::size_t(row * cols + j)] : std::uint16_t{0});
+        }
+    gpu::validateSpmspv(m);
+    QCOMPARE(gpu::unpackSpmspv(m), w);
+    auto padValue = m;
+    padValue.chunks[std::size_t((1 * cols + 2) * 256 + 300 - 256)] = h16(1.f, DType::F16);  // row 300 of column 2
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(padValue));
+    auto shortBuffer = m;
+    shortBuffer.chunks.resize(shortBuffer.chunks.size() - 8);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::validateSpmspv(shortBuffer));
+    // Every weight is read: a column of x reads the same 512 bytes whatever the weights.
+    std::vector<float> x(std::size_t(cols), 1.f);
+    QCOMPARE(gpu::spmspvReadBytes(m, x, 0.f), 3.0 * 2 * 512 + 2 * cols);
+  }
+
   // Every meta byte of four bits (70): col48Fma adds the k-th value into the k-th kept row,
   // and nothing elsewhere.
   void column48LaneRule() {
@@ -425,7 +455,7 @@ class TestSpmspvCpu : public QObject {
     QTest::addColumn<int>("cols");
     QTest::addColumn<double>("p");
     QTest::addColumn<int>("group");
-    for (int group : {4, 8})
+    for (int group : {1, 4, 8})  // 1: the dense column layout
       for (double p : {0.0, 0.5, 0.75}) {
         QTest::addRow("256x64 p=%.2f col%d", p, group) << 256 << 64 << p << group;
         QTest::addRow("304x96 p=%.2f col%d", p, group) << 304 << 96 << p << group;
@@ -437,9 +467,13 @@ class TestSpmspvCpu : public QObject {
     QFETCH(int, cols);
     QFETCH(double, p);
     QFETCH(int, group);
-    const auto format = group == 4 ? kernels::SpmspvFormat::Column24 : kernels::SpmspvFormat::Column48;
+    const auto format = group == 1   ? kernels::SpmspvFormat::ColumnDense
+                        : group == 4 ? kernels::SpmspvFormat::Column24
+                                     : kernels::SpmspvFormat::Column48;
+    const int chunkBytes = group == 1 ? 512 : 288;
     for (DType dt : {DType::BF16, DType::F16}) {
-      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, group / 2, group, 17);
+      const auto w = group == 1 ? gpu::randomPrunedWeights(rows, cols, dt, cols, cols, 17)
+                                : gpu::randomColumnPrunedWeights(rows, cols, dt, group / 2, group, 17);
       const auto m = gpu::packSpmspv(w, rows, cols, dt, format);
       const auto [x, threshold] = randomInput(cols, dt, 18, p);
       std::vector<double> ref, absRef;
@@ -451,8 +485,15 @@ class TestSpmspvCpu : public QObject {
       for (std::int64_t t = 0; t < m.tiles(); ++t)
         for (int j = 0; j < cols; ++j) {
           if (!gpu::spmspvActive(x[std::size_t(j)], threshold)) continue;
-          const unsigned char* chunk = bytes + (t * cols + j) * kernels::kSpmspvCol24ChunkBytes;
+          const unsigned char* chunk = bytes + (t * cols + j) * chunkBytes;
           for (int l = 0; l < 32; ++l) {
+            if (group == 1) {  // the lane's 16 bytes, one FMA per row
+              std::uint16_t v[8];
+              std::memcpy(v, chunk + 16 * l, 16);
+              float* a = lanes.data() + t * 256 + 8 * l;
+              for (int r = 0; r < 8; ++r) a[r] = std::fma(widen(v[r]), x[std::size_t(j)], a[r]);
+              continue;
+            }
             std::uint16_t v[4];
             std::memcpy(v, chunk + 8 * l, 8);
             const unsigned meta = chunk[kernels::kSpmspvCol24ValueBytes + l];
@@ -482,7 +523,7 @@ class TestSpmspvCpu : public QObject {
       }
       double active = 0;
       for (float v : x) active += gpu::spmspvActive(v, threshold);
-      QCOMPARE(gpu::spmspvReadBytes(m, x, threshold), active * double(m.tiles()) * 288 + 2.0 * cols);
+      QCOMPARE(gpu::spmspvReadBytes(m, x, threshold), active * double(m.tiles()) * chunkBytes + 2.0 * cols);
     }
   }
 
@@ -498,7 +539,7 @@ class TestSpmspvCpu : public QObject {
     s.cpuThreads = 1;
     s.activationSparsities = {0.0, 0.5};
     const auto r = gpu::runKernelBench(s, {});
-    const char* layouts[] = {"50%", "col2:4", "col4:8"};
+    const char* layouts[] = {"50%", "col2:4", "col4:8", "dense"};
     int n = 0;
     for (const auto& row : r.rows) {
       if (row.id != gpu::KernelId::SpmspvCpu) {
@@ -511,23 +552,25 @@ class TestSpmspvCpu : public QObject {
       QVERIFY(row.us > 0 && row.bytes > 0 && row.speedupVsDense > 0);
       ++n;
     }
-    QCOMPARE(n, 6);
-    QCOMPARE(r.activationSummary.size(), std::size_t{6});
+    QCOMPARE(n, 8);
+    QCOMPARE(r.activationSummary.size(), std::size_t{8});
     QCOMPARE(r.activationSummary[1].activationSparsity, 0.5);
     QCOMPARE(r.activationSummary[1].pattern, std::string("50%"));
     QCOMPARE(r.activationSummary[1].count, 1);
     QCOMPARE(r.activationSummary[3].pattern, std::string("col2:4"));
     QCOMPARE(r.activationSummary[5].pattern, std::string("col4:8"));
-    // The column layouts read whole 288-byte chunks: 304 rows are 2 tiles.
-    QCOMPARE(r.rows.back().bytes, 48.0 * 2 * 288 + 2 * 96);
+    QCOMPARE(r.activationSummary[7].pattern, std::string("dense"));
+    // The column layouts read whole chunks, 288 bytes (dense: 512): 304 rows are 2 tiles.
+    QCOMPARE(r.rows[r.rows.size() - 3].bytes, 48.0 * 2 * 288 + 2 * 96);  // col4:8 at p_x 0.5
+    QCOMPARE(r.rows.back().bytes, 48.0 * 2 * 512 + 2 * 96);              // dense at p_x 0.5
     const auto json = gpu::toJson(r, "test", s);
     const auto j = nlohmann::json::parse(json);
-    QCOMPARE(j.at("activation_summary").size(), std::size_t{6});
+    QCOMPARE(j.at("activation_summary").size(), std::size_t{8});
     QCOMPARE(j.at("activation_summary")[2].at("pattern").get<std::string>(), std::string("col2:4"));
     QCOMPARE(j.at("activation_summary")[4].at("pattern").get<std::string>(), std::string("col4:8"));
     const auto back = gpu::fromJson(json);
     QCOMPARE(back.rows.size(), r.rows.size());
-    QCOMPARE(back.activationSummary.size(), std::size_t{6});
+    QCOMPARE(back.activationSummary.size(), std::size_t{8});
     QCOMPARE(*back.rows.back().activationSparsity, 0.5);
     QCOMPARE(back.rows.back().kernel, std::string("spmspv-cpu"));
 
@@ -535,7 +578,7 @@ class TestSpmspvCpu : public QObject {
     s.shapes = gpu::parseShapes("300x96");
     s.activationSparsities = {0.5};
     const auto odd = gpu::runKernelBench(s, {});
-    QCOMPARE(odd.activationSummary.size(), std::size_t{2});
+    QCOMPARE(odd.activationSummary.size(), std::size_t{3});
     QVERIFY(std::any_of(odd.notes.begin(), odd.notes.end(), [](const std::string& note) {
       return note.find("col4:8 needs rows divisible by 8") != std::string::npos;
     }));

@@ -159,8 +159,8 @@ class TestSpmspvCuda : public QObject {
     expectReference(c, w, p, warps, splitK, stages, bulk, 0);
   }
 
-  // The column layouts' kernel (SpmspvFormat::Column24 and Column48, and a column 2:4
-  // matrix read by the column 4:8 kernel) against the same float64 product: rows not a
+  // The column layouts' kernel (SpmspvFormat::Column24, Column48 and ColumnDense, and a
+  // column 2:4 matrix read by the column 4:8 kernel) against the same float64 product: rows not a
   // multiple of 256 (and not of the group: the last group padded), columns not a multiple of
   // 32, every depth it is built for, 1-8 warps, split-K counts, Llama shapes.
   void columnMatchesReference_data() {
@@ -175,7 +175,8 @@ class TestSpmspvCuda : public QObject {
     QTest::addColumn<int>("depth");    // SpmspvConfig::stages: chunks per batch
     QTest::addColumn<int>("cluster");  // SpmspvConfig::cluster (1: slices reduced in a cluster where 2-16)
     // Row names: "col24 300x33 p=0.50 bf16" (no colon: it would end the test function's name).
-    for (const char* layout : {"col2:4", "col4:8", "col2:4 as col4:8"}) {
+    for (const char* layout : {"col2:4", "col4:8", "col2:4 as col4:8", "dense"}) {
+      const bool dense = std::string(layout) == "dense";  // every weight kept (keep unused)
       const int half = std::string(layout) == "col4:8" ? 4 : 2;
       const bool main = std::string(layout) != "col2:4 as col4:8";  // the reread: the small rows only
       const QByteArray tag = QByteArray(layout).replace(":", "");
@@ -191,8 +192,9 @@ class TestSpmspvCuda : public QObject {
               QTest::addRow("%s 600x4000 p=%.2f %s%s", tag.constData(), p, dt, c)
                   << layout << 600 << 4000 << half << p << dt << 8 << 7 << 8 << cl;
           }
-          QTest::addRow("%s 257x1000 one per group %s%s", tag.constData(), dt, c)
-              << layout << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4 << cl;
+          if (!dense)
+            QTest::addRow("%s 257x1000 one per group %s%s", tag.constData(), dt, c)
+                << layout << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4 << cl;
           QTest::addRow("%s 512x2080 split 65 %s%s", tag.constData(), dt, c)
               << layout << 512 << 2080 << half << 0.5 << dt << 2 << 65 << 2 << cl;
           QTest::addRow("%s 512x2080 split 16 %s%s", tag.constData(), dt, c)
@@ -202,7 +204,7 @@ class TestSpmspvCuda : public QObject {
         for (double p : {0.0, 0.5, 0.75})  // Llama shapes: every depth at p_x 0.5, depth 4 elsewhere
           for (int depth : {2, 4, 8}) {
             if ((p != 0.5 && depth != 4) || (cl && depth != 4)) continue;  // each row packs a large matrix
-            if (half == 4 && (p != 0.5 || depth != 4)) continue;           // column 4:8: one row per shape
+            if ((half == 4 || dense) && (p != 0.5 || depth != 4)) continue;  // col4:8, dense: one row per shape
             QTest::addRow("%s llama 4096x4096 p=%.2f d%d%s", tag.constData(), p, depth, c)
                 << layout << 4096 << 4096 << half << p << "bf16" << 8 << (cl ? 8 : 0) << depth << cl;
             QTest::addRow("%s llama 14336x4096 p=%.2f d%d%s", tag.constData(), p, depth, c)
@@ -227,12 +229,16 @@ class TestSpmspvCuda : public QObject {
     QFETCH(int, cluster);
     const auto dt = sparse::parseDType(dtype.toStdString());
     const auto seed = static_cast<std::uint64_t>(rows) * 137 + static_cast<std::uint64_t>(cols);
+    const bool dense = layout == QStringLiteral("dense");
     const int group = layout == QStringLiteral("col4:8") ? 8 : 4;
     const int padded = (rows + group - 1) / group * group;  // the generator wants whole groups; the last rows are cut
-    auto w = gpu::randomColumnPrunedWeights(padded, cols, dt, keep, group, seed);
+    auto w = dense ? gpu::randomPrunedWeights(rows, cols, dt, cols, cols, seed)
+                   : gpu::randomColumnPrunedWeights(padded, cols, dt, keep, group, seed);
     w.resize(std::size_t(rows) * cols);
     auto packed = gpu::packSpmspv(w, rows, cols, dt,
-                                  group == 8 ? kernels::SpmspvFormat::Column48 : kernels::SpmspvFormat::Column24);
+                                  dense        ? kernels::SpmspvFormat::ColumnDense
+                                  : group == 8 ? kernels::SpmspvFormat::Column48
+                                               : kernels::SpmspvFormat::Column24);
     if (layout == QStringLiteral("col2:4 as col4:8")) packed.format = kernels::SpmspvFormat::Column48;
     auto c = gpu::prepareSpmspvCase(std::move(packed), 1);
     gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, seed + 1), p, warps, splitK);
@@ -245,14 +251,17 @@ class TestSpmspvCuda : public QObject {
     QTest::addColumn<int>("group");
     QTest::newRow("col2:4") << 4;
     QTest::newRow("col4:8") << 8;
+    QTest::newRow("dense") << 1;
   }
   void columnRefusesBadArguments() {
     QFETCH(int, group);
-    const auto w = gpu::randomColumnPrunedWeights(64, 64, sparse::DType::BF16, group / 2, group, 2);
-    auto c = gpu::prepareSpmspvCase(
-        gpu::packSpmspv(w, 64, 64, sparse::DType::BF16,
-                        group == 8 ? kernels::SpmspvFormat::Column48 : kernels::SpmspvFormat::Column24),
-        1);
+    const auto w = group == 1 ? gpu::randomPrunedWeights(64, 64, sparse::DType::BF16, 64, 64, 2)
+                              : gpu::randomColumnPrunedWeights(64, 64, sparse::DType::BF16, group / 2, group, 2);
+    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, 64, 64, sparse::DType::BF16,
+                                                    group == 1   ? kernels::SpmspvFormat::ColumnDense
+                                                    : group == 8 ? kernels::SpmspvFormat::Column48
+                                                                 : kernels::SpmspvFormat::Column24),
+                                    1);
     gpu::setSpmspvActivation(c, gpu::randomNormal16(64, sparse::DType::BF16, 3), 0.5, 4, 0);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) == nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 9, 0, 2) != nullptr);

@@ -537,16 +537,18 @@ class TestBenchmarkPanel : public QObject {
     QVERIFY(controller_->start(r) != 0);
     QTRY_VERIFY_WITH_TIMEOUT(!controller_->isRunning(), 60000);
     QCOMPARE(controller_->settings().activationSparsities, (std::vector<double>{0.0, 0.5}));
-    QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Done: 8 measurements")), qPrintable(panel_->statusText()));
+    QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Done: 10 measurements")),
+             qPrintable(panel_->statusText()));
 
     // dense, sparse 2:4, then spMspV at p_x 0 and 0.5 in the bitmask layout (50%), then in
-    // the column 2:4 and 4:8 layouts
+    // the column 2:4, 4:8 and dense layouts
     const auto& rows = controller_->rows();
-    QCOMPARE(rows.size(), 8);
+    QCOMPARE(rows.size(), 10);
     QCOMPARE(rows[0].id, sdw::gpu::KernelId::DenseCpu);
-    for (int i = 2; i < 8; ++i) {
+    const char* layouts[] = {"50%", "col2:4", "col4:8", "dense"};
+    for (int i = 2; i < 10; ++i) {
       QCOMPARE(rows[i].id, sdw::gpu::KernelId::SpmspvCpu);
-      QCOMPARE(rows[i].pattern, std::string(i < 4 ? "50%" : i < 6 ? "col2:4" : "col4:8"));
+      QCOMPARE(rows[i].pattern, std::string(layouts[(i - 2) / 2]));
       QVERIFY(rows[i].us > 0 && rows[i].bytes > 0);
     }
     QCOMPARE(rows[2].activationSparsity.value_or(-1), 0.0);
@@ -566,6 +568,8 @@ class TestBenchmarkPanel : public QObject {
     const QVector<QPointF> wide{{0.0, rows[0].us / rows[6].us}, {0.5, rows[0].us / rows[7].us}};
     QCOMPARE(chart->points(QStringLiteral("64x128 col4:8")), wide);
     QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::medianName(QStringLiteral("col4:8"))), wide);
+    const QVector<QPointF> dense{{0.0, rows[0].us / rows[8].us}, {0.5, rows[0].us / rows[9].us}};
+    QCOMPARE(chart->points(QStringLiteral("64x128 dense")), dense);
     QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::limitName()),
              (QVector<QPointF>{{0.0, rows[0].bytes / rows[2].bytes}, {0.5, rows[0].bytes / rows[3].bytes}}));
     QCOMPARE(panel_->charts()->pointCount(QStringLiteral("spmspv p_x 0.5 (CPU)")), 1);

@@ -49,8 +49,8 @@
 #                                 launch, the attention always prefetching the value rows), each in its own process, one
 #                                 after another; VARIANT_BATCHES (default 1,2,4,8), VARIANT_ARGS more options (e.g. --tensor-cores)
 #   ENGINE_CHECK_TARGETS="sdw-cli test_engine_cuda" ...   build only those
-#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the column 2:4 and 4:8 kernels under compute-sanitizer (not
-#                                 with SPMSPV_SANITIZE=0),
+#   ENGINE_CHECK_SPMSPV=1 ...     test_spmspv_cuda, the column kernels (2:4, 4:8, dense) under compute-sanitizer
+#                                 (not with SPMSPV_SANITIZE=0),
 #                                 the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B shapes, p_x 0-0.75,
 #                                 every weight layout), then the launch grid (bench kernels --tune: warps, split-K,
 #                                 chunks in flight, bulk copies or not) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
@@ -184,7 +184,7 @@ if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
   # One launch (detailed set and per-instruction counters): its page of figures, its SASS
   # with each instruction's executed count (summed by opcode: tools/gpu/sass_counts.py).
   # SPMSPV_NCU_KERNEL, a regex on the mangled name: spmspvColumnKernelI13__nv_bfloat16Li4E (default: the
-  # column 2:4 layout's), spmspvColumnKernelI13__nv_bfloat16Li8E (column 4:8) or spmspvKernel (the bitmask one)
+  # column 2:4 layout's), ...Li8E (column 4:8), ...Li1E (column-major dense) or spmspvKernel (the bitmask one)
   timeout 150 "$ncu" --set detailed --section SourceCounters --import-source no --kernel-name-base mangled \
     -k "regex:${SPMSPV_NCU_KERNEL:-spmspvColumnKernelI13__nv_bfloat16Li4E}" -s 5 -c 1 \
     --cache-control none --clock-control none -o /tmp/ncu-spmspv --force-overwrite \
@@ -200,18 +200,18 @@ if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
   (cd build-gpu && timeout 240 ctest -R test_spmspv_cuda --output-on-failure -V) > "$O/ctest-spmspv.log" 2>&1
   grep -E "Totals|FAIL!|Loc:" "$O/ctest-spmspv.log" | cut -c1-200 | head -20
   # The column kernels under compute-sanitizer (a small row, a split-K row, the same reduced in a cluster;
-  # column 4:8 a split-K row).
+  # column 4:8 and dense a split-K row each).
   if [ "${SPMSPV_SANITIZE:-1}" = 1 ]; then
     for tool in memcheck racecheck synccheck; do
       timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_spmspv_cuda \
         "columnMatchesReference:col24 300x33 p=0.50 bf16" "columnMatchesReference:col24 600x4000 p=0.50 fp16" \
         "columnMatchesReference:col24 600x4000 p=0.50 fp16 cluster" \
-        "columnMatchesReference:col48 600x4000 p=0.50 bf16" \
+        "columnMatchesReference:col48 600x4000 p=0.50 bf16" "columnMatchesReference:dense 600x4000 p=0.50 bf16" \
         > "$O/sanitize-column-$tool.log" 2>&1
       echo "column $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Totals' "$O/sanitize-column-$tool.log" | tr '\n' ' ')"
     done
   fi
-  # The committed command with the launch defaults: every weight layout (50%, col2:4, col4:8).
+  # The committed command with the launch defaults: every weight layout (50%, col2:4, col4:8, dense).
   build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4 \
     --activation-sparsity 0,0.25,0.5,0.75 --json --out "$O/spmspv.json" > /dev/null 2>> "$O/spmspv-grid.log"
   python3 -c 'import json,sys
