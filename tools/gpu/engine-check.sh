@@ -53,7 +53,8 @@
 #                                 (not with SPMSPV_SANITIZE=0),
 #                                 the committed spMspV benchmark (Llama-3.1-8B and Qwen3-14B shapes, p_x 0-0.75,
 #                                 every weight layout), then the launch grid (bench kernels --tune: warps, split-K,
-#                                 chunks in flight, bulk copies or not) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75
+#                                 chunks in flight, bulk copies or not) on four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75;
+#                                 SPMSPV_PARTS="tests sanitize" or "bench grid" splits that over two calls
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -196,12 +197,25 @@ if [ -n "$ncu" ] && [ "${ENGINE_CHECK_SPMSPV_NCU:-0}" = 1 ]; then
     "$O/ncu-spmspv.txt" | head -24
   python3 tools/gpu/sass_counts.py "$O/ncu-spmspv-sass.csv" | tee "$O/ncu-spmspv-counts.txt" | tail -40
 fi
-if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
-  (cd build-gpu && timeout 240 ctest -R test_spmspv_cuda --output-on-failure -V) > "$O/ctest-spmspv.log" 2>&1
+# SPMSPV_PARTS: which of "tests sanitize bench grid" ENGINE_CHECK_SPMSPV=1 runs (default all; the tests
+# and sanitizers alone fit one call, the benchmark and grid another).
+spmspv_part() { case " ${SPMSPV_PARTS:-tests sanitize bench grid} " in *" $1 "*) return 0 ;; esac; return 1; }
+if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ] && spmspv_part tests; then
+  # The two reference suites in processes of their own (each Llama-shaped row packs its
+  # matrix on one host core), the rest in a third.
+  t=build-gpu/tests/test_spmspv_cuda
+  others=$($t -functions | sed 's/()//' | grep -v -x -e matchesReference -e columnMatchesReference | tr '\n' ' ')
+  timeout 420 $t matchesReference > "$O/test-spmspv-bitmask.log" 2>&1 &
+  timeout 420 $t columnMatchesReference > "$O/test-spmspv-column.log" 2>&1 &
+  timeout 420 $t $others > "$O/test-spmspv-other.log" 2>&1 &
+  wait
+  cat "$O"/test-spmspv-{bitmask,column,other}.log > "$O/ctest-spmspv.log"
   grep -E "Totals|FAIL!|Loc:" "$O/ctest-spmspv.log" | cut -c1-200 | head -20
+fi
+if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
   # The column kernels under compute-sanitizer (a small row, a split-K row, the same reduced in a cluster;
   # column 4:8 and dense a split-K row each).
-  if [ "${SPMSPV_SANITIZE:-1}" = 1 ]; then
+  if [ "${SPMSPV_SANITIZE:-1}" = 1 ] && spmspv_part sanitize; then
     for tool in memcheck racecheck synccheck; do
       timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_spmspv_cuda \
         "columnMatchesReference:col24 300x33 p=0.50 bf16" "columnMatchesReference:col24 600x4000 p=0.50 fp16" \
@@ -212,14 +226,16 @@ if [ "${ENGINE_CHECK_SPMSPV:-0}" = 1 ]; then
     done
   fi
   # The committed command with the launch defaults: every weight layout (50%, col2:4, col4:8, dense).
-  build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4 \
-    --activation-sparsity 0,0.25,0.5,0.75 --json --out "$O/spmspv.json" > /dev/null 2>> "$O/spmspv-grid.log"
-  python3 -c 'import json,sys
+  if spmspv_part bench; then
+    build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4 \
+      --activation-sparsity 0,0.25,0.5,0.75 --json --out "$O/spmspv.json" > /dev/null 2>> "$O/spmspv-grid.log"
+    python3 -c 'import json,sys
 for a in json.load(open(sys.argv[1])).get("activation_summary", []): print(a)' "$O/spmspv.json"
-  build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096,4096x14336,4096x4096,1024x4096 --batch 1 --patterns 2:4 \
+  fi
+  spmspv_part grid && build-gpu/bin/sdw-cli bench kernels --shapes 14336x4096,4096x14336,4096x4096,1024x4096 --batch 1 --patterns 2:4 \
     --activation-sparsity 0,0.5,0.75 --tune --tuning-out "$O/spmspv-grid-tuning.json" --no-layer --no-cusparselt \
     --json --out "$O/spmspv-grid.json" > /dev/null 2> "$O/spmspv-grid.log"
-  python3 -c 'import json,sys
+  spmspv_part grid && python3 -c 'import json,sys
 for r in json.load(open(sys.argv[1]))["rows"]:
     if r["kernel"] == "spmspv": print("%dx%d %s p_x %.2f: %.1f us, %.2fx dense, %s" % (r["rows"], r["cols"], r["pattern"], r["activation_sparsity"], r["us"], r.get("speedup_vs_dense", 0), r["config"]))' \
     "$O/spmspv-grid.json"
