@@ -768,7 +768,9 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
                                          {"median_speedup_vs_dense", a.medianVsDense},
                                          {"median_speedup_vs_cublas", a.medianVsCublas},
                                          {"median_gbs", a.medianGbs},
-                                         {"median_fraction_hbm", a.medianFractionHbm}});
+                                         {"median_fraction_hbm", a.medianFractionHbm},
+                                         {"median_bytes_limit", a.medianBytesLimit},
+                                         {"median_fraction_of_limit", a.medianFractionOfLimit}});
   }
   return j.dump(1);
 }

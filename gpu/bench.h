@@ -106,6 +106,9 @@ struct ActivationSummary {
   double medianVsDense = 0, medianVsCublas = 0;  // over our dense GEMV and cuBLAS (0: not measured)
   double medianGbs = 0;                          // of the bytes it must read
   double medianFractionHbm = 0;
+  // The bytes limit of its speed-up over our dense GEMV: the dense GEMV's bytes over the
+  // bytes it must read, per shape; and the speed-up as a fraction of it (0: no dense row).
+  double medianBytesLimit = 0, medianFractionOfLimit = 0;
 };
 
 struct BenchResult {

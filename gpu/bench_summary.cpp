@@ -22,6 +22,12 @@ void BaselineTimes::add(const BenchRow& r) {
   const auto i = static_cast<std::size_t>(*b);
   plain_[i][problem(r)] = r.us;
   if (r.usChained > 0) chained_[i][problem(r)] = r.usChained;
+  if (*b == Baseline::OwnDense) denseBytes_[problem(r)] = r.bytes;
+}
+
+double BaselineTimes::denseBytes(const BenchRow& r) const {
+  const auto it = denseBytes_.find(problem(r));
+  return it == denseBytes_.end() ? 0.0 : it->second;
 }
 
 double BaselineTimes::time(const BenchRow& r, Baseline b, bool chained) const {
@@ -95,17 +101,24 @@ void summarise(BenchResult& r, const std::string& /*dtype*/) {
     a.pattern = key.first;
     a.activationSparsity = key.second;
     a.count = static_cast<int>(rows.size());
-    std::vector<double> dense, lib, gbs, hbm;
+    std::vector<double> dense, lib, gbs, hbm, limit, ofLimit;
     for (const BenchRow* row : rows) {
       if (row->speedupVsDense > 0) dense.push_back(row->speedupVsDense);
       if (row->speedupVsCublas > 0) lib.push_back(row->speedupVsCublas);
       gbs.push_back(row->gbs);
       hbm.push_back(row->fractionHbm);
+      const double d = base.denseBytes(*row);
+      if (d > 0 && row->bytes > 0) {
+        limit.push_back(d / row->bytes);
+        if (row->speedupVsDense > 0) ofLimit.push_back(row->speedupVsDense / limit.back());
+      }
     }
     a.medianVsDense = stats::median(dense, 0.0);
     a.medianVsCublas = stats::median(lib, 0.0);
     a.medianGbs = stats::median(gbs, 0.0);
     a.medianFractionHbm = stats::median(hbm, 0.0);
+    a.medianBytesLimit = stats::median(limit, 0.0);
+    a.medianFractionOfLimit = stats::median(ofLimit, 0.0);
     r.activationSummary.push_back(a);
   }
 }

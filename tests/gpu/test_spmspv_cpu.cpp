@@ -560,6 +560,21 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(r.activationSummary[3].pattern, std::string("col2:4"));
     QCOMPARE(r.activationSummary[5].pattern, std::string("col4:8"));
     QCOMPARE(r.activationSummary[7].pattern, std::string("dense"));
+    // Each summary's bytes limit: our dense GEMV's bytes over the layout's (one shape: that row).
+    const auto denseRow = std::find_if(r.rows.begin(), r.rows.end(),
+                                       [](const gpu::BenchRow& row) { return row.id == gpu::KernelId::DenseCpu; });
+    QVERIFY(denseRow != r.rows.end() && denseRow->batch == 1);
+    int spmspvRow = 0;
+    for (const auto& row : r.rows) {
+      if (row.id != gpu::KernelId::SpmspvCpu) continue;
+      const auto& a = r.activationSummary[std::size_t(spmspvRow++)];
+      QCOMPARE(a.medianBytesLimit, denseRow->bytes / row.bytes);
+      QCOMPARE(a.medianFractionOfLimit, row.speedupVsDense / a.medianBytesLimit);
+    }
+    // Half the columns read: a half-sparse layout's limit about doubles; every weight column-major
+    // (304 rows padded to 512): under 1 at p_x 0.
+    QVERIFY(r.activationSummary[3].medianBytesLimit > 1.9 * r.activationSummary[2].medianBytesLimit);
+    QVERIFY(r.activationSummary[6].medianBytesLimit < 1.0);
     // The column layouts read whole chunks, 288 bytes (dense: 512): 304 rows are 2 tiles.
     QCOMPARE(r.rows[r.rows.size() - 3].bytes, 48.0 * 2 * 288 + 2 * 96);  // col4:8 at p_x 0.5
     QCOMPARE(r.rows.back().bytes, 48.0 * 2 * 512 + 2 * 96);              // dense at p_x 0.5
@@ -568,6 +583,8 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(j.at("activation_summary").size(), std::size_t{8});
     QCOMPARE(j.at("activation_summary")[2].at("pattern").get<std::string>(), std::string("col2:4"));
     QCOMPARE(j.at("activation_summary")[4].at("pattern").get<std::string>(), std::string("col4:8"));
+    QCOMPARE(j.at("activation_summary")[3].at("median_bytes_limit").get<double>(),
+             r.activationSummary[3].medianBytesLimit);
     const auto back = gpu::fromJson(json);
     QCOMPARE(back.rows.size(), r.rows.size());
     QCOMPARE(back.activationSummary.size(), std::size_t{8});
