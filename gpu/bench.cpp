@@ -201,6 +201,11 @@ SpmspvMatrix spmspvWeights(const SpmspvVariant& v, std::int64_t rows, std::int64
                                        : randomPrunedWeights(rows, cols, dt, cols / 2, cols, seed),
                     rows, cols, dt, v.format);
 }
+// Whether the run times layout v (BenchSettings::spmspvLayouts; empty: every layout).
+bool timesLayout(const BenchSettings& s, const SpmspvVariant& v) {
+  return s.spmspvLayouts.empty() ||
+         std::find(s.spmspvLayouts.begin(), s.spmspvLayouts.end(), v.pattern) != s.spmspvLayouts.end();
+}
 // spMspV rows are batch 1 only.
 bool timesSpmspv(const BenchSettings& s) {
   return !s.activationSparsities.empty() && std::find(s.batches.begin(), s.batches.end(), 1) != s.batches.end();
@@ -281,6 +286,7 @@ void runCpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     if (!timesSpmspv(s)) continue;
     // spMspV on the CPU (its reference, single-threaded), each weight layout.
     for (const SpmspvVariant& v : kSpmspvVariants) {
+      if (!timesLayout(s, v)) continue;
       if (!spmspvFits(v, sh.rows)) {
         res.notes.push_back(spmspvSkipNote(v, sh.module));
         continue;
@@ -579,6 +585,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     if (!timesSpmspv(s)) continue;
     for (const auto& sh : group)
       for (const SpmspvVariant& layout : kSpmspvVariants) {
+        if (!timesLayout(s, layout)) continue;
         if (!spmspvFits(layout, sh.rows)) {
           res.notes.push_back(spmspvSkipNote(layout, sh.module));
           continue;
@@ -669,6 +676,32 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
 
 }  // namespace
 
+std::vector<std::string> spmspvLayoutNames() {
+  std::vector<std::string> out;
+  for (const SpmspvVariant& v : kSpmspvVariants) out.emplace_back(v.pattern);
+  return out;
+}
+
+std::vector<std::string> parseSpmspvLayouts(const std::string& list) {
+  const std::vector<std::string> known = spmspvLayoutNames();
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    const std::string name = item.substr(first, item.find_last_not_of(" \t") + 1 - first);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string names;
+      for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+      throw std::invalid_argument("unknown spMspV layout '" + name + "' (one of " + names + ")");
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  if (out.empty()) throw std::invalid_argument("no spMspV layout given");
+  return out;
+}
+
 BenchResult runKernelBench(const BenchSettings& s, const ProgressFn& progress,
                            const std::function<void(const BenchRow&)>& onRow) {
   if (s.shapes.empty()) throw std::invalid_argument("no shapes to benchmark");
@@ -724,7 +757,10 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
   j["cusparselt"] = r.cusparseltStatus;
   j["settings"] = {{"dtype", s.dtype},     {"patterns", s.patterns}, {"batches", s.batches},
                    {"repeats", s.repeats}, {"tuning", s.tuningIn},   {"tune", s.tune}};
-  if (!s.activationSparsities.empty()) j["settings"]["activation_sparsities"] = s.activationSparsities;
+  if (!s.activationSparsities.empty()) {
+    j["settings"]["activation_sparsities"] = s.activationSparsities;
+    j["settings"]["spmspv_layouts"] = s.spmspvLayouts.empty() ? spmspvLayoutNames() : s.spmspvLayouts;
+  }
   j["notes"] = r.notes;
   j["rows"] = nlohmann::json::array();
   for (const auto& row : r.rows) {

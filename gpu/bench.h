@@ -52,7 +52,15 @@ struct BenchSettings {
   // Activation sparsities p_x to time the spMspV kernel at (batch 1; 50% unstructured
   // weights; exactly a p_x fraction of |x| at or below the threshold). Empty: no spMspV rows.
   std::vector<double> activationSparsities{};
+  // The spMspV weight layouts to time, by their pattern column (kSpmspvLayouts); empty: all.
+  std::vector<std::string> spmspvLayouts{};
 };
+// The spMspV weight layouts, in the order their rows are timed: "50%" (bitmask, 50%
+// unstructured), "col2:4", "col4:8" (column layouts, half the weights) and "dense" (every
+// weight, column-major).
+std::vector<std::string> spmspvLayoutNames();
+// "50%,col4:8" -> {"50%", "col4:8"}; throws std::invalid_argument naming an unknown layout.
+std::vector<std::string> parseSpmspvLayouts(const std::string& list);
 
 // Markers in BenchRow and the JSON rows: the module of a whole-layer
 // sequence (rows and cols 0), and the pattern of dense kernels.

@@ -35,6 +35,7 @@ int runKernels(const Args& a) {
     for (const auto& b : splitList(a.get("batch", "1"))) s.batches.push_back(std::stoi(b));
     if (a.has("activation-sparsity"))
       s.activationSparsities = gpu::parseActivationSparsities(a.get("activation-sparsity"));
+    if (a.has("spmspv-layouts")) s.spmspvLayouts = gpu::parseSpmspvLayouts(a.get("spmspv-layouts"));
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -126,7 +127,7 @@ const RegisterBenchMode regKernels{BenchMode{
     "kernels",
     "the bitmask N:M SpMV kernels against dense and 2:4 baselines",
     "bench kernels [--shapes llama3-8b,qwen3-14b,qwen3-32b|RxC] [--patterns 2:4,...] [--batch 1,2,4,8] "
-    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--tune] "
+    "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--spmspv-layouts LIST] [--tune] "
     "[--tensor-cores|--no-tensor-cores] [--json] "
     "[--out FILE]",
     {{"shapes", "LIST", "models (llama3-8b, qwen3-14b, qwen3-32b) or ROWSxCOLS shapes", "llama3-8b,qwen3-14b"},
@@ -139,6 +140,8 @@ const RegisterBenchMode regKernels{BenchMode{
       "8 rows of each column, patterns col2:4 and col4:8; every weight column-major, pattern dense) skipping these "
       "fractions of x, in [0, 1)",
       ""},
+     {"spmspv-layouts", "LIST", "with --activation-sparsity: the spMspV weight layouts to time",
+      "50%,col2:4,col4:8,dense"},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
      {"tensor-cores", "",
       "2:4 and 4:8 from batch 2, and 8:16: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 3)", ""},

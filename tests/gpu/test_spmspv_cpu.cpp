@@ -591,6 +591,23 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(*back.rows.back().activationSparsity, 0.5);
     QCOMPARE(back.rows.back().kernel, std::string("spmspv-cpu"));
 
+    // --spmspv-layouts: only those layouts, named in the settings.
+    QCOMPARE(gpu::parseSpmspvLayouts(" col4:8, dense,col4:8"), (std::vector<std::string>{"col4:8", "dense"}));
+    QCOMPARE(gpu::spmspvLayoutNames(), (std::vector<std::string>{"50%", "col2:4", "col4:8", "dense"}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, (void)gpu::parseSpmspvLayouts("col8:16"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, (void)gpu::parseSpmspvLayouts(" , "));
+    {
+      auto only = s;
+      only.spmspvLayouts = {"col4:8"};
+      const auto o = gpu::runKernelBench(only, {});
+      QCOMPARE(o.activationSummary.size(), std::size_t{2});
+      for (const auto& row : o.rows)
+        if (row.id == gpu::KernelId::SpmspvCpu) QCOMPARE(row.pattern, std::string("col4:8"));
+      const auto oj = nlohmann::json::parse(gpu::toJson(o, "test", only));
+      QCOMPARE(oj.at("settings").at("spmspv_layouts"), nlohmann::json(std::vector<std::string>{"col4:8"}));
+    }
+    QCOMPARE(j.at("settings").at("spmspv_layouts").size(), std::size_t{4});
+
     // 300 rows hold whole groups of 4 but not of 8: no col4:8 rows, and a note says why.
     s.shapes = gpu::parseShapes("300x96");
     s.activationSparsities = {0.5};
