@@ -33,6 +33,12 @@
 
 namespace sdw::widgets {
 
+QStringList BenchRequest::allSpmspvLayouts() {
+  QStringList out;
+  for (const std::string& name : gpu::spmspvLayoutNames()) out << QString::fromStdString(name);
+  return out;
+}
+
 namespace {
 const char* const kPatterns[] = {"2:4", "4:8", "8:16", "16:32"};
 const int kBatches[] = {1, 2, 4, 8};
@@ -208,8 +214,27 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   activation_->setPlaceholderText(tr("off, or e.g. 0,0.25,0.5,0.75"));
   activation_->setToolTip(
       tr("Activation sparsities p_x in [0, 1), comma separated: also time the spMspV kernel "
-         "(batch 1, 50% unstructured weights) skipping that fraction of x. Empty: off."));
+         "(batch 1) skipping that fraction of x, in the weight layouts checked below. Empty: off."));
   form->addRow(tr("Activation\nsparsity"), activation_);
+  // The spMspV weight layouts (as sdw-cli bench kernels --spmspv-layouts), all by default.
+  auto* layoutRow = new QWidget(runBox);
+  layoutRow->setObjectName(QStringLiteral("benchSpmspvLayouts"));
+  auto* ll = new QHBoxLayout(layoutRow);
+  ll->setContentsMargins(0, 0, 0, 0);
+  ll->setSpacing(6);
+  const QStringList layoutTips{tr("50% unstructured weights, bitmask chunks"),
+                               tr("2 of every 4 rows of each column (prune --pattern col2:4)"),
+                               tr("4 of every 8 rows of each column (prune --pattern col4:8)"),
+                               tr("every weight, column-major: activation sparsity alone (TEAL)")};
+  for (const std::string& name : gpu::spmspvLayoutNames()) {
+    auto* c = new QCheckBox(QString::fromStdString(name), layoutRow);
+    c->setChecked(true);
+    if (spmspvLayouts_.size() < layoutTips.size()) c->setToolTip(layoutTips[spmspvLayouts_.size()]);
+    spmspvLayouts_.push_back(c);
+    ll->addWidget(c);
+  }
+  ll->addStretch(1);
+  form->addRow(tr("spMspV"), layoutRow);
   v->addWidget(runBox);
 
   auto* baseBox = new QGroupBox(tr("Baselines"), w);
@@ -300,6 +325,9 @@ BenchRequest BenchmarkPanel::request() const {
   }
   r.customShapes = custom_->text().trimmed();
   r.activationSparsities = activation_->text().trimmed();
+  r.spmspvLayouts.clear();
+  for (QCheckBox* c : spmspvLayouts_)
+    if (c->isChecked()) r.spmspvLayouts << c->text();
   s.patterns.clear();
   for (QCheckBox* c : patterns_)
     if (c->isChecked()) s.patterns.push_back(c->text().toStdString());
@@ -331,6 +359,9 @@ void BenchmarkPanel::setRequest(const BenchRequest& r) {
   }
   custom_->setText(r.customShapes);
   activation_->setText(r.activationSparsities);
+  for (QCheckBox* c : spmspvLayouts_)  // none named: every layout
+    c->setChecked(s.spmspvLayouts.empty() || std::find(s.spmspvLayouts.begin(), s.spmspvLayouts.end(),
+                                                       c->text().toStdString()) != s.spmspvLayouts.end());
   for (QCheckBox* c : patterns_)
     c->setChecked(std::find(s.patterns.begin(), s.patterns.end(), c->text().toStdString()) != s.patterns.end());
   for (QCheckBox* c : batches_)

@@ -14,6 +14,7 @@
 #include "widgets/benchrowdata.h"
 
 #include <QString>
+#include <QStringList>
 #include <QVector>
 #include <QWidget>
 
@@ -48,6 +49,10 @@ struct BenchRequest {
   gpu::BenchSettings settings;
   QString customShapes;
   QString activationSparsities;  // empty: no spMspV rows
+  // The spMspV weight layouts to time (as --spmspv-layouts; all by default). Empty while
+  // activation sparsities are asked for: the run is refused.
+  QStringList spmspvLayouts = allSpmspvLayouts();
+  static QStringList allSpmspvLayouts();
 };
 
 class BenchmarkPanel : public QWidget {
@@ -106,6 +111,7 @@ class BenchmarkPanel : public QWidget {
   QTreeWidget* shapes_ = nullptr;
   QLineEdit* custom_ = nullptr;
   QLineEdit* activation_ = nullptr;
+  QVector<QCheckBox*> spmspvLayouts_;  // gpu::spmspvLayoutNames(), in order
   QVector<QCheckBox*> patterns_;
   QVector<QCheckBox*> batches_;
   QComboBox* dtype_ = nullptr;

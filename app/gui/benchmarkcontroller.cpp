@@ -336,6 +336,8 @@ LoadedBench readResults(const QString& path) {
   }
   for (const auto& p : s.value(QStringLiteral("activation_sparsities")).toArray())
     out.settings.activationSparsities.push_back(p.toDouble());
+  for (const auto& l : s.value(QStringLiteral("spmspv_layouts")).toArray())
+    out.settings.spmspvLayouts.push_back(l.toString().toStdString());
   return out;
 }
 
@@ -404,6 +406,17 @@ JobId BenchmarkController::start(const widgets::BenchRequest& request) {
       s.activationSparsities = gpu::parseActivationSparsities(request.activationSparsities.toStdString());
   } catch (const std::exception& e) {
     if (problem.isEmpty()) problem = tr("activation sparsity: %1").arg(QString::fromUtf8(e.what()));
+  }
+  if (problem.isEmpty() && !s.activationSparsities.empty()) {
+    if (request.spmspvLayouts.isEmpty()) {
+      problem = tr("choose at least one spMspV layout, or clear the activation sparsity");
+    } else {
+      try {  // the same names as sdw-cli bench kernels --spmspv-layouts
+        s.spmspvLayouts = gpu::parseSpmspvLayouts(request.spmspvLayouts.join(QLatin1Char(',')).toStdString());
+      } catch (const std::exception& e) {
+        problem = tr("spMspV layouts: %1").arg(QString::fromUtf8(e.what()));
+      }
+    }
   }
   if (problem.isEmpty() && s.shapes.empty()) problem = tr("choose at least one shape");
   else if (problem.isEmpty() && s.patterns.empty()) problem = tr("choose at least one pattern");

@@ -21,6 +21,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QCheckBox>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -574,6 +575,48 @@ class TestBenchmarkPanel : public QObject {
              (QVector<QPointF>{{0.0, rows[0].bytes / rows[2].bytes}, {0.5, rows[0].bytes / rows[3].bytes}}));
     QCOMPARE(panel_->charts()->pointCount(QStringLiteral("spmspv p_x 0.5 (CPU)")), 1);
     field->clear();
+  }
+
+  void spmspvLayoutBoxesReachTheRun() {
+    // The layout boxes (all checked) become the request's layouts; unchecked ones are not timed.
+    auto* layoutRow = panel_->findChild<QWidget*>(QStringLiteral("benchSpmspvLayouts"));
+    QVERIFY(layoutRow);
+    const auto boxes = layoutRow->findChildren<QCheckBox*>();
+    QCOMPARE(boxes.size(), 4);
+    QCOMPARE(panel_->request().spmspvLayouts, BenchRequest::allSpmspvLayouts());
+    for (QCheckBox* b : boxes) b->setChecked(b->text() == QStringLiteral("col4:8"));
+    BenchRequest r = tinyCpuRequest();
+    r.activationSparsities = QStringLiteral("0.5");
+    r.spmspvLayouts = panel_->request().spmspvLayouts;
+    QCOMPARE(r.spmspvLayouts, QStringList{QStringLiteral("col4:8")});
+    r.customShapes = QStringLiteral("64x128");
+    r.settings.patterns = {"2:4"};
+    r.settings.batches = {1};
+    QVERIFY(controller_->start(r) != 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!controller_->isRunning(), 60000);
+    QCOMPARE(controller_->settings().spmspvLayouts, std::vector<std::string>{"col4:8"});
+    int spmspv = 0;
+    for (const auto& row : controller_->rows())
+      if (row.id == sdw::gpu::KernelId::SpmspvCpu) {
+        QCOMPARE(row.pattern, std::string("col4:8"));
+        ++spmspv;
+      }
+    QCOMPARE(spmspv, 1);
+
+    // None checked while p_x is asked for: refused, and the status says what to do.
+    for (QCheckBox* b : boxes) b->setChecked(false);
+    r.spmspvLayouts = panel_->request().spmspvLayouts;
+    QVERIFY(r.spmspvLayouts.isEmpty());
+    QCOMPARE(controller_->start(r), sdw::app::JobId(0));
+    QVERIFY2(panel_->statusText().startsWith(QStringLiteral("Cannot start: choose at least one spMspV layout")),
+             qPrintable(panel_->statusText()));
+    // A results file's layouts check the same boxes back.
+    BenchRequest fromFile;
+    fromFile.settings.spmspvLayouts = {"50%", "dense"};
+    panel_->setRequest(fromFile);
+    for (QCheckBox* b : boxes)
+      QCOMPARE(b->isChecked(), b->text() == QStringLiteral("50%") || b->text() == QStringLiteral("dense"));
+    for (QCheckBox* b : boxes) b->setChecked(true);
   }
 
   void badResultsFileSaysWhy() {
