@@ -5,6 +5,7 @@
 #include "core/safetensors.h"
 #include "core/sparse_file.h"
 #include "gpu/prune_internal.h"
+#include "gpu/spmspv_file.h"
 
 #include <cstring>
 #include <filesystem>
@@ -94,8 +95,32 @@ void writeInto(const fs::path& tmp, const PruneSettings& s, const PruningPattern
 
   // The bitmask file: 50% row N:M with M | 32, values in the model's 16-bit
   // dtype (bf16 for fp32 models). Column N:M has no place in it (its groups
-  // run down the columns): such a model has no bitmask file and decodes dense.
+  // run down the columns): col2:4 and col4:8 go to the column file instead, in the
+  // spMspV kernel's layout; other column patterns decode dense.
   result.sparseFile.clear();
+  const bool columnFile =
+      pattern.alongColumns && !pattern.unstructured && 2 * pattern.n == pattern.m && (pattern.m == 4 || pattern.m == 8);
+  if (columnFile) {
+    const auto format = pattern.m == 4 ? kernels::SpmspvFormat::Column24 : kernels::SpmspvFormat::Column48;
+    std::vector<SpmspvModule> mods;
+    for (auto& row : result.modules) {
+      const PrunedTensor& t = pruned.at(row.name);
+      const auto dt = t.dtype == "F16" ? sparse::DType::F16 : sparse::DType::BF16;
+      std::vector<std::uint16_t> w16(static_cast<std::size_t>(row.rows * row.cols));
+      if (t.dtype == "F32") {
+        const std::vector<float> w = decodeToFloat(t.dtype, t.bytes.data(), row.rows * row.cols);
+        for (std::size_t i = 0; i < w.size(); ++i) w16[i] = sparse::floatTo16(w[i], dt);
+      } else {
+        std::memcpy(w16.data(), t.bytes.data(), w16.size() * 2);
+      }
+      mods.push_back({row.name, packSpmspv(w16, row.rows, row.cols, dt, format)});
+      row.packed = true;
+    }
+    if (!mods.empty()) {
+      result.sparseFile = s.out / kSpmspvFileName;
+      writeSpmspvFile(tmp / kSpmspvFileName, mods);
+    }
+  }
   const sparse::Pattern sp{pattern.n, pattern.m};
   if (!pattern.unstructured && !pattern.alongColumns && sparse::isSupported(sp)) {
     std::vector<sparse::SparseModule> mods;
@@ -121,6 +146,7 @@ void writeInto(const fs::path& tmp, const PruneSettings& s, const PruningPattern
   }
   fs::remove(s.out / "model.safetensors");
   fs::remove(s.out / "model.sdwsparse");
+  fs::remove(s.out / kSpmspvFileName);
   for (const auto& e : fs::directory_iterator(tmp))
     if (e.path().filename() != "model.safetensors") fs::rename(e.path(), s.out / e.path().filename());
   fs::rename(tmp / "model.safetensors", s.out / "model.safetensors");

@@ -141,13 +141,15 @@ struct ModulePruneRow {
   double loss = 0, outputLoss = 0, relOutputError = 0, sparsity = 0, percdampUsed = 0;
   int dampingSteps = 0, deadInputs = 0;
   double seconds = 0;
-  bool packed = false;  // in the bitmask file
+  bool packed = false;  // in the bitmask file (or the column file)
 };
 
 struct PruneResult {
   std::vector<ModulePruneRow> modules;  // checkpoint order
   std::filesystem::path checkpoint;     // <out>/model.safetensors
-  std::filesystem::path sparseFile;     // <out>/model.sdwsparse (row N:M with M | 32 and N = M/2), else empty
+  // <out>/model.sdwsparse (row N:M with M | 32 and N = M/2), <out>/model.sdwcolumn (col2:4,
+  // col4:8: the spMspV kernel's column layout), else empty
+  std::filesystem::path sparseFile;
   std::filesystem::path record;
   std::string calibrationRunId;
   double seconds = 0;                   // total

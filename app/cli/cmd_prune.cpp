@@ -67,9 +67,9 @@ int runPrune(const Args& a) {
   std::fprintf(stderr, "\n");
   if (r.sparseFile.empty()) {
     const gpu::PruningPattern pat = gpu::parsePruningPattern(s.pattern);
-    std::fprintf(stderr, "no bitmask file (model.sdwsparse): %s\n",
-                 pat.alongColumns ? "it holds row N:M only; a column N:M model decodes dense"
-                                  : "it holds 50% N:M with M | 32 only; this model decodes dense");
+    std::fprintf(stderr, "no packed file: %s\n",
+                 pat.alongColumns ? "model.sdwcolumn holds col2:4 and col4:8 only; this model decodes dense"
+                                  : "model.sdwsparse holds 50% N:M with M | 32 only; this model decodes dense");
   }
 
   // The compressed-tensors export: OUT/compressed-tensors, a checkpoint llm-compressor's tools read.
@@ -142,7 +142,9 @@ int runPrune(const Args& a) {
   std::printf("\n%5s %13s %18s\n", "layer", "output loss", "mean rel. error");
   for (const auto& [l, v] : perLayer) std::printf("%5d %13.5g %18.5f\n", l, v.first, v.second / perLayerCount[l]);
   std::printf("\ncheckpoint:  %s\n", r.checkpoint.string().c_str());
-  if (!r.sparseFile.empty()) std::printf("bitmask:     %s\n", r.sparseFile.string().c_str());
+  if (!r.sparseFile.empty())
+    std::printf("%s %s\n", r.sparseFile.extension() == ".sdwcolumn" ? "column:     " : "bitmask:    ",
+                r.sparseFile.string().c_str());
   if (exported)
     std::printf("export:      %s (%s, %d projections, %.1f MB -> %.1f MB)\n", exported->outDir.string().c_str(),
                 ct::formatName(exported->format).c_str(), exported->compressedModules, exported->denseBytes / 1e6,

@@ -10,6 +10,7 @@
 #include "gpu/calibration.h"
 #include "gpu/model.h"
 #include "gpu/pruning.h"
+#include "gpu/spmspv_file.h"
 #include "solver_problem.h"
 
 #include <QtTest/QtTest>
@@ -775,21 +776,33 @@ void TestSolvers::endToEndOnSampleModel() {
   QVERIFY(fs::exists(seqOut / "model.sdwsparse"));
   QVERIFY(!fs::exists(seqOut / ".recapture"));
 
-  // Column 2:4: every projection keeps 2 of every 4 rows of each column, and
-  // there is no bitmask file (row N:M only): the record says none was written.
+  // Column 2:4: every projection keeps 2 of every 4 rows of each column; there is no
+  // bitmask file (row N:M only) but the column file (the spMspV kernel's layout), whose
+  // modules unpack to the checkpoint's weights.
   const fs::path colOut = tmp / "magnitude-col24";
   const auto col = runPruneCli({"prune", "--model", QString::fromStdString(kModel.string()), "--calibration",
                                 QString::fromStdString(calib.string()), "--method", "magnitude", "--pattern", "col2:4",
                                 "--out", QString::fromStdString(colOut.string()), "--json"});
   QVERIFY(col.is_object());
   QCOMPARE(col["pattern"].get<std::string>(), std::string("col2:4"));
-  QCOMPARE(col["sparse_file"].get<std::string>(), std::string());
+  QCOMPARE(col["sparse_file"].get<std::string>(), (colOut / "model.sdwcolumn").string());
   QVERIFY(!fs::exists(colOut / "model.sdwsparse"));
-  for (const auto& m : col["modules"]) QVERIFY(!m["packed"].get<bool>());
+  for (const auto& m : col["modules"]) QVERIFY(m["packed"].get<bool>());
   const auto colRec = runstore::RunReader::open(colOut / "pruning.sdw.h5");
   QCOMPARE(colRec.readStringAttribute("/pruning", "pattern"), std::string("col2:4"));
-  QCOMPARE(colRec.readStringAttribute("/pruning", "sparse_file"), std::string());
+  QCOMPARE(colRec.readStringAttribute("/pruning", "sparse_file"), (colOut / "model.sdwcolumn").string());
+  const auto columnMods = gpu::readSpmspvFile(colOut / "model.sdwcolumn");  // validates every module
+  QCOMPARE(columnMods.size(), std::size_t{6 * 7});
   const auto colCkpt = SafetensorsCheckpoint::open(colOut);
+  for (const auto& mod : columnMods) {
+    QVERIFY(mod.matrix.format == kernels::SpmspvFormat::Column24);
+    const TensorView& v = *colCkpt.find(mod.name + ".weight").view;
+    std::vector<std::uint16_t> h(static_cast<std::size_t>(v.numel()));
+    std::memcpy(h.data(), v.bytes.data(), h.size() * 2);
+    for (auto& x : h)
+      if ((x & 0x7fff) == 0) x = 0;  // -0 unpacks as +0
+    QVERIFY2(gpu::unpackSpmspv(mod.matrix) == h, mod.name.c_str());
+  }
   int projections = 0;
   for (const auto& name : colCkpt.names()) {
     if (name.find("_proj.weight") == std::string::npos) continue;

@@ -6,16 +6,20 @@
 #include "core/sparse_format.h"
 #include "gpu/bench.h"
 #include "gpu/kernels/spmspv_layout.h"
+#include "gpu/spmspv_file.h"
 #include "gpu/spmspv_pack.h"
 
 #include <nlohmann/json.hpp>
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 using namespace sdw;
 using sparse::DType;
@@ -420,6 +424,65 @@ class TestSpmspvCpu : public QObject {
     // Every weight is read: a column of x reads the same 512 bytes whatever the weights.
     std::vector<float> x(std::size_t(cols), 1.f);
     QCOMPARE(gpu::spmspvReadBytes(m, x, 0.f), 3.0 * 2 * 512 + 2 * cols);
+  }
+
+  // The column file: round trip of both layouts' modules; refusals of a foreign file, a newer
+  // version, a truncated file and modules of two layouts.
+  void columnFileRoundTrips() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::filesystem::path path = dir.filePath(QStringLiteral("m.sdwcolumn")).toStdString();
+    for (const auto format : {kernels::SpmspvFormat::Column24, kernels::SpmspvFormat::Column48}) {
+      const int group = format == kernels::SpmspvFormat::Column24 ? 4 : 8;
+      std::vector<gpu::SpmspvModule> mods;
+      mods.push_back({"model.layers.0.mlp.up_proj",
+                      gpu::packSpmspv(gpu::randomColumnPrunedWeights(304, 40, DType::F16, group / 2, group, 3), 304, 40,
+                                      DType::F16, format)});
+      mods.push_back({"model.layers.0.mlp.down_proj",
+                      gpu::packSpmspv(gpu::randomColumnPrunedWeights(16, 304, DType::F16, group / 2, group, 4), 16, 304,
+                                      DType::F16, format)});
+      gpu::writeSpmspvFile(path, mods);
+      QVERIFY(!std::filesystem::exists(path.string() + ".partial"));
+      const auto back = gpu::readSpmspvFile(path);
+      QCOMPARE(back.size(), mods.size());
+      for (std::size_t i = 0; i < mods.size(); ++i) {
+        QCOMPARE(back[i].name, mods[i].name);
+        QCOMPARE(back[i].matrix.rows, mods[i].matrix.rows);
+        QCOMPARE(back[i].matrix.cols, mods[i].matrix.cols);
+        QVERIFY(back[i].matrix.format == format);
+        QVERIFY(back[i].matrix.dtype == DType::F16);
+        QCOMPARE(back[i].matrix.chunks, mods[i].matrix.chunks);
+      }
+      // Two layouts in one file: refused before anything is written.
+      auto mixed = mods;
+      mixed[1].matrix =
+          gpu::packSpmspv(gpu::randomColumnPrunedWeights(16, 304, DType::F16, 2, 4, 4), 16, 304, DType::F16,
+                          format == kernels::SpmspvFormat::Column24 ? kernels::SpmspvFormat::Column48
+                                                                    : kernels::SpmspvFormat::Column24);
+      QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::writeSpmspvFile(path, mixed));
+    }
+    const auto bytes = [&] {
+      std::ifstream in(path, std::ios::binary);
+      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }();
+    const auto refusal = [&](const std::string& content) {
+      const std::filesystem::path bad = dir.filePath(QStringLiteral("bad.sdwcolumn")).toStdString();
+      std::ofstream(bad, std::ios::binary | std::ios::trunc) << content;
+      try {
+        (void)gpu::readSpmspvFile(bad);
+      } catch (const std::runtime_error& e) {
+        return QString::fromStdString(e.what());
+      }
+      return QString();
+    };
+    QVERIFY(refusal("SDWBMSK1" + bytes.substr(8)).contains(QStringLiteral("not a packed column file")));
+    std::string newer = bytes;
+    newer[8] = 2;
+    QVERIFY(refusal(newer).contains(QStringLiteral("newer than this build reads")));
+    QVERIFY(refusal(bytes.substr(0, bytes.size() - 100)).contains(QStringLiteral("truncated")));
+    std::string badMeta = bytes;
+    badMeta[bytes.size() - 2] = '\x7f';  // lane 30's meta byte of the last chunk (the file ends there): seven bits
+    QVERIFY(refusal(badMeta).contains(QStringLiteral("module model.layers.0.mlp.down_proj")));
   }
 
   // Every meta byte of four bits (70): col48Fma adds the k-th value into the k-th kept row,
