@@ -17,6 +17,7 @@
 #include "core/name_table.h"
 #include "core/sparse_file.h"
 #include "gpu/device.h"
+#include "gpu/spmspv_file.h"
 #include "gpu/spmv_cpu.h"
 
 #include <ATen/ATen.h>
@@ -35,6 +36,7 @@
 #include "gpu/kernels/actsparse.cuh"
 #include "gpu/kernels/decode.cuh"
 #include "gpu/kernels/launch_space.h"
+#include "gpu/kernels/spmspv.cuh"
 
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -117,42 +119,105 @@ at::Tensor unpackToDense(const Model::Impl& m, const PackedProj& p, at::ScalarTy
 #endif
 }
 
-// Reads the packed file and replaces the matching dense projections by their packed form.
+// The projection a packed file's module replaces, after the checks every packed file
+// passes: a projection of this model, named once, of the checkpoint's shape, its values in
+// the checkpoint's 16-bit dtype and in the dtype the model is loaded as.
+PackedProj& packedSlot(Model::Impl& m, EngineState& e, const std::map<std::string, std::pair<int, int>>& index,
+                       const std::map<std::string, std::string>& ckDtypes, const std::filesystem::path& file,
+                       const std::string& name, std::int64_t rows, std::int64_t cols, sparse::DType dtype) {
+  const auto it = index.find(name);
+  if (it == index.end())
+    throw std::runtime_error(file.string() + ": module '" + name + "' is not a projection of this model (" +
+                             std::to_string(m.config.numLayers) + " layers, e.g. " + m.names.front()[0] + ")");
+  const auto [layer, kind] = it->second;
+  PackedProj& p = e.packed[static_cast<std::size_t>(layer)][static_cast<std::size_t>(kind)];
+  if (p.present) throw std::runtime_error(file.string() + ": module '" + name + "' appears twice");
+  const at::Tensor& w = denseOf(m.w.layers[static_cast<std::size_t>(layer)], kind);
+  if (rows != w.size(0) || cols != w.size(1))
+    throw std::runtime_error(file.string() + ": module '" + name + "' is " + shapeText(rows, cols) +
+                             " in the sparse file, the checkpoint's is " + shapeText(w.size(0), w.size(1)));
+  const std::string fileDt(sparse::dtypeName(dtype));
+  const auto ckIt = ckDtypes.find(name + ".weight");
+  const std::string ckDt = ckIt == ckDtypes.end() ? "" : ckIt->second;
+  if (ckDt != (dtype == sparse::DType::BF16 ? "BF16" : "F16"))
+    throw std::runtime_error(file.string() + ": module '" + name + "' holds " + fileDt +
+                             " values, the checkpoint's tensor is " + (ckDt.empty() ? "missing" : ckDt));
+  if (m.storeDtype != at::kFloat && sparseDTypeOf(m.storeDtype) != dtype)
+    throw std::runtime_error(file.string() + ": module '" + name + "' holds " + fileDt +
+                             " values, the model is loaded as " + m.options.dtype + " (load it as " +
+                             (dtype == sparse::DType::BF16 ? "bfloat16" : "float16") + " or float32)");
+  return p;
+}
+at::Tensor& slotWeight(Model::Impl& m, const std::map<std::string, std::pair<int, int>>& index,
+                       const std::string& name) {
+  const auto [layer, kind] = index.at(name);
+  return denseOf(m.w.layers[static_cast<std::size_t>(layer)], kind);
+}
+
+// Reads the column file (model.sdwcolumn) and replaces the matching dense projections by
+// their column layout. On CUDA the spMspV kernel reads x in the file's 16-bit dtype, so the
+// model must be loaded in it.
+void loadColumn(Model::Impl& m, EngineState& e, const std::filesystem::path& file,
+                const std::map<std::string, std::string>& ckDtypes) {
+  std::vector<SpmspvModule> mods = readSpmspvFile(file);
+  if (mods.empty()) throw std::runtime_error(file.string() + ": the column file holds no module");
+  const auto index = projectionIndex(m);
+  e.pattern = spmspvPatternName(mods.front().matrix.format);
+  for (auto& mod : mods) {
+    SpmspvMatrix& cm = mod.matrix;
+    PackedProj& p = packedSlot(m, e, index, ckDtypes, file, mod.name, cm.rows, cm.cols, cm.dtype);
+    if (m.device.is_cuda() && m.computeDtype != scalarOf(cm.dtype))
+      throw std::runtime_error(file.string() + ": the spMspV kernel reads x in the file's " +
+                               std::string(sparse::dtypeName(cm.dtype)) + ": load the model as " +
+                               (cm.dtype == sparse::DType::BF16 ? "bfloat16" : "float16") + " on CUDA");
+    at::Tensor& w = slotWeight(m, index, mod.name);
+    // The packed values must be the checkpoint's weights (zeros where pruned).
+    std::vector<std::uint16_t> bits = unpackSpmspv(cm);
+    const at::Tensor unpacked = at::from_blob(bits.data(), {cm.rows, cm.cols}, at::TensorOptions().dtype(at::kShort))
+                                    .view(scalarOf(cm.dtype))
+                                    .to(w.scalar_type());
+    if (!at::equal(unpacked, w.cpu()))
+      throw std::runtime_error(file.string() + ": module '" + mod.name +
+                               "': the packed weights differ from the checkpoint's (the file belongs to another "
+                               "pruning or another model)");
+    if (m.device.is_cuda()) {
+      p.colChunks = at::from_blob(cm.chunks.data(), {static_cast<std::int64_t>(cm.chunks.size())},
+                                  at::TensorOptions().dtype(at::kShort))
+                        .to(m.device);
+      cm.chunks = {};
+      cm.chunks.shrink_to_fit();
+    }
+    p.col = std::move(cm);
+    p.column = true;
+    p.present = true;
+    w = at::Tensor();  // no dense copy of a packed projection
+  }
+}
+
+// Reads the packed file and replaces the matching dense projections by their packed form:
+// the bitmask file (model.sdwsparse), or else the column file (model.sdwcolumn).
 void loadPacked(Model::Impl& m, EngineState& e, const std::filesystem::path& dir,
                 const std::map<std::string, std::string>& ckDtypes) {
-  const std::filesystem::path file = m.options.sparseFile.empty() ? dir / "model.sdwsparse" : m.options.sparseFile;
+  std::filesystem::path file = m.options.sparseFile.empty() ? dir / "model.sdwsparse" : m.options.sparseFile;
+  if (m.options.sparseFile.empty() && !std::filesystem::exists(file) && std::filesystem::exists(dir / kSpmspvFileName))
+    file = dir / kSpmspvFileName;
   if (!std::filesystem::exists(file))
     throw std::runtime_error(file.string() +
                              ": no packed sparse file (sdw-cli prune writes model.sdwsparse next to a checkpoint "
-                             "pruned to a row N:M pattern, 2:4 to 16:32; unstructured and column patterns such as "
-                             "col2:4 have none: decode those with --linear dense)");
+                             "pruned to a row N:M pattern, 2:4 to 16:32, and model.sdwcolumn for col2:4 and col4:8; "
+                             "unstructured and other column patterns have none: decode those with --linear dense)");
+  if (file.extension() == ".sdwcolumn") {
+    loadColumn(m, e, file, ckDtypes);
+    return;
+  }
   std::vector<sparse::SparseModule> mods = sparse::readSparseFile(file);
   if (mods.empty()) throw std::runtime_error(file.string() + ": the sparse file holds no module");
   const auto index = projectionIndex(m);
   e.pattern = sparse::patternName(mods.front().matrix.pattern);
   for (auto& mod : mods) {
-    const auto it = index.find(mod.name);
-    if (it == index.end())
-      throw std::runtime_error(file.string() + ": module '" + mod.name + "' is not a projection of this model (" +
-                               std::to_string(m.config.numLayers) + " layers, e.g. " + m.names.front()[0] + ")");
-    const auto [layer, kind] = it->second;
-    PackedProj& p = e.packed[static_cast<std::size_t>(layer)][static_cast<std::size_t>(kind)];
-    if (p.present) throw std::runtime_error(file.string() + ": module '" + mod.name + "' appears twice");
-    at::Tensor& w = denseOf(m.w.layers[static_cast<std::size_t>(layer)], kind);
     const auto& pm = mod.matrix;
-    if (pm.rows != w.size(0) || pm.cols != w.size(1))
-      throw std::runtime_error(file.string() + ": module '" + mod.name + "' is " + shapeText(pm.rows, pm.cols) +
-                               " in the sparse file, the checkpoint's is " + shapeText(w.size(0), w.size(1)));
-    const std::string fileDt(sparse::dtypeName(pm.dtype));
-    const auto ckIt = ckDtypes.find(mod.name + ".weight");
-    const std::string ckDt = ckIt == ckDtypes.end() ? "" : ckIt->second;
-    if (ckDt != (pm.dtype == sparse::DType::BF16 ? "BF16" : "F16"))
-      throw std::runtime_error(file.string() + ": module '" + mod.name + "' holds " + fileDt +
-                               " values, the checkpoint's tensor is " + (ckDt.empty() ? "missing" : ckDt));
-    if (m.storeDtype != at::kFloat && sparseDTypeOf(m.storeDtype) != pm.dtype)
-      throw std::runtime_error(file.string() + ": module '" + mod.name + "' holds " + fileDt +
-                               " values, the model is loaded as " + m.options.dtype + " (load it as " +
-                               (pm.dtype == sparse::DType::BF16 ? "bfloat16" : "float16") + " or float32)");
+    PackedProj& p = packedSlot(m, e, index, ckDtypes, file, mod.name, pm.rows, pm.cols, pm.dtype);
+    at::Tensor& w = slotWeight(m, index, mod.name);
     if (m.device.is_cpu()) {
       p.host = std::move(mod.matrix);
     } else {
@@ -248,7 +313,8 @@ void fuseGroups(Model::Impl& m, EngineState& e) {
       bool allDense = true, allPacked = true;
       for (const int k : kinds) {
         allDense = allDense && denseOf(W, k).defined();
-        allPacked = allPacked && e.packed[l][static_cast<std::size_t>(k)].present;
+        allPacked = allPacked && e.packed[l][static_cast<std::size_t>(k)].present &&
+                    !e.packed[l][static_cast<std::size_t>(k)].column;
       }
       if (allDense) {
         std::vector<at::Tensor> parts;
@@ -345,6 +411,39 @@ at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x
   const std::int64_t N = x.numel() / K;
   std::vector<std::int64_t> outSizes = x.sizes().vec();
   const at::Tensor x2 = x.reshape({N, K});
+  if (p.column) {
+    // The column layout: the spMspV kernel (CPU: its reference) per row of x; exact zeros
+    // (the entries activation sparsity dropped) are skipped.
+    outSizes.back() = p.col.rows;
+    if (m.device.is_cpu()) {
+      const at::Tensor xf = x2.to(at::kFloat).contiguous();
+      at::Tensor y = at::empty({N, p.col.rows}, at::TensorOptions().dtype(at::kFloat));
+      for (std::int64_t r = 0; r < N; ++r)
+        spmspvCpu(p.col, {xf.data_ptr<float>() + r * K, static_cast<std::size_t>(K)}, 0.f,
+                  {y.data_ptr<float>() + r * p.col.rows, static_cast<std::size_t>(p.col.rows)});
+      return y.view(outSizes).to(x.scalar_type());
+    }
+#ifdef SDW_ENGINE_CUDA
+    const at::Tensor xc = x2.to(scalarOf(p.col.dtype)).contiguous();
+    at::Tensor y = at::empty({N, p.col.rows}, xc.options());
+    const kernels::SpmspvConfig cfg;
+    const kernels::SpmspvLayout layout{p.colChunks.data_ptr(), nullptr,     p.col.rows, p.col.cols,
+                                       kdtOf(p.col.dtype),     p.col.format};
+    const auto wsN = kernels::spmspvWorkspaceFloats(p.col.rows, p.col.cols, cfg);
+    at::Tensor ws =
+        at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, xc.options().dtype(at::kFloat));
+    at::Tensor counters = at::zeros({kernels::spmspvCounters(p.col.rows)}, xc.options().dtype(at::kInt));
+    const auto elem = static_cast<std::int64_t>(xc.element_size());
+    for (std::int64_t r = 0; r < N; ++r)
+      ck(kernels::launchSpmspv(layout, static_cast<const char*>(xc.data_ptr()) + r * K * elem, 0.f,
+                               static_cast<char*>(y.data_ptr()) + r * p.col.rows * elem, cfg, ws.data_ptr<float>(),
+                               reinterpret_cast<unsigned*>(counters.data_ptr()), c10::cuda::getCurrentCUDAStream()),
+         "spMspV");
+    return y.view(outSizes).to(x.scalar_type());
+#else
+    throw std::runtime_error("decode engine: this build has no CUDA kernels for a column-layout projection");
+#endif
+  }
   if (m.device.is_cpu()) {
     const at::Tensor xf = x2.to(at::kFloat).contiguous();
     at::Tensor y = at::empty({N, p.host.rows}, at::TensorOptions().dtype(at::kFloat));
@@ -375,12 +474,18 @@ at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x
 // ---- the captured decode step ---------------------------------------------------
 
 struct LinOp {
-  enum Mode { Cublas, Gemv, Spmv, Unpack } mode = Cublas;
+  enum Mode { Cublas, Gemv, Spmv, Unpack, Spmspv } mode = Cublas;
   at::Tensor w;           // Cublas / Gemv: [rows, cols]
   DeviceBitmask packed;   // Spmv / Unpack
   std::int64_t rows = 0, cols = 0, yOff = 0;
   kernels::GemvConfig gemv;
   kernels::SpmvConfig spmv;
+  // Spmspv: a column-layout projection, one launch per row of the batch reading x's nonzero
+  // entries (activation sparsity's zeros are skipped with their weight bytes).
+  at::Tensor colChunks;
+  kernels::SpmspvFormat colFormat = kernels::SpmspvFormat::Column24;
+  sparse::DType colDtype = sparse::DType::BF16;
+  kernels::SpmspvConfig spmspv;
 };
 
 // A projection input: row-major [B, cols] and, where the CUDA-core sparse kernel reads it
@@ -478,6 +583,18 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   return op;
 }
 
+LinOp columnOp(const PackedProj& p, std::int64_t yOff) {
+  LinOp op;
+  op.mode = LinOp::Spmspv;
+  op.colChunks = p.colChunks;
+  op.colFormat = p.col.format;
+  op.colDtype = p.col.dtype;
+  op.rows = p.col.rows;
+  op.cols = p.col.cols;
+  op.yOff = yOff;
+  return op;
+}
+
 // The ops of one group (members in order, each writing its rows of y).
 std::vector<LinOp> groupOps(const Model::Impl& m, const EngineState& e, std::size_t l, std::initializer_list<int> kinds,
                             const at::Tensor& fusedDense, const DeviceBitmask& fusedPacked, int B) {
@@ -489,8 +606,9 @@ std::vector<LinOp> groupOps(const Model::Impl& m, const EngineState& e, std::siz
   auto& W = const_cast<LayerWeights&>(m.w.layers[l]);
   for (const int k : kinds) {
     const PackedProj& p = e.packed[l][static_cast<std::size_t>(k)];
-    ops.push_back(p.present ? packedOp(e, p.dev, off, B, m.computeDtype, m.options.sparseTensorCores)
-                            : denseOp(e, denseOf(W, k), off, B, false));
+    ops.push_back(p.column    ? columnOp(p, off)
+                  : p.present ? packedOp(e, p.dev, off, B, m.computeDtype, m.options.sparseTensorCores)
+                              : denseOp(e, denseOf(W, k), off, B, false));
     off += ops.back().rows;
   }
   return ops;
@@ -719,6 +837,9 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     } else if (op.mode == LinOp::Spmv) {
       wsN = std::max(wsN, kernels::spmvWorkspaceFloats(op.rows, op.cols, Bi, op.spmv));
       counters = std::max(counters, kernels::spmvTiles(op.rows));
+    } else if (op.mode == LinOp::Spmspv) {  // its launches run one after another: one workspace
+      wsN = std::max(wsN, kernels::spmspvWorkspaceFloats(op.rows, op.cols, op.spmspv));
+      counters = std::max(counters, kernels::spmspvCounters(op.rows));
     }
   };
   for (const auto& layer : g->ops)
@@ -761,6 +882,16 @@ void runLinear(DecodeGraph& g, const LinOp& op, const Site& site, at::Tensor& y,
                                     kdtOf(op.packed.dtype), op.rows, op.cols, x, B, yp, ldy, op.spmv,
                                     g.splitWs.data_ptr<float>(), reinterpret_cast<unsigned*>(g.counters.data_ptr()), st),
          "bitmask SpMV");
+      return;
+    }
+    case LinOp::Spmspv: {
+      const kernels::SpmspvLayout layout{op.colChunks.data_ptr(), nullptr,     op.rows, op.cols,
+                                         kdtOf(op.colDtype),      op.colFormat};
+      for (int b = 0; b < B; ++b)
+        ck(kernels::launchSpmspv(layout, static_cast<const char*>(site.xr.data_ptr()) + b * op.cols * elem, 0.f,
+                                 static_cast<char*>(yp) + b * ldy * elem, op.spmspv, g.splitWs.data_ptr<float>(),
+                                 reinterpret_cast<unsigned*>(g.counters.data_ptr()), st),
+           "spMspV");
       return;
     }
     case LinOp::Unpack: {
@@ -1026,7 +1157,8 @@ std::uint64_t Model::deviceBytes() const {
       for (const auto& p : layer) {
         add(p.dev.values);
         add(p.dev.masks);
-        if (p.present && m.device.is_cpu()) total += p.host.bytes();
+        add(p.colChunks);
+        if (p.present && m.device.is_cpu()) total += p.column ? p.col.bytes() : p.host.bytes();
       }
 #ifdef SDW_ENGINE_CUDA
     if (m.engine->graph)
@@ -1049,7 +1181,10 @@ std::string Model::engineDescription() const {
   // Without engine kernels for the architecture every dense projection is the eager pass's cuBLAS.
   const std::string denseName =
       lin == Linear::Cublas || !gemv16 || !engineSupportsArchitecture(m.config) ? "cuBLAS" : "dense GEMV";
-  if (m.device.is_cpu()) s << ", " << (lin == Linear::Sparse ? "CPU bitmask SpMV" : "LibTorch matmul");
+  const bool column = lin == Linear::Sparse && m.engine && m.engine->pattern.starts_with("col");
+  if (m.device.is_cpu())
+    s << ", " << (column ? "CPU spMspV" : lin == Linear::Sparse ? "CPU bitmask SpMV" : "LibTorch matmul");
+  else if (column) s << ", spMspV";
   else if (lin == Linear::Sparse) s << ", bitmask SpMV";
   else s << ", " << denseName;
   if (lin == Linear::Sparse && m.engine) {

@@ -6,6 +6,7 @@
 #include "core/sparse_file.h"
 #include "core/sparse_format.h"
 #include "gpu/model_internal.h"
+#include "gpu/spmspv_pack.h"
 #include "gpu/spmv_ops.h"
 
 #include <ATen/core/Tensor.h>
@@ -22,18 +23,23 @@ namespace sdw::gpu {
 // Projection kinds in LayerWeights order (q k v o gate up down).
 enum ProjKind { kProjQ = 0, kProjK, kProjV, kProjO, kProjGate, kProjUp, kProjDown };
 
-// One projection held packed (its dense LayerWeights tensor is undefined).
+// One projection held packed (its dense LayerWeights tensor is undefined): in the bitmask
+// N:M format (model.sdwsparse), or with `column` in a column layout of the spMspV kernel
+// (model.sdwcolumn: col2:4, col4:8).
 struct PackedProj {
   bool present = false;
   DeviceBitmask dev;          // CUDA: device layout (a view into the group's storage where fused)
   sparse::PackedMatrix host;  // CPU: row-major packed matrix for the CPU SpMV
+  bool column = false;
+  SpmspvMatrix col;      // the column layout (CUDA: its shape, format and dtype; chunks on the device)
+  at::Tensor colChunks;  // CUDA: the chunk buffer, int16 elements
 };
 
 struct DecodeGraph;  // gpu/decode_engine.cpp (CUDA)
 
 struct EngineState {
   Linear linear = Linear::Cublas;
-  std::string pattern;                              // of the packed projections, "" when none
+  std::string pattern;                              // of the packed projections, "" when none ("col2:4": column file)
   std::vector<std::array<PackedProj, 7>> packed;    // [layer][kind]
   // Fused groups per layer: dense storage whose rows the LayerWeights q/k/v (gate/up)
   // are views of, or packed storage whose row tiles the members' DeviceBitmask views are.

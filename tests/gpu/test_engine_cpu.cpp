@@ -98,6 +98,46 @@ class TestEngineCpu : public QObject {
     for (std::size_t i = 0; i < la.size(); ++i) QVERIFY(std::abs(la[i] - lb[i]) < 1e-3f);
   }
 
+  // A column-pruned checkpoint (col2:4, col4:8) with its column file: --linear sparse keeps
+  // only the column layouts and decodes as the dense checkpoint with zeros, with and
+  // without run-time activation sparsity (the spMspV reference skips the dropped entries).
+  void columnSparseDecodesAsDense() {
+    for (const auto& [n, mm] : {std::pair{2, 4}, std::pair{4, 8}}) {
+      const fs::path dir =
+          fs::path(tmp_.path().toStdString()) / ("col-" + std::to_string(n) + "-" + std::to_string(mm));
+      sdw::testing::writeColumnPruned(dir, n, mm);
+      for (const double px : {0.0, 0.5}) {
+        LoadOptions od = withLinear(Linear::Cublas), os = withLinear(Linear::Sparse);
+        od.activationSparsity = os.activationSparsity = px;
+        const auto dense = Model::load(dir, od);
+        const auto sparse = Model::load(dir, os);
+        const QString desc = QString::fromStdString(sparse->engineDescription());
+        QVERIFY2(desc.contains(QStringLiteral("CPU spMspV col%1:%2 (42 of 42 projections packed)").arg(n).arg(mm)),
+                 qPrintable(desc));
+        QVERIFY(sparse->deviceBytes() < dense->deviceBytes() * 6 / 10);
+        GenerationOptions go;
+        go.maxNewTokens = 40;
+        go.keepLogits = true;
+        const auto a = dense->generate(kPrompt, go);
+        const auto b = sparse->generate(kPrompt, go);
+        QCOMPARE(b.tokens, a.tokens);
+        double maxDiff = 0;
+        for (std::size_t i = 0; i < a.logits.size(); ++i)
+          maxDiff = std::max(maxDiff, std::abs(double(a.logits[i]) - double(b.logits[i])));
+        qInfo("col%d:%d p_x %.1f: max |logit difference| spMspV vs dense over 40 steps: %g", n, mm, px, maxDiff);
+        QVERIFY2(maxDiff < 1e-3, qPrintable(QString::number(maxDiff)));
+        const auto la = dense->logits(kPrompt2), lb = sparse->logits(kPrompt2);
+        for (std::size_t i = 0; i < la.size(); ++i) QVERIFY(std::abs(la[i] - lb[i]) < 1e-3f);
+      }
+    }
+    // The column file of another pruning is refused, naming the file and a module.
+    LoadOptions o = withLinear(Linear::Sparse);
+    o.sparseFile = fs::path(tmp_.path().toStdString()) / "col-4-8" / "model.sdwcolumn";
+    const QString e = errorOf([&] { (void)Model::load(fs::path(tmp_.path().toStdString()) / "col-2-4", o); });
+    QVERIFY2(e.contains("col-4-8/model.sdwcolumn") && e.contains("module 'model.layers.0.") && e.contains("differ"),
+             qPrintable(e));
+  }
+
   void refusesForeignSparseFiles() {
     // Another pruning of the same model.
     LoadOptions o = withLinear(Linear::Sparse);
