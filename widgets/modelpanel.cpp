@@ -249,8 +249,9 @@ QWidget* ModelPanel::buildGenerateBox() {
   if (auto* m = qobject_cast<QStandardItemModel*>(engine_->model()))
     m->item(2)->setEnabled(false);  // until a folder with a model.sdwsparse is loaded
   engine_->setToolTip(
-      tr("The decode engine's linear: cuBLAS, our dense GEMV, or our bitmask N:M SpMV over the "
-         "folder's model.sdwsparse. Changing it reloads the model."));
+      tr("The decode engine's linear: cuBLAS, our dense GEMV, or our sparse kernels over the folder's "
+         "packed file (the bitmask N:M SpMV over model.sdwsparse, the spMspV over model.sdwcolumn). "
+         "Changing it reloads the model."));
   engineText_ = new QLabel(tr("no model loaded"), box);
   engineText_->setObjectName(QStringLiteral("engineDescription"));
   engineText_->setWordWrap(true);
@@ -499,8 +500,11 @@ void ModelPanel::setModel(const ModelSummary& s, const QVector<ModuleRow>& modul
   // The engine as loaded; sparse only where the folder has its packed file.
   if (auto* m = qobject_cast<QStandardItemModel*>(engine_->model()); QStandardItem* item = m ? m->item(2) : nullptr) {
     item->setEnabled(s.hasSparseFile);
-    item->setToolTip(s.hasSparseFile ? tr("our bitmask N:M SpMV over %1/model.sdwsparse").arg(s.dir)
-                                     : tr("this folder has no model.sdwsparse (sdw-cli prune writes one)"));
+    item->setToolTip(s.hasSparseFile ? tr("our bitmask N:M SpMV over %1/model.sdwsparse, or our spMspV over its "
+                                          "model.sdwcolumn (col2:4, col4:8)")
+                                           .arg(s.dir)
+                                     : tr("this folder has no model.sdwsparse or model.sdwcolumn (sdw-cli prune "
+                                          "writes one for 50% N:M, col2:4 and col4:8)"));
   }
   {
     const QSignalBlocker block(engine_);

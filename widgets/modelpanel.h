@@ -64,7 +64,7 @@ struct ModelSummary {
   // ("": each token's top-k).
   QString activationThresholds;
   QString activationThresholdsRunId;
-  bool hasSparseFile = false;  // the folder holds a model.sdwsparse: the sparse engine can load it
+  bool hasSparseFile = false;  // the folder holds a model.sdwsparse or model.sdwcolumn: the sparse engine can load it
 };
 
 struct GenerateSettings {

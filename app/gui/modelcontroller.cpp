@@ -7,6 +7,7 @@
 #include "gpu/device.h"
 #include "gpu/model.h"
 #include "gpu/model_config.h"
+#include "gpu/spmspv_file.h"
 #include "gpu/spmv.h"  // defaultTuningPath
 #include "widgets/prunedata.h"  // activationSparsityText
 
@@ -120,7 +121,8 @@ std::shared_ptr<LoadedModel> loadModel(const QString& dirText, gpu::LoadOptions 
   s.activationSparsity = thresholdsRun.isEmpty() ? out->model->options().activationSparsity : sparsity;
   s.activationThresholds = thresholdsRun;
   s.activationThresholdsRunId = QString::fromStdString(thresholdsRunId);
-  s.hasSparseFile = std::filesystem::exists(out->dir / "model.sdwsparse");
+  s.hasSparseFile =
+      std::filesystem::exists(out->dir / "model.sdwsparse") || std::filesystem::exists(out->dir / gpu::kSpmspvFileName);
 
   // embeddings first, then the projections in checkpoint order (lm_head last)
   widgets::ModuleRow embed;
