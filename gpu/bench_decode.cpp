@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <tuple>
 
@@ -22,6 +23,17 @@
 #endif
 
 namespace sdw::gpu {
+
+void checkDecodePattern(const std::string& pattern) {
+  if (pattern == "col2:4" || pattern == "col4:8") return;
+  try {
+    (void)sparse::parsePattern(pattern);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("unknown pattern '" + pattern +
+                                "' of the sparse engine (have: 2:4, 4:8, 8:16, 16:32, "
+                                "col2:4, col4:8)");
+  }
+}
 
 namespace {
 
@@ -139,7 +151,9 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   const std::string dtype = canonicalDtype(o.dtype);
   const std::uint64_t eb = dtypeBytes(dtype);
   const bool sparse = !o.eager && o.linear == Linear::Sparse;
-  if (sparse && o.checkpoint.empty()) (void)sparse::parsePattern(o.pattern);  // names the supported ones
+  if (sparse && o.checkpoint.empty()) checkDecodePattern(o.pattern);
+  if (!(o.activationSparsity >= 0 && o.activationSparsity < 1))
+    throw std::invalid_argument("bench decode: activation sparsity must be in [0, 1)");
 
   const int stepsPerBatch = o.warmup + o.tokens;
   Progress p{0, static_cast<double>(stepsPerBatch) * static_cast<double>(batches.size()), "steps", "random init"};
@@ -150,6 +164,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   lo.dtype = dtype;
   lo.linear = o.eager ? Linear::Cublas : o.linear;
   lo.randomPattern = o.pattern;
+  lo.activationSparsity = o.activationSparsity;
   lo.cudaGraph = o.graph;
   lo.pdl = o.pdl;
   lo.sparseTensorCores = o.sparseTensorCores;
@@ -159,16 +174,23 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   if (cuda) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // sync: init finished
   const double setupSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Weight bytes one decode step reads (per sequence: one embedding row more), packed
-  // projections as packed (values + masks).
+  // projections as packed (values + masks; the column layouts: values + meta, of the
+  // columns activation sparsity keeps).
   std::uint64_t w = 0;
   const auto index = projectionIndex(m);
   for (const auto& mod : projectionModules(c, dtype)) {  // incl. lm_head (the embedding when tied)
-    bool packed = false;
+    const PackedProj* pp = nullptr;
     if (const auto it = index.find(mod.name); it != index.end() && m.engine && !m.engine->packed.empty())
-      packed = m.engine->packed[static_cast<std::size_t>(it->second.first)][static_cast<std::size_t>(it->second.second)]
-                   .present;
+      pp = &m.engine->packed[static_cast<std::size_t>(it->second.first)][static_cast<std::size_t>(it->second.second)];
     const auto n = static_cast<std::uint64_t>(mod.outFeatures * mod.inFeatures);
-    w += packed ? n / 2 * eb + n / 32 * 4 : mod.bytes;
+    if (pp && pp->column) {
+      const std::int64_t keptCols = std::clamp<std::int64_t>(
+          std::llround((1.0 - o.activationSparsity) * static_cast<double>(mod.inFeatures)), 1, mod.inFeatures);
+      w += static_cast<std::uint64_t>(kernels::spmspvTiles(mod.outFeatures) * keptCols *
+                                      kernels::spmspvChunkBytes(pp->col.format));
+    } else {
+      w += pp && pp->present ? n / 2 * eb + n / 32 * 4 : mod.bytes;
+    }
   }
   w += static_cast<std::uint64_t>(c.numLayers * (2 * c.hiddenSize + (c.hasQkNorm() ? 2 * c.headDim : 0)) + c.hiddenSize) * eb;
   const bool engine = !o.eager && engineDecodes(m);
@@ -186,6 +208,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
     r.parameters = c.parameterCount();
     r.linear = o.eager ? "eager" : linearName(o.linear);
     r.pattern = sparse && m.engine ? m.engine->pattern : "";
+    r.activationSparsity = o.activationSparsity;
     r.engine = o.eager ? "eager LibTorch forward" : model->engineDescription();
     r.packedProjections = m.engine ? m.engine->packedCount() : 0;
     r.setupSeconds = setupSeconds;

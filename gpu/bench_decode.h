@@ -21,6 +21,10 @@
 
 namespace sdw::gpu {
 
+// Throws std::invalid_argument unless `pattern` is one the sparse engine packs random weights
+// to: a supported row N:M (2:4 ... 16:32) or col2:4 / col4:8.
+void checkDecodePattern(const std::string& pattern);
+
 struct DecodeBenchOptions {
   ModelConfig config;
   std::string configName;           // for the report
@@ -37,7 +41,11 @@ struct DecodeBenchOptions {
   // unless `eager`; Linear::Sparse prunes every projection to `pattern` by magnitude and keeps
   // only the packed form.
   Linear linear = Linear::Cublas;
-  std::string pattern = "2:4";
+  std::string pattern = "2:4";  // a row N:M pattern, or col2:4 / col4:8 (the spMspV kernel's column layouts)
+  // Run-time activation sparsity p_x (LoadOptions::activationSparsity): every projection
+  // input keeps its largest 1 - p_x; the column layouts then skip the dropped columns'
+  // weight bytes, which the bytes per step (and so the limit) account for. 0: off.
+  double activationSparsity = 0;
   bool eager = false;               // the eager LibTorch forward pass instead of the engine
   bool graph = true;                // capture the step (false: the engine's kernels launched one by one)
   bool pdl = true;                  // programmatic dependent launch between the step's kernels
@@ -55,7 +63,8 @@ struct DecodeBenchResult {
   std::string configName;
   std::string dtype;
   std::string linear;               // "cublas", "dense", "sparse" ("eager" for the eager forward)
-  std::string pattern;              // sparse: "2:4"...; else ""
+  std::string pattern;              // sparse: "2:4"..., "col2:4", "col4:8"; else ""
+  double activationSparsity = 0;    // run-time p_x (0: off)
   std::string engine;               // Model::engineDescription()
   std::uint64_t gpuMemoryBytes = 0; // Model::deviceBytes() after the timed steps (weights, packed, cache, buffers)
   int packedProjections = 0;

@@ -13,6 +13,7 @@ nlohmann::json decodeRowJson(const DecodeBenchResult& r, const std::string& arch
           {"parameters", r.parameters},
           {"linear", r.linear},
           {"pattern", r.pattern},
+          {"activation_sparsity", r.activationSparsity},
           {"engine", r.engine},
           {"packed_projections", r.packedProjections},
           {"dtype", r.dtype},

@@ -256,8 +256,51 @@ void usePrepacked(Model::Impl& m, EngineState& e, std::vector<sparse::SparseModu
   }
 }
 
+// Random weights pruned by magnitude to a column pattern (col2:4, col4:8: in each input
+// column the N largest |w| of every group of M rows), held in the column layout; the dense
+// copies dropped. Projections whose rows are not a multiple of M stay dense.
+void packRandomColumn(Model::Impl& m, EngineState& e, kernels::SpmspvFormat format) {
+  const int M = kernels::spmspvColumnGroup(format), N = M / 2;
+  e.pattern = spmspvPatternName(format);
+  const sparse::DType vdt = sparseDTypeOf(m.storeDtype == at::kFloat ? at::kBFloat16 : m.storeDtype);
+  if (m.device.is_cuda() && m.computeDtype != scalarOf(vdt))
+    throw std::runtime_error(
+        "decode engine: the spMspV kernel reads x in bf16 or fp16: load the model as bfloat16 or "
+        "float16 on CUDA for " +
+        e.pattern);
+  for (std::size_t l = 0; l < m.w.layers.size(); ++l)
+    for (int k = 0; k < 7; ++k) {
+      at::Tensor& w = denseOf(m.w.layers[l], k);
+      const std::int64_t rows = w.size(0), cols = w.size(1);
+      if (rows % M != 0) continue;
+      const at::Tensor w16 = w.to(scalarOf(vdt));
+      const at::Tensor groups = w16.to(at::kFloat).abs().view({rows / M, M, cols});
+      const at::Tensor idx = std::get<1>(groups.topk(N, 1));
+      const at::Tensor keep = at::zeros_like(groups).scatter_(1, idx, 1.f).view({rows, cols}).to(at::kBool);
+      const at::Tensor pruned = w16.masked_fill(keep.logical_not(), 0).cpu().contiguous();
+      std::vector<std::uint16_t> bits(static_cast<std::size_t>(rows * cols));
+      std::memcpy(bits.data(), pruned.data_ptr(), bits.size() * 2);
+      PackedProj& p = e.packed[l][static_cast<std::size_t>(k)];
+      p.col = packSpmspv(bits, rows, cols, vdt, format);
+      if (m.device.is_cuda()) {
+        p.colChunks = at::from_blob(p.col.chunks.data(), {static_cast<std::int64_t>(p.col.chunks.size())},
+                                    at::TensorOptions().dtype(at::kShort))
+                          .to(m.device);
+        p.col.chunks = {};
+        p.col.chunks.shrink_to_fit();
+      }
+      p.column = p.present = true;
+      w = at::Tensor();
+    }
+}
+
 // Random weights pruned by magnitude to the pattern, packed; the dense copies dropped.
 void packRandom(Model::Impl& m, EngineState& e) {
+  if (m.options.randomPattern == "col2:4" || m.options.randomPattern == "col4:8") {
+    packRandomColumn(
+        m, e, m.options.randomPattern == "col2:4" ? kernels::SpmspvFormat::Column24 : kernels::SpmspvFormat::Column48);
+    return;
+  }
   const sparse::Pattern pat = sparse::parsePattern(m.options.randomPattern);
   e.pattern = sparse::patternName(pat);
   const sparse::DType vdt = sparseDTypeOf(m.storeDtype == at::kFloat ? at::kBFloat16 : m.storeDtype);

@@ -53,7 +53,8 @@ struct LoadOptions {
   // match the checkpoint: projection names and shapes, its values equal to the
   // checkpoint's weights (zeros where pruned), the dtype of the checkpoint's tensors.
   std::filesystem::path sparseFile{};
-  // Linear::Sparse with randomInit(): every projection pruned by magnitude to this pattern.
+  // Linear::Sparse with randomInit(): every projection pruned by magnitude to this pattern
+  // (a row N:M pattern of the bitmask SpMV, or col2:4 / col4:8 of the spMspV kernel).
   std::string randomPattern = "2:4";
   bool decodeEngine = true;       // CUDA decode steps through the engine; false: the eager forward pass (the reference)
   bool cudaGraph = true;          // capture the decode step (CUDA); false: the same kernels launched one by one

@@ -71,7 +71,18 @@ int runDecode(const Args& a) {
   for (const auto& l : linears)
     if (l != "eager") (void)gpu::parseLinear(l);  // names the accepted ones
   const std::vector<std::string> patterns = splitComma(a.get("patterns", a.get("pattern", "2:4")));
-  for (const auto& pat : patterns) (void)sparse::parsePattern(pat);
+  for (const auto& pat : patterns) gpu::checkDecodePattern(pat);
+  if (a.has("activation-sparsity")) {
+    const std::string v = a.get("activation-sparsity");
+    std::size_t used = 0;
+    try {
+      o.activationSparsity = std::stod(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || !(o.activationSparsity >= 0 && o.activationSparsity < 1))
+      throw UsageError("--activation-sparsity expects a number in [0, 1), got '" + v + "'");
+  }
   // On CPU the default is a tiny shape: an 8B model in fp32 does not fit a desk machine.
   std::vector<Cell> cells;
   // A real checkpoint (--model DIR) or shapes with random weights (--config).
@@ -191,18 +202,27 @@ const RegisterBenchMode regDecode{BenchMode{
     "decode tokens/s of the model runtime (random weights from a config) vs the HBM bandwidth limit",
     "bench decode [--config llama3-8b,...] [--linear cublas,dense,sparse,eager] [--patterns 2:4,...] [--batch 1,2,...] "
     "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] "
-    "[--no-pdl] [--tensor-cores|--no-tensor-cores] "
+    "[--no-pdl] [--tensor-cores|--no-tensor-cores] [--activation-sparsity P] "
     "[--out FILE] [--json]",
     {{"config", "NAMES",
       "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or "
       "config.json files",
       ""},
-     {"model", "DIR", "a real checkpoint instead of --config shapes (sparse: its model.sdwsparse; --patterns ignored)",
+     {"model", "DIR",
+      "a real checkpoint instead of --config shapes (sparse: its model.sdwsparse or model.sdwcolumn; --patterns "
+      "ignored)",
       ""},
      {"linear", "LIST",
       "engines: cublas, dense (our GEMV), sparse (our bitmask SpMV, per pattern), eager (LibTorch forward, no engine)",
       "cublas"},
-     {"patterns", "LIST", "N:M patterns of the sparse engine (2:4, 4:8, 8:16, 16:32)", "2:4"},
+     {"patterns", "LIST",
+      "patterns of the sparse engine: N:M (2:4, 4:8, 8:16, 16:32; the bitmask SpMV) or col2:4, col4:8 (the spMspV "
+      "kernel's column layouts)",
+      "2:4"},
+     {"activation-sparsity", "P",
+      "run-time activation sparsity: each projection input keeps its largest 1 - P entries (the column layouts skip "
+      "the rest's weight bytes)",
+      "0"},
      {"no-graph", "", "launch the engine's kernels one by one instead of replaying a CUDA graph", ""},
      {"no-pdl", "", "no programmatic dependent launch between the engine's kernels", ""},
      {"tensor-cores", "",

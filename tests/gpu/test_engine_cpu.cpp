@@ -261,6 +261,16 @@ class TestEngineCpu : public QObject {
       const auto l = m->logits(kPrompt);
       for (const float v : l) QVERIFY(std::isfinite(v));
     }
+    // The column patterns: every projection in its column layout, decoded by the spMspV reference.
+    for (const char* pat : {"col2:4", "col4:8"}) {
+      LoadOptions o = withLinear(Linear::Sparse);
+      o.randomPattern = pat;
+      o.activationSparsity = 0.5;
+      const auto m = Model::randomInit(c, o, 3, 0.05);
+      QVERIFY(QString::fromStdString(m->engineDescription()).contains(QStringLiteral("spMspV %1 (42 of 42").arg(pat)));
+      const auto l = m->logits(kPrompt);
+      for (const float v : l) QVERIFY(std::isfinite(v));
+    }
   }
 
   void benchmarkGrid() {
@@ -289,6 +299,27 @@ class TestEngineCpu : public QObject {
     const auto dense = runDecodeBench(o);
     const double ratio = double(dense.weightBytesPerStep) / double(rs[0].weightBytesPerStep);
     QVERIFY2(ratio > 1.2 && ratio < 1.78, qPrintable(QString::number(ratio)));
+
+    // The column layouts with activation sparsity: the spMspV engine, its bytes per step
+    // the kept columns' chunks (half the columns at p_x 0.5).
+    o.linear = Linear::Sparse;
+    o.pattern = "col2:4";
+    const auto col = runDecodeBench(o);
+    o.activationSparsity = 0.5;
+    const auto dual = runDecodeBench(o);
+    QCOMPARE(QString::fromStdString(dual.pattern), QStringLiteral("col2:4"));
+    QCOMPARE(dual.activationSparsity, 0.5);
+    QVERIFY2(QString::fromStdString(dual.engine).contains(QStringLiteral("CPU spMspV col2:4 (42 of 42")),
+             dual.engine.c_str());
+    QVERIFY(dual.tokensPerSecond > 0);
+    // The projections' share halves; lm_head (fp32 here) stays dense and whole.
+    qInfo("weight bytes per step: dense %llu, col2:4 %llu, col2:4 at p_x 0.5 %llu",
+          static_cast<unsigned long long>(dense.weightBytesPerStep),
+          static_cast<unsigned long long>(col.weightBytesPerStep),
+          static_cast<unsigned long long>(dual.weightBytesPerStep));
+    QVERIFY(double(dual.weightBytesPerStep) < 0.75 * double(col.weightBytesPerStep));
+    o.pattern = "col3:4";
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, (void)runDecodeBench(o));
   }
 };
 
