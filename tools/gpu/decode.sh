@@ -8,6 +8,9 @@
 #                                       3 shapes x cublas, dense, sparse x 4 patterns x batch 1, 2, 4, 8)
 #                                       and transformers + torch.compile on the Llama-3.1-8B shape
 #   DECODE_BREAKDOWN=1 ...              Llama-3.1-8B batch 1 with parts of the step left out
+#   DECODE_DUAL=1 ...                   dual sparsity: the dense engine and the spMspV engine (col2:4, col4:8) on the
+#                                       Llama-3.1-8B and Qwen3-14B shapes at batch 1, at each p_x of DUAL_PX
+#                                       (default "0 0.5 0.75"), one JSON each
 #   DECODE_TESTS=0 ...                  benchmarks only
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -81,6 +84,11 @@ PY
   fi
   # One archive for the breakdown's files (a call brings back only a few files).
   (cd "$out" && tar -czf breakdown.tgz breakdown-*.json ncu-step.txt 2>/dev/null && rm -f breakdown-*.json ncu-step.txt)
+elif [ "${DECODE_DUAL:-0}" = 1 ]; then
+  for px in ${DUAL_PX:-0 0.5 0.75}; do
+    bench "dual-px$px.json" --config llama3-8b,qwen3-14b --linear dense,sparse --patterns 2:4,col2:4,col4:8 --batch 1 \
+      --activation-sparsity "$px" ${DECODE_ARGS:-}
+  done
 elif [ "${DECODE_FULL:-0}" = 1 ]; then
   bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
     --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
