@@ -68,13 +68,15 @@ struct DecodeBenchRequest {
   QStringList configs;   // names from the catalog
   QString checkpoint;    // a checkpoint folder benchmarked too (empty: none)
   QStringList linears;   // "cublas", "dense", "sparse", "eager"
-  QStringList patterns;  // of the sparse engine (a checkpoint's own model.sdwsparse sets its pattern)
+  QStringList
+      patterns;  // of the sparse engine: N:M or col2:4 / col4:8 (a checkpoint's own packed file sets its pattern)
   QVector<int> batches;
   int context = 512;
   int warmup = 50;
   int tokens = 50;  // timed steps
   QString device = QStringLiteral("cuda");
   QString dtype = QStringLiteral("bfloat16");
+  double activationSparsity = 0;  // run-time p_x of every engine (the column layouts skip the dropped inputs)
 };
 
 }  // namespace sdw::widgets

@@ -8,6 +8,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFontMetrics>
 #include <QFormLayout>
@@ -43,12 +44,13 @@ struct LinearChoice {
 const LinearChoice kLinears[] = {
     {"cublas", "cuBLAS", "the decode engine with cuBLAS for every projection (LibTorch's matmul on the CPU)"},
     {"dense", "our dense GEMV", "the decode engine with our dense GEMV (16-bit dtypes on the GPU; cuBLAS in float32)"},
-    {"sparse", "our bitmask SpMV",
-     "the decode engine with our bitmask N:M SpMV: every projection pruned by magnitude to each pattern below "
-     "(a checkpoint: its own model.sdwsparse)"},
+    {"sparse", "our sparse kernels",
+     "the decode engine with our sparse kernels: every projection pruned by magnitude to each pattern below, N:M "
+     "through the bitmask SpMV, col2:4 / col4:8 through the spMspV (which skips the inputs activation sparsity "
+     "drops); a checkpoint: its own model.sdwsparse or model.sdwcolumn"},
     {"eager", "eager LibTorch forward", "the LibTorch forward pass without the decode engine (the reference)"},
 };
-const char* const kPatterns[] = {"2:4", "4:8", "8:16", "16:32"};
+const char* const kPatterns[] = {"2:4", "4:8", "8:16", "16:32", "col2:4", "col4:8"};
 const int kBatches[] = {1, 2, 4, 8};
 constexpr int kNameRole = Qt::UserRole;
 
@@ -205,6 +207,17 @@ QWidget* DecodeBenchView::buildSettings(QWidget** actionsOut) {
   context_->setValue(512);
   context_->setToolTip(tr("Tokens already in the KV cache: every timed step attends to this many plus itself"));
   form->addRow(tr("Context"), context_);
+  activation_ = new QDoubleSpinBox(runBox);
+  activation_->setObjectName(QStringLiteral("decodeActivationSparsity"));
+  activation_->setRange(0.0, 0.95);
+  activation_->setSingleStep(0.05);
+  activation_->setDecimals(2);
+  activation_->setValue(0.0);
+  activation_->setToolTip(
+      tr("Run-time activation sparsity p_x of every engine: each projection input keeps its "
+         "largest 1 - p_x entries. The col2:4 / col4:8 engines (spMspV) then skip the dropped "
+         "inputs' weight bytes; the others only zero them. 0: off."));
+  form->addRow(tr("Activation\nsparsity"), activation_);
   // Warm-up and timed steps on one row: the column's height goes to the lists above.
   auto* steps = new QWidget(runBox);
   auto* sl = new QHBoxLayout(steps);
@@ -311,6 +324,7 @@ DecodeBenchRequest DecodeBenchView::request() const {
   for (QCheckBox* c : batches_)
     if (c->isChecked()) r.batches << c->text().toInt();
   r.context = context_->value();
+  r.activationSparsity = activation_->value();
   r.warmup = warmup_->value();
   r.tokens = tokens_->value();
   r.device = deviceBox_->currentData().toString();
@@ -328,6 +342,7 @@ void DecodeBenchView::setRequest(const DecodeBenchRequest& r) {
   for (QCheckBox* c : patterns_) c->setChecked(r.patterns.contains(c->text()));
   for (QCheckBox* c : batches_) c->setChecked(r.batches.contains(c->text().toInt()));
   context_->setValue(r.context);
+  activation_->setValue(r.activationSparsity);
   warmup_->setValue(r.warmup);
   tokens_->setValue(r.tokens);
   if (const int i = deviceBox_->findData(r.device); i >= 0) deviceBox_->setCurrentIndex(i);

@@ -23,6 +23,7 @@ class QListWidget;
 class QProgressBar;
 class QPushButton;
 class QSortFilterProxyModel;
+class QDoubleSpinBox;
 class QSpinBox;
 class QTableView;
 
@@ -87,6 +88,7 @@ class DecodeBenchView : public QWidget {
   QVector<QCheckBox*> patterns_;
   QVector<QCheckBox*> batches_;
   QSpinBox* context_ = nullptr;
+  QDoubleSpinBox* activation_ = nullptr;
   QSpinBox* warmup_ = nullptr;
   QSpinBox* tokens_ = nullptr;
   QComboBox* deviceBox_ = nullptr;

@@ -88,11 +88,11 @@ QString linearTitle(const std::string& linear) {
 // the patterns, whatever order the JSON object keeps them in ("16:32" sorts
 // before "2:4" as text).
 std::vector<std::string> sortedPatterns(const nlohmann::json& sparse) {
-  static const char* const kOrder[] = {"2:4", "4:8", "8:16", "16:32"};
+  static const char* const kOrder[] = {"2:4", "4:8", "8:16", "16:32", "col2:4", "col4:8"};
   const auto rank = [](const std::string& p) {
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 6; ++i)
       if (p == kOrder[i]) return i;
-    return 4;
+    return 6;
   };
   std::vector<std::string> out;
   for (const auto& [p, e] : sparse.items()) out.push_back(p);
@@ -373,7 +373,10 @@ std::string commandLine(const widgets::DecodeBenchRequest& r) {
     cmd += " --patterns " + join(r.patterns);
   cmd += " --batch " + join(batches) + " --context " + std::to_string(r.context) + " --tokens " +
          std::to_string(r.tokens) + " --warmup " + std::to_string(r.warmup) + " --device " + r.device.toStdString() +
-         " --dtype " + r.dtype.toStdString() + " --json";
+         " --dtype " + r.dtype.toStdString();
+  if (r.activationSparsity > 0)
+    cmd += " --activation-sparsity " + QString::number(r.activationSparsity, 'g', 4).toStdString();
+  cmd += " --json";
   return cmd;
 }
 
@@ -427,7 +430,10 @@ JobId DecodeBenchController::start(const widgets::DecodeBenchRequest& request) {
       throw std::invalid_argument(tr("choose at least one model shape or a checkpoint folder").toStdString());
     if (request.linears.isEmpty()) throw std::invalid_argument(tr("choose at least one engine").toStdString());
     if (sparse && request.patterns.isEmpty() && !request.configs.isEmpty())
-      throw std::invalid_argument(tr("choose at least one N:M pattern for the sparse engine").toStdString());
+      throw std::invalid_argument(tr("choose at least one pattern for the sparse engine").toStdString());
+    for (const QString& p : request.patterns) gpu::checkDecodePattern(p.toStdString());
+    if (!(request.activationSparsity >= 0 && request.activationSparsity < 1))
+      throw std::invalid_argument(tr("activation sparsity must be in [0, 1)").toStdString());
     if (request.batches.isEmpty()) throw std::invalid_argument(tr("choose at least one batch size").toStdString());
     if (request.device != QLatin1String("cpu") && !dev.cudaAvailable)
       throw std::invalid_argument(
@@ -482,6 +488,7 @@ JobId DecodeBenchController::start(const widgets::DecodeBenchRequest& request) {
   o.context = request.context;
   o.tokens = request.tokens;
   o.warmup = request.warmup;
+  o.activationSparsity = request.activationSparsity;
   o.bandwidthBytes = probeBytes_;
   // The shipped tuning table of this GPU, as the CLI uses by default: without
   // it our kernels run on heuristics, well below their speed.
@@ -497,6 +504,7 @@ JobId DecodeBenchController::start(const widgets::DecodeBenchRequest& request) {
                    {"context", o.context},
                    {"warmup_steps", o.warmup},
                    {"timed_steps", o.tokens},
+                   {"activation_sparsity", o.activationSparsity},
                    {"measured_read_gb_per_s", 0.0},
                    {"cuda_graph", o.graph},
                    {"programmatic_dependent_launch", o.pdl},

@@ -25,6 +25,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
+#include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -252,7 +253,7 @@ class TestDecodeView : public QObject {
     QTest::newRow("no engine") << "no engine"
                                << "choose at least one engine";
     QTest::newRow("no pattern") << "no pattern"
-                                << "N:M pattern";
+                                << "pattern for the sparse engine";
     QTest::newRow("no batch") << "no batch"
                               << "batch size";
     QTest::newRow("context too long") << "context"
@@ -684,6 +685,33 @@ class TestDecodeView : public QObject {
     QVERIFY(view_->charts()->pointCount(cell) < 100000);
     QCOMPARE(view_->resultsModel()->rowCount(), 0);  // the cell never finished
     QVERIFY(button(view_, "decodeStart")->isEnabled());
+  }
+
+  // The dual-sparse engine from the view: col2:4 with activation sparsity 0.5 reaches the
+  // run (the spMspV reference on the CPU), and its rows and the command say so.
+  void runsTheDualSparseEngine() {
+    DecodeBenchRequest r = tinyCpuGrid();
+    r.linears = {QStringLiteral("sparse")};
+    r.patterns = {QStringLiteral("col2:4")};
+    r.batches = {1};
+    r.activationSparsity = 0.5;
+    view_->setRequest(r);
+    auto* spin = view_->findChild<QDoubleSpinBox*>(QStringLiteral("decodeActivationSparsity"));
+    QVERIFY(spin);
+    QCOMPARE(spin->value(), 0.5);
+    QVERIFY(view_->findChild<QCheckBox*>(QStringLiteral("decodePattern_col2_4")));
+    QCOMPARE(view_->request().activationSparsity, 0.5);
+    QCOMPARE(view_->request().patterns, QStringList{QStringLiteral("col2:4")});
+    const QList<QVariant> ended = run(r);
+    QVERIFY(!ended.isEmpty());
+    QVERIFY2(!ended.at(1).toBool(), qPrintable(ended.at(0).toString()));
+    const std::vector<nlohmann::json>& json = controller_->rows();
+    QCOMPARE(int(json.size()), 1);
+    QCOMPARE(json[0].at("pattern").get<std::string>(), std::string("col2:4"));
+    QCOMPARE(json[0].at("activation_sparsity").get<double>(), 0.5);
+    QVERIFY2(json[0].at("engine").get<std::string>().find("CPU spMspV col2:4") != std::string::npos,
+             json[0].at("engine").get<std::string>().c_str());
+    spin->setValue(0.0);
   }
 
   void stepAxisScrollsWhileLive() {
