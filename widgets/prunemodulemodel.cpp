@@ -57,7 +57,8 @@ QVariant PruneModuleModel::data(const QModelIndex& index, int role) const {
           .arg(r.percdampUsed, 0, 'g', 4)
           .arg(r.dampingSteps)
           .arg(r.deadInputs);
-    if (c == Shape) return r.packed ? tr("in the bitmask file") : tr("not in the bitmask file");
+    if (c == Shape)
+      return r.packed ? tr("in the packed file (model.sdwsparse or model.sdwcolumn)") : tr("not in a packed file");
     return {};
   }
   if (role == ValueRole) {

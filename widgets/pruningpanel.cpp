@@ -155,8 +155,8 @@ QWidget* PruningPanel::buildForm() {
     const QString name = QLatin1String(p);
     pattern_->addItem(name, name);
     pattern_->setItemData(pattern_->count() - 1,
-                          tr("%1 of every %2 consecutive rows of each input column (the column layouts of the sparse "
-                             "x sparse kernel); no bitmask file, decodes dense")
+                          tr("%1 of every %2 consecutive rows of each input column: packed into model.sdwcolumn, the "
+                             "column layout of the sparse x sparse kernel (decode it with the sparse engine)")
                               .arg(name.mid(3, 1), name.mid(5)),
                           Qt::ToolTipRole);
   }
