@@ -529,6 +529,9 @@ struct LinOp {
   kernels::SpmspvFormat colFormat = kernels::SpmspvFormat::Column24;
   sparse::DType colDtype = sparse::DType::BF16;
   kernels::SpmspvConfig spmspv;
+  // The columns it reads: |x_j| > threshold. 0 skips the zeros a sparsify launch left; with
+  // fixed per-layer thresholds (TEAL) the layer's own, and no sparsify launch before it.
+  float threshold = 0.f;
 };
 
 // A projection input: row-major [B, cols] and, where the CUDA-core sparse kernel reads it
@@ -576,6 +579,9 @@ struct DecodeGraph {
   // into the projections around them (kernels::NormFold; 2), by index: 2l layer l's input
   // norm, 2l + 1 its post-attention norm, 2L the final norm. 0: a launch of its own.
   std::vector<char> normFused;
+  // [layer * kProjectionInputs + input]: the input's fixed threshold is applied by its
+  // consumers (every one an spMspV op, LinOp::threshold) instead of a sparsify launch.
+  std::vector<char> thresholdInKernel;
   at::Tensor normCounters, foldPartials;
   bool fused(std::size_t k) const { return k < normFused.size() && normFused[k]; }
   std::vector<at::Tensor> tensors() const {
@@ -839,6 +845,21 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     for (const auto& grp : ops)
       for (const auto& op : grp)
         if (op.mode == LinOp::Unpack) scratchFloats = std::max(scratchFloats, op.rows * op.cols);
+    // Fixed thresholds (TEAL) on an input whose consumers are all spMspV ops: the kernel
+    // compares |x_j| with the threshold as it builds its column list, which is what the
+    // sparsify launch would have zeroed.
+    if (!m.actThresholds.empty()) {
+      g->thresholdInKernel.resize(L * kProjectionInputs, 0);
+      for (int i = 0; i < kProjectionInputs; ++i) {
+        auto& grp = ops[static_cast<std::size_t>(i)];
+        if (grp.empty() ||
+            !std::all_of(grp.begin(), grp.end(), [](const LinOp& op) { return op.mode == LinOp::Spmspv; }))
+          continue;
+        const float t = m.actThresholds[l][static_cast<std::size_t>(i)];
+        for (auto& op : grp) op.threshold = t < 0 ? -1.f : t;
+        g->thresholdInKernel[l * kProjectionInputs + static_cast<std::size_t>(i)] = 1;
+      }
+    }
     g->ops.push_back(std::move(ops));
   }
   // The sparse engine's lm_head (dense) on cuBLAS from batch 4, where our dense GEMV falls
@@ -931,9 +952,9 @@ void runLinear(DecodeGraph& g, const LinOp& op, const Site& site, at::Tensor& y,
       const kernels::SpmspvLayout layout{op.colChunks.data_ptr(), nullptr,     op.rows, op.cols,
                                          kdtOf(op.colDtype),      op.colFormat};
       for (int b = 0; b < B; ++b)
-        ck(kernels::launchSpmspv(layout, static_cast<const char*>(site.xr.data_ptr()) + b * op.cols * elem, 0.f,
-                                 static_cast<char*>(yp) + b * ldy * elem, op.spmspv, g.splitWs.data_ptr<float>(),
-                                 reinterpret_cast<unsigned*>(g.counters.data_ptr()), st),
+        ck(kernels::launchSpmspv(layout, static_cast<const char*>(site.xr.data_ptr()) + b * op.cols * elem,
+                                 op.threshold, static_cast<char*>(yp) + b * ldy * elem, op.spmspv,
+                                 g.splitWs.data_ptr<float>(), reinterpret_cast<unsigned*>(g.counters.data_ptr()), st),
            "spMspV");
       return;
     }
@@ -995,6 +1016,8 @@ void runStep(Model::Impl& m, DecodeGraph& g, KvCache& cache) {
     int keep = 0;
     float threshold = -1.f;
     if (!m.actThresholds.empty()) {
+      const std::size_t k = l * kProjectionInputs + static_cast<std::size_t>(input);
+      if (k < g.thresholdInKernel.size() && g.thresholdInKernel[k]) return;  // the spMspV ops compare it themselves
       threshold = m.actThresholds[l][static_cast<std::size_t>(input)];
       if (threshold < 0) return;
     } else if (!m.actSparsity.empty()) {

@@ -106,9 +106,12 @@ class TestEngineCpu : public QObject {
       const fs::path dir =
           fs::path(tmp_.path().toStdString()) / ("col-" + std::to_string(n) + "-" + std::to_string(mm));
       sdw::testing::writeColumnPruned(dir, n, mm);
-      for (const double px : {0.0, 0.5}) {
+      for (const double px : {0.0, 0.5, -1.0}) {  // -1: fixed thresholds (TEAL), 0.02 on every input
         LoadOptions od = withLinear(Linear::Cublas), os = withLinear(Linear::Sparse);
-        od.activationSparsity = os.activationSparsity = px;
+        if (px >= 0) od.activationSparsity = os.activationSparsity = px;
+        else
+          od.activationThresholds = os.activationThresholds =
+              std::vector<InputThresholds>(6, InputThresholds{0.02f, 0.02f, 0.02f, 0.02f});
         const auto dense = Model::load(dir, od);
         const auto sparse = Model::load(dir, os);
         const QString desc = QString::fromStdString(sparse->engineDescription());
@@ -127,7 +130,12 @@ class TestEngineCpu : public QObject {
         qInfo("col%d:%d p_x %.1f: max |logit difference| spMspV vs dense over 40 steps: %g", n, mm, px, maxDiff);
         QVERIFY2(maxDiff < 1e-3, qPrintable(QString::number(maxDiff)));
         const auto la = dense->logits(kPrompt2), lb = sparse->logits(kPrompt2);
-        for (std::size_t i = 0; i < la.size(); ++i) QVERIFY(std::abs(la[i] - lb[i]) < 1e-3f);
+        float worst = 0;
+        for (std::size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::abs(la[i] - lb[i]));
+        // With a fixed threshold an input within summation-order rounding of it can be kept by
+        // one pass and dropped by the other (1.6e-2 here on the prompt); top-k and none: 1e-3.
+        QVERIFY2(worst < (px < 0 ? 5e-2f : 1e-3f),
+                 qPrintable(QStringLiteral("teacher-forced logits differ by %1").arg(worst)));
       }
     }
     // The column file of another pruning is refused, naming the file and a module.

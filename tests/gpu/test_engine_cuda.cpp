@@ -160,18 +160,27 @@ class TestEngineCuda : public QObject {
   // engine's step runs each projection through the spMspV kernel (one launch per batch row)
   // and agrees with the eager pass over the dense checkpoint with zeros as the bitmask
   // engine does (rows 1 and 4); the model holds no dense copy of a packed projection.
+  // px < 0: fixed thresholds instead (TEAL; 0.02 on every input), which the spMspV ops
+  // compare themselves (no sparsify launch before them).
   void columnLayoutsWithinTolerance_data() {
     QTest::addColumn<int>("group");
     QTest::addColumn<double>("px");
     for (int g : {4, 8})
       for (double px : {0.0, 0.5}) QTest::addRow("col%d:%d p_x %.1f", g / 2, g, px) << g << px;
+    QTest::addRow("col2:4 thresholds") << 4 << -1.0;
   }
   void columnLayoutsWithinTolerance() {
     QFETCH(int, group);
     QFETCH(double, px);
     const fs::path dir = group == 4 ? kColumn24 : kColumn48;
     LoadOptions oe = opts("bfloat16", Linear::Cublas, false), os = opts("bfloat16", Linear::Sparse);
-    oe.activationSparsity = os.activationSparsity = px;
+    if (px >= 0) {
+      oe.activationSparsity = os.activationSparsity = px;
+    } else {
+      const auto layers = static_cast<std::size_t>(loadModelConfig(dir).numLayers);
+      oe.activationThresholds = os.activationThresholds =
+          std::vector<InputThresholds>(layers, InputThresholds{0.02f, 0.02f, 0.02f, 0.02f});
+    }
     const auto eager = Model::load(dir, oe);
     const auto m = Model::load(dir, os);
     const QString d = QString::fromStdString(m->engineDescription());
