@@ -171,7 +171,8 @@ const Register reg{Command{
     "decode with activation sparsity --activation-sparsity: inputs through the pruned layers sparsified, "
     "targets from the dense model (docs/pruning.md \"DuoGPT\"). General N:M patterns (N kept per M "
     "consecutive inputs of a row) are accepted; only 50% ones with M | 32 get a bitmask file. colN:M keeps N of "
-    "every M consecutive rows of each input column (docs/pruning.md \"Column N:M\"; no bitmask file). See "
+    "every M consecutive rows of each input column (docs/pruning.md \"Column N:M\"); col2:4 and col4:8 get "
+    "model.sdwcolumn, the spMspV kernel's column layout. See "
     "docs/pruning.md.",
     {{"model", "DIR", "Hugging Face checkpoint folder", ""},
      {"calibration", "RUN", "calibration run (.sdw.h5) of this model", ""},
