@@ -349,6 +349,8 @@ void fuseGroups(Model::Impl& m, EngineState& e) {
   e.guDense.assign(L, {});
   e.qkvPacked.assign(L, {});
   e.guPacked.assign(L, {});
+  e.qkvColumn.assign(L, {});
+  e.guColumn.assign(L, {});
   e.qkvBias.assign(L, {});
   for (std::size_t l = 0; l < L; ++l) {
     LayerWeights& W = m.w.layers[l];
@@ -399,6 +401,34 @@ void fuseGroups(Model::Impl& m, EngineState& e) {
         tile += t;
       }
     };
+    // Column-layout members: their chunk buffers in member order are the fused matrix's
+    // (tile-major, every member a whole number of 256-row tiles); the members become views.
+    const auto fuseColumn = [&](std::initializer_list<int> kinds, PackedProj& fused) {
+      const PackedProj& first = e.packed[l][static_cast<std::size_t>(*kinds.begin())];
+      std::vector<at::Tensor> parts;
+      std::int64_t rows = 0;
+      for (const int k : kinds) {
+        const PackedProj& p = e.packed[l][static_cast<std::size_t>(k)];
+        if (!p.column || p.col.rows % kernels::kSpmspvTileRows != 0 || p.col.cols != first.col.cols ||
+            p.col.format != first.col.format || p.col.dtype != first.col.dtype)
+          return;
+        parts.push_back(p.colChunks);
+        rows += p.col.rows;
+      }
+      fused.colChunks = at::cat(parts, 0);
+      fused.col = first.col;  // shape, format and dtype (its chunks live on the device)
+      fused.col.rows = rows;
+      fused.column = fused.present = true;
+      std::int64_t off = 0;
+      for (const int k : kinds) {
+        PackedProj& p = e.packed[l][static_cast<std::size_t>(k)];
+        const std::int64_t n = p.colChunks.numel();
+        p.colChunks = fused.colChunks.narrow(0, off, n);
+        off += n;
+      }
+    };
+    fuseColumn({kProjQ, kProjK, kProjV}, e.qkvColumn[l]);
+    fuseColumn({kProjGate, kProjUp}, e.guColumn[l]);
     fuse({kProjQ, kProjK, kProjV}, e.qkvDense[l], e.qkvPacked[l]);
     if (W.qBias.defined()) e.qkvBias[l] = at::cat({W.qBias, W.kBias, W.vBias}, 0);
     fuse({kProjGate, kProjUp}, e.guDense[l], e.guPacked[l]);
@@ -646,8 +676,10 @@ LinOp columnOp(const PackedProj& p, std::int64_t yOff) {
 
 // The ops of one group (members in order, each writing its rows of y).
 std::vector<LinOp> groupOps(const Model::Impl& m, const EngineState& e, std::size_t l, std::initializer_list<int> kinds,
-                            const at::Tensor& fusedDense, const DeviceBitmask& fusedPacked, int B) {
+                            const at::Tensor& fusedDense, const DeviceBitmask& fusedPacked, int B,
+                            const PackedProj& fusedColumn = {}) {
   if (fusedDense.defined()) return {denseOp(e, fusedDense, 0, B, false)};
+  if (fusedColumn.present) return {columnOp(fusedColumn, 0)};
   if (fusedPacked.values.defined())
     return {packedOp(e, fusedPacked, 0, B, m.computeDtype, m.options.sparseTensorCores)};
   std::vector<LinOp> ops;
@@ -835,9 +867,9 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   std::int64_t scratchFloats = 0;
   for (std::size_t l = 0; l < L; ++l) {
     std::array<std::vector<LinOp>, 4> ops;
-    ops[0] = groupOps(m, e, l, {kProjQ, kProjK, kProjV}, e.qkvDense[l], e.qkvPacked[l], Bi);
+    ops[0] = groupOps(m, e, l, {kProjQ, kProjK, kProjV}, e.qkvDense[l], e.qkvPacked[l], Bi, e.qkvColumn[l]);
     ops[1] = groupOps(m, e, l, {kProjO}, at::Tensor(), DeviceBitmask{}, Bi);
-    ops[2] = groupOps(m, e, l, {kProjGate, kProjUp}, e.guDense[l], e.guPacked[l], Bi);
+    ops[2] = groupOps(m, e, l, {kProjGate, kProjUp}, e.guDense[l], e.guPacked[l], Bi, e.guColumn[l]);
     ops[3] = groupOps(m, e, l, {kProjDown}, at::Tensor(), DeviceBitmask{}, Bi);
     hiddenInterleaved = hiddenInterleaved && allInterleaved(ops[0]) && allInterleaved(ops[2]);
     attnInterleaved = attnInterleaved && allInterleaved(ops[1]);

@@ -45,6 +45,10 @@ struct EngineState {
   // are views of, or packed storage whose row tiles the members' DeviceBitmask views are.
   std::vector<at::Tensor> qkvDense, guDense;
   std::vector<DeviceBitmask> qkvPacked, guPacked;   // values undefined where not fused
+  // Column-layout members fused the same way (CUDA; rows of each a multiple of 256): the
+  // chunk buffers of row tiles one after another are the fused matrix's; not present where
+  // not fused.
+  std::vector<PackedProj> qkvColumn, guColumn;
   std::vector<at::Tensor> qkvBias;                  // [layer] q|k|v biases in one vector (Qwen2), else undefined
   TuningTable tuning;
   bool haveTuning = false;

@@ -426,6 +426,32 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(gpu::spmspvReadBytes(m, x, 0.f), 3.0 * 2 * 512 + 2 * cols);
   }
 
+  // Fusing q|k|v (gate|up) in the column layouts: members of whole 256-row tiles, their
+  // chunk buffers one after another, are the chunks of the stacked matrix (what the decode
+  // engine launches once instead of once per member).
+  void columnChunksConcatenate() {
+    for (const auto format :
+         {kernels::SpmspvFormat::Column24, kernels::SpmspvFormat::Column48, kernels::SpmspvFormat::ColumnDense}) {
+      const int group = format == kernels::SpmspvFormat::Column48 ? 8 : 4;
+      const auto make = [&](std::int64_t rows, std::uint64_t seed) {
+        return format == kernels::SpmspvFormat::ColumnDense
+                   ? gpu::randomPrunedWeights(rows, 40, DType::BF16, 40, 40, seed)
+                   : gpu::randomColumnPrunedWeights(rows, 40, DType::BF16, group / 2, group, seed);
+      };
+      const auto q = make(512, 1), k = make(256, 2), v = make(256, 3);
+      std::vector<std::uint16_t> stacked = q;
+      stacked.insert(stacked.end(), k.begin(), k.end());
+      stacked.insert(stacked.end(), v.begin(), v.end());
+      const auto fused = gpu::packSpmspv(stacked, 1024, 40, DType::BF16, format);
+      std::vector<std::uint16_t> cat;
+      for (const auto* w : {&q, &k, &v}) {
+        const auto m = gpu::packSpmspv(*w, std::int64_t(w->size() / 40), 40, DType::BF16, format);
+        cat.insert(cat.end(), m.chunks.begin(), m.chunks.end());
+      }
+      QCOMPARE(cat, fused.chunks);
+    }
+  }
+
   // The column file: round trip of both layouts' modules; refusals of a foreign file, a newer
   // version, a truncated file and modules of two layouts.
   void columnFileRoundTrips() {
