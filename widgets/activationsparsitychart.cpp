@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 namespace sdw::widgets {
@@ -44,7 +45,9 @@ const LayoutStyle& layoutStyle(qsizetype i) {
 QString ActivationSparsityChart::medianName(const QString& layout) {
   return layout.isEmpty() ? tr("median over the shapes") : tr("median, %1").arg(layout);
 }
-QString ActivationSparsityChart::limitName() { return tr("bytes limit (dense bytes / spMspV bytes)"); }
+QString ActivationSparsityChart::limitName(const QString& layout) {
+  return layout.isEmpty() ? tr("bytes limit (dense bytes / spMspV bytes)") : tr("bytes limit, %1").arg(layout);
+}
 
 ActivationSparsityChart::ActivationSparsityChart(QWidget* parent)
     : QWidget(parent), view_(new PlotView(this)), strip_(new LegendStrip(this)) {
@@ -130,6 +133,19 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
     if (std::any_of(s.bytesLimit.begin(), s.bytesLimit.end(), [](double v) { return v > 0; })) {
       addLine(limitName(), s.bytesLimit, limitLinePen(), QCPScatterStyle(QCPScatterStyle::ssNone));
       entries.push_back({limitName(), limitLinePen().color(), true, false});
+      // Another layout's own limit where it is far from the main one's (by over 15%: dense weights).
+      for (qsizetype k = 0; k < s.layouts.size(); ++k) {
+        const ActivationSpeedups::Layout& l = s.layouts[k];
+        bool differs = false;
+        for (qsizetype i = 0; i < l.bytesLimit.size() && i < s.bytesLimit.size(); ++i)
+          differs = differs || (l.bytesLimit[i] > 0 && s.bytesLimit[i] > 0 &&
+                                std::abs(l.bytesLimit[i] / s.bytesLimit[i] - 1.0) > 0.15);
+        if (!differs) continue;
+        QPen pen = limitLinePen();
+        pen.setStyle(layoutStyle(k).pen);
+        addLine(limitName(l.pattern), l.bytesLimit, pen, QCPScatterStyle(QCPScatterStyle::ssNone));
+        entries.push_back({limitName(l.pattern), pen.color(), true, false, pen.style()});
+      }
     }
   }
   strip_->setEntries(entries);
@@ -141,7 +157,7 @@ void ActivationSparsityChart::setSpeedups(const ActivationSpeedups& s) {
   title_->setText(n > 0 ? tr("spMspV speedup over %1").arg(s.baseline) : tr("spMspV speedup"));
   p->xAxis->setLabel(n == 0                ? tr("no spMspV rows: set an activation sparsity and run")
                      : s.layouts.isEmpty() ? tr("activation sparsity p_x (batch 1, 50% weights)")
-                                           : tr("activation sparsity p_x (batch 1; layouts as in the legend)"));
+                                           : tr("activation sparsity p_x (batch 1)"));
   replot();
 }
 

@@ -29,6 +29,9 @@ struct ActivationSpeedups {
   struct Layout {
     QString pattern;        // "col2:4"
     QVector<double> median;  // per p_x: median over its shapes (0: none)
+    // Per p_x: dense bytes / its bytes, median over its shapes (0: unknown). Drawn as a line of
+    // its own where it differs from the main layout's by more than 15% (the dense layout's).
+    QVector<double> bytesLimit{};
   };
   QVector<double> sparsities;       // p_x, ascending: the x of every line
   QStringList shapes;               // one line each: "llama3-8b q_proj", "1024x4096", "llama3-8b q_proj col2:4"
@@ -55,7 +58,7 @@ class ActivationSparsityChart : public QWidget {
 
   // The names of the lines that are not shapes.
   static QString medianName(const QString& layout = {});  // another layout's: "median, col2:4"
-  static QString limitName();
+  static QString limitName(const QString& layout = {});   // another layout's: "bytes limit, dense"
   // For tests and exports: a line's points as drawn (p_x, speed-up); its name
   // is a shape, medianName() or limitName(). Empty for a name not drawn.
   QVector<QPointF> points(const QString& series) const;

@@ -219,9 +219,9 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   // The spMspV weight layouts (as sdw-cli bench kernels --spmspv-layouts), all by default.
   auto* layoutRow = new QWidget(runBox);
   layoutRow->setObjectName(QStringLiteral("benchSpmspvLayouts"));
-  auto* ll = new QHBoxLayout(layoutRow);
+  auto* ll = new QGridLayout(layoutRow);  // two rows of two, as the patterns above
   ll->setContentsMargins(0, 0, 0, 0);
-  ll->setSpacing(6);
+  ll->setVerticalSpacing(2);
   const QStringList layoutTips{tr("50% unstructured weights, bitmask chunks"),
                                tr("2 of every 4 rows of each column (prune --pattern col2:4)"),
                                tr("4 of every 8 rows of each column (prune --pattern col4:8)"),
@@ -229,11 +229,11 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   for (const std::string& name : gpu::spmspvLayoutNames()) {
     auto* c = new QCheckBox(QString::fromStdString(name), layoutRow);
     c->setChecked(true);
-    if (spmspvLayouts_.size() < layoutTips.size()) c->setToolTip(layoutTips[spmspvLayouts_.size()]);
+    const auto i = spmspvLayouts_.size();
+    if (i < layoutTips.size()) c->setToolTip(layoutTips[i]);
+    ll->addWidget(c, static_cast<int>(i) / 2, static_cast<int>(i) % 2);
     spmspvLayouts_.push_back(c);
-    ll->addWidget(c);
   }
-  ll->addStretch(1);
   form->addRow(tr("spMspV"), layoutRow);
   v->addWidget(runBox);
 

@@ -217,6 +217,7 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
   }
   const gpu::BaselineTimes base = baselines(rows);
   std::vector<std::vector<double>> limits(out.sparsities.size());
+  std::map<QString, std::vector<std::vector<double>>> layoutLimits;  // the other layouts' own
   for (const auto& r : rows) {
     if (!r.activationSparsity || r.batch != 1 || gpu::isLayerSequence(r)) continue;
     const auto k = out.sparsities.indexOf(*r.activationSparsity);
@@ -235,12 +236,22 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
     const double overDense = base.speedup(r, gpu::Baseline::OwnDense);
     out.values[s][k] = overDense > 0 ? overDense : r.speedupVsDense;
     const auto d = denseBytes.find(key(r));
-    // The limit line: the main layout's bytes (the column 2:4 layout reads a few percent fewer: no offsets, no
-    // padding).
-    if (d != denseBytes.end() && d->second > 0 && r.bytes > 0 && main)
-      limits[static_cast<std::size_t>(k)].push_back(d->second / r.bytes);
+    // The limit line: the main layout's bytes (the column 2:4 and 4:8 layouts read a few percent fewer: no
+    // offsets, no padding); each other layout's as well (the chart draws those that differ: dense weights).
+    if (d != denseBytes.end() && d->second > 0 && r.bytes > 0) {
+      if (main) {
+        limits[static_cast<std::size_t>(k)].push_back(d->second / r.bytes);
+      } else {
+        auto& ll = layoutLimits[layout];
+        ll.resize(out.sparsities.size());
+        ll[static_cast<std::size_t>(k)].push_back(d->second / r.bytes);
+      }
+    }
   }
   for (const auto& l : limits) out.bytesLimit.push_back(median(l));
+  for (auto& l : out.layouts)
+    if (const auto it = layoutLimits.find(l.pattern); it != layoutLimits.end())
+      for (const auto& v : it->second) l.bytesLimit.push_back(median(v));
   return out;
 }
 

@@ -571,6 +571,9 @@ class TestBenchmarkPanel : public QObject {
     QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::medianName(QStringLiteral("col4:8"))), wide);
     const QVector<QPointF> dense{{0.0, rows[0].us / rows[8].us}, {0.5, rows[0].us / rows[9].us}};
     QCOMPARE(chart->points(QStringLiteral("64x128 dense")), dense);
+    // The dense layout's own bytes limit (it reads every weight of the kept columns): a line of its own.
+    QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::limitName(QStringLiteral("dense"))),
+             (QVector<QPointF>{{0.0, rows[0].bytes / rows[8].bytes}, {0.5, rows[0].bytes / rows[9].bytes}}));
     QCOMPARE(chart->points(sdw::widgets::ActivationSparsityChart::limitName()),
              (QVector<QPointF>{{0.0, rows[0].bytes / rows[2].bytes}, {0.5, rows[0].bytes / rows[3].bytes}}));
     QCOMPARE(panel_->charts()->pointCount(QStringLiteral("spmspv p_x 0.5 (CPU)")), 1);
