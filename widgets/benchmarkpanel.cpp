@@ -215,26 +215,34 @@ QWidget* BenchmarkPanel::buildSettings(QWidget** actionsOut) {
   activation_->setToolTip(
       tr("Activation sparsities p_x in [0, 1), comma separated: also time the spMspV kernel "
          "(batch 1) skipping that fraction of x, in the weight layouts checked below. Empty: off."));
-  form->addRow(tr("Activation\nsparsity"), activation_);
-  // The spMspV weight layouts (as sdw-cli bench kernels --spmspv-layouts), all by default.
-  auto* layoutRow = new QWidget(runBox);
+  // The p_x list and, under it, the spMspV weight layouts (as sdw-cli bench kernels
+  // --spmspv-layouts), all by default: one form row, beside the two-line label.
+  auto* activationCell = new QWidget(runBox);
+  auto* al = new QVBoxLayout(activationCell);
+  al->setContentsMargins(0, 0, 0, 0);
+  al->setSpacing(0);
+  al->addWidget(activation_);
+  auto* layoutRow = new QWidget(activationCell);
   layoutRow->setObjectName(QStringLiteral("benchSpmspvLayouts"));
-  auto* ll = new QGridLayout(layoutRow);  // two rows of two, as the patterns above
+  layoutRow->setToolTip(tr("The spMspV weight layouts timed at each activation sparsity"));
+  auto* ll = new QHBoxLayout(layoutRow);
   ll->setContentsMargins(0, 0, 0, 0);
-  ll->setVerticalSpacing(2);
-  const QStringList layoutTips{tr("50% unstructured weights, bitmask chunks"),
-                               tr("2 of every 4 rows of each column (prune --pattern col2:4)"),
-                               tr("4 of every 8 rows of each column (prune --pattern col4:8)"),
-                               tr("every weight, column-major: activation sparsity alone (TEAL)")};
+  ll->setSpacing(4);
+  const QStringList layoutTips{tr("spMspV: 50% unstructured weights, bitmask chunks"),
+                               tr("spMspV: 2 of every 4 rows of each column (prune --pattern col2:4)"),
+                               tr("spMspV: 4 of every 8 rows of each column (prune --pattern col4:8)"),
+                               tr("spMspV: every weight, column-major: activation sparsity alone (TEAL)")};
   for (const std::string& name : gpu::spmspvLayoutNames()) {
     auto* c = new QCheckBox(QString::fromStdString(name), layoutRow);
     c->setChecked(true);
     const auto i = spmspvLayouts_.size();
     if (i < layoutTips.size()) c->setToolTip(layoutTips[i]);
-    ll->addWidget(c, static_cast<int>(i) / 2, static_cast<int>(i) % 2);
+    ll->addWidget(c);
     spmspvLayouts_.push_back(c);
   }
-  form->addRow(tr("spMspV"), layoutRow);
+  ll->addStretch(1);
+  al->addWidget(layoutRow);
+  form->addRow(tr("Activation\nsparsity"), activationCell);
   v->addWidget(runBox);
 
   auto* baseBox = new QGroupBox(tr("Baselines"), w);
