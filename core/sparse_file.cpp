@@ -1,12 +1,10 @@
 #include "core/sparse_file.h"
 
-#include "core/disk_checks.h"
+#include "core/packed_io.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <bit>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 static_assert(std::endian::native == std::endian::little,
@@ -14,33 +12,9 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace sdw::sparse {
 
-namespace {
-
-constexpr std::uint64_t kAlign = 64;
-std::uint64_t alignUp(std::uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
-
-template <typename T>
-void put(std::string& buf, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  buf.append(b, sizeof(T));
-}
-
-struct Reader {
-  const std::string& buf;
-  std::size_t pos = 0;
-  std::string file;
-  template <typename T>
-  T get() {
-    if (pos + sizeof(T) > buf.size()) throw std::runtime_error(file + ": truncated header");
-    T v;
-    std::memcpy(&v, buf.data() + pos, sizeof(T));
-    pos += sizeof(T);
-    return v;
-  }
-};
-
-}  // namespace
+using packed_io::alignUp;
+using packed_io::put;
+using packed_io::Reader;
 
 void writeSparseFile(const std::filesystem::path& path, const std::vector<SparseModule>& modules) {
   if (modules.empty()) throw std::invalid_argument("sparse file: no modules to write");
@@ -83,39 +57,18 @@ void writeSparseFile(const std::filesystem::path& path, const std::vector<Sparse
   }
   header.resize(alignUp(header.size()), '\0');
 
-  std::filesystem::path tmp = path;
-  tmp += ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot open for writing");
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    std::uint64_t pos = header.size();
-    const auto padTo = [&](std::uint64_t target) {
-      static const char zeros[kAlign] = {};
-      out.write(zeros, static_cast<std::streamsize>(target - pos));
-      pos = target;
-    };
-    for (std::size_t i = 0; i < modules.size(); ++i) {
-      const auto& mm = modules[i].matrix;
-      padTo(valueOff[i]);
-      out.write(reinterpret_cast<const char*>(mm.values.data()), static_cast<std::streamsize>(mm.values.size() * 2));
-      pos += mm.values.size() * 2;
-      padTo(maskOff[i]);
-      out.write(reinterpret_cast<const char*>(mm.masks.data()), static_cast<std::streamsize>(mm.masks.size() * 4));
-      pos += mm.masks.size() * 4;
-    }
-    padTo(offset);
-    out.flush();
-    if (!out) failWrite(out, tmp);
+  std::vector<packed_io::Section> sections;
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    const auto& mm = modules[i].matrix;
+    sections.push_back({valueOff[i], mm.values.data(), mm.values.size() * 2});
+    sections.push_back({maskOff[i], mm.masks.data(), mm.masks.size() * 4});
   }
-  std::filesystem::rename(tmp, path);
+  packed_io::writeSections(path, header, sections, offset);
 }
 
 std::vector<SparseModule> readSparseFile(const std::filesystem::path& path) {
   const std::string file = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(file + ": cannot open");
-  const std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string buf = packed_io::readAll(path);
   if (buf.size() < 8 || std::memcmp(buf.data(), kFileMagic, 8) != 0)
     throw std::runtime_error(file + ": not a sparse bitmask file (bad magic)");
   Reader rd{buf, 8, file};

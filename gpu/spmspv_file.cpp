@@ -2,23 +2,22 @@
 
 #include "gpu/spmspv_file.h"
 
-#include "core/disk_checks.h"
+#include "core/packed_io.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 static_assert(std::endian::native == std::endian::little, "the column file is little-endian");
 
 namespace sdw::gpu {
 
-namespace {
+using packed_io::alignUp;
+using packed_io::put;
+using packed_io::Reader;
 
-constexpr std::uint64_t kAlign = 64;
-std::uint64_t alignUp(std::uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+namespace {
 
 // Layout codes in the header.
 std::uint8_t formatCode(kernels::SpmspvFormat f) {
@@ -28,27 +27,6 @@ std::uint8_t formatCode(kernels::SpmspvFormat f) {
     default: throw std::invalid_argument("column file: only the col2:4 and col4:8 layouts are stored");
   }
 }
-
-template <typename T>
-void put(std::string& buf, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  buf.append(b, sizeof(T));
-}
-
-struct Reader {
-  const std::string& buf;
-  std::size_t pos = 0;
-  std::string file;
-  template <typename T>
-  T get() {
-    if (pos + sizeof(T) > buf.size()) throw std::runtime_error(file + ": truncated header");
-    T v;
-    std::memcpy(&v, buf.data() + pos, sizeof(T));
-    pos += sizeof(T);
-    return v;
-  }
-};
 
 }  // namespace
 
@@ -94,36 +72,17 @@ void writeSpmspvFile(const std::filesystem::path& path, const std::vector<Spmspv
   }
   header.resize(alignUp(header.size()), '\0');
 
-  std::filesystem::path tmp = path;
-  tmp += ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot open for writing");
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    std::uint64_t pos = header.size();
-    const auto padTo = [&](std::uint64_t target) {
-      static const char zeros[kAlign] = {};
-      out.write(zeros, static_cast<std::streamsize>(target - pos));
-      pos = target;
-    };
-    for (std::size_t i = 0; i < modules.size(); ++i) {
-      const auto& c = modules[i].matrix.chunks;
-      padTo(chunkOff[i]);
-      out.write(reinterpret_cast<const char*>(c.data()), static_cast<std::streamsize>(c.size() * 2));
-      pos += c.size() * 2;
-    }
-    padTo(offset);
-    out.flush();
-    if (!out) failWrite(out, tmp);
+  std::vector<packed_io::Section> sections;
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    const auto& c = modules[i].matrix.chunks;
+    sections.push_back({chunkOff[i], c.data(), c.size() * 2});
   }
-  std::filesystem::rename(tmp, path);
+  packed_io::writeSections(path, header, sections, offset);
 }
 
 std::vector<SpmspvModule> readSpmspvFile(const std::filesystem::path& path) {
   const std::string file = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(file + ": cannot open");
-  const std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string buf = packed_io::readAll(path);
   if (buf.size() < 8 || std::memcmp(buf.data(), kSpmspvFileMagic, 8) != 0)
     throw std::runtime_error(file + ": not a packed column file (bad magic)");
   Reader rd{buf, 8, file};
