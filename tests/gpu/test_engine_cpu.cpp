@@ -42,6 +42,22 @@ QString errorOf(const std::function<void()>& fn) {
   return {};
 }
 
+// Both models' 40 greedy tokens from kPrompt (logits kept): the tokens and the largest
+// |logit difference| over the steps.
+struct GreedyPair {
+  GenerationResult a, b;
+  double maxDiff = 0;
+};
+GreedyPair greedy40(Model& dense, Model& sparse) {
+  GenerationOptions go;
+  go.maxNewTokens = 40;
+  go.keepLogits = true;
+  GreedyPair p{dense.generate(kPrompt, go), sparse.generate(kPrompt, go)};
+  for (std::size_t i = 0; i < p.a.logits.size() && i < p.b.logits.size(); ++i)
+    p.maxDiff = std::max(p.maxDiff, std::abs(double(p.a.logits[i]) - double(p.b.logits[i])));
+  return p;
+}
+
 }  // namespace
 
 class TestEngineCpu : public QObject {
@@ -74,20 +90,15 @@ class TestEngineCpu : public QObject {
           static_cast<unsigned long long>(sparse->deviceBytes()));
     QVERIFY(sparse->deviceBytes() < dense->deviceBytes() * 6 / 10);
 
-    GenerationOptions go;
-    go.maxNewTokens = 40;
-    go.keepLogits = true;
-    const auto a = dense->generate(kPrompt, go);
-    const auto b = sparse->generate(kPrompt, go);
-    QCOMPARE(b.tokens, a.tokens);
-    QCOMPARE(b.tokens.size(), std::size_t{40});
-    double maxDiff = 0;
-    for (std::size_t i = 0; i < a.logits.size(); ++i)
-      maxDiff = std::max(maxDiff, std::abs(double(a.logits[i]) - double(b.logits[i])));
-    qInfo("max |logit difference| sparse vs dense over 40 steps: %g", maxDiff);
-    QVERIFY2(maxDiff < 1e-3, qPrintable(QString::number(maxDiff)));
+    const auto g = greedy40(*dense, *sparse);
+    QCOMPARE(g.b.tokens, g.a.tokens);
+    QCOMPARE(g.b.tokens.size(), std::size_t{40});
+    qInfo("max |logit difference| sparse vs dense over 40 steps: %g", g.maxDiff);
+    QVERIFY2(g.maxDiff < 1e-3, qPrintable(QString::number(g.maxDiff)));
 
     // Ragged batches go through the same path.
+    GenerationOptions go;
+    go.maxNewTokens = 40;
     const auto ba = dense->generateBatch({kPrompt, kPrompt2}, go);
     const auto bb = sparse->generateBatch({kPrompt, kPrompt2}, go);
     QCOMPARE(bb[0].tokens, ba[0].tokens);
@@ -118,17 +129,10 @@ class TestEngineCpu : public QObject {
         QVERIFY2(desc.contains(QStringLiteral("CPU spMspV col%1:%2 (42 of 42 projections packed)").arg(n).arg(mm)),
                  qPrintable(desc));
         QVERIFY(sparse->deviceBytes() < dense->deviceBytes() * 6 / 10);
-        GenerationOptions go;
-        go.maxNewTokens = 40;
-        go.keepLogits = true;
-        const auto a = dense->generate(kPrompt, go);
-        const auto b = sparse->generate(kPrompt, go);
-        QCOMPARE(b.tokens, a.tokens);
-        double maxDiff = 0;
-        for (std::size_t i = 0; i < a.logits.size(); ++i)
-          maxDiff = std::max(maxDiff, std::abs(double(a.logits[i]) - double(b.logits[i])));
-        qInfo("col%d:%d p_x %.1f: max |logit difference| spMspV vs dense over 40 steps: %g", n, mm, px, maxDiff);
-        QVERIFY2(maxDiff < 1e-3, qPrintable(QString::number(maxDiff)));
+        const auto g = greedy40(*dense, *sparse);
+        QCOMPARE(g.b.tokens, g.a.tokens);
+        qInfo("col%d:%d p_x %.1f: max |logit difference| spMspV vs dense over 40 steps: %g", n, mm, px, g.maxDiff);
+        QVERIFY2(g.maxDiff < 1e-3, qPrintable(QString::number(g.maxDiff)));
         const auto la = dense->logits(kPrompt2), lb = sparse->logits(kPrompt2);
         float worst = 0;
         for (std::size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::abs(la[i] - lb[i]));
