@@ -526,25 +526,43 @@ std::size_t stagedSmem(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
 }
 
 // Blocks of cfg's kernel one SM holds at split-K `splitK` (0 where it does not fit).
-template <typename T, int kS>
-int residentBlocks(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
-  auto kernel = stagedKernel<T, kS>(cfg);
-  const std::size_t smem = stagedSmem<kS>(cols, splitK, cfg);
+// Blocks of `kernel` one SM holds with `warps` warps and `smem` dynamic shared memory (0 where
+// it does not fit).
+template <typename K>
+int blocksPerSm(K kernel, int warps, std::size_t smem) {
   int n = 0;
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
           cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, cfg.warps * 32, smem) != cudaSuccess)
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, warps * 32, smem) != cudaSuccess)
     return 0;
   return n;
 }
 
 template <typename T, int kS>
+int residentBlocks(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
+  return blocksPerSm(stagedKernel<T, kS>(cfg), cfg.warps, stagedSmem<kS>(cols, splitK, cfg));
+}
+
+// How a launch of cfg cuts its input dimension: split-K count, steps of 32 columns per slice,
+// the slices that has, and each warp's list capacity.
+struct SplitPlan {
+  int splitK = 1;
+  std::int64_t per = 0;
+  int splits = 1, cap = 0;
+};
+SplitPlan splitPlan(const SpmspvLayout& w, const SpmspvConfig& cfg) {
+  SplitPlan p;
+  p.splitK = spmspvSplitK(w.rows, w.cols, cfg);
+  p.per = stepsPerSplit(w.cols, p.splitK);
+  p.splits = splitsOf(w.cols, p.splitK);
+  p.cap = listCap(w.cols, p.splitK, cfg.warps);
+  return p;
+}
+
+template <typename T, int kS>
 cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
                          float* ws, unsigned* counters, cudaStream_t stream) {
-  const int splitK = spmspvSplitK(w.rows, w.cols, cfg);
-  const std::int64_t per = stepsPerSplit(w.cols, splitK);
-  const int splits = splitsOf(w.cols, splitK);
-  const int cap = listCap(w.cols, splitK, cfg.warps);
+  const auto [splitK, per, splits, cap] = splitPlan(w, cfg);
   const std::size_t smem = stagedSmem<kS>(w.cols, splitK, cfg);
   auto kernel = stagedKernel<T, kS>(cfg);
   const cudaError_t e =
@@ -564,14 +582,7 @@ std::size_t col24Smem(std::int64_t cols, int splitK, int warps) {
 
 template <typename T, int kG, int kD>
 int columnResidentBlocks(std::int64_t cols, int splitK, int warps) {
-  const std::size_t smem = col24Smem(cols, splitK, warps);
-  int n = 0;
-  if (cudaFuncSetAttribute(spmspvColumnKernel<T, kG, kD, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(smem)) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, spmspvColumnKernel<T, kG, kD, false>, warps * 32, smem) !=
-          cudaSuccess)
-    return 0;
-  return n;
+  return blocksPerSm(spmspvColumnKernel<T, kG, kD, false>, warps, col24Smem(cols, splitK, warps));
 }
 
 // Whether a column 2:4 / 4:8 launch of cfg with `splits` slices runs as clusters (SpmspvConfig::cluster).
@@ -583,10 +594,7 @@ bool col24Cluster(const SpmspvConfig& cfg, int splits) {
 template <typename T, int kG, int kD>
 cudaError_t launchColumn(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,
                          float* ws, unsigned* counters, cudaStream_t stream) {
-  const int splitK = spmspvSplitK(w.rows, w.cols, cfg);
-  const std::int64_t per = stepsPerSplit(w.cols, splitK);
-  const int splits = splitsOf(w.cols, splitK);
-  const int cap = listCap(w.cols, splitK, cfg.warps);
+  const auto [splitK, per, splits, cap] = splitPlan(w, cfg);
   const bool cluster = col24Cluster(cfg, splits);
   const std::size_t smem =
       cluster ? col24PartOffset(cfg.warps, cap) + static_cast<std::size_t>(splits) * kSpmspvTileRows * sizeof(float)
