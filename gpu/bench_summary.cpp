@@ -22,12 +22,15 @@ void BaselineTimes::add(const BenchRow& r) {
   const auto i = static_cast<std::size_t>(*b);
   plain_[i][problem(r)] = r.us;
   if (r.usChained > 0) chained_[i][problem(r)] = r.usChained;
-  if (*b == Baseline::OwnDense) denseBytes_[problem(r)] = r.bytes;
+  denseBytes_[i][problem(r)] = r.bytes;
 }
 
 double BaselineTimes::denseBytes(const BenchRow& r) const {
-  const auto it = denseBytes_.find(problem(r));
-  return it == denseBytes_.end() ? 0.0 : it->second;
+  for (const Baseline b : {Baseline::OwnDense, Baseline::Cublas}) {
+    const auto& m = denseBytes_[static_cast<std::size_t>(b)];
+    if (const auto it = m.find(problem(r)); it != m.end()) return it->second;
+  }
+  return 0.0;
 }
 
 double BaselineTimes::time(const BenchRow& r, Baseline b, bool chained) const {

@@ -24,13 +24,14 @@ class BaselineTimes {
   double speedup(const BenchRow& r, Baseline b, bool chained = false) const;
   // The baseline's time for r's problem (chained as above); 0 where not measured.
   double time(const BenchRow& r, Baseline b, bool chained = false) const;
-  // The bytes our dense GEMV reads for r's problem; 0 where not measured.
+  // The bytes a dense GEMV reads for r's problem: our dense GEMV's row, else cuBLAS's; 0
+  // where neither was measured.
   double denseBytes(const BenchRow& r) const;
 
  private:
   static std::string problem(const BenchRow& r);
   std::map<std::string, double> plain_[3], chained_[3];  // by Baseline
-  std::map<std::string, double> denseBytes_;
+  std::map<std::string, double> denseBytes_[3];          // by Baseline
 };
 
 }  // namespace sdw::gpu

@@ -197,27 +197,24 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
     if (!out.sparsities.contains(a.activationSparsity)) out.sparsities.push_back(a.activationSparsity);
   std::sort(out.sparsities.begin(), out.sparsities.end());
   out.median.fill(0.0, out.sparsities.size());
+  out.bytesLimit.fill(0.0, out.sparsities.size());
+  // The medians and bytes limits (dense bytes / spMspV bytes, median over the shapes) per layout.
   for (const gpu::ActivationSummary& a : run.activationSummary) {
     const auto k = out.sparsities.indexOf(a.activationSparsity);
     if (a.pattern == gpu::kSpmspvUnstructuredPattern) {
       out.median[k] = a.medianVsDense;
+      out.bytesLimit[k] = a.medianBytesLimit;
       continue;
     }
     const QString pattern = QString::fromStdString(a.pattern);
     auto l = std::find_if(out.layouts.begin(), out.layouts.end(), [&](const auto& x) { return x.pattern == pattern; });
-    if (l == out.layouts.end()) l = out.layouts.insert(out.layouts.end(), {pattern, QVector<double>(out.sparsities.size(), 0.0)});
+    if (l == out.layouts.end())
+      l = out.layouts.insert(out.layouts.end(), {pattern, QVector<double>(out.sparsities.size(), 0.0),
+                                                 QVector<double>(out.sparsities.size(), 0.0)});
     l->median[k] = a.medianVsDense;
-  }
-  // The bytes a dense GEMV reads per problem: our dense GEMV's row, else cuBLAS's.
-  std::map<std::string, double> denseBytes;
-  for (const auto& r : rows) {
-    const auto b = gpu::kernelInfo(r.id).baseline;
-    if (b == gpu::Baseline::OwnDense) denseBytes[key(r)] = r.bytes;
-    else if (b == gpu::Baseline::Cublas) denseBytes.emplace(key(r), r.bytes);
+    l->bytesLimit[k] = a.medianBytesLimit;
   }
   const gpu::BaselineTimes base = baselines(rows);
-  std::vector<std::vector<double>> limits(out.sparsities.size());
-  std::map<QString, std::vector<std::vector<double>>> layoutLimits;  // the other layouts' own
   for (const auto& r : rows) {
     if (!r.activationSparsity || r.batch != 1 || gpu::isLayerSequence(r)) continue;
     const auto k = out.sparsities.indexOf(*r.activationSparsity);
@@ -235,23 +232,7 @@ widgets::ActivationSpeedups activationSpeedups(const QVector<gpu::BenchRow>& row
     }
     const double overDense = base.speedup(r, gpu::Baseline::OwnDense);
     out.values[s][k] = overDense > 0 ? overDense : r.speedupVsDense;
-    const auto d = denseBytes.find(key(r));
-    // The limit line: the main layout's bytes (the column 2:4 and 4:8 layouts read a few percent fewer: no
-    // offsets, no padding); each other layout's as well (the chart draws those that differ: dense weights).
-    if (d != denseBytes.end() && d->second > 0 && r.bytes > 0) {
-      if (main) {
-        limits[static_cast<std::size_t>(k)].push_back(d->second / r.bytes);
-      } else {
-        auto& ll = layoutLimits[layout];
-        ll.resize(out.sparsities.size());
-        ll[static_cast<std::size_t>(k)].push_back(d->second / r.bytes);
-      }
-    }
   }
-  for (const auto& l : limits) out.bytesLimit.push_back(median(l));
-  for (auto& l : out.layouts)
-    if (const auto it = layoutLimits.find(l.pattern); it != layoutLimits.end())
-      for (const auto& v : it->second) l.bytesLimit.push_back(median(v));
   return out;
 }
 
