@@ -502,10 +502,16 @@ at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x
     const kernels::SpmspvConfig cfg;
     const kernels::SpmspvLayout layout{p.colChunks.data_ptr(), nullptr,     p.col.rows, p.col.cols,
                                        kdtOf(p.col.dtype),     p.col.format};
-    const auto wsN = kernels::spmspvWorkspaceFloats(p.col.rows, p.col.cols, cfg);
-    at::Tensor ws =
-        at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, xc.options().dtype(at::kFloat));
-    at::Tensor counters = at::zeros({kernels::spmspvCounters(p.col.rows)}, xc.options().dtype(at::kInt));
+    // Split-K workspace and counters, made on the first call (the kernel leaves the counters zero).
+    PackedProj& slot = m.engine->packed[static_cast<std::size_t>(layer)][static_cast<std::size_t>(kind)];
+    if (!slot.colCounters.defined()) {
+      const auto wsN = kernels::spmspvWorkspaceFloats(p.col.rows, p.col.cols, cfg);
+      slot.colWorkspace =
+          at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, xc.options().dtype(at::kFloat));
+      slot.colCounters = at::zeros({kernels::spmspvCounters(p.col.rows)}, xc.options().dtype(at::kInt));
+    }
+    const at::Tensor& ws = slot.colWorkspace;
+    const at::Tensor& counters = slot.colCounters;
     const auto elem = static_cast<std::int64_t>(xc.element_size());
     for (std::int64_t r = 0; r < N; ++r)
       ck(kernels::launchSpmspv(layout, static_cast<const char*>(xc.data_ptr()) + r * K * elem, 0.f,
@@ -1256,6 +1262,8 @@ std::uint64_t Model::deviceBytes() const {
         add(p.dev.values);
         add(p.dev.masks);
         add(p.colChunks);
+        add(p.colWorkspace);
+        add(p.colCounters);
         if (p.present && m.device.is_cpu()) total += p.column ? p.col.bytes() : p.host.bytes();
       }
 #ifdef SDW_ENGINE_CUDA

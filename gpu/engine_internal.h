@@ -33,6 +33,7 @@ struct PackedProj {
   bool column = false;
   SpmspvMatrix col;      // the column layout (CUDA: its shape, format and dtype; chunks on the device)
   at::Tensor colChunks;  // CUDA: the chunk buffer, int16 elements
+  at::Tensor colWorkspace, colCounters;  // CUDA, the eager pass's launches: made on first use
 };
 
 struct DecodeGraph;  // gpu/decode_engine.cpp (CUDA)
