@@ -103,14 +103,23 @@ std::vector<BenchShape> parseShapes(const std::string& spec) {
   return out;
 }
 
-std::vector<double> parseActivationSparsities(const std::string& list) {
-  std::vector<double> out;
+namespace {
+// The items of a comma-separated list, blanks around each trimmed, empty ones left out.
+std::vector<std::string> trimmedItems(const std::string& list) {
+  std::vector<std::string> out;
   std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
     const auto first = item.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
-    const std::string text = item.substr(first, item.find_last_not_of(" \t") + 1 - first);
+    if (first != std::string::npos) out.push_back(item.substr(first, item.find_last_not_of(" \t") + 1 - first));
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<double> parseActivationSparsities(const std::string& list) {
+  std::vector<double> out;
+  for (const std::string& text : trimmedItems(list)) {
     std::size_t used = 0;
     double p = 0;
     try {
@@ -685,12 +694,7 @@ std::vector<std::string> spmspvLayoutNames() {
 std::vector<std::string> parseSpmspvLayouts(const std::string& list) {
   const std::vector<std::string> known = spmspvLayoutNames();
   std::vector<std::string> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto first = item.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
-    const std::string name = item.substr(first, item.find_last_not_of(" \t") + 1 - first);
+  for (const std::string& name : trimmedItems(list)) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       std::string names;
       for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
