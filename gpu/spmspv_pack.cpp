@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <exception>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace sdw::gpu {
 
@@ -23,6 +25,32 @@ namespace {
 constexpr int kMaskWords = kSpmspvMaskBytes / 4;   // 8 uint32 per chunk
 constexpr int kMaskHalves = kSpmspvMaskBytes / 2;  // the mask as 16 16-bit elements
 bool isZero16(std::uint16_t h) { return (h & 0x7fffu) == 0; }
+
+// fn(t0, t1) over [0, tiles) split across the host's cores (a whole model's projections
+// are packed on load); a throw is rethrown after every thread joined, the lowest range's first.
+template <typename Fn>
+void forTileRanges(std::int64_t tiles, std::int64_t elements, Fn fn) {
+  const auto hw = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int64_t n = std::min({hw, tiles, std::max<std::int64_t>(1, elements / (1 << 20))});
+  if (n <= 1) {
+    fn(std::int64_t{0}, tiles);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> pool;
+  const std::int64_t per = (tiles + n - 1) / n;
+  for (std::int64_t i = 0; i < n; ++i)
+    pool.emplace_back([&, i] {
+      try {
+        fn(i * per, std::min(tiles, (i + 1) * per));
+      } catch (...) {
+        errors[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
 
 // The mask words of a chunk starting at 16-bit element e.
 std::uint32_t maskWord(const std::vector<std::uint16_t>& c, std::size_t e, int w) {
@@ -48,12 +76,14 @@ SpmspvMatrix packColumnDense(std::span<const std::uint16_t> w, std::int64_t rows
   m.rows = rows, m.cols = cols, m.dtype = dtype, m.format = kernels::SpmspvFormat::ColumnDense;
   const std::int64_t T = m.tiles();
   m.chunks.assign(static_cast<std::size_t>(T * cols) * kDenseHalves, 0);
-  for (std::int64_t t = 0; t < T; ++t)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const std::size_t e = static_cast<std::size_t>(t * cols + j) * kDenseHalves;
-      for (std::int64_t r = 0; r < kSpmspvTileRows && t * kSpmspvTileRows + r < rows; ++r)
-        m.chunks[e + static_cast<std::size_t>(r)] = w[static_cast<std::size_t>((t * kSpmspvTileRows + r) * cols + j)];
-    }
+  forTileRanges(T, rows * cols, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t)
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const std::size_t e = static_cast<std::size_t>(t * cols + j) * kDenseHalves;
+        for (std::int64_t r = 0; r < kSpmspvTileRows && t * kSpmspvTileRows + r < rows; ++r)
+          m.chunks[e + static_cast<std::size_t>(r)] = w[static_cast<std::size_t>((t * kSpmspvTileRows + r) * cols + j)];
+      }
+  });
   return m;
 }
 std::string columnName(kernels::SpmspvFormat f) {
@@ -91,37 +121,39 @@ SpmspvMatrix packColumn(std::span<const std::uint16_t> w, std::int64_t rows, std
   const int G = kernels::spmspvColumnGroup(format), keep = G / 2;
   const std::int64_t T = m.tiles();
   m.chunks.assign(static_cast<std::size_t>(T * cols) * kCol24Halves, 0);
-  for (std::int64_t t = 0; t < T; ++t)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const std::size_t e = static_cast<std::size_t>(t * cols + j) * kCol24Halves;
-      for (int lane = 0; lane < 32; ++lane) {
-        unsigned meta = 0;
-        for (int g0 = 0; g0 < 8; g0 += G) {
-          const std::int64_t r0 = t * kSpmspvTileRows + 8 * lane + g0;
-          unsigned nz = 0;  // nonzero rows of the group
-          for (int r = 0; r < G; ++r)
-            if (r0 + r < rows && !isZero16(w[static_cast<std::size_t>((r0 + r) * cols + j)])) nz |= 1u << r;
-          if (std::popcount(nz) > keep)
-            throw std::invalid_argument("spMspV pack (" + columnName(format) + "): column " + std::to_string(j) +
-                                        " keeps " + std::to_string(std::popcount(nz)) + " nonzeros in rows " +
-                                        std::to_string(r0) + ".." + std::to_string(std::min(rows, r0 + G) - 1) +
-                                        " (at most " + std::to_string(keep) + " of every " + std::to_string(G) +
-                                        " rows)");
-          unsigned kept = nz;
-          for (int r = 0; r < G && std::popcount(kept) < keep; ++r) kept |= 1u << r;  // zeros at the lowest zero rows
-          meta |= kept << g0;
+  forTileRanges(T, rows * cols, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t)
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const std::size_t e = static_cast<std::size_t>(t * cols + j) * kCol24Halves;
+        for (int lane = 0; lane < 32; ++lane) {
+          unsigned meta = 0;
+          for (int g0 = 0; g0 < 8; g0 += G) {
+            const std::int64_t r0 = t * kSpmspvTileRows + 8 * lane + g0;
+            unsigned nz = 0;  // nonzero rows of the group
+            for (int r = 0; r < G; ++r)
+              if (r0 + r < rows && !isZero16(w[static_cast<std::size_t>((r0 + r) * cols + j)])) nz |= 1u << r;
+            if (std::popcount(nz) > keep)
+              throw std::invalid_argument("spMspV pack (" + columnName(format) + "): column " + std::to_string(j) +
+                                          " keeps " + std::to_string(std::popcount(nz)) + " nonzeros in rows " +
+                                          std::to_string(r0) + ".." + std::to_string(std::min(rows, r0 + G) - 1) +
+                                          " (at most " + std::to_string(keep) + " of every " + std::to_string(G) +
+                                          " rows)");
+            unsigned kept = nz;
+            for (int r = 0; r < G && std::popcount(kept) < keep; ++r) kept |= 1u << r;  // zeros at the lowest zero rows
+            meta |= kept << g0;
+          }
+          std::size_t v = e + 4 * static_cast<std::size_t>(lane);
+          for (unsigned b = meta; b != 0; b &= b - 1) {
+            const std::int64_t r = t * kSpmspvTileRows + 8 * lane + std::countr_zero(b);
+            if (r < rows && !isZero16(w[static_cast<std::size_t>(r * cols + j)]))  // kept zeros are stored as +0
+              m.chunks[v] = w[static_cast<std::size_t>(r * cols + j)];
+            ++v;
+          }
+          m.chunks[e + kCol24MetaAt + static_cast<std::size_t>(lane / 2)] |=
+              static_cast<std::uint16_t>(meta << (8 * (lane % 2)));
         }
-        std::size_t v = e + 4 * static_cast<std::size_t>(lane);
-        for (unsigned b = meta; b != 0; b &= b - 1) {
-          const std::int64_t r = t * kSpmspvTileRows + 8 * lane + std::countr_zero(b);
-          if (r < rows && !isZero16(w[static_cast<std::size_t>(r * cols + j)]))  // kept zeros are stored as +0
-            m.chunks[v] = w[static_cast<std::size_t>(r * cols + j)];
-          ++v;
-        }
-        m.chunks[e + kCol24MetaAt + static_cast<std::size_t>(lane / 2)] |=
-            static_cast<std::uint16_t>(meta << (8 * (lane % 2)));
       }
-    }
+  });
   return m;
 }
 }  // namespace

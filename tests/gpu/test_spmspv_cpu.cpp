@@ -310,6 +310,42 @@ class TestSpmspvCpu : public QObject {
     }
   }
 
+  // A matrix of over 2^21 weights is packed on several host threads, split by tiles: the
+  // layouts are those of one thread (they round-trip), and a refusal in a later thread's
+  // tiles reaches the caller, the lowest tile's first where two threads refuse.
+  void columnPackAcrossThreads() {
+    const int rows = 2056, cols = 1100;  // 9 tiles, the last of 8 rows
+    for (auto format :
+         {kernels::SpmspvFormat::Column24, kernels::SpmspvFormat::Column48, kernels::SpmspvFormat::ColumnDense}) {
+      const int group = format == kernels::SpmspvFormat::Column48 ? 8 : 4;
+      auto w = gpu::randomColumnPrunedWeights(rows, cols, DType::BF16, group / 2, group, 7);
+      const auto m = gpu::packSpmspv(w, rows, cols, DType::BF16, format);
+      gpu::validateSpmspv(m);
+      QCOMPARE(gpu::unpackSpmspv(m), w);
+      if (format == kernels::SpmspvFormat::ColumnDense) continue;
+      const auto fill = [&](int row0, int col) {  // every row of one group of a column nonzero
+        for (int r = row0; r < row0 + group; ++r) w[std::size_t(r * cols + col)] = h16(1.f);
+      };
+      fill(2048, 5);  // the last tile
+      try {
+        (void)gpu::packSpmspv(w, rows, cols, DType::BF16, format);
+        QFAIL("an over-full group in the last tile was packed");
+      } catch (const std::invalid_argument& e) {
+        QVERIFY2(QString(e.what()).contains(
+                     QStringLiteral("column 5 keeps %1 nonzeros in rows 2048..%2").arg(group).arg(2047 + group)),
+                 e.what());
+      }
+      fill(256, 9);  // the second tile as well
+      try {
+        (void)gpu::packSpmspv(w, rows, cols, DType::BF16, format);
+        QFAIL("two over-full groups were packed");
+      } catch (const std::invalid_argument& e) {
+        QVERIFY2(QString(e.what()).contains(QStringLiteral("column 9 keeps %1 nonzeros in rows 256..").arg(group)),
+                 e.what());
+      }
+    }
+  }
+
   void column24RefusesAndRejects() {
     // Rows that are not a multiple of 4 pad the last group; three nonzeros in one group are refused.
     std::vector<std::uint16_t> w(6 * 3, 0);
