@@ -10,7 +10,7 @@
 #   DECODE_BREAKDOWN=1 ...              Llama-3.1-8B batch 1 with parts of the step left out
 #   DECODE_DUAL=1 ...                   dual sparsity: the dense engine and the spMspV engine (col2:4, col4:8) on the
 #                                       Llama-3.1-8B and Qwen3-14B shapes at batch 1, at each p_x of DUAL_PX
-#                                       (default "0 0.5 0.75"), one JSON each
+#                                       (default "0 0.5 0.75"), one JSON each; DUAL_CONFIGS another list of shapes
 #   DECODE_TESTS=0 ...                  benchmarks only
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -86,7 +86,7 @@ PY
   (cd "$out" && tar -czf breakdown.tgz breakdown-*.json ncu-step.txt 2>/dev/null && rm -f breakdown-*.json ncu-step.txt)
 elif [ "${DECODE_DUAL:-0}" = 1 ]; then
   for px in ${DUAL_PX:-0 0.5 0.75}; do
-    bench "dual-px$px.json" --config llama3-8b,qwen3-14b --linear dense,sparse --patterns 2:4,col2:4,col4:8 --batch 1 \
+    bench "dual-px$px.json" --config "${DUAL_CONFIGS:-llama3-8b,qwen3-14b}" --linear dense,sparse --patterns 2:4,col2:4,col4:8 --batch 1 \
       --activation-sparsity "$px" ${DECODE_ARGS:-}
   done
 elif [ "${DECODE_FULL:-0}" = 1 ]; then
