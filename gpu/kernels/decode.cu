@@ -878,8 +878,11 @@ struct AttnL {
     int n = static_cast<int>(k & 0xffffu);
     if ((k >> 16) != smem || n < 1) {
       auto kernel = attentionKernel<T, EPL, MAXREP, PV, LPS>;
-      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
-              cudaSuccess ||
+      // Raised only above the default 48 KB, as go() does: lowered to a small smem here, the
+      // kernel's limit would refuse a later launch of a larger smem under 48 KB that go() does
+      // not raise (a batch-1 launch of another model: "invalid argument").
+      if ((smem > 48 * 1024 && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(smem)) != cudaSuccess) ||
           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kAttnWarps * 32 * LPS, smem) != cudaSuccess ||
           n < 1)
         return 0;
