@@ -605,7 +605,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         const int copies = copiesFor(static_cast<double>(m.bytes()));
         SpmspvCase c = prepareSpmspvCase(std::move(m), copies);
         for (double p : s.activationSparsities) {
-          kernels::SpmspvConfig def;  // the launcher's defaults; SDW_SPMSPV_BULK=1: with bulk copies
+          kernels::SpmspvConfig def = kernels::spmspvDefaults(c.host.format);  // SDW_SPMSPV_BULK=1: bulk copies
           if (const char* v = std::getenv("SDW_SPMSPV_BULK")) def.bulk = std::string(v) == "1";
           setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
           // --tune: a grid of warps per block, split-K (the heuristic's, a half and a quarter of it:

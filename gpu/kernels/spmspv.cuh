@@ -42,8 +42,20 @@ struct SpmspvConfig {
   // cannot co-schedule is refused), -1 where there are 2-8. Below sm_90: never.
   int cluster = 0;
 };
-// For SpmspvFormat::Column24 and Column48 the same fields mean: warps 1..8; stages the chunks each lane
-// loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
+// For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
+// chunks each lane loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
+
+// The launch defaults of a layout. Bitmask: SpmspvConfig{}. The column layouts: the H200 grid's
+// winners (bench kernels --tune, four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75, commit 1700967):
+// 4 chunks per batch for column 2:4, 8 for column 4:8 and dense, the slices reduced in a cluster;
+// 2 chunks and the workspace's ticket were 1.2-1.6x slower on the large shapes.
+inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
+  SpmspvConfig c;
+  if (format == SpmspvFormat::Bitmask) return c;
+  c.stages = format == SpmspvFormat::Column24 ? 4 : 8;
+  c.cluster = 1;
+  return c;
+}
 
 // The split-K count a launch uses: cfg.splitK (or, when 0, about 8 blocks per SM of the
 // current device with at least 1 step of 32 columns per warp), raised so that each
