@@ -353,6 +353,17 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
   c.counters = at::zeros({kernels::spmspvCounters(c.host.rows)}, options(prob).dtype(at::kInt));
 }
 
+namespace {
+// The layout's defaults (kernels::spmspvDefaults: the split-K heuristic's aim among them) with
+// the launch's own fields.
+kernels::SpmspvConfig caseConfig(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk = false,
+                                 int cluster = 0) {
+  kernels::SpmspvConfig cfg = kernels::spmspvDefaults(c.host.format);
+  cfg.warps = warps, cfg.splitK = splitK, cfg.stages = stages, cfg.bulk = bulk, cfg.cluster = cluster;
+  return cfg;
+}
+}  // namespace
+
 const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages, bool bulk, int cluster) {
   const auto i = static_cast<std::size_t>(copy);
   const kernels::SpmspvLayout w{
@@ -362,7 +373,7 @@ const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int
       c.host.cols,
       kernelDType(c.host.dtype),
       c.host.format};
-  const kernels::SpmspvConfig cfg{warps, splitK, stages, bulk, cluster};
+  const kernels::SpmspvConfig cfg = caseConfig(c, warps, splitK, stages, bulk, cluster);
   if (static_cast<std::size_t>(c.ws.numel()) < kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg))
     return "spMspV: the workspace was sized for fewer split-K slices (setSpmspvActivation)";
   return status(kernels::launchSpmspv(w, c.x.data_ptr(), c.threshold, c.y.data_ptr(), cfg, c.ws.data_ptr<float>(),
@@ -370,17 +381,16 @@ const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int
 }
 
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK) {
-  return kernels::spmspvSplitK(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK});
+  return kernels::spmspvSplitK(c.host.rows, c.host.cols, caseConfig(c, warps, splitK, kernels::SpmspvConfig{}.stages));
 }
 
 int spmspvOneWaveSplitKOf(const SpmspvCase& c, int warps, int stages, bool bulk) {
   return kernels::spmspvOneWaveSplitK(c.host.rows, c.host.cols, kernelDType(c.host.dtype),
-                                      kernels::SpmspvConfig{warps, 0, stages, bulk}, c.host.format);
+                                      caseConfig(c, warps, 0, stages, bulk), c.host.format);
 }
 
 void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages) {
-  const auto floats =
-      kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, kernels::SpmspvConfig{warps, splitK, stages});
+  const auto floats = kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, caseConfig(c, warps, splitK, stages));
   if (floats > static_cast<std::size_t>(c.ws.numel()))
     c.ws = at::empty({static_cast<std::int64_t>(floats)}, c.ws.options());
 }

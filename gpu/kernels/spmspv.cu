@@ -663,7 +663,9 @@ int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const
     });
   };
   const std::int64_t slots = static_cast<std::int64_t>(smCount());
-  int s = spmspvSplitK(rows, cols, SpmspvConfig{warps, 0, cfg.stages, cfg.bulk});
+  SpmspvConfig heuristic = cfg;
+  heuristic.warps = warps, heuristic.splitK = 0;
+  int s = spmspvSplitK(rows, cols, heuristic);
   // Fewer slices (longer ones) until the grid fits the resident blocks, while each warp's
   // list still fits its shared memory.
   while (s > 1 && tiles * splitsOf(cols, s) > slots * resident(s) && listCap(cols, s - 1, warps) <= kMaxListPerWarp)
@@ -676,7 +678,10 @@ int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) 
   const int warps = std::clamp(cfg.warps, 1, kMaxWarps);
   int s = cfg.splitK;
   if (s <= 0) {
-    const std::int64_t want = (8 * static_cast<std::int64_t>(smCount()) + tiles - 1) / tiles;
+    const std::int64_t want =
+        cfg.blocksPerSm > 0
+            ? std::llround(static_cast<double>(cfg.blocksPerSm) * smCount() / static_cast<double>(tiles))
+            : (8 * static_cast<std::int64_t>(smCount()) + tiles - 1) / tiles;
     const std::int64_t most = std::max<std::int64_t>(1, steps / (kMinStepsPerWarp * warps));
     s = static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
   }

@@ -41,24 +41,33 @@ struct SpmspvConfig {
   // where there are 2-16 slices (over 8: the non-portable cluster size; a launch the device
   // cannot co-schedule is refused), -1 where there are 2-8. Below sm_90: never.
   int cluster = 0;
+  // The split-K heuristic's aim (splitK 0): tiles x slices about this many blocks per SM of the
+  // device, rounded to the nearest slice count. 0: 8, rounded up (the bitmask kernel's).
+  float blocksPerSm = 0.f;
 };
 // For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
 // chunks each lane loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
 
 // The launch defaults of a layout. Bitmask: SpmspvConfig{}. The column layouts: the H200 grid's
-// winners (bench kernels --tune, four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75, commit 1700967):
-// 4 chunks per batch for column 2:4, 8 for column 4:8 and dense, the slices reduced in a cluster;
-// 2 chunks and the workspace's ticket were 1.2-1.6x slower on the large shapes.
+// winners (bench kernels --tune, four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75, commits 1700967
+// and 8f23e09): 4 chunks per batch for column 2:4, 8 for column 4:8 and dense, the slices reduced
+// in a cluster, and fewer slices than the bitmask kernel's 8 blocks per SM: the winners at p_x
+// 0.5 had 448 blocks for column 2:4 (14336x4096: 56 tiles x 8 slices, 4096x14336: 16 x 28),
+// 224-256 for column 4:8 (56 x 4, 16 x 16), against 17.1 / 23.9 us for 56 x 16 with the
+// same depth and cluster (13.9 / 13.7 us with the winners' slices). Column 4:8 reduces in a
+// cluster only where it is portable (2-8 slices): at 4096x4096 its 16-block cluster took 10.8
+// us against 7.9 through the workspace.
 inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
   SpmspvConfig c;
   if (format == SpmspvFormat::Bitmask) return c;
   c.stages = format == SpmspvFormat::Column24 ? 4 : 8;
-  c.cluster = 1;
+  c.cluster = format == SpmspvFormat::Column48 ? -1 : 1;
+  c.blocksPerSm = format == SpmspvFormat::Column24 ? 3.4f : format == SpmspvFormat::Column48 ? 1.8f : 2.5f;
   return c;
 }
 
-// The split-K count a launch uses: cfg.splitK (or, when 0, about 8 blocks per SM of the
-// current device with at least 1 step of 32 columns per warp), raised so that each
+// The split-K count a launch uses: cfg.splitK (or, when 0, about cfg.blocksPerSm blocks per SM
+// of the current device, 8 where unset, with at least 1 step of 32 columns per warp), raised so that each
 // warp's list of active columns fits in shared memory.
 int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
 // The largest split-K, at most the heuristic's, whose grid fits in one wave of the current
