@@ -39,14 +39,22 @@ bool inputOfKey(std::string_view key, ProjectionInput& out) {
   return false;
 }
 
-// The k-th smallest |x| (k = round(p n)) and the share of entries at or below it.
-void rankThreshold(const std::vector<float>& x, const std::filesystem::path& file, InputThreshold& out) {
+void checkSparsity(double p) {
+  if (!(p >= 0 && p < 1))
+    throw std::invalid_argument("activation sparsity " + std::to_string(p) + " is outside [0, 1)");
+}
+
+}  // namespace
+
+void rankInputThreshold(std::span<const float> x, const std::string& source, InputThreshold& out) {
   const auto n = x.size();
   std::vector<float> mag(n);
   for (std::size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) fail(file, ": " + out.name + " holds a non-finite activation sample");
+    if (!std::isfinite(x[i]))
+      throw std::runtime_error(source + ": " + out.name + " holds a non-finite activation sample");
     mag[i] = std::abs(x[i]);
   }
+  out.entries = static_cast<std::int64_t>(n);
   const auto k = static_cast<std::size_t>(std::llround(out.sparsity * static_cast<double>(n)));
   if (k == 0) {
     out.threshold = -1.f;  // every entry kept
@@ -58,13 +66,6 @@ void rankThreshold(const std::vector<float>& x, const std::filesystem::path& fil
   const auto below = std::count_if(mag.begin(), mag.end(), [&](float v) { return v <= out.threshold; });
   out.achieved = static_cast<double>(below) / static_cast<double>(n);
 }
-
-void checkSparsity(double p) {
-  if (!(p >= 0 && p < 1))
-    throw std::invalid_argument("activation sparsity " + std::to_string(p) + " is outside [0, 1)");
-}
-
-}  // namespace
 
 const char* projectionInputName(ProjectionInput in) {
   switch (in) {
@@ -125,8 +126,7 @@ ActivationThresholds activationThresholdsFromRun(const std::filesystem::path& ru
       t.input = in;
       t.dIn = static_cast<std::int64_t>(x.shape[1]);
       t.sparsity = perLayer.size() == 1 ? perLayer.front() : perLayer[static_cast<std::size_t>(layer)];
-      t.entries = rows * t.dIn;
-      rankThreshold(x.data, run, t);
+      rankInputThreshold(x.data, run.filename().string(), t);
       out.inputs.push_back(std::move(t));
     }
   }

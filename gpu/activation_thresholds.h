@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct ActivationThresholds {
   int layers = 0;
   std::vector<InputThreshold> inputs;  // layer-major; per layer in ProjectionInput order
 };
+
+// One input's threshold from its sampled entries `x` at t.sparsity: t.threshold the k-th
+// smallest |x| (k = round(p_x n); k = 0: -1, every entry kept), t.achieved the share of
+// entries at or below it, t.entries n. Throws std::runtime_error naming `source` and
+// t.name on a non-finite entry.
+void rankInputThreshold(std::span<const float> x, const std::string& source, InputThreshold& t);
 
 // Reads `run`'s /calibration/samples. `perLayer`: one p_x per layer of the run
 // (or a single value for every layer), each in [0, 1). Throws

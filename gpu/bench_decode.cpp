@@ -1,8 +1,9 @@
 #include "gpu/bench_decode.h"
 
+#include "gpu/activation_thresholds.h"
 #include "gpu/device.h"
-#include "gpu/model.h"
 #include "gpu/engine_internal.h"
+#include "gpu/model.h"
 #include "gpu/model_internal.h"
 
 #include "core/stats.h"
@@ -12,8 +13,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
+#include <span>
 #include <stdexcept>
 #include <tuple>
 
@@ -173,6 +176,19 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   auto& m = model->impl();
   if (cuda) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // sync: init finished
   const double setupSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Fixed thresholds in place of the top-k the model was built with, before any decode graph.
+  std::string selection = o.activationSparsity > 0 ? "top-k" : "";
+  double achieved = 0;
+  if (o.activationThresholds && o.activationSparsity > 0) {
+    p.stage = "activation thresholds";
+    reportOrThrow(progress, p);
+    const ActivationThresholds t = o.thresholdsRun.empty()
+                                       ? prefillActivationThresholds(*model, o)
+                                       : activationThresholdsFromRun(o.thresholdsRun, o.activationSparsity);
+    setActivationThresholds(m, thresholdsForModel(t, c));
+    for (const InputThreshold& in : t.inputs) achieved += in.achieved / static_cast<double>(t.inputs.size());
+    selection = "thresholds (" + t.run.filename().string() + ")";
+  }
   // Weight bytes one decode step reads (per sequence: one embedding row more), packed
   // projections as packed (values + masks; the column layouts: values + meta, of the
   // columns activation sparsity keeps).
@@ -209,6 +225,8 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
     r.linear = o.eager ? "eager" : linearName(o.linear);
     r.pattern = sparse && m.engine ? m.engine->pattern : "";
     r.activationSparsity = o.activationSparsity;
+    r.activationSelection = selection;
+    r.thresholdsAchieved = achieved;
     r.engine = o.eager ? "eager LibTorch forward" : model->engineDescription();
     r.packedProjections = m.engine ? m.engine->packedCount() : 0;
     r.setupSeconds = setupSeconds;
@@ -320,6 +338,72 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
                                     " MiB");
   }
   return results;
+}
+
+ActivationThresholds prefillActivationThresholds(Model& model, const DecodeBenchOptions& o) {
+  Model::Impl& m = model.impl();
+  const c10::Device device = m.device;
+  const ModelConfig& c = m.config;
+  if (o.context < 1 || o.context > c.maxPositionEmbeddings)
+    throw std::invalid_argument("activation thresholds: a prefill of " + std::to_string(o.context) +
+                                " tokens does not fit the model's " + std::to_string(c.maxPositionEmbeddings) +
+                                " positions");
+  const auto L = static_cast<std::size_t>(c.numLayers);
+  ActivationThresholds out;
+  out.run = "prefill";
+  out.runId = "prefill";
+  out.rows = o.context;
+  out.layers = static_cast<int>(c.numLayers);
+  out.inputs.resize(L * kProjectionInputs);
+  std::vector<char> seen(out.inputs.size(), 0);
+  // The input an event is: its first module is the layer's q, o, gate or down projection.
+  constexpr std::array<std::pair<int, ProjectionInput>, kProjectionInputs> kFirst{
+      {{0, ProjectionInput::Qkv}, {3, ProjectionInput::O}, {4, ProjectionInput::GateUp}, {6, ProjectionInput::Down}}};
+  const int id = model.addObserver([&](const ActivationEvent& ev, std::span<const float> x) {
+    const auto l = static_cast<std::size_t>(ev.layer);
+    for (const auto& [kind, input] : kFirst) {
+      if (ev.modules.empty() || ev.modules.front() != m.names[l][static_cast<std::size_t>(kind)]) continue;
+      const std::size_t k = l * kProjectionInputs + static_cast<std::size_t>(input);
+      if (seen[k]) throw std::logic_error("bench decode: " + ev.modules.front() + " observed twice in one prefill");
+      seen[k] = 1;
+      InputThreshold& t = out.inputs[k];
+      t.name = ev.modules.front();
+      t.layer = ev.layer;
+      t.input = input;
+      t.dIn = ev.dIn;
+      t.sparsity = o.activationSparsity;
+      rankInputThreshold(x, "bench decode prefill", t);
+    }
+  });
+  struct Remove {
+    Model& model;
+    int id;
+    ~Remove() { model.removeObserver(id); }
+  } remove{model, id};
+  const c10::NoGradGuard noGrad;
+  at::Generator gen = at::detail::createCPUGenerator(o.seed + 1);
+  const auto longs = at::TensorOptions().dtype(at::kLong);
+  ForwardInput in;
+  in.ids = at::randint(c.vocabSize, {1, o.context}, gen, longs).to(device);
+  in.positions = at::arange(o.context, longs.device(device)).unsqueeze(0);
+  in.positionLimit = o.context;
+  in.lastOnly = true;
+  ObserveContext ctx;
+  ctx.phase = Phase::Prefill;
+  ctx.rows = {ObservedRows{0, 0, 0, o.context, 0}};
+  in.observe = &ctx;
+  try {
+    ensureRope(m, o.context + 1);
+    (void)forward(m, in, nullptr);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(std::string("activation thresholds: prefill: ") + e.what_without_backtrace());
+  }
+  for (std::size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k])
+      throw std::runtime_error("activation thresholds: the prefill did not observe layer " +
+                               std::to_string(k / kProjectionInputs) + "'s " +
+                               projectionInputName(static_cast<ProjectionInput>(k % kProjectionInputs)) + " input");
+  return out;
 }
 
 std::pair<double, double> measureReadBandwidth(const std::string& deviceName, std::uint64_t bytes) {

@@ -9,6 +9,7 @@
 // in the same run. Plain types.
 
 #include "core/progress.h"
+#include "gpu/activation_thresholds.h"
 #include "gpu/model.h"  // Linear
 #include "gpu/model_config.h"
 
@@ -46,6 +47,14 @@ struct DecodeBenchOptions {
   // input keeps its largest 1 - p_x; the column layouts then skip the dropped columns'
   // weight bytes, which the bytes per step (and so the limit) account for. 0: off.
   double activationSparsity = 0;
+  // How the inputs drop that share: per-token top-k (false), or fixed |x| thresholds per layer
+  // and input (TEAL; the spMspV kernels compare them as they build their column lists, no
+  // selection launch): from `thresholdsRun`'s activation samples when given, else from this
+  // model's own activations over a batch-1 prefill of `context` random tokens (the layers
+  // before each input under top-k at p_x), ranked as a run's samples are
+  // (gpu/activation_thresholds.h).
+  bool activationThresholds = false;
+  std::filesystem::path thresholdsRun;
   bool eager = false;               // the eager LibTorch forward pass instead of the engine
   bool graph = true;                // capture the step (false: the engine's kernels launched one by one)
   bool pdl = true;                  // programmatic dependent launch between the step's kernels
@@ -65,6 +74,8 @@ struct DecodeBenchResult {
   std::string linear;               // "cublas", "dense", "sparse" ("eager" for the eager forward)
   std::string pattern;              // sparse: "2:4"..., "col2:4", "col4:8"; else ""
   double activationSparsity = 0;    // run-time p_x (0: off)
+  std::string activationSelection;  // with p_x: "top-k", "thresholds (prefill)" or "thresholds (RUN's file name)"
+  double thresholdsAchieved = 0;    // thresholds: mean over the inputs of the ranked entries' share at or below them
   std::string engine;               // Model::engineDescription()
   std::uint64_t gpuMemoryBytes = 0; // Model::deviceBytes() after the timed steps (weights, packed, cache, buffers)
   int packedProjections = 0;
@@ -92,6 +103,13 @@ DecodeBenchResult runDecodeBench(const DecodeBenchOptions& options, const Progre
 // One model, several batch sizes in turn (options.batch ignored): one result per batch.
 std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& options, const std::vector<int>& batches,
                                                      const ProgressFn& progress = {});
+
+// The thresholds DecodeBenchOptions::activationThresholds sets without a run: a batch-1
+// prefill of options.context random tokens (options.seed + 1) through `model` as it is
+// (its top-k before each input), each projection input's threshold ranked over its
+// context x d_in entries at options.activationSparsity (rankInputThreshold). `run` is
+// "prefill". Throws std::runtime_error where an input was not observed.
+ActivationThresholds prefillActivationThresholds(Model& model, const DecodeBenchOptions& options);
 
 // Read and copy bandwidth (GB/s) of `device` over a buffer of `bytes` (CUDA: bf16 sum reduction
 // and device copy; CPU: fp32, at most 256 MiB).

@@ -14,6 +14,8 @@ nlohmann::json decodeRowJson(const DecodeBenchResult& r, const std::string& arch
           {"linear", r.linear},
           {"pattern", r.pattern},
           {"activation_sparsity", r.activationSparsity},
+          {"activation_selection", r.activationSelection},
+          {"activation_thresholds_achieved", r.thresholdsAchieved},
           {"engine", r.engine},
           {"packed_projections", r.packedProjections},
           {"dtype", r.dtype},

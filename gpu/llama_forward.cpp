@@ -113,6 +113,18 @@ void setActivationSparsity(Model::Impl& m, std::vector<double> perLayer) {
   m.actSparsity = any ? std::move(perLayer) : std::vector<double>{};
 }
 
+void setActivationThresholds(Model::Impl& m, std::vector<InputThresholds> perLayer) {
+  LoadOptions check;
+  check.activationThresholds = perLayer;
+  validateActivationSparsity(check, static_cast<int>(m.config.numLayers));
+  // All negative: every entry kept, nothing to do per pass (and the engine may decode).
+  const bool any = std::any_of(perLayer.begin(), perLayer.end(), [](const InputThresholds& l) {
+    return std::any_of(l.begin(), l.end(), [](float t) { return t >= 0; });
+  });
+  m.actThresholds = any ? std::move(perLayer) : std::vector<InputThresholds>{};
+  m.actSparsity.clear();
+}
+
 at::Tensor ropeInverseFrequencies(const ModelConfig& c, bool local) {
   // As transformers: inv_freq = 1 / base^(arange(0, dim, 2) / dim) in fp32.
   const auto dim = c.headDim;

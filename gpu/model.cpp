@@ -96,12 +96,7 @@ std::unique_ptr<Model::Impl> makeImpl(const ModelConfig& config, const LoadOptio
                                 ? options.activationSparsityPerLayer
                                 : std::vector<double>(static_cast<std::size_t>(config.numLayers),
                                                       options.activationSparsity));
-  // All negative: every entry kept, nothing to do per pass (and the engine may decode).
-  const bool anyThreshold = std::any_of(options.activationThresholds.begin(), options.activationThresholds.end(),
-                                        [](const InputThresholds& l) {
-                                          return std::any_of(l.begin(), l.end(), [](float t) { return t >= 0; });
-                                        });
-  if (anyThreshold) m->actThresholds = options.activationThresholds;
+  if (!options.activationThresholds.empty()) setActivationThresholds(*m, options.activationThresholds);
   for (std::int64_t l = 0; l < config.numLayers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     m->names.push_back({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj",

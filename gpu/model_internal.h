@@ -114,6 +114,10 @@ at::Tensor sparsifyActivations(const at::Tensor& x, double p);
 at::Tensor thresholdActivations(const at::Tensor& x, float t);
 // Sets the per-layer p_x (empty or one value per layer, each in [0, 1)).
 void setActivationSparsity(Model::Impl& m, std::vector<double> perLayer);
+// Sets fixed |x| thresholds per layer and input (LoadOptions::activationThresholds; empty or
+// one entry per layer) in place of the per-layer p_x, which it clears; all negative: none.
+// Before the engine's first step (a decode graph already built keeps what it was built with).
+void setActivationThresholds(Model::Impl& m, std::vector<InputThresholds> perLayer);
 
 // ---- model.cpp ----
 int addTensorObserver(Model& m, TensorObserver observer);

@@ -83,6 +83,15 @@ int runDecode(const Args& a) {
     if (used != v.size() || !(o.activationSparsity >= 0 && o.activationSparsity < 1))
       throw UsageError("--activation-sparsity expects a number in [0, 1), got '" + v + "'");
   }
+  const std::string selection = a.get("activation-selection", a.has("activation-thresholds") ? "thresholds" : "topk");
+  if (selection != "topk" && selection != "thresholds")
+    throw UsageError("--activation-selection expects topk or thresholds, got '" + selection + "'");
+  o.activationThresholds = selection == "thresholds";
+  o.thresholdsRun = a.get("activation-thresholds");
+  if (o.activationThresholds && !(o.activationSparsity > 0))
+    throw UsageError("--activation-selection thresholds needs --activation-sparsity P > 0");
+  if (!o.thresholdsRun.empty() && !o.activationThresholds)
+    throw UsageError("--activation-thresholds RUN sets thresholds: not with --activation-selection topk");
   // On CPU the default is a tiny shape: an 8B model in fp32 does not fit a desk machine.
   std::vector<Cell> cells;
   // A real checkpoint (--model DIR) or shapes with random weights (--config).
@@ -172,6 +181,8 @@ int runDecode(const Args& a) {
                       {"cuda_graph", o.graph},
                       {"programmatic_dependent_launch", o.pdl},
                       {"sparse_tensor_cores", o.sparseTensorCores},
+                      {"activation_sparsity", o.activationSparsity},
+                      {"activation_selection", results.front().activationSelection},
                       {"tuning", o.tuningFile.string()},
                       {"rows", rows},
                       {"summary", summary}};
@@ -202,7 +213,8 @@ const RegisterBenchMode regDecode{BenchMode{
     "decode tokens/s of the model runtime (random weights from a config) vs the HBM bandwidth limit",
     "bench decode [--config llama3-8b,...] [--linear cublas,dense,sparse,eager] [--patterns 2:4,...] [--batch 1,2,...] "
     "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] "
-    "[--no-pdl] [--tensor-cores|--no-tensor-cores] [--activation-sparsity P] "
+    "[--no-pdl] [--tensor-cores|--no-tensor-cores] [--activation-sparsity P] [--activation-selection topk|thresholds] "
+    "[--activation-thresholds RUN] "
     "[--out FILE] [--json]",
     {{"config", "NAMES",
       "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or "
@@ -223,6 +235,13 @@ const RegisterBenchMode regDecode{BenchMode{
       "run-time activation sparsity: each projection input keeps its largest 1 - P entries (the column layouts skip "
       "the rest's weight bytes)",
       "0"},
+     {"activation-selection", "HOW",
+      "topk: each token's largest entries (a selection launch per input); thresholds: fixed |x| thresholds per layer "
+      "and input (TEAL), compared by the spMspV kernels themselves, from --activation-thresholds RUN or else from "
+      "the model's own activations over a prefill of --context random tokens",
+      "topk"},
+     {"activation-thresholds", "RUN",
+      "a calibration run with activation samples (calibrate --sample-rows N) to set the thresholds from", ""},
      {"no-graph", "", "launch the engine's kernels one by one instead of replaying a CUDA graph", ""},
      {"no-pdl", "", "no programmatic dependent launch between the engine's kernels", ""},
      {"tensor-cores", "",

@@ -14,8 +14,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <span>
 
 using namespace sdw::gpu;
 namespace fs = std::filesystem;
@@ -285,6 +287,59 @@ class TestEngineCpu : public QObject {
     }
   }
 
+  // TEAL thresholds from a prefill of random tokens on the sample model: one per layer and
+  // input, at p_x of the prefill's entries; in force (LoadOptions), they drop about p_x of
+  // each input's entries on text they were not set from (the greedy decode of kPrompt2).
+  void prefillThresholdsHoldOnOtherTokens() {
+    LoadOptions lo;
+    lo.activationSparsity = 0.5;
+    auto m = Model::load(kDense, lo);
+    const ModelConfig c = m->config();
+    DecodeBenchOptions o;
+    o.device = "cpu";
+    o.context = 64;
+    o.activationSparsity = 0.5;
+    const ActivationThresholds t = prefillActivationThresholds(*m, o);
+    QCOMPARE(t.inputs.size(), static_cast<std::size_t>(c.numLayers * kProjectionInputs));
+    for (std::size_t k = 0; k < t.inputs.size(); ++k) {
+      const InputThreshold& in = t.inputs[k];
+      QCOMPARE(in.layer, static_cast<int>(k / kProjectionInputs));
+      QCOMPARE(static_cast<int>(in.input), static_cast<int>(k % kProjectionInputs));
+      QCOMPARE(in.entries, 64 * in.dIn);
+      QCOMPARE(in.dIn, in.input == ProjectionInput::Down ? c.intermediateSize
+                       : in.input == ProjectionInput::O  ? c.qDim()
+                                                         : c.hiddenSize);
+      QVERIFY2(in.threshold > 0 && std::abs(in.achieved - 0.5) < 1e-3, in.name.c_str());
+    }
+    QCOMPARE(QString::fromStdString(t.inputs[6].name), QStringLiteral("model.layers.1.mlp.gate_proj"));
+
+    LoadOptions lt;
+    lt.activationThresholds = thresholdsForModel(t, c);
+    auto teal = Model::load(kDense, lt);
+    std::vector<double> below(t.inputs.size(), 0), total(t.inputs.size(), 0);
+    const std::array<std::pair<QString, int>, kProjectionInputs> kSuffix{
+        {{".q_proj", 0}, {".o_proj", 1}, {".gate_proj", 2}, {".down_proj", 3}}};
+    teal->addObserver([&](const ActivationEvent& ev, std::span<const float> x) {
+      if (ev.phase != Phase::Decode) return;
+      for (const auto& [suffix, input] : kSuffix) {
+        if (!QString::fromStdString(ev.modules.front()).endsWith(suffix)) continue;
+        const std::size_t k = static_cast<std::size_t>(ev.layer) * kProjectionInputs + static_cast<std::size_t>(input);
+        for (const float v : x) below[k] += std::abs(v) <= t.inputs[k].threshold ? 1 : 0;
+        total[k] += static_cast<double>(x.size());
+      }
+    });
+    GenerationOptions go;
+    go.maxNewTokens = 40;
+    (void)teal->generate(kPrompt2, go);
+    for (std::size_t k = 0; k < t.inputs.size(); ++k) {
+      QVERIFY(total[k] > 0);
+      const double share = below[k] / total[k];
+      qInfo("%s: threshold %.4g, share at or below on the decode %.3f", t.inputs[k].name.c_str(),
+            double(t.inputs[k].threshold), share);
+      QVERIFY2(share > 0.3 && share < 0.7, t.inputs[k].name.c_str());
+    }
+  }
+
   void benchmarkGrid() {
     DecodeBenchOptions o;
     o.device = "cpu";
@@ -330,6 +385,27 @@ class TestEngineCpu : public QObject {
           static_cast<unsigned long long>(col.weightBytesPerStep),
           static_cast<unsigned long long>(dual.weightBytesPerStep));
     QVERIFY(double(dual.weightBytesPerStep) < 0.75 * double(col.weightBytesPerStep));
+    QCOMPARE(QString::fromStdString(dual.activationSelection), QStringLiteral("top-k"));
+    QVERIFY(QString::fromStdString(col.activationSelection).isEmpty());
+
+    // Fixed thresholds (TEAL) from the model's own prefill: each input's threshold ranked at
+    // p_x over the prefill's 16 x d_in entries, so half of them at or below it; the same
+    // bytes per step, no top-k left in the model.
+    o.activationThresholds = true;
+    const auto teal = runDecodeBench(o);
+    QCOMPARE(QString::fromStdString(teal.activationSelection), QStringLiteral("thresholds (prefill)"));
+    QVERIFY2(std::abs(teal.thresholdsAchieved - 0.5) < 0.01, qPrintable(QString::number(teal.thresholdsAchieved)));
+    QVERIFY2(
+        QString::fromStdString(teal.engine).contains(QStringLiteral("activation thresholds per layer and input")) &&
+            !QString::fromStdString(teal.engine).contains(QStringLiteral("activation sparsity")),
+        teal.engine.c_str());
+    QCOMPARE(teal.weightBytesPerStep, dual.weightBytesPerStep);
+    QVERIFY(teal.tokensPerSecond > 0 && teal.stepMs.size() == 3);
+    // A run that is not there is named.
+    o.thresholdsRun = "no-such-run.sdw.h5";
+    QVERIFY_THROWS_EXCEPTION(std::exception, (void)runDecodeBench(o));
+    o.thresholdsRun.clear();
+    o.activationThresholds = false;
     o.pattern = "col3:4";
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, (void)runDecodeBench(o));
   }

@@ -10,7 +10,9 @@
 #   DECODE_BREAKDOWN=1 ...              Llama-3.1-8B batch 1 with parts of the step left out
 #   DECODE_DUAL=1 ...                   dual sparsity: the dense engine and the spMspV engine (col2:4, col4:8) on the
 #                                       Llama-3.1-8B and Qwen3-14B shapes at batch 1, at each p_x of DUAL_PX
-#                                       (default "0 0.5 0.75"), one JSON each; DUAL_CONFIGS another list of shapes
+#                                       (default "0 0.5 0.75"), one JSON each; DUAL_CONFIGS another list of shapes;
+#                                       DUAL_SELECTION "topk thresholds": also (p_x > 0) with fixed per-layer
+#                                       thresholds from a prefill (TEAL; dual-px<P>-thresholds.json)
 #   DECODE_TESTS=0 ...                  benchmarks only
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -86,8 +88,13 @@ PY
   (cd "$out" && tar -czf breakdown.tgz breakdown-*.json ncu-step.txt 2>/dev/null && rm -f breakdown-*.json ncu-step.txt)
 elif [ "${DECODE_DUAL:-0}" = 1 ]; then
   for px in ${DUAL_PX:-0 0.5 0.75}; do
-    bench "dual-px$px.json" --config "${DUAL_CONFIGS:-llama3-8b,qwen3-14b}" --linear dense,sparse --patterns 2:4,col2:4,col4:8 --batch 1 \
-      --activation-sparsity "$px" ${DECODE_ARGS:-}
+    for sel in ${DUAL_SELECTION:-topk}; do
+      [ "$sel" = thresholds ] && [ "$px" = 0 ] && continue
+      name="dual-px$px.json"
+      [ "$sel" = thresholds ] && name="dual-px$px-thresholds.json"
+      bench "$name" --config "${DUAL_CONFIGS:-llama3-8b,qwen3-14b}" --linear dense,sparse --patterns 2:4,col2:4,col4:8 --batch 1 \
+        --activation-sparsity "$px" --activation-selection "$sel" ${DECODE_ARGS:-}
+    done
   done
 elif [ "${DECODE_FULL:-0}" = 1 ]; then
   bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
