@@ -77,6 +77,9 @@ struct DecodeBenchRequest {
   QString device = QStringLiteral("cuda");
   QString dtype = QStringLiteral("bfloat16");
   double activationSparsity = 0;  // run-time p_x of every engine (the column layouts skip the dropped inputs)
+  // With p_x: fixed |x| thresholds per layer and input set from each model's own prefill
+  // (TEAL; DecodeBenchOptions::activationThresholds) instead of each token's top-k.
+  bool activationThresholds = false;
 };
 
 }  // namespace sdw::widgets

@@ -217,7 +217,21 @@ QWidget* DecodeBenchView::buildSettings(QWidget** actionsOut) {
       tr("Run-time activation sparsity p_x of every engine: each projection input keeps its "
          "largest 1 - p_x entries. The col2:4 / col4:8 engines (spMspV) then skip the dropped "
          "inputs' weight bytes; the others only zero them. 0: off."));
-  form->addRow(tr("Activation\nsparsity"), activation_);
+  thresholds_ = new QCheckBox(tr("thresholds"), runBox);
+  thresholds_->setObjectName(QStringLiteral("decodeActivationThresholds"));
+  thresholds_->setToolTip(
+      tr("Drop each input's p_x share by fixed |x| thresholds per layer and input (TEAL), set from "
+         "the model's own activations over a prefill of the context, instead of each token's "
+         "top-k: the spMspV kernels compare them as they read the inputs, with no selection launch."));
+  thresholds_->setEnabled(false);
+  connect(activation_, &QDoubleSpinBox::valueChanged, thresholds_,
+          [this](double p) { thresholds_->setEnabled(p > 0); });
+  auto* act = new QWidget(runBox);
+  auto* al = new QHBoxLayout(act);
+  al->setContentsMargins(0, 0, 0, 0);
+  al->addWidget(activation_);
+  al->addWidget(thresholds_);
+  form->addRow(tr("Activation\nsparsity"), act);
   // Warm-up and timed steps on one row: the column's height goes to the lists above.
   auto* steps = new QWidget(runBox);
   auto* sl = new QHBoxLayout(steps);
@@ -325,6 +339,7 @@ DecodeBenchRequest DecodeBenchView::request() const {
     if (c->isChecked()) r.batches << c->text().toInt();
   r.context = context_->value();
   r.activationSparsity = activation_->value();
+  r.activationThresholds = r.activationSparsity > 0 && thresholds_->isChecked();
   r.warmup = warmup_->value();
   r.tokens = tokens_->value();
   r.device = deviceBox_->currentData().toString();
@@ -343,6 +358,7 @@ void DecodeBenchView::setRequest(const DecodeBenchRequest& r) {
   for (QCheckBox* c : batches_) c->setChecked(r.batches.contains(c->text().toInt()));
   context_->setValue(r.context);
   activation_->setValue(r.activationSparsity);
+  thresholds_->setChecked(r.activationThresholds);
   warmup_->setValue(r.warmup);
   tokens_->setValue(r.tokens);
   if (const int i = deviceBox_->findData(r.device); i >= 0) deviceBox_->setCurrentIndex(i);

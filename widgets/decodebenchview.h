@@ -89,6 +89,7 @@ class DecodeBenchView : public QWidget {
   QVector<QCheckBox*> batches_;
   QSpinBox* context_ = nullptr;
   QDoubleSpinBox* activation_ = nullptr;
+  QCheckBox* thresholds_ = nullptr;
   QSpinBox* warmup_ = nullptr;
   QSpinBox* tokens_ = nullptr;
   QComboBox* deviceBox_ = nullptr;

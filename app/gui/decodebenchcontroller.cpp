@@ -376,6 +376,7 @@ std::string commandLine(const widgets::DecodeBenchRequest& r) {
          " --dtype " + r.dtype.toStdString();
   if (r.activationSparsity > 0)
     cmd += " --activation-sparsity " + QString::number(r.activationSparsity, 'g', 4).toStdString();
+  if (r.activationSparsity > 0 && r.activationThresholds) cmd += " --activation-selection thresholds";
   cmd += " --json";
   return cmd;
 }
@@ -489,6 +490,7 @@ JobId DecodeBenchController::start(const widgets::DecodeBenchRequest& request) {
   o.tokens = request.tokens;
   o.warmup = request.warmup;
   o.activationSparsity = request.activationSparsity;
+  o.activationThresholds = request.activationSparsity > 0 && request.activationThresholds;
   o.bandwidthBytes = probeBytes_;
   // The shipped tuning table of this GPU, as the CLI uses by default: without
   // it our kernels run on heuristics, well below their speed.
@@ -497,18 +499,20 @@ JobId DecodeBenchController::start(const widgets::DecodeBenchRequest& request) {
   const std::vector<int> batches(request.batches.begin(), request.batches.end());
 
   results_ = {};
-  results_.meta = {{"benchmark", "decode-e2e"},
-                   {"tool", "sdw (Benchmark panel, End-to-end decode)"},
-                   {"device", o.device == "cpu" ? std::string("cpu") : gpu::describeDevice(dev)},
-                   {"dtype", o.dtype},
-                   {"context", o.context},
-                   {"warmup_steps", o.warmup},
-                   {"timed_steps", o.tokens},
-                   {"activation_sparsity", o.activationSparsity},
-                   {"measured_read_gb_per_s", 0.0},
-                   {"cuda_graph", o.graph},
-                   {"programmatic_dependent_launch", o.pdl},
-                   {"tuning", o.tuningFile.string()}};
+  results_.meta = {
+      {"benchmark", "decode-e2e"},
+      {"tool", "sdw (Benchmark panel, End-to-end decode)"},
+      {"device", o.device == "cpu" ? std::string("cpu") : gpu::describeDevice(dev)},
+      {"dtype", o.dtype},
+      {"context", o.context},
+      {"warmup_steps", o.warmup},
+      {"timed_steps", o.tokens},
+      {"activation_sparsity", o.activationSparsity},
+      {"activation_selection", o.activationSparsity > 0 ? (o.activationThresholds ? "thresholds" : "top-k") : ""},
+      {"measured_read_gb_per_s", 0.0},
+      {"cuda_graph", o.graph},
+      {"programmatic_dependent_launch", o.pdl},
+      {"tuning", o.tuningFile.string()}};
   if (request.configs.isEmpty() || request.checkpoint.isEmpty()) results_.meta["command"] = commandLine(request);
   if (!request.checkpoint.isEmpty()) results_.meta["checkpoint"] = toPath(request.checkpoint).string();
   steps_ = 0;

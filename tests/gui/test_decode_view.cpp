@@ -711,7 +711,29 @@ class TestDecodeView : public QObject {
     QCOMPARE(json[0].at("activation_sparsity").get<double>(), 0.5);
     QVERIFY2(json[0].at("engine").get<std::string>().find("CPU spMspV col2:4") != std::string::npos,
              json[0].at("engine").get<std::string>().c_str());
+    QCOMPARE(json[0].at("activation_selection").get<std::string>(), std::string("top-k"));
+
+    // Fixed thresholds from the prefill (TEAL): the box enables with p_x, the request, the
+    // rows and the command carry it.
+    auto* thresholds = view_->findChild<QCheckBox*>(QStringLiteral("decodeActivationThresholds"));
+    QVERIFY(thresholds && thresholds->isEnabled());
+    r.activationThresholds = true;
+    view_->setRequest(r);
+    QVERIFY(thresholds->isChecked());
+    QVERIFY(view_->request().activationThresholds);
+    const QList<QVariant> teal = run(r);
+    QVERIFY(!teal.isEmpty());
+    QVERIFY2(!teal.at(1).toBool(), qPrintable(teal.at(0).toString()));
+    const std::vector<nlohmann::json>& tealRows = controller_->rows();
+    QCOMPARE(int(tealRows.size()), 1);
+    QCOMPARE(tealRows[0].at("activation_selection").get<std::string>(), std::string("thresholds (prefill)"));
+    QVERIFY2(controller_->meta().at("command").get<std::string>().find("--activation-selection thresholds") !=
+                 std::string::npos,
+             controller_->meta().dump().c_str());
     spin->setValue(0.0);
+    QVERIFY(!thresholds->isEnabled());
+    QVERIFY(!view_->request().activationThresholds);
+    thresholds->setChecked(false);
   }
 
   void stepAxisScrollsWhileLive() {
