@@ -39,15 +39,14 @@ using detail::lo16;
 using detail::smCount;
 using detail::smemAddr;
 
-constexpr int kMaxWarps = 16;
+constexpr int kMaxWarps = kSpmspvMaxWarps;
 constexpr int kU = 4;                                                 // chunks per group (one packed scan)
 constexpr int kPre = 4;                                               // 32-column steps loaded per round trip
 constexpr int kChunkBytes = kSpmspvMaxChunkUnits * kSpmspvUnitBytes;  // 544: one chunk slot
-constexpr int kMaxListPerWarp = 512;                                  // active-column entries per warp
+constexpr int kMaxListPerWarp = kSpmspvMaxListPerWarp;                // active-column entries per warp
 constexpr int kSizeBits = 6;                                          // chunk size (<= 34 units) in an entry
 constexpr std::int64_t kMaxCols = (std::int64_t{1} << (32 - kSizeBits)) / kSpmspvMaxChunkUnits;
 constexpr int kRowGroups = kSpmspvTileRows / 32;  // 32-row groups per tile (split-K tickets)
-constexpr int kMinStepsPerWarp = 1;  // the H200 grid (bench kernels --tune) kept 1-2 steps per warp on every shape
 
 // The bulk kernel's barriers ([warps][stages] u64) rounded up to 16 bytes.
 __host__ __device__ constexpr std::size_t bulkBarrierBytes(int warps, int stages) {
@@ -494,21 +493,6 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
   }
 }
 
-// Steps of 32 columns per split-K slice for `splits` slices.
-std::int64_t stepsPerSplit(std::int64_t cols, int splits) {
-  const std::int64_t steps = (cols + 31) / 32;
-  return (steps + splits - 1) / splits;
-}
-int listCap(std::int64_t cols, int splits, int warps) {
-  return static_cast<int>((stepsPerSplit(cols, splits) + warps - 1) / warps * 32);
-}
-
-// Split-K slices that `splitK` gives (the last slice of the steps may leave some unused).
-int splitsOf(std::int64_t cols, int splitK) {
-  const std::int64_t per = stepsPerSplit(cols, splitK);
-  return static_cast<int>(((cols + 31) / 32 + per - 1) / per);
-}
-
 // The kernel a launch of cfg runs, and its dynamic shared memory at split-K `splitK`: bulk
 // copies where asked for and the device has them (sm_90), else 16-byte cp.async.
 template <typename T, int kS>
@@ -517,7 +501,7 @@ auto stagedKernel(const SpmspvConfig& cfg) {
 }
 template <int kS>
 std::size_t stagedSmem(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
-  const int cap = listCap(cols, splitK, cfg.warps);
+  const int cap = spmspvListCap(cols, splitK, cfg.warps);
   std::size_t smem = std::max<std::size_t>(
       static_cast<std::size_t>(cfg.warps) * (static_cast<std::size_t>(cap) * sizeof(uint2) + kS * kU * kChunkBytes),
       static_cast<std::size_t>(cfg.warps) * kSpmspvTileRows * sizeof(float));
@@ -553,9 +537,9 @@ struct SplitPlan {
 SplitPlan splitPlan(const SpmspvLayout& w, const SpmspvConfig& cfg) {
   SplitPlan p;
   p.splitK = spmspvSplitK(w.rows, w.cols, cfg);
-  p.per = stepsPerSplit(w.cols, p.splitK);
-  p.splits = splitsOf(w.cols, p.splitK);
-  p.cap = listCap(w.cols, p.splitK, cfg.warps);
+  p.per = spmspvStepsPerSplit(w.cols, p.splitK);
+  p.splits = spmspvSplitsOf(w.cols, p.splitK);
+  p.cap = spmspvListCap(w.cols, p.splitK, cfg.warps);
   return p;
 }
 
@@ -577,7 +561,7 @@ cudaError_t launchStaged(const SpmspvLayout& w, const void* x, float threshold, 
 
 // The column kernel's dynamic shared memory: the lists, then the block's reduction.
 std::size_t col24Smem(std::int64_t cols, int splitK, int warps) {
-  return col24PartOffset(warps, listCap(cols, splitK, warps));
+  return col24PartOffset(warps, spmspvListCap(cols, splitK, warps));
 }
 
 template <typename T, int kG, int kD>
@@ -668,30 +652,18 @@ int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const
   int s = spmspvSplitK(rows, cols, heuristic);
   // Fewer slices (longer ones) until the grid fits the resident blocks, while each warp's
   // list still fits its shared memory.
-  while (s > 1 && tiles * splitsOf(cols, s) > slots * resident(s) && listCap(cols, s - 1, warps) <= kMaxListPerWarp)
+  while (s > 1 && tiles * spmspvSplitsOf(cols, s) > slots * resident(s) &&
+         spmspvListCap(cols, s - 1, warps) <= kMaxListPerWarp)
     --s;
   return s;
 }
 
 int spmspvSplitK(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
-  const std::int64_t tiles = spmspvTiles(rows), steps = (cols + 31) / 32;
-  const int warps = std::clamp(cfg.warps, 1, kMaxWarps);
-  int s = cfg.splitK;
-  if (s <= 0) {
-    const std::int64_t want =
-        cfg.blocksPerSm > 0
-            ? std::llround(static_cast<double>(cfg.blocksPerSm) * smCount() / static_cast<double>(tiles))
-            : (8 * static_cast<std::int64_t>(smCount()) + tiles - 1) / tiles;
-    const std::int64_t most = std::max<std::int64_t>(1, steps / (kMinStepsPerWarp * warps));
-    s = static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
-  }
-  s = static_cast<int>(std::clamp<std::int64_t>(s, 1, steps));
-  while (listCap(cols, s, warps) > kMaxListPerWarp) ++s;
-  return s;
+  return spmspvSplitKFor(rows, cols, cfg, smCount());
 }
 
 std::size_t spmspvWorkspaceFloats(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
-  const std::int64_t splits = splitsOf(cols, spmspvSplitK(rows, cols, cfg));
+  const std::int64_t splits = spmspvSplitsOf(cols, spmspvSplitK(rows, cols, cfg));
   return splits <= 1 ? 0 : static_cast<std::size_t>(splits * spmspvTiles(rows) * kSpmspvTileRows);
 }
 

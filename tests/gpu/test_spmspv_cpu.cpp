@@ -5,6 +5,7 @@
 
 #include "core/sparse_format.h"
 #include "gpu/bench.h"
+#include "gpu/kernels/spmspv_config.h"
 #include "gpu/kernels/spmspv_layout.h"
 #include "gpu/spmspv_file.h"
 #include "gpu/spmspv_pack.h"
@@ -268,6 +269,44 @@ class TestSpmspvCpu : public QObject {
   }
 
   // Both column layouts: weights keeping `keep` of every `group` rows of each column round-trip.
+  // The column layouts' split-K aims (spmspvDefaults) on the H200's 132 SMs give the slices of
+  // the launch grid's winners at p_x 0.5 (bench/results/kernels/h200-spmspv-grid-px0.5-8f23e09.json,
+  // four Llama-3.1-8B shapes).
+  void splitKAimsAtTheGridWinners() {
+    using kernels::SpmspvFormat;
+    struct Case {
+      std::int64_t rows, cols;
+      SpmspvFormat format;
+      int slices;
+    };
+    const Case cases[] = {{14336, 4096, SpmspvFormat::Column24, 8}, {4096, 14336, SpmspvFormat::Column24, 28},
+                          {4096, 4096, SpmspvFormat::Column24, 16}, {1024, 4096, SpmspvFormat::Column24, 16},
+                          {14336, 4096, SpmspvFormat::Column48, 4}, {4096, 14336, SpmspvFormat::Column48, 16},
+                          {4096, 4096, SpmspvFormat::Column48, 16}, {1024, 4096, SpmspvFormat::Column48, 16}};
+    for (const Case& c : cases) {
+      const int s = kernels::spmspvSplitKFor(c.rows, c.cols, kernels::spmspvDefaults(c.format), 132);
+      QVERIFY2(kernels::spmspvSplitsOf(c.cols, s) == c.slices,
+               qPrintable(QStringLiteral("%1x%2 format %3: %4 slices, the grid's winner had %5")
+                              .arg(c.rows)
+                              .arg(c.cols)
+                              .arg(int(c.format))
+                              .arg(kernels::spmspvSplitsOf(c.cols, s))
+                              .arg(c.slices)));
+    }
+    // The bitmask kernel's aim (8 blocks per SM, rounded up), at most one step per warp: 56 tiles
+    // x 16 slices on 14336x4096.
+    QCOMPARE(kernels::spmspvSplitKFor(14336, 4096, kernels::SpmspvConfig{}, 132), 16);
+    // An explicit split-K is kept, raised only until every warp's list fits its 512 entries:
+    // one warp over 128 steps needs 8 slices.
+    kernels::SpmspvConfig cfg;
+    cfg.splitK = 3;
+    QCOMPARE(kernels::spmspvSplitKFor(4096, 4096, cfg, 132), 3);
+    cfg.splitK = 1;
+    cfg.warps = 1;
+    QCOMPARE(kernels::spmspvSplitKFor(4096, 4096, cfg, 132), 8);
+    QCOMPARE(kernels::spmspvListCap(4096, 8, 1), 512);
+  }
+
   void columnRoundTrip_data() {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");

@@ -1,0 +1,103 @@
+#pragma once
+// The spMspV kernel's launch configuration and how it cuts the input dimension into
+// split-K slices (gpu/kernels/spmspv.cu), as plain C++ (no CUDA header): the launcher
+// and the CPU tests use the same arithmetic. The launcher: gpu/kernels/spmspv.cuh.
+
+#include "gpu/kernels/spmspv_layout.h"  // SpmspvFormat, spmspvTiles
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace sdw::kernels {
+
+struct SpmspvConfig {
+  // The defaults are the H200 grid's (bench kernels --tune over four Llama-3.1-8B shapes at
+  // p_x 0, 0.5, 0.75): 8 or 16 warps, 2 groups in flight and as many split-K blocks as keep
+  // one step of 32 columns per warp won 10 of 12 rows.
+  int warps = 8;   // warps per block (1..16), each walking its own share of the block's columns
+  int splitK = 0;  // blocks per row tile along the input dimension; 0: spmspvSplitK's heuristic
+  int stages = 2;  // groups of 4 chunks each warp has in flight: 2, 3, 4 or 6 (shared memory: 2.1 KB each)
+  // Each chunk one bulk copy (sm_90's copy engine, completion on an mbarrier) issued by one
+  // lane, instead of 16-byte cp.async pieces by every lane: fewer instructions per chunk.
+  // Ignored (cp.async) below sm_90.
+  bool bulk = false;
+  // Column24 and Column48 only: the split-K slices of a tile launched as one thread-block cluster (sm_90)
+  // and added through distributed shared memory by the cluster's first block, instead of
+  // partial sums in the workspace and a ticket: 0 never (the default until measured), 1
+  // where there are 2-16 slices (over 8: the non-portable cluster size; a launch the device
+  // cannot co-schedule is refused), -1 where there are 2-8. Below sm_90: never.
+  int cluster = 0;
+  // The split-K heuristic's aim (splitK 0): tiles x slices about this many blocks per SM of the
+  // device, rounded to the nearest slice count. 0: 8, rounded up (the bitmask kernel's).
+  float blocksPerSm = 0.f;
+};
+// For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
+// chunks each lane loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
+
+// The launch defaults of a layout. Bitmask: SpmspvConfig{}. The column layouts: the H200 grid's
+// winners (bench kernels --tune, four Llama-3.1-8B shapes at p_x 0, 0.5, 0.75, commits 1700967
+// and 8f23e09): 4 chunks per batch for column 2:4, 8 for column 4:8 and dense, the slices reduced
+// in a cluster, and fewer slices than the bitmask kernel's 8 blocks per SM: the winners at p_x
+// 0.5 had 448 blocks for column 2:4 (14336x4096: 56 tiles x 8 slices, 4096x14336: 16 x 28),
+// 224-256 for column 4:8 (56 x 4, 16 x 16), against 17.1 / 23.9 us for 56 x 16 with the
+// same depth and cluster (13.9 / 13.7 us with the winners' slices). On the H200's 132 SMs the
+// aims 3.4 (column 2:4) and 1.9 (column 4:8) give the winners' slices on all four shapes (column
+// 2:4: 8, 28, 16, 16; column 4:8: 4, 16, 16, 16 for 14336x4096, 4096x14336, 4096x4096,
+// 1024x4096; test_spmspv_cpu splitKAimsAtTheGridWinners); column 4:8's 1.8 of before gave 15 for
+// the two 16s. Dense column-major: 2.5, between its winners (4-8 and 14-24 slices on the
+// large shapes as p_x varies). Column 4:8 reduces in a
+// cluster only where it is portable (2-8 slices): at 4096x4096 its 16-block cluster took 10.8
+// us against 7.9 through the workspace.
+inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
+  SpmspvConfig c;
+  if (format == SpmspvFormat::Bitmask) return c;
+  c.stages = format == SpmspvFormat::Column24 ? 4 : 8;
+  c.cluster = format == SpmspvFormat::Column48 ? -1 : 1;
+  c.blocksPerSm = format == SpmspvFormat::Column24 ? 3.4f : format == SpmspvFormat::Column48 ? 1.9f : 2.5f;
+  return c;
+}
+
+// Warps a block of the bitmask kernel may have, active-column entries a warp's list holds in
+// shared memory, and the fewest 32-column steps per warp the heuristic cuts to (the H200
+// grid, bench kernels --tune, kept 1-2 steps per warp on every shape).
+inline constexpr int kSpmspvMaxWarps = 16;
+inline constexpr int kSpmspvMaxListPerWarp = 512;
+inline constexpr int kSpmspvMinStepsPerWarp = 1;
+
+// Steps of 32 columns per split-K slice for `splits` slices.
+inline constexpr std::int64_t spmspvStepsPerSplit(std::int64_t cols, int splits) {
+  const std::int64_t steps = (cols + 31) / 32;
+  return (steps + splits - 1) / splits;
+}
+// Entries of each warp's list at `splits` slices (a multiple of 32).
+inline constexpr int spmspvListCap(std::int64_t cols, int splits, int warps) {
+  return static_cast<int>((spmspvStepsPerSplit(cols, splits) + warps - 1) / warps * 32);
+}
+// Split-K slices that `splitK` gives (the last slice of the steps may leave some unused).
+inline constexpr int spmspvSplitsOf(std::int64_t cols, int splitK) {
+  const std::int64_t per = spmspvStepsPerSplit(cols, splitK);
+  return static_cast<int>(((cols + 31) / 32 + per - 1) / per);
+}
+
+// The split-K count a launch of cfg uses on a device of `sms` SMs: cfg.splitK, or when 0 about
+// cfg.blocksPerSm blocks per SM (tiles x slices, rounded to the nearest slice count; 8 rounded
+// up where unset) with at least kSpmspvMinStepsPerWarp steps per warp; raised so that each
+// warp's list of active columns fits in shared memory.
+inline int spmspvSplitKFor(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg, int sms) {
+  const std::int64_t tiles = spmspvTiles(rows), steps = (cols + 31) / 32;
+  const int warps = std::clamp(cfg.warps, 1, kSpmspvMaxWarps);
+  int s = cfg.splitK;
+  if (s <= 0) {
+    const std::int64_t want =
+        cfg.blocksPerSm > 0 ? std::llround(static_cast<double>(cfg.blocksPerSm) * sms / static_cast<double>(tiles))
+                            : (8 * static_cast<std::int64_t>(sms) + tiles - 1) / tiles;
+    const std::int64_t most = std::max<std::int64_t>(1, steps / (kSpmspvMinStepsPerWarp * warps));
+    s = static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
+  }
+  s = static_cast<int>(std::clamp<std::int64_t>(s, 1, steps));
+  while (spmspvListCap(cols, s, warps) > kSpmspvMaxListPerWarp) ++s;
+  return s;
+}
+
+}  // namespace sdw::kernels
