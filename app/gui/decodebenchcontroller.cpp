@@ -499,20 +499,20 @@ JobId DecodeBenchController::start(const widgets::DecodeBenchRequest& request) {
   const std::vector<int> batches(request.batches.begin(), request.batches.end());
 
   results_ = {};
-  results_.meta = {
-      {"benchmark", "decode-e2e"},
-      {"tool", "sdw (Benchmark panel, End-to-end decode)"},
-      {"device", o.device == "cpu" ? std::string("cpu") : gpu::describeDevice(dev)},
-      {"dtype", o.dtype},
-      {"context", o.context},
-      {"warmup_steps", o.warmup},
-      {"timed_steps", o.tokens},
-      {"activation_sparsity", o.activationSparsity},
-      {"activation_selection", o.activationSparsity > 0 ? (o.activationThresholds ? "thresholds" : "top-k") : ""},
-      {"measured_read_gb_per_s", 0.0},
-      {"cuda_graph", o.graph},
-      {"programmatic_dependent_launch", o.pdl},
-      {"tuning", o.tuningFile.string()}};
+  results_.meta = {{"benchmark", "decode-e2e"},
+                   {"tool", "sdw (Benchmark panel, End-to-end decode)"},
+                   {"device", o.device == "cpu" ? std::string("cpu") : gpu::describeDevice(dev)},
+                   {"dtype", o.dtype},
+                   {"context", o.context},
+                   {"warmup_steps", o.warmup},
+                   {"timed_steps", o.tokens},
+                   {"activation_sparsity", o.activationSparsity},
+                   {"activation_selection",
+                    o.activationSparsity > 0 ? (o.activationThresholds ? "thresholds (prefill)" : "top-k") : ""},
+                   {"measured_read_gb_per_s", 0.0},
+                   {"cuda_graph", o.graph},
+                   {"programmatic_dependent_launch", o.pdl},
+                   {"tuning", o.tuningFile.string()}};
   if (request.configs.isEmpty() || request.checkpoint.isEmpty()) results_.meta["command"] = commandLine(request);
   if (!request.checkpoint.isEmpty()) results_.meta["checkpoint"] = toPath(request.checkpoint).string();
   steps_ = 0;

@@ -727,6 +727,7 @@ class TestDecodeView : public QObject {
     const std::vector<nlohmann::json>& tealRows = controller_->rows();
     QCOMPARE(int(tealRows.size()), 1);
     QCOMPARE(tealRows[0].at("activation_selection").get<std::string>(), std::string("thresholds (prefill)"));
+    QCOMPARE(controller_->meta().at("activation_selection").get<std::string>(), std::string("thresholds (prefill)"));
     QVERIFY2(controller_->meta().at("command").get<std::string>().find("--activation-selection thresholds") !=
                  std::string::npos,
              controller_->meta().dump().c_str());
