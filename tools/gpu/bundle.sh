@@ -9,21 +9,37 @@
 #                               (default: mistral) from .tokenizers/
 #                               (tools/reference/fetch_tokenizers.sh), for the checks
 #                               against the `tokenizers` library there
-# tools/gpu/env.sh unpacks deps.tar.xz (and, when .gpudeps/ is absent, .debs/).
+#   .gpudeps/engine.tar.xz      with SDW_BUNDLE=engine instead of deps.tar.xz: only what
+#                               the engine, sdw-cli and the non-GUI suites build with
+#                               (Qt Core and Test, Eigen, JSON, Oniguruma, utf8proc; no
+#                               GUI libraries, fonts or X11), about 5 MB smaller, for a
+#                               call whose tree is near the 64 MiB limit
+# tools/gpu/env.sh unpacks deps.tar.xz or engine.tar.xz (and, when .gpudeps/ is absent,
+# .debs/); with engine.tar.xz it configures without the GUI (SDW_BUILD_GUI=OFF).
 #
-#   tools/gpu/bundle.sh            then carry .gpudeps in the call
+#   tools/gpu/bundle.sh                      then carry .gpudeps/deps.tar.xz in the call
+#   SDW_BUNDLE=engine tools/gpu/bundle.sh    then carry .gpudeps/engine.tar.xz
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p .gpudeps
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in .debs/*.deb; do dpkg -x "$f" "$tmp/p"; done
+archive=deps
+# The engine bundle: the build packages of tools/gpu/fetch-deps.sh less the GUI's (Qt's
+# headers and CMake files stay whole: qt6-base-dev is one package).
+engine='^(libqt6core6|libqt6test6|qt6-base-dev|qt6-base-dev-tools|qmake6|qmake6-bin|libicu72|libdouble-conversion3|libb2-1|libpcre2-16-0|libglib2.0-0|nlohmann-json3-dev|libeigen3-dev|libonig5|libonig-dev|libutf8proc2|libutf8proc-dev)_'
+[ "${SDW_BUNDLE:-all}" = engine ] && archive=engine
+for f in .debs/*.deb; do
+  [ "$archive" = engine ] && ! [[ "${f##*/}" =~ $engine ]] && continue
+  dpkg -x "$f" "$tmp/p" && echo "${f##*/}" >> "$tmp/p/.packages"
+done
 rm -rf "$tmp/p/usr/share/doc" "$tmp/p/usr/share/man" "$tmp/p/usr/share/lintian"
-ls .debs > "$tmp/p/.packages"
-tar -C "$tmp/p" -cf - . | xz -9e -T0 > .gpudeps/deps.tar.xz
+tar -C "$tmp/p" -cf - . | xz -9e -T0 > ".gpudeps/$archive.tar.xz"
 names=${SDW_BUNDLE_TOKENIZERS:-mistral}
-tar -C . -cf - $(for n in ${names//,/ }; do echo ".tokenizers/$n"; done) | xz -9e -T0 > .gpudeps/tokenizers.tar.xz
+if [ -n "$names" ] && [ -d .tokenizers ]; then
+  tar -C . -cf - $(for n in ${names//,/ }; do echo ".tokenizers/$n"; done) | xz -9e -T0 > .gpudeps/tokenizers.tar.xz
+fi
 tracked=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
-carried=$(du -cb .gpudeps | tail -1 | cut -f1)
-echo "deps $(du -b .gpudeps/deps.tar.xz | cut -f1) B, tokenizers $(du -b .gpudeps/tokenizers.tar.xz | cut -f1) B;" \
+carried=$(du -cb ".gpudeps/$archive.tar.xz" $(ls .gpudeps/tokenizers.tar.xz 2>/dev/null) | tail -1 | cut -f1)
+echo "$archive $(du -b ".gpudeps/$archive.tar.xz" | cut -f1) B, tokenizers $(du -b .gpudeps/tokenizers.tar.xz 2>/dev/null | cut -f1) B;" \
   "with the tracked files $(( (tracked + carried) / 1048576 )) MiB of 64"

@@ -10,14 +10,19 @@ _root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # .gpudeps/deps.tar.xz (tools/gpu/bundle.sh), when it travels, is the same
 # packages as one smaller archive; .stamp holds the size and time of the one
 # unpacked, so a new archive replaces the prefix.
-if [ -f "$_root/.gpudeps/deps.tar.xz" ]; then
-  _stamp=$(stat -c '%s %Y' "$_root/.gpudeps/deps.tar.xz")
+# .gpudeps/engine.tar.xz (SDW_BUNDLE=engine tools/gpu/bundle.sh) has no GUI packages: the
+# build then leaves the GUI out (SDW_GPU_CMAKE_ARGS gets -DSDW_BUILD_GUI=OFF).
+_archive=
+for _a in deps engine; do [ -f "$_root/.gpudeps/$_a.tar.xz" ] && { _archive=$_root/.gpudeps/$_a.tar.xz; break; }; done
+if [ -n "$_archive" ]; then
+  _stamp=$(stat -c '%s %Y' "$_archive")
   if [ "$(cat "$SDW_DEPS/.stamp" 2>/dev/null)" != "$_stamp" ]; then
     rm -rf "$SDW_DEPS" && mkdir -p "$SDW_DEPS"
-    xz -dc "$_root/.gpudeps/deps.tar.xz" | tar -C "$SDW_DEPS" -xf - && echo "$_stamp" > "$SDW_DEPS/.stamp"
+    xz -dc "$_archive" | tar -C "$SDW_DEPS" -xf - && echo "$_stamp" > "$SDW_DEPS/.stamp"
   fi
+  case "$_archive" in *engine.tar.xz) SDW_GPU_CMAKE_ARGS="-DSDW_BUILD_GUI=OFF ${SDW_GPU_CMAKE_ARGS:-}" ;; esac
   if [ -f "$_root/.gpudeps/tokenizers.tar.xz" ]; then xz -dc "$_root/.gpudeps/tokenizers.tar.xz" | tar -C "$_root" -xf -; fi
-  unset _stamp
+  unset _stamp _a
 elif [ -d "$_root/.debs" ]; then
   mkdir -p "$SDW_DEPS"
   touch "$SDW_DEPS/.unpacked"
@@ -45,7 +50,7 @@ export FONTCONFIG_PATH="$SDW_DEPS/etc/fonts"
 # Kernels for A100 and H100/H200; without this, torch's CMake picks the arch of the local GPU.
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-"8.0;9.0"}
 TORCH_PREFIX=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-unset _root
+unset _root _archive
 
 # Configures the gpu preset against that LibTorch and the unpacked packages, then builds
 # the targets given (keeping going past a failed one); the logs go to DIR/configure.log
@@ -54,7 +59,7 @@ sdw_gpu_build() {  # DIR TARGET...
   local dir=$1
   shift
   cmake --preset gpu -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$SDW_DEPS/usr" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
-    -DOpenGL_GL_PREFERENCE=GLVND > "$dir/configure.log" 2>&1 || { tail -30 "$dir/configure.log"; return 1; }
+    -DOpenGL_GL_PREFERENCE=GLVND ${SDW_GPU_CMAKE_ARGS:-} > "$dir/configure.log" 2>&1 || { tail -30 "$dir/configure.log"; return 1; }
   cmake --build --preset gpu -j "$(nproc)" --target "$@" -- -k 0 > "$dir/build.log" 2>&1 ||
     { grep -E "error" -A3 "$dir/build.log" | head -40; return 1; }
 }
