@@ -605,7 +605,8 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         const int copies = copiesFor(static_cast<double>(m.bytes()));
         SpmspvCase c = prepareSpmspvCase(std::move(m), copies);
         for (double p : s.activationSparsities) {
-          kernels::SpmspvConfig def = kernels::spmspvDefaults(c.host.format);  // SDW_SPMSPV_BULK=1: bulk copies
+          // SDW_SPMSPV_BULK=1: bulk copies; SDW_SPMSPV_LANES=16: the column layouts' half-warp walk
+          kernels::SpmspvConfig def = kernels::spmspvRunDefaults(c.host.format);
           if (const char* v = std::getenv("SDW_SPMSPV_BULK")) def.bulk = std::string(v) == "1";
           setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
           // --tune: a grid of warps per block, split-K (the heuristic's, a half and a quarter of it:
@@ -616,19 +617,29 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           if (column) def.bulk = false;
           std::vector<kernels::SpmspvConfig> launches{def};
           // column layouts: warps (at most 8), split-K as below, chunks per batch, each also with the
-          // slices reduced in a cluster (SpmspvConfig::cluster 1: where there are 2-16 of them)
+          // slices reduced in a cluster (SpmspvConfig::cluster 1: where there are 2-16 of them), and
+          // for column 2:4 and 4:8 each with the half-warp walk (SpmspvConfig::lanes 16)
+          const bool halfWalk = kernels::spmspvHalfWalkFormat(c.host.format);
           if (s.tune && column)
-            for (int w : {4, 8})
-              for (int depth : {2, 4, 8})
-                for (int cl : {0, 1}) {
-                  const int heuristic = spmspvSplitKOf(c, w, 0);
-                  for (int f : {1, 2, 4})
-                    if (w != def.warps || f != 1 || depth != def.stages || cl != def.cluster)
-                      launches.push_back({w, f == 1 ? 0 : std::max(1, heuristic / f), depth, false, cl});
-                  const int oneWave = spmspvOneWaveSplitKOf(c, w, depth, false);
-                  if (oneWave > 0 && oneWave != heuristic && oneWave != heuristic / 2 && oneWave != heuristic / 4)
-                    launches.push_back({w, oneWave, depth, false, cl});
-                }
+            for (int lanes : {32, 16})
+              for (int w : {4, 8})
+                for (int depth : {2, 4, 8})
+                  for (int cl : {0, 1}) {
+                    if (lanes == 16 && !halfWalk) continue;
+                    const int heuristic = spmspvSplitKOf(c, w, 0);
+                    kernels::SpmspvConfig l{w, 0, depth, false, cl};
+                    l.lanes = lanes;
+                    for (int f : {1, 2, 4})
+                      if (w != def.warps || f != 1 || depth != def.stages || cl != def.cluster || lanes != def.lanes) {
+                        l.splitK = f == 1 ? 0 : std::max(1, heuristic / f);
+                        launches.push_back(l);
+                      }
+                    const int oneWave = spmspvOneWaveSplitKOf(c, w, depth, false, lanes);
+                    if (oneWave > 0 && oneWave != heuristic && oneWave != heuristic / 2 && oneWave != heuristic / 4) {
+                      l.splitK = oneWave;
+                      launches.push_back(l);
+                    }
+                  }
           if (s.tune && !column)
             for (bool bulk : {false, true})
               for (int w : {4, 8, 16})
@@ -648,27 +659,27 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           int timed = 0;
           for (const kernels::SpmspvConfig& l : launches) {
             reserveSpmspv(c, l.warps, l.splitK, l.stages);
-            if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages, l.bulk, l.cluster)) {
+            if (const char* e = launchSpmspvCase(c, 0, l.warps, l.splitK, l.stages, l.bulk, l.cluster, l.lanes)) {
               if (&l == &launches.front()) throw std::runtime_error(std::string("spMspV: ") + e);
               continue;  // refused (shared memory): not a candidate
             }
             const double us = timeGraph(c.copies(), s.repeats, [&](int i) {
-              if (const char* e = launchSpmspvCase(c, i, l.warps, l.splitK, l.stages, l.bulk, l.cluster))
+              if (const char* e = launchSpmspvCase(c, i, l.warps, l.splitK, l.stages, l.bulk, l.cluster, l.lanes))
                 throw std::runtime_error(std::string("spMspV: ") + e);
             });
             ++timed;
             if (&l == &launches.front()) defaultUs = us;
             if (timed == 1 || us < r.us) {
               r.us = us;
-              r.config = describeSpmspv(c, l.warps, l.splitK, l.stages, l.bulk, l.cluster);
+              r.config = describeSpmspv(c, l.warps, l.splitK, l.stages, l.bulk, l.cluster, l.lanes);
             }
           }
           if (s.tune) {
             std::ostringstream o;
             o.precision(4);
             o << " (fastest of " << timed << "; defaults "
-              << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk, def.cluster) << ": " << defaultUs
-              << " us)";
+              << describeSpmspv(c, def.warps, def.splitK, def.stages, def.bulk, def.cluster, def.lanes) << ": "
+              << defaultUs << " us)";
             r.config += o.str();
           }
           r.config += " threshold " + std::to_string(c.threshold);

@@ -23,13 +23,13 @@
 
 namespace sdw::gpu {
 
-std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk, int cluster) {
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk, int cluster, int lanes) {
   const std::string ws = "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK));
   if (kernels::spmspvColumnFormat(c.host.format))
     return std::string(c.host.format == kernels::SpmspvFormat::Column48      ? "col4:8 "
                        : c.host.format == kernels::SpmspvFormat::ColumnDense ? "dense "
                                                                              : "col2:4 ") +
-           ws + " d" + std::to_string(stages) + (cluster != 0 ? " cluster" : "");
+           ws + " d" + std::to_string(stages) + (cluster != 0 ? " cluster" : "") + (lanes == 16 ? " h16" : "");
   return ws + " g" + std::to_string(stages) + (bulk ? " bulk" : "");
 }
 
@@ -357,14 +357,16 @@ namespace {
 // The layout's defaults (kernels::spmspvDefaults: the split-K heuristic's aim among them) with
 // the launch's own fields.
 kernels::SpmspvConfig caseConfig(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk = false,
-                                 int cluster = 0) {
+                                 int cluster = 0, int lanes = 32) {
   kernels::SpmspvConfig cfg = kernels::spmspvDefaults(c.host.format);
   cfg.warps = warps, cfg.splitK = splitK, cfg.stages = stages, cfg.bulk = bulk, cfg.cluster = cluster;
+  cfg.lanes = lanes;
   return cfg;
 }
 }  // namespace
 
-const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages, bool bulk, int cluster) {
+const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages, bool bulk, int cluster,
+                             int lanes) {
   const auto i = static_cast<std::size_t>(copy);
   const kernels::SpmspvLayout w{
       c.chunks[i].data_ptr(),
@@ -373,7 +375,7 @@ const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int
       c.host.cols,
       kernelDType(c.host.dtype),
       c.host.format};
-  const kernels::SpmspvConfig cfg = caseConfig(c, warps, splitK, stages, bulk, cluster);
+  const kernels::SpmspvConfig cfg = caseConfig(c, warps, splitK, stages, bulk, cluster, lanes);
   if (static_cast<std::size_t>(c.ws.numel()) < kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg))
     return "spMspV: the workspace was sized for fewer split-K slices (setSpmspvActivation)";
   return status(kernels::launchSpmspv(w, c.x.data_ptr(), c.threshold, c.y.data_ptr(), cfg, c.ws.data_ptr<float>(),
@@ -384,9 +386,9 @@ int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK) {
   return kernels::spmspvSplitK(c.host.rows, c.host.cols, caseConfig(c, warps, splitK, kernels::SpmspvConfig{}.stages));
 }
 
-int spmspvOneWaveSplitKOf(const SpmspvCase& c, int warps, int stages, bool bulk) {
+int spmspvOneWaveSplitKOf(const SpmspvCase& c, int warps, int stages, bool bulk, int lanes) {
   return kernels::spmspvOneWaveSplitK(c.host.rows, c.host.cols, kernelDType(c.host.dtype),
-                                      caseConfig(c, warps, 0, stages, bulk), c.host.format);
+                                      caseConfig(c, warps, 0, stages, bulk, 0, lanes), c.host.format);
 }
 
 void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages) {
@@ -403,9 +405,11 @@ SpmspvCase prepareSpmspvCase(SpmspvMatrix, int) {
 void setSpmspvActivation(SpmspvCase&, std::vector<std::uint16_t>, double, int, int) {
   throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
 }
-const char* launchSpmspvCase(SpmspvCase&, int, int, int, int, bool, int) { return "no CUDA kernels in this build"; }
+const char* launchSpmspvCase(SpmspvCase&, int, int, int, int, bool, int, int) {
+  return "no CUDA kernels in this build";
+}
 int spmspvSplitKOf(const SpmspvCase&, int, int splitK) { return splitK; }
-int spmspvOneWaveSplitKOf(const SpmspvCase&, int, int, bool) { return 0; }
+int spmspvOneWaveSplitKOf(const SpmspvCase&, int, int, bool, int) { return 0; }
 void reserveSpmspv(SpmspvCase&, int, int, int) {
   throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");
 }

@@ -131,16 +131,17 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
 // One launch on the current CUDA stream reading copy `copy`, writing c.y: nullptr, or why
 // the launch was refused. warps, splitK, stages, bulk: kernels::SpmspvConfig (splitK 0: heuristic;
 // the kernel is the one of c.host.format, whose meaning of stages the config states).
-// cluster: SpmspvConfig::cluster (column 2:4 only).
+// cluster: SpmspvConfig::cluster (the column layouts); lanes: SpmspvConfig::lanes (16: the
+// half-warp walk of column 2:4 and 4:8).
 const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages = 2, bool bulk = false,
-                             int cluster = 0);
-std::string describeSpmspv(
-    const SpmspvCase& c, int warps, int splitK, int stages = 2, bool bulk = false,
-    int cluster = 0);  // "w8 s16 g2", "w8 s16 g2 bulk", "col2:4 w8 s16 d2", "col4:8 w8 s8 d2 cluster"
+                             int cluster = 0, int lanes = 32);
+std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages = 2, bool bulk = false,
+                           int cluster = 0, int lanes = 32);  // "w8 s16 g2", "w8 s16 g2 bulk", "col2:4 w8 s16 d2",
+                                                              // "col4:8 w8 s8 d2 cluster", "col2:4 w8 s8 d4 h16"
 // The split-K count a launch of (warps, splitK) uses on c (splitK 0: the heuristic's).
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK);
 // The split-K whose grid fits one wave of the device (kernels::spmspvOneWaveSplitK).
-int spmspvOneWaveSplitKOf(const SpmspvCase& c, int warps, int stages, bool bulk);
+int spmspvOneWaveSplitKOf(const SpmspvCase& c, int warps, int stages, bool bulk, int lanes = 32);
 // Grows c's split-K scratch to what (warps, splitK, stages) needs (after setSpmspvActivation).
 void reserveSpmspv(SpmspvCase& c, int warps, int splitK, int stages);
 

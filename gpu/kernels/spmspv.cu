@@ -337,6 +337,11 @@ __device__ __forceinline__ unsigned ldStream1(const unsigned char* p) {
   asm("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
+__device__ __forceinline__ unsigned ldStream2(const unsigned char* p) {
+  unsigned short v;
+  asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
 
 // Where a CLUSTER launch's [slices][256] row sums start in dynamic shared memory: after
 // the lists or the block's reduction, whichever is larger.
@@ -493,6 +498,100 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
   }
 }
 
+// The half-warp walk of the column 2:4 / 4:8 layouts (SpmspvConfig::lanes 16): the same grid,
+// lists, shared memory and finish as spmspvColumnKernel; the two halves of a warp take
+// alternate entries of its list (entry i0 + 2 d + half of a batch), and lane h of a half
+// loads rows 16 h .. 16 h + 15 of the chunk, 16 value bytes and 2 meta bytes (colHalfFma),
+// so a warp's load instruction moves 512 value bytes instead of 256. At the end the halves'
+// sums of the same rows are added (xor-16 shuffle) and handed back to the full-warp walk's
+// rows (lane l: rows 8 l .. 8 l + 7) for the block's reduction.
+template <typename T, int kG, int kD, bool CLUSTER>
+__global__ void __launch_bounds__(kCol24MaxWarps * 32)
+    spmspvColumnHalfKernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
+                           const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
+                           float* __restrict__ ws, unsigned* __restrict__ counters) {
+  static_assert(kG == 4 || kG == 8);
+#if __CUDA_ARCH__ >= 900
+  if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+  extern __shared__ uint4 smemRaw[];
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  const int half = lane >> 4, sub = lane & 15;
+  const int W = static_cast<int>(blockDim.x >> 5);
+  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw);
+  const std::int64_t tile = blockIdx.x;
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
+  const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
+  const unsigned char* tileChunks = chunks + tile * cols * kSpmspvCol24ChunkBytes;
+  const unsigned char* laneValues = tileChunks + 16 * sub;
+  const unsigned char* laneMeta = tileChunks + kSpmspvCol24ValueBytes + 2 * sub;
+  const uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
+
+  const int n = compactActive<T>(reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap,
+                                 reinterpret_cast<const unsigned short*>(x), c0, c1, W, warp, lane, threshold);
+
+  uint4 val[2][kD];
+  unsigned meta[2][kD];
+  float xs[2][kD];
+  // Batch `b` = this half's entries i0 + 2 d + half, d < kD; entries past the list: no load,
+  // meta 0 (no row kept), x 0.
+  const auto load = [&](int b, int i0) {
+#pragma unroll
+    for (int d = 0; d < kD; ++d) {
+      const int i = i0 + 2 * d + half;
+      if (i < n) {
+        const uint2 e = list[i];
+        const std::size_t at = static_cast<std::size_t>(e.x) * kSpmspvCol24ChunkBytes;
+        val[b][d] = ldStream16(laneValues + at);
+        meta[b][d] = ldStream2(laneMeta + at);
+        xs[b][d] = __uint_as_float(e.y);
+      } else {
+        val[b][d] = uint4{};
+        meta[b][d] = 0u;
+        xs[b][d] = 0.f;
+      }
+    }
+  };
+  float a0[8], a1[8];
+#pragma unroll
+  for (int r = 0; r < 8; ++r) a0[r] = 0.f, a1[r] = 0.f;
+  const auto compute = [&](int b) {
+#pragma unroll
+    for (int d = 0; d < kD; ++d) {
+      const uint4 v = val[b][d];
+      const float f[8] = {lo16<T>(v.x), hi16<T>(v.x), lo16<T>(v.y), hi16<T>(v.y),
+                          lo16<T>(v.z), hi16<T>(v.z), lo16<T>(v.w), hi16<T>(v.w)};
+      colHalfFma<kG>(f, meta[b][d], xs[b][d], a0, a1);
+    }
+  };
+  load(0, 0);
+  for (int i = 0; i < n; i += 4 * kD) {
+    load(1, i + 2 * kD);
+    compute(0);
+    load(0, i + 4 * kD);
+    compute(1);
+  }
+  // Both halves' sums of rows 16 sub .. 16 sub + 15, then lane l takes rows 8 l .. 8 l + 7 from
+  // lane l / 2 (a0 for even l, a1 for odd).
+  float acc[8];
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    a0[r] += __shfl_xor_sync(0xffffffffu, a0[r], 16);
+    a1[r] += __shfl_xor_sync(0xffffffffu, a1[r], 16);
+    const float p = __shfl_sync(0xffffffffu, a0[r], lane >> 1);
+    const float q = __shfl_sync(0xffffffffu, a1[r], lane >> 1);
+    acc[r] = (lane & 1) ? q : p;
+  }
+
+  __syncthreads();  // every warp is done with its list: reuse as red[W][256]
+  if constexpr (CLUSTER) {
+    float* part = reinterpret_cast<float*>(smem + col24PartOffset(W, listCap));
+    finishTileCluster<T>(reinterpret_cast<float*>(smem), part, acc, W, warp, lane, tile, rows, y);
+  } else {
+    finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
+  }
+}
+
 // The kernel a launch of cfg runs, and its dynamic shared memory at split-K `splitK`: bulk
 // copies where asked for and the device has them (sm_90), else 16-byte cp.async.
 template <typename T, int kS>
@@ -564,9 +663,20 @@ std::size_t col24Smem(std::int64_t cols, int splitK, int warps) {
   return col24PartOffset(warps, spmspvListCap(cols, splitK, warps));
 }
 
+// The column kernel of a launch: the half-warp walk where cfg.lanes is 16 (column 2:4 and 4:8).
+template <typename T, int kG, int kD, bool CLUSTER>
+auto columnKernel(const SpmspvConfig& cfg) {
+  if constexpr (kG == 1) {
+    (void)cfg;
+    return spmspvColumnKernel<T, kG, kD, CLUSTER>;
+  } else {
+    return cfg.lanes == 16 ? spmspvColumnHalfKernel<T, kG, kD, CLUSTER> : spmspvColumnKernel<T, kG, kD, CLUSTER>;
+  }
+}
+
 template <typename T, int kG, int kD>
-int columnResidentBlocks(std::int64_t cols, int splitK, int warps) {
-  return blocksPerSm(spmspvColumnKernel<T, kG, kD, false>, warps, col24Smem(cols, splitK, warps));
+int columnResidentBlocks(std::int64_t cols, int splitK, const SpmspvConfig& cfg) {
+  return blocksPerSm(columnKernel<T, kG, kD, false>(cfg), cfg.warps, col24Smem(cols, splitK, cfg.warps));
 }
 
 // Whether a column 2:4 / 4:8 launch of cfg with `splits` slices runs as clusters (SpmspvConfig::cluster).
@@ -583,7 +693,7 @@ cudaError_t launchColumn(const SpmspvLayout& w, const void* x, float threshold, 
   const std::size_t smem =
       cluster ? col24PartOffset(cfg.warps, cap) + static_cast<std::size_t>(splits) * kSpmspvTileRows * sizeof(float)
               : col24Smem(w.cols, splitK, cfg.warps);
-  auto kernel = cluster ? spmspvColumnKernel<T, kG, kD, true> : spmspvColumnKernel<T, kG, kD, false>;
+  auto kernel = cluster ? columnKernel<T, kG, kD, true>(cfg) : columnKernel<T, kG, kD, false>(cfg);
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e == cudaSuccess && cluster && splits > 8)
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
@@ -637,9 +747,11 @@ int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const
       return byTypeAndDepth(dtype, cfg.stages, 0, [&](auto t, auto d) {
         using T = typename decltype(t)::type;
         constexpr int kD = decltype(d)::value;
-        return format == SpmspvFormat::Column48      ? columnResidentBlocks<T, 8, kD>(cols, s, warps)
-               : format == SpmspvFormat::ColumnDense ? columnResidentBlocks<T, 1, kD>(cols, s, warps)
-                                                     : columnResidentBlocks<T, 4, kD>(cols, s, warps);
+        SpmspvConfig c = cfg;
+        c.warps = warps;
+        return format == SpmspvFormat::Column48      ? columnResidentBlocks<T, 8, kD>(cols, s, c)
+               : format == SpmspvFormat::ColumnDense ? columnResidentBlocks<T, 1, kD>(cols, s, c)
+                                                     : columnResidentBlocks<T, 4, kD>(cols, s, c);
       });
     const SpmspvConfig c{warps, s, cfg.stages, cfg.bulk};
     return byTypeAndStages(dtype, cfg.stages, 0, [&](auto t, auto st) {
@@ -678,6 +790,7 @@ cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, 
   if ((reinterpret_cast<std::uintptr_t>(w.chunks) & (col24 ? 31 : 15)) != 0) return cudaErrorMisalignedAddress;
   if (spmspvWorkspaceFloats(w.rows, w.cols, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
   if (col24 && cfg.warps > kCol24MaxWarps) return cudaErrorInvalidValue;
+  if (cfg.lanes != 32 && (cfg.lanes != 16 || !spmspvHalfWalkFormat(w.format))) return cudaErrorInvalidValue;
   if (col24)  // cudaErrorInvalidValue also where no kernel is built for the depth
     return byTypeAndDepth(w.dtype, cfg.stages, cudaErrorInvalidValue, [&](auto t, auto d) {
       using T = typename decltype(t)::type;

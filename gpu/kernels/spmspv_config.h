@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 namespace sdw::kernels {
 
@@ -31,6 +33,12 @@ struct SpmspvConfig {
   // The split-K heuristic's aim (splitK 0): tiles x slices about this many blocks per SM of the
   // device, rounded to the nearest slice count. 0: 8, rounded up (the bitmask kernel's).
   float blocksPerSm = 0.f;
+  // Column24 and Column48 only: lanes per chunk. 32: lane l owns rows 8 l .. 8 l + 7 of every
+  // active column (an 8-byte value load and a 1-byte meta load per chunk). 16: the two halves
+  // of a warp take alternate columns of its list and lane h of a half owns rows 16 h .. 16 h +
+  // 15 (one 16-byte value load and one 2-byte meta load per chunk: half the load instructions
+  // for the same bytes; the same layout), the halves' sums added at the end. Elsewhere 32.
+  int lanes = 32;
 };
 // For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
 // chunks each lane loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
@@ -55,6 +63,15 @@ inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
   c.stages = format == SpmspvFormat::Column24 ? 4 : 8;
   c.cluster = format == SpmspvFormat::Column48 ? -1 : 1;
   c.blocksPerSm = format == SpmspvFormat::Column24 ? 3.4f : format == SpmspvFormat::Column48 ? 1.9f : 2.5f;
+  return c;
+}
+
+// spmspvDefaults with the environment's A/B override for the benchmarks and the engine:
+// SDW_SPMSPV_LANES=16 (or 32) sets SpmspvConfig::lanes of the column 2:4 and 4:8 layouts.
+inline SpmspvConfig spmspvRunDefaults(SpmspvFormat format) {
+  SpmspvConfig c = spmspvDefaults(format);
+  if (const char* v = std::getenv("SDW_SPMSPV_LANES"); v && spmspvHalfWalkFormat(format))
+    c.lanes = std::string_view(v) == "16" ? 16 : 32;
   return c;
 }
 

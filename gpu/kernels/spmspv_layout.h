@@ -85,6 +85,11 @@ enum class SpmspvFormat {
 inline constexpr bool spmspvColumnFormat(SpmspvFormat f) {
   return f == SpmspvFormat::Column24 || f == SpmspvFormat::Column48 || f == SpmspvFormat::ColumnDense;
 }
+// The half-sparse column layouts, whose kernel also has the half-warp walk
+// (SpmspvConfig::lanes 16, colHalfFma).
+inline constexpr bool spmspvHalfWalkFormat(SpmspvFormat f) {
+  return f == SpmspvFormat::Column24 || f == SpmspvFormat::Column48;
+}
 // Rows of a column group: 4 (Column24) or 8 (Column48), half of them kept; 1 (ColumnDense,
 // every row kept).
 inline constexpr int spmspvColumnGroup(SpmspvFormat f) {
@@ -130,6 +135,26 @@ SDW_SPMSPV_HD void col48Fma(float v0, float v1, float v2, float v3, unsigned m, 
   if (m & 64u) a[6] = fmaf(b0, x, a[6]), b0 = b1, b1 = b2;
   if (m & 32u) a[5] = fmaf(b0, x, a[5]), b0 = b1;
   if (m & 16u) a[4] = fmaf(b0, x, a[4]);
+}
+
+// The half-warp walk of a column 2:4 (kG 4) or 4:8 (kG 8) chunk (SpmspvConfig::lanes 16), as
+// the kernel adds it and the host tests replay it: lane h of a half-warp owns rows 16 h ..
+// 16 h + 15 of the tile, which are the full-warp walk's lanes 2 h and 2 h + 1: v the 8 kept
+// values at value bytes 16 h .. 16 h + 15 widened (lowest row first), meta the 16 bits at
+// meta bytes 2 h, 2 h + 1 (little-endian: byte 2 h in the low bits); a0 gets rows 16 h ..
+// 16 h + 7, a1 rows 16 h + 8 .. 16 h + 15. The same FMAs as the full-warp walk's two lanes.
+template <int kG>
+SDW_SPMSPV_HD void colHalfFma(const float (&v)[8], unsigned meta, float x, float (&a0)[8], float (&a1)[8]) {
+  static_assert(kG == 4 || kG == 8);
+  if constexpr (kG == 4) {
+    col24GroupFma(v[0], v[1], meta & 15u, x, a0[0], a0[1], a0[2], a0[3]);
+    col24GroupFma(v[2], v[3], (meta >> 4) & 15u, x, a0[4], a0[5], a0[6], a0[7]);
+    col24GroupFma(v[4], v[5], (meta >> 8) & 15u, x, a1[0], a1[1], a1[2], a1[3]);
+    col24GroupFma(v[6], v[7], (meta >> 12) & 15u, x, a1[4], a1[5], a1[6], a1[7]);
+  } else {
+    col48Fma(v[0], v[1], v[2], v[3], meta & 255u, x, a0);
+    col48Fma(v[4], v[5], v[6], v[7], (meta >> 8) & 255u, x, a1);
+  }
 }
 
 }  // namespace sdw::kernels

@@ -691,6 +691,117 @@ class TestSpmspvCpu : public QObject {
     }
   }
 
+  // SDW_SPMSPV_LANES=16 gives the column 2:4 and 4:8 layouts the half-warp walk for the
+  // benchmarks' and the engine's A/B runs; other layouts and values keep 32.
+  void runDefaultsLanesOverride() {
+    using kernels::SpmspvFormat;
+    qunsetenv("SDW_SPMSPV_LANES");
+    for (auto f : {SpmspvFormat::Bitmask, SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
+      QCOMPARE(kernels::spmspvRunDefaults(f).lanes, 32);
+    qputenv("SDW_SPMSPV_LANES", "16");
+    QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::Column24).lanes, 16);
+    QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::Column48).lanes, 16);
+    QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::ColumnDense).lanes, 32);
+    QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::Bitmask).lanes, 32);
+    QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::Column24).stages, 4);  // the rest as spmspvDefaults
+    qputenv("SDW_SPMSPV_LANES", "8");
+    QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::Column24).lanes, 32);
+    qunsetenv("SDW_SPMSPV_LANES");
+  }
+
+  // The half-warp walk (SpmspvConfig::lanes 16) replayed on the host: the two halves take
+  // alternate active columns; lane h of a half reads the 16 value bytes at 16 h and the meta
+  // bytes 2 h, 2 h + 1 of the chunk and adds them into rows 16 h .. 16 h + 15 (colHalfFma); the
+  // halves' sums are added at the end. Per column, colHalfFma is bitwise the full-warp walk's
+  // lanes 2 h and 2 h + 1; the sums match float64 brute force.
+  void columnHalfWalkMatchesBruteForce_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<double>("p");
+    QTest::addColumn<int>("group");
+    for (int group : {4, 8})
+      for (double p : {0.0, 0.5, 0.75}) {
+        QTest::addRow("256x64 p=%.2f col%d", p, group) << 256 << 64 << p << group;
+        QTest::addRow("304x97 p=%.2f col%d", p, group) << 304 << 97 << p << group;
+        QTest::addRow("1024x130 p=%.2f col%d", p, group) << 1024 << 130 << p << group;
+      }
+  }
+  void columnHalfWalkMatchesBruteForce() {
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(double, p);
+    QFETCH(int, group);
+    const auto format = group == 4 ? kernels::SpmspvFormat::Column24 : kernels::SpmspvFormat::Column48;
+    QVERIFY(kernels::spmspvHalfWalkFormat(format));
+    for (DType dt : {DType::BF16, DType::F16}) {
+      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, group / 2, group, 23);
+      const auto m = gpu::packSpmspv(w, rows, cols, dt, format);
+      const auto [x, threshold] = randomInput(cols, dt, 24, p);
+      std::vector<double> ref, absRef;
+      bruteForce(w, rows, cols, dt, x, threshold, ref, absRef);
+
+      const auto* bytes = reinterpret_cast<const unsigned char*>(m.chunks.data());
+      const auto widen = [&](std::uint16_t h) { return sparse::from16(h, dt); };
+      // [half][tile * 256 + row]
+      std::vector<float> halves[2] = {std::vector<float>(std::size_t(m.tiles()) * 256, 0.f),
+                                      std::vector<float>(std::size_t(m.tiles()) * 256, 0.f)};
+      for (std::int64_t t = 0; t < m.tiles(); ++t) {
+        int entry = 0;
+        for (int j = 0; j < cols; ++j) {
+          const float xj = x[std::size_t(j)];
+          if (!gpu::spmspvActive(xj, threshold)) continue;
+          const int half = entry++ & 1;
+          const unsigned char* chunk = bytes + (t * cols + j) * 288;
+          for (int h = 0; h < 16; ++h) {
+            std::uint16_t v16[8];
+            std::memcpy(v16, chunk + 16 * h, 16);
+            float v[8];
+            for (int k = 0; k < 8; ++k) v[k] = widen(v16[k]);
+            const unsigned meta = chunk[kernels::kSpmspvCol24ValueBytes + 2 * h] |
+                                  unsigned(chunk[kernels::kSpmspvCol24ValueBytes + 2 * h + 1]) << 8;
+            float* a = halves[half].data() + t * 256 + 16 * h;
+            float a0[8], a1[8];
+            std::copy(a, a + 8, a0);
+            std::copy(a + 8, a + 16, a1);
+            if (group == 4) kernels::colHalfFma<4>(v, meta, xj, a0, a1);
+            else kernels::colHalfFma<8>(v, meta, xj, a0, a1);
+            // the full-warp walk's lanes 2 h and 2 h + 1 on the same sums: bitwise the same
+            float f0[8], f1[8];
+            std::copy(a, a + 8, f0);
+            std::copy(a + 8, a + 16, f1);
+            float* lanes[2] = {f0, f1};
+            for (int l = 0; l < 2; ++l) {
+              const unsigned mb = chunk[kernels::kSpmspvCol24ValueBytes + 2 * h + l];
+              const float* u = v + 4 * l;
+              float* f = lanes[l];
+              if (group == 4) {
+                kernels::col24GroupFma(u[0], u[1], mb & 15u, xj, f[0], f[1], f[2], f[3]);
+                kernels::col24GroupFma(u[2], u[3], mb >> 4, xj, f[4], f[5], f[6], f[7]);
+              } else {
+                float acc[8];
+                std::copy(f, f + 8, acc);
+                kernels::col48Fma(u[0], u[1], u[2], u[3], mb, xj, acc);
+                std::copy(acc, acc + 8, f);
+              }
+            }
+            for (int r = 0; r < 8; ++r) {
+              QCOMPARE(a0[r], f0[r]);
+              QCOMPARE(a1[r], f1[r]);
+            }
+            std::copy(a0, a0 + 8, a);
+            std::copy(a1, a1 + 8, a + 8);
+          }
+        }
+      }
+      for (int r = 0; r < rows; ++r) {
+        const float got = halves[0][std::size_t(r)] + halves[1][std::size_t(r)];
+        const double tol = 1e-6 * absRef[std::size_t(r)] + 1e-30;
+        QVERIFY2(std::fabs(got - ref[std::size_t(r)]) <= tol,
+                 qPrintable(QStringLiteral("row %1: halves %2 vs %3").arg(r).arg(got).arg(ref[std::size_t(r)])));
+      }
+    }
+  }
+
   // The CPU benchmark's spMspV rows: one per weight layout and activation sparsity, with
   // its speed-up over the CPU dense GEMV, in the JSON and back; without activation
   // sparsities none of it.

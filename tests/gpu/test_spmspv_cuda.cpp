@@ -30,12 +30,14 @@ struct Result {
 };
 
 // Launches twice into a guarded y and returns it.
-Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3, bool bulk = false, int cluster = 0) {
+Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3, bool bulk = false, int cluster = 0,
+                  int lanes = 32) {
   const auto dt = c.host.dtype == sparse::DType::BF16 ? torch::kBFloat16 : torch::kHalf;
   auto buf = torch::full({2 * kGuard + c.host.rows}, kSentinel, torch::TensorOptions().device(torch::kCUDA).dtype(dt));
   c.y = buf.narrow(0, kGuard, c.host.rows);
   for (int i = 0; i < 2; ++i)
-    if (const char* e = gpu::launchSpmspvCase(c, 0, warps, splitK, stages, bulk, cluster)) throw std::runtime_error(e);
+    if (const char* e = gpu::launchSpmspvCase(c, 0, warps, splitK, stages, bulk, cluster, lanes))
+      throw std::runtime_error(e);
   torch::cuda::synchronize();
   const auto all = buf.cpu().to(torch::kDouble);
   Result r;
@@ -52,7 +54,7 @@ Result runGuarded(gpu::SpmspvCase& c, int warps, int splitK, int stages = 3, boo
 // output rounding plus fp32 rounding (sum |w x|), the relative error, exact zeros when
 // nothing is read, and the guards. p: the activation sparsity x was set to.
 void expectReference(gpu::SpmspvCase& c, const std::vector<std::uint16_t>& w, double p, int warps, int splitK,
-                     int stages, bool bulk, int cluster) {
+                     int stages, bool bulk, int cluster, int lanes = 32) {
   const auto dt = c.host.dtype;
   const std::int64_t rows = c.host.rows, cols = c.host.cols;
   std::vector<double> ref(std::size_t(rows), 0.0), absRef(std::size_t(rows), 0.0);
@@ -69,7 +71,7 @@ void expectReference(gpu::SpmspvCase& c, const std::vector<std::uint16_t>& w, do
   }
   QCOMPARE(active, cols - std::llround(p * double(cols)));
 
-  const auto got = runGuarded(c, warps, splitK, stages, bulk, cluster);
+  const auto got = runGuarded(c, warps, splitK, stages, bulk, cluster, lanes);
   QVERIFY2(got.guardsIntact, "y's guard region was overwritten");
   const double halfUlp = dt == sparse::DType::BF16 ? 1.0 / 256 : 1.0 / 2048;  // output rounding to 16 bits
   double err = 0, norm = 0;
@@ -174,6 +176,7 @@ class TestSpmspvCuda : public QObject {
     QTest::addColumn<int>("splitK");
     QTest::addColumn<int>("depth");    // SpmspvConfig::stages: chunks per batch
     QTest::addColumn<int>("cluster");  // SpmspvConfig::cluster (1: slices reduced in a cluster where 2-16)
+    QTest::addColumn<int>("lanes");    // SpmspvConfig::lanes (16: the half-warp walk, column 2:4 and 4:8)
     // Row names: "col24 300x33 p=0.50 bf16" (no colon: it would end the test function's name).
     for (const char* layout : {"col2:4", "col4:8", "col2:4 as col4:8", "dense"}) {
       const bool dense = std::string(layout) == "dense";  // every weight kept (keep unused)
@@ -185,20 +188,20 @@ class TestSpmspvCuda : public QObject {
         for (const char* dt : {"bf16", "fp16"}) {
           for (double p : {0.0, 0.5, 0.75, 0.99, 1.0}) {
             QTest::addRow("%s 36x96 p=%.2f %s%s", tag.constData(), p, dt, c)
-                << layout << 36 << 96 << half << p << dt << 4 << 2 << 2 << cl;
+                << layout << 36 << 96 << half << p << dt << 4 << 2 << 2 << cl << 32;
             QTest::addRow("%s 300x33 p=%.2f %s%s", tag.constData(), p, dt, c)
-                << layout << 300 << 33 << half << p << dt << 1 << 1 << 4 << cl;
+                << layout << 300 << 33 << half << p << dt << 1 << 1 << 4 << cl << 32;
             if (main)
               QTest::addRow("%s 600x4000 p=%.2f %s%s", tag.constData(), p, dt, c)
-                  << layout << 600 << 4000 << half << p << dt << 8 << 7 << 8 << cl;
+                  << layout << 600 << 4000 << half << p << dt << 8 << 7 << 8 << cl << 32;
           }
           if (!dense)
             QTest::addRow("%s 257x1000 one per group %s%s", tag.constData(), dt, c)
-                << layout << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4 << cl;
+                << layout << 257 << 1000 << 1 << 0.5 << dt << 8 << 3 << 4 << cl << 32;
           QTest::addRow("%s 512x2080 split 65 %s%s", tag.constData(), dt, c)
-              << layout << 512 << 2080 << half << 0.5 << dt << 2 << 65 << 2 << cl;
+              << layout << 512 << 2080 << half << 0.5 << dt << 2 << 65 << 2 << cl << 32;
           QTest::addRow("%s 512x2080 split 16 %s%s", tag.constData(), dt, c)
-              << layout << 512 << 2080 << half << 0.5 << dt << 8 << 16 << 2 << cl;
+              << layout << 512 << 2080 << half << 0.5 << dt << 8 << 16 << 2 << cl << 32;
         }
         if (!main) continue;
         for (double p : {0.0, 0.5, 0.75})  // Llama shapes: every depth at p_x 0.5, depth 4 elsewhere
@@ -206,12 +209,39 @@ class TestSpmspvCuda : public QObject {
             if ((p != 0.5 && depth != 4) || (cl && depth != 4)) continue;  // each row packs a large matrix
             if ((half == 4 || dense) && (p != 0.5 || depth != 4)) continue;  // col4:8, dense: one row per shape
             QTest::addRow("%s llama 4096x4096 p=%.2f d%d%s", tag.constData(), p, depth, c)
-                << layout << 4096 << 4096 << half << p << "bf16" << 8 << (cl ? 8 : 0) << depth << cl;
+                << layout << 4096 << 4096 << half << p << "bf16" << 8 << (cl ? 8 : 0) << depth << cl << 32;
             QTest::addRow("%s llama 14336x4096 p=%.2f d%d%s", tag.constData(), p, depth, c)
-                << layout << 14336 << 4096 << half << p << "bf16" << 8 << (cl ? 16 : 0) << depth << cl;
+                << layout << 14336 << 4096 << half << p << "bf16" << 8 << (cl ? 16 : 0) << depth << cl << 32;
             QTest::addRow("%s llama 4096x14336 p=%.2f d%d%s", tag.constData(), p, depth, c)
-                << layout << 4096 << 14336 << half << p << "bf16" << 4 << (cl ? 4 : 0) << depth << cl;
+                << layout << 4096 << 14336 << half << p << "bf16" << 4 << (cl ? 4 : 0) << depth << cl << 32;
           }
+      }
+    }
+    // The half-warp walk (column 2:4 and 4:8, read as themselves and column 2:4 as 4:8): the
+    // small rows, split-K, each depth, with and without the cluster, and the Llama shapes at p_x 0.5.
+    for (const char* layout : {"col2:4", "col4:8", "col2:4 as col4:8"}) {
+      const int half = std::string(layout) == "col4:8" ? 4 : 2;
+      const QByteArray tag = QByteArray(layout).replace(":", "");
+      for (const int cl : {0, 1}) {
+        const char* c = cl ? " cluster" : "";
+        for (const char* dt : {"bf16", "fp16"})
+          for (double p : {0.0, 0.5, 0.99, 1.0}) {
+            QTest::addRow("%s h16 36x96 p=%.2f %s%s", tag.constData(), p, dt, c)
+                << layout << 36 << 96 << half << p << dt << 4 << 2 << 2 << cl << 16;
+            QTest::addRow("%s h16 300x33 p=%.2f %s%s", tag.constData(), p, dt, c)
+                << layout << 300 << 33 << half << p << dt << 1 << 1 << 4 << cl << 16;
+            QTest::addRow("%s h16 600x4000 p=%.2f %s%s", tag.constData(), p, dt, c)
+                << layout << 600 << 4000 << half << p << dt << 8 << 7 << 8 << cl << 16;
+          }
+        QTest::addRow("%s h16 257x1000 one per group%s", tag.constData(), c)
+            << layout << 257 << 1000 << 1 << 0.5 << "bf16" << 8 << 3 << 4 << cl << 16;
+        QTest::addRow("%s h16 512x2080 split 65%s", tag.constData(), c)
+            << layout << 512 << 2080 << half << 0.5 << "bf16" << 2 << 65 << 2 << cl << 16;
+        if (std::string(layout) == "col2:4 as col4:8") continue;
+        QTest::addRow("%s h16 llama 14336x4096 p=0.50 d4%s", tag.constData(), c)
+            << layout << 14336 << 4096 << half << 0.5 << "bf16" << 8 << (cl ? 8 : 0) << 4 << cl << 16;
+        QTest::addRow("%s h16 llama 4096x14336 p=0.50 d2%s", tag.constData(), c)
+            << layout << 4096 << 14336 << half << 0.5 << "bf16" << 4 << (cl ? 8 : 0) << 2 << cl << 16;
       }
     }
   }
@@ -227,6 +257,7 @@ class TestSpmspvCuda : public QObject {
     QFETCH(int, splitK);
     QFETCH(int, depth);
     QFETCH(int, cluster);
+    QFETCH(int, lanes);
     const auto dt = sparse::parseDType(dtype.toStdString());
     const auto seed = static_cast<std::uint64_t>(rows) * 137 + static_cast<std::uint64_t>(cols);
     const bool dense = layout == QStringLiteral("dense");
@@ -242,7 +273,7 @@ class TestSpmspvCuda : public QObject {
     if (layout == QStringLiteral("col2:4 as col4:8")) packed.format = kernels::SpmspvFormat::Column48;
     auto c = gpu::prepareSpmspvCase(std::move(packed), 1);
     gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, seed + 1), p, warps, splitK);
-    expectReference(c, w, p, warps, splitK, depth, false, cluster);
+    expectReference(c, w, p, warps, splitK, depth, false, cluster, lanes);
   }
 
   // Column layout refusals: more than 8 warps, an unbuilt depth, a chunk buffer not 32-byte
@@ -266,11 +297,19 @@ class TestSpmspvCuda : public QObject {
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) == nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 9, 0, 2) != nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 3) != nullptr);  // depth 3: not built
-    // The workspace and the cluster add the same slice sums in slice order: bitwise equal.
+    // lanes: 32, or 16 for column 2:4 and 4:8 only
+    QVERIFY((gpu::launchSpmspvCase(c, 0, 4, 0, 2, false, 0, 16) == nullptr) == (group != 1));
+    QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2, false, 0, 8) != nullptr);
+    // The workspace and the cluster add the same slice sums in slice order: bitwise equal
+    // (either walk).
     gpu::reserveSpmspv(c, 4, 2, 2);
-    const auto viaWorkspace = runGuarded(c, 4, 2, 2, false, 0), viaCluster = runGuarded(c, 4, 2, 2, false, 1);
-    QVERIFY(viaWorkspace.guardsIntact && viaCluster.guardsIntact);
-    QCOMPARE(viaCluster.y, viaWorkspace.y);
+    for (int lanes : {32, 16}) {
+      if (lanes == 16 && group == 1) continue;
+      const auto viaWorkspace = runGuarded(c, 4, 2, 2, false, 0, lanes),
+                 viaCluster = runGuarded(c, 4, 2, 2, false, 1, lanes);
+      QVERIFY(viaWorkspace.guardsIntact && viaCluster.guardsIntact);
+      QCOMPARE(viaCluster.y, viaWorkspace.y);
+    }
     c.chunks[0] = c.chunks[0].narrow(0, 8, c.chunks[0].numel() - 8);  // 16-byte offset
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) != nullptr);
   }
