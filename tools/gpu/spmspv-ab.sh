@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# On the GPU machine, one call: the column layouts' half-warp walk (SpmspvConfig::lanes 16)
+# against the full-warp walk, and the dual-sparse decode with TEAL's thresholds.
+#  1. build sdw-cli, test_spmspv_cuda, test_engine_cuda;
+#  2. test_spmspv_cuda: rows of columnMatchesReference with the half-warp walk (small, split-K,
+#     cluster, Llama shapes) and columnRefusesBadArguments; test_engine_cuda
+#     columnLayoutsWithinTolerance;
+#  3. the committed spMspV benchmark (bench/results/h200-spmspv.json's command) as it is, then
+#     with SDW_SPMSPV_LANES=16 (column 2:4 and 4:8 only), medians printed side by side;
+#  4. SPMSPV_AB_DECODE=1 (default): the dual-sparse decode of DECODE_CONFIGS (default llama3-8b) at
+#     p_x 0.5: top-k, thresholds from a prefill, and top-k with SDW_SPMSPV_LANES=16.
+# Logs and JSON in $OUT/spmspv-ab.tgz (or out/gpu).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=${OUT:-$root/out/gpu}
+O=$out/ab
+mkdir -p "$O"
+. tools/gpu/env.sh
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
+echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
+sdw_gpu_build "$O" sdw-cli test_spmspv_cuda test_engine_cuda || exit 1
+t=build-gpu/tests/test_spmspv_cuda
+r=columnMatchesReference
+timeout 200 $t "$r:col24 h16 36x96 p=0.50 bf16" "$r:col24 h16 300x33 p=0.00 fp16" "$r:col24 h16 600x4000 p=0.50 fp16 cluster" \
+  "$r:col24 h16 600x4000 p=0.99 bf16" "$r:col48 h16 600x4000 p=0.50 bf16" "$r:col48 h16 300x33 p=1.00 fp16 cluster" \
+  "$r:col24 as col48 h16 512x2080 split 65" "$r:col24 h16 257x1000 one per group" "$r:col48 h16 257x1000 one per group cluster" \
+  "$r:col24 h16 llama 14336x4096 p=0.50 d4 cluster" "$r:col24 h16 llama 4096x14336 p=0.50 d2" \
+  "$r:col48 h16 llama 14336x4096 p=0.50 d4" "$r:col48 h16 llama 4096x14336 p=0.50 d2 cluster" \
+  columnRefusesBadArguments > "$O/test-spmspv-h16.log" 2>&1
+echo "test_spmspv_cuda (half-warp rows) rc $?: $(grep -E "^Totals" "$O/test-spmspv-h16.log")"
+grep -E "^FAIL|Loc:" "$O/test-spmspv-h16.log" | head -10
+timeout 120 build-gpu/tests/test_engine_cuda columnLayoutsWithinTolerance > "$O/test-engine-coltol.log" 2>&1
+echo "test_engine_cuda columnLayoutsWithinTolerance rc $?: $(grep -E "^Totals" "$O/test-engine-coltol.log")"
+grep -E "^FAIL|Loc:" "$O/test-engine-coltol.log" | head -10
+bench=(build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4
+  --activation-sparsity 0,0.25,0.5,0.75 --json)
+"${bench[@]}" --out "$O/spmspv.json" > /dev/null 2>> "$O/bench.log" || echo "bench failed"
+SDW_SPMSPV_LANES=16 "${bench[@]}" --spmspv-layouts col2:4,col4:8 --no-cusparselt --out "$O/spmspv-h16.json" \
+  > /dev/null 2>> "$O/bench.log" || echo "bench (lanes 16) failed"
+python3 - "$O/spmspv.json" "$O/spmspv-h16.json" <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    try:
+        d = json.load(open(f))
+    except Exception as e:
+        print(f, "unreadable:", e); continue
+    for a in d.get("activation_summary", []):
+        print(f.split("/")[-1], a.get("pattern"), "p_x", a.get("activation_sparsity"),
+              "median %.2fx dense" % a.get("median_speedup_vs_dense", 0), "%.0f GB/s" % a.get("median_gbs", 0))
+    for r in d["rows"]:
+        if r["kernel"] == "spmspv" and r.get("activation_sparsity") == 0.5 and r["pattern"] in ("col2:4", "col4:8"):
+            print("  %-10s %-9s %6.2f us  %.2fx  %s" % (r["module"], r["pattern"], r["us"], r.get("speedup_vs_dense", 0), r["config"][:40]))
+PY
+if [ "${SPMSPV_AB_DECODE:-1}" = 1 ]; then
+  dec=(build-gpu/bin/sdw-cli bench decode --config "${DECODE_CONFIGS:-llama3-8b}" --linear dense,sparse
+    --patterns 2:4,col2:4,col4:8 --batch 1 --activation-sparsity 0.5 --json)
+  for v in topk thresholds topk-h16; do
+    case $v in
+      topk) "${dec[@]}" --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
+      thresholds) "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
+      topk-h16) SDW_SPMSPV_LANES=16 "${dec[@]}" --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
+    esac
+    python3 -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "%.1f tok/s" % r["tokens_per_second"], r.get("activation_selection", ""))' \
+      "$O/dual-$v.json" "$v" || echo "decode $v failed"
+  done
+fi
+tar -C "$out" -czf "$out/spmspv-ab.tgz" ab && rm -rf "$O"
