@@ -402,28 +402,39 @@ __device__ __forceinline__ void finishTileCluster(float* red, float* part, const
 // kG: the column group, 4 (column 2:4: two col24GroupFma per chunk) or 8 (column 4:8: one
 // col48Fma); the loads and everything else are the same. kG 1: the column-major dense
 // layout, each lane's 16 value bytes (its 8 rows) one load and 8 FMAs, no meta.
-template <typename T, int kG, int kD, bool CLUSTER>
+// kLanes 16 (SpmspvConfig::lanes; column 2:4 and 4:8): the half-warp walk. The two halves of
+// a warp take alternate entries of its list (entry i0 + 2 d + half of a batch), and lane h of
+// a half owns rows 16 h .. 16 h + 15, the full walk's lanes 2 h and 2 h + 1: one 16-byte value
+// load and one 2-byte meta load per chunk (colHalfFma), so a warp's load instruction moves
+// 512 value bytes instead of 256. After the loop the halves' sums of the same rows are added
+// (xor-16 shuffle) and handed back to the full walk's rows (lane l: rows 8 l .. 8 l + 7) for
+// the block's reduction.
+template <typename T, int kG, int kD, bool CLUSTER, int kLanes = 32>
 __global__ void __launch_bounds__(kCol24MaxWarps * 32)
     spmspvColumnKernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
                        const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
                        float* __restrict__ ws, unsigned* __restrict__ counters) {
   static_assert(kG == 1 || kG == 4 || kG == 8);
+  static_assert(kLanes == 32 || (kLanes == 16 && kG != 1));
   constexpr bool kDense = kG == 1;
+  constexpr bool kHalf = kLanes == 16;
+  constexpr int kStep = kHalf ? 2 * kD : kD;  // list entries a batch covers
   constexpr int kChunk = kDense ? kSpmspvDenseChunkBytes : kSpmspvCol24ChunkBytes;
-  using Val = std::conditional_t<kDense, uint4, uint2>;  // a lane's values of one chunk
+  using Val = std::conditional_t<kDense || kHalf, uint4, uint2>;  // a lane's values of one chunk
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
   extern __shared__ uint4 smemRaw[];
   const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  const int half = kHalf ? lane >> 4 : 0, owner = kHalf ? lane & 15 : lane;  // owner: the lane's rows
   const int W = static_cast<int>(blockDim.x >> 5);
   unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw);
   const std::int64_t tile = blockIdx.x;
   const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
   const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
   const unsigned char* tileChunks = chunks + tile * cols * kChunk;
-  const unsigned char* laneValues = tileChunks + static_cast<int>(sizeof(Val)) * lane;
-  const unsigned char* laneMeta = tileChunks + kSpmspvCol24ValueBytes + lane;
+  const unsigned char* laneValues = tileChunks + static_cast<int>(sizeof(Val)) * owner;
+  const unsigned char* laneMeta = tileChunks + kSpmspvCol24ValueBytes + (kHalf ? 2 : 1) * owner;
   const uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
 
   const int n = compactActive<T>(reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap,
@@ -432,18 +443,21 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
   Val val[2][kD];
   unsigned meta[2][kD];
   float xs[2][kD];
-  // Batch `b` = list entries [i0, i0 + kD); entries past the list: no load, meta 0 (no row
-  // kept), x 0.
+  // Batch `b` = list entries [i0, i0 + kD) (the half-warp walk: this half's i0 + 2 d + half);
+  // entries past the list: no load, meta 0 (no row kept), x 0.
   const auto load = [&](int b, int i0) {
 #pragma unroll
     for (int d = 0; d < kD; ++d) {
-      const int i = i0 + d;
+      const int i = kHalf ? i0 + 2 * d + half : i0 + d;
       if (i < n) {
         const uint2 e = list[i];
         const std::size_t at = static_cast<std::size_t>(e.x) * kChunk;
         if constexpr (kDense) {
           val[b][d] = ldStream16(laneValues + at);
           meta[b][d] = 0u;
+        } else if constexpr (kHalf) {
+          val[b][d] = ldStream16(laneValues + at);
+          meta[b][d] = ldStream2(laneMeta + at);
         } else {
           val[b][d] = ldStream8(laneValues + at);
           meta[b][d] = ldStream1(laneMeta + at);
@@ -456,14 +470,18 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
       }
     }
   };
-  float acc[8];
+  float acc[8], acc2[8];  // acc2: the half-warp walk's rows 16 h + 8 .. 16 h + 15
 #pragma unroll
-  for (int r = 0; r < 8; ++r) acc[r] = 0.f;
+  for (int r = 0; r < 8; ++r) acc[r] = 0.f, acc2[r] = 0.f;
   const auto compute = [&](int b) {
 #pragma unroll
     for (int d = 0; d < kD; ++d) {
       const Val v = val[b][d];
-      if constexpr (kDense) {
+      if constexpr (kHalf) {
+        const float f[8] = {lo16<T>(v.x), hi16<T>(v.x), lo16<T>(v.y), hi16<T>(v.y),
+                            lo16<T>(v.z), hi16<T>(v.z), lo16<T>(v.w), hi16<T>(v.w)};
+        colHalfFma<kG>(f, meta[b][d], xs[b][d], acc, acc2);
+      } else if constexpr (kDense) {
         const float xv = xs[b][d];
         acc[0] = fmaf(lo16<T>(v.x), xv, acc[0]);
         acc[1] = fmaf(hi16<T>(v.x), xv, acc[1]);
@@ -482,105 +500,23 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
     }
   };
   load(0, 0);
-  for (int i = 0; i < n; i += 2 * kD) {
-    load(1, i + kD);
+  for (int i = 0; i < n; i += 2 * kStep) {
+    load(1, i + kStep);
     compute(0);
-    load(0, i + 2 * kD);
+    load(0, i + 2 * kStep);
     compute(1);
   }
-
-  __syncthreads();  // every warp is done with its list: reuse as red[W][256]
-  if constexpr (CLUSTER) {
-    float* part = reinterpret_cast<float*>(smem + col24PartOffset(W, listCap));
-    finishTileCluster<T>(reinterpret_cast<float*>(smem), part, acc, W, warp, lane, tile, rows, y);
-  } else {
-    finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
-  }
-}
-
-// The half-warp walk of the column 2:4 / 4:8 layouts (SpmspvConfig::lanes 16): the same grid,
-// lists, shared memory and finish as spmspvColumnKernel; the two halves of a warp take
-// alternate entries of its list (entry i0 + 2 d + half of a batch), and lane h of a half
-// loads rows 16 h .. 16 h + 15 of the chunk, 16 value bytes and 2 meta bytes (colHalfFma),
-// so a warp's load instruction moves 512 value bytes instead of 256. At the end the halves'
-// sums of the same rows are added (xor-16 shuffle) and handed back to the full-warp walk's
-// rows (lane l: rows 8 l .. 8 l + 7) for the block's reduction.
-template <typename T, int kG, int kD, bool CLUSTER>
-__global__ void __launch_bounds__(kCol24MaxWarps * 32)
-    spmspvColumnHalfKernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
-                           const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
-                           float* __restrict__ ws, unsigned* __restrict__ counters) {
-  static_assert(kG == 4 || kG == 8);
-#if __CUDA_ARCH__ >= 900
-  if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-#endif
-  extern __shared__ uint4 smemRaw[];
-  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
-  const int half = lane >> 4, sub = lane & 15;
-  const int W = static_cast<int>(blockDim.x >> 5);
-  unsigned char* smem = reinterpret_cast<unsigned char*>(smemRaw);
-  const std::int64_t tile = blockIdx.x;
-  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * colsPerSplit;
-  const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + colsPerSplit);
-  const unsigned char* tileChunks = chunks + tile * cols * kSpmspvCol24ChunkBytes;
-  const unsigned char* laneValues = tileChunks + 16 * sub;
-  const unsigned char* laneMeta = tileChunks + kSpmspvCol24ValueBytes + 2 * sub;
-  const uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
-
-  const int n = compactActive<T>(reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap,
-                                 reinterpret_cast<const unsigned short*>(x), c0, c1, W, warp, lane, threshold);
-
-  uint4 val[2][kD];
-  unsigned meta[2][kD];
-  float xs[2][kD];
-  // Batch `b` = this half's entries i0 + 2 d + half, d < kD; entries past the list: no load,
-  // meta 0 (no row kept), x 0.
-  const auto load = [&](int b, int i0) {
+  if constexpr (kHalf) {
+    // Both halves' sums of rows 16 h .. 16 h + 15, then lane l takes rows 8 l .. 8 l + 7 from
+    // lane l / 2 (acc for even l, acc2 for odd).
 #pragma unroll
-    for (int d = 0; d < kD; ++d) {
-      const int i = i0 + 2 * d + half;
-      if (i < n) {
-        const uint2 e = list[i];
-        const std::size_t at = static_cast<std::size_t>(e.x) * kSpmspvCol24ChunkBytes;
-        val[b][d] = ldStream16(laneValues + at);
-        meta[b][d] = ldStream2(laneMeta + at);
-        xs[b][d] = __uint_as_float(e.y);
-      } else {
-        val[b][d] = uint4{};
-        meta[b][d] = 0u;
-        xs[b][d] = 0.f;
-      }
+    for (int r = 0; r < 8; ++r) {
+      acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 16);
+      acc2[r] += __shfl_xor_sync(0xffffffffu, acc2[r], 16);
+      const float p = __shfl_sync(0xffffffffu, acc[r], lane >> 1);
+      const float q = __shfl_sync(0xffffffffu, acc2[r], lane >> 1);
+      acc[r] = (lane & 1) ? q : p;
     }
-  };
-  float a0[8], a1[8];
-#pragma unroll
-  for (int r = 0; r < 8; ++r) a0[r] = 0.f, a1[r] = 0.f;
-  const auto compute = [&](int b) {
-#pragma unroll
-    for (int d = 0; d < kD; ++d) {
-      const uint4 v = val[b][d];
-      const float f[8] = {lo16<T>(v.x), hi16<T>(v.x), lo16<T>(v.y), hi16<T>(v.y),
-                          lo16<T>(v.z), hi16<T>(v.z), lo16<T>(v.w), hi16<T>(v.w)};
-      colHalfFma<kG>(f, meta[b][d], xs[b][d], a0, a1);
-    }
-  };
-  load(0, 0);
-  for (int i = 0; i < n; i += 4 * kD) {
-    load(1, i + 2 * kD);
-    compute(0);
-    load(0, i + 4 * kD);
-    compute(1);
-  }
-  // Both halves' sums of rows 16 sub .. 16 sub + 15, then lane l takes rows 8 l .. 8 l + 7 from
-  // lane l / 2 (a0 for even l, a1 for odd).
-  float acc[8];
-#pragma unroll
-  for (int r = 0; r < 8; ++r) {
-    a0[r] += __shfl_xor_sync(0xffffffffu, a0[r], 16);
-    a1[r] += __shfl_xor_sync(0xffffffffu, a1[r], 16);
-    const float p = __shfl_sync(0xffffffffu, a0[r], lane >> 1);
-    const float q = __shfl_sync(0xffffffffu, a1[r], lane >> 1);
-    acc[r] = (lane & 1) ? q : p;
   }
 
   __syncthreads();  // every warp is done with its list: reuse as red[W][256]
@@ -670,7 +606,7 @@ auto columnKernel(const SpmspvConfig& cfg) {
     (void)cfg;
     return spmspvColumnKernel<T, kG, kD, CLUSTER>;
   } else {
-    return cfg.lanes == 16 ? spmspvColumnHalfKernel<T, kG, kD, CLUSTER> : spmspvColumnKernel<T, kG, kD, CLUSTER>;
+    return cfg.lanes == 16 ? spmspvColumnKernel<T, kG, kD, CLUSTER, 16> : spmspvColumnKernel<T, kG, kD, CLUSTER>;
   }
 }
 
