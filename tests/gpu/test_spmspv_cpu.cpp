@@ -614,16 +614,25 @@ class TestSpmspvCpu : public QObject {
   // value bytes 8 l .. 8 l + 7 and its meta byte at 256 + l of the chunk at (t cols + j) 288
   // and adds them into its 8 rows (column 2:4: col24GroupFma per nibble; column 4:8:
   // col48Fma); against float64 brute force and the CPU reference.
+  // lanes 16, the half-warp walk (SpmspvConfig::lanes 16): the two halves take alternate
+  // active columns; lane h of a half reads the 16 value bytes at 16 h and the meta bytes 2 h,
+  // 2 h + 1 and adds them into rows 16 h .. 16 h + 15 (colHalfFma), which per column is
+  // bitwise the full walk's lanes 2 h and 2 h + 1; the halves' sums are added at the end.
   void columnLaneWalkMatchesBruteForce_data() {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");
     QTest::addColumn<double>("p");
     QTest::addColumn<int>("group");
+    QTest::addColumn<int>("lanes");
     for (int group : {1, 4, 8})  // 1: the dense column layout
-      for (double p : {0.0, 0.5, 0.75}) {
-        QTest::addRow("256x64 p=%.2f col%d", p, group) << 256 << 64 << p << group;
-        QTest::addRow("304x96 p=%.2f col%d", p, group) << 304 << 96 << p << group;
-        QTest::addRow("1024x130 p=%.2f col%d", p, group) << 1024 << 130 << p << group;
+      for (int lanes : {32, 16}) {
+        if (lanes == 16 && group == 1) continue;
+        const char* h = lanes == 16 ? " h16" : "";
+        for (double p : {0.0, 0.5, 0.75}) {
+          QTest::addRow("256x64 p=%.2f col%d%s", p, group, h) << 256 << 64 << p << group << lanes;
+          QTest::addRow("304x96 p=%.2f col%d%s", p, group, h) << 304 << 96 << p << group << lanes;
+          QTest::addRow("1024x130 p=%.2f col%d%s", p, group, h) << 1024 << 130 << p << group << lanes;
+        }
       }
   }
   void columnLaneWalkMatchesBruteForce() {
@@ -631,6 +640,7 @@ class TestSpmspvCpu : public QObject {
     QFETCH(int, cols);
     QFETCH(double, p);
     QFETCH(int, group);
+    QFETCH(int, lanes);
     const auto format = group == 1   ? kernels::SpmspvFormat::ColumnDense
                         : group == 4 ? kernels::SpmspvFormat::Column24
                                      : kernels::SpmspvFormat::Column48;
@@ -645,23 +655,63 @@ class TestSpmspvCpu : public QObject {
 
       const auto* bytes = reinterpret_cast<const unsigned char*>(m.chunks.data());
       const auto widen = [&](std::uint16_t h) { return sparse::from16(h, dt); };
-      std::vector<float> lanes(std::size_t(m.tiles()) * 256, 0.f);
-      for (std::int64_t t = 0; t < m.tiles(); ++t)
+      // [half][tile * 256 + row]: the full walk uses half 0 only
+      std::vector<float> halves[2] = {std::vector<float>(std::size_t(m.tiles()) * 256, 0.f),
+                                      std::vector<float>(std::size_t(m.tiles()) * 256, 0.f)};
+      for (std::int64_t t = 0; t < m.tiles(); ++t) {
+        int entry = 0;  // the tile's active columns so far
         for (int j = 0; j < cols; ++j) {
           if (!gpu::spmspvActive(x[std::size_t(j)], threshold)) continue;
           const unsigned char* chunk = bytes + (t * cols + j) * chunkBytes;
+          if (lanes == 16) {
+            const float xj = x[std::size_t(j)];
+            for (int h = 0; h < 16; ++h) {
+              std::uint16_t v16[8];
+              std::memcpy(v16, chunk + 16 * h, 16);
+              float v[8];
+              for (int k = 0; k < 8; ++k) v[k] = widen(v16[k]);
+              const unsigned char* mb = chunk + kernels::kSpmspvCol24ValueBytes + 2 * h;
+              float* a = halves[entry & 1].data() + t * 256 + 16 * h;
+              float a0[8], a1[8], f0[8], f1[8];
+              std::copy(a, a + 8, a0);
+              std::copy(a + 8, a + 16, a1);
+              std::copy(a0, a0 + 8, f0);
+              std::copy(a1, a1 + 8, f1);
+              if (group == 4) kernels::colHalfFma<4>(v, mb[0] | unsigned(mb[1]) << 8, xj, a0, a1);
+              else kernels::colHalfFma<8>(v, mb[0] | unsigned(mb[1]) << 8, xj, a0, a1);
+              // the full walk's lanes 2 h and 2 h + 1 on the same sums: bitwise the same
+              if (group == 4) {
+                kernels::col24GroupFma(v[0], v[1], mb[0] & 15u, xj, f0[0], f0[1], f0[2], f0[3]);
+                kernels::col24GroupFma(v[2], v[3], mb[0] >> 4, xj, f0[4], f0[5], f0[6], f0[7]);
+                kernels::col24GroupFma(v[4], v[5], mb[1] & 15u, xj, f1[0], f1[1], f1[2], f1[3]);
+                kernels::col24GroupFma(v[6], v[7], mb[1] >> 4, xj, f1[4], f1[5], f1[6], f1[7]);
+              } else {
+                kernels::col48Fma(v[0], v[1], v[2], v[3], mb[0], xj, f0);
+                kernels::col48Fma(v[4], v[5], v[6], v[7], mb[1], xj, f1);
+              }
+              for (int r = 0; r < 8; ++r) {
+                QCOMPARE(a0[r], f0[r]);
+                QCOMPARE(a1[r], f1[r]);
+              }
+              std::copy(a0, a0 + 8, a);
+              std::copy(a1, a1 + 8, a + 8);
+            }
+            ++entry;
+            continue;
+          }
+          std::vector<float>& lanes32 = halves[0];
           for (int l = 0; l < 32; ++l) {
             if (group == 1) {  // the lane's 16 bytes, one FMA per row
               std::uint16_t v[8];
               std::memcpy(v, chunk + 16 * l, 16);
-              float* a = lanes.data() + t * 256 + 8 * l;
+              float* a = lanes32.data() + t * 256 + 8 * l;
               for (int r = 0; r < 8; ++r) a[r] = std::fma(widen(v[r]), x[std::size_t(j)], a[r]);
               continue;
             }
             std::uint16_t v[4];
             std::memcpy(v, chunk + 8 * l, 8);
             const unsigned meta = chunk[kernels::kSpmspvCol24ValueBytes + l];
-            float* a = lanes.data() + t * 256 + 8 * l;
+            float* a = lanes32.data() + t * 256 + 8 * l;
             if (group == 4) {
               kernels::col24GroupFma(widen(v[0]), widen(v[1]), meta & 15u, x[std::size_t(j)], a[0], a[1], a[2], a[3]);
               kernels::col24GroupFma(widen(v[2]), widen(v[3]), meta >> 4, x[std::size_t(j)], a[4], a[5], a[6], a[7]);
@@ -673,14 +723,14 @@ class TestSpmspvCpu : public QObject {
             }
           }
         }
+      }
       std::vector<float> y(std::size_t(rows), -7.f);
       gpu::spmspvCpu(m, x, threshold, y);
       for (int r = 0; r < rows; ++r) {
         const double tol = 1e-6 * absRef[std::size_t(r)] + 1e-30;
-        QVERIFY2(
-            std::fabs(lanes[std::size_t(r)] - ref[std::size_t(r)]) <= tol,
-            qPrintable(
-                QStringLiteral("row %1: lanes %2 vs %3").arg(r).arg(lanes[std::size_t(r)]).arg(ref[std::size_t(r)])));
+        const float walked = halves[0][std::size_t(r)] + halves[1][std::size_t(r)];
+        QVERIFY2(std::fabs(walked - ref[std::size_t(r)]) <= tol,
+                 qPrintable(QStringLiteral("row %1: lanes %2 vs %3").arg(r).arg(walked).arg(ref[std::size_t(r)])));
         QVERIFY2(
             std::fabs(y[std::size_t(r)] - ref[std::size_t(r)]) <= tol,
             qPrintable(QStringLiteral("row %1: cpu %2 vs %3").arg(r).arg(y[std::size_t(r)]).arg(ref[std::size_t(r)])));
@@ -707,99 +757,6 @@ class TestSpmspvCpu : public QObject {
     qputenv("SDW_SPMSPV_LANES", "8");
     QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::Column24).lanes, 32);
     qunsetenv("SDW_SPMSPV_LANES");
-  }
-
-  // The half-warp walk (SpmspvConfig::lanes 16) replayed on the host: the two halves take
-  // alternate active columns; lane h of a half reads the 16 value bytes at 16 h and the meta
-  // bytes 2 h, 2 h + 1 of the chunk and adds them into rows 16 h .. 16 h + 15 (colHalfFma); the
-  // halves' sums are added at the end. Per column, colHalfFma is bitwise the full-warp walk's
-  // lanes 2 h and 2 h + 1; the sums match float64 brute force.
-  void columnHalfWalkMatchesBruteForce_data() {
-    QTest::addColumn<int>("rows");
-    QTest::addColumn<int>("cols");
-    QTest::addColumn<double>("p");
-    QTest::addColumn<int>("group");
-    for (int group : {4, 8})
-      for (double p : {0.0, 0.5, 0.75}) {
-        QTest::addRow("256x64 p=%.2f col%d", p, group) << 256 << 64 << p << group;
-        QTest::addRow("304x97 p=%.2f col%d", p, group) << 304 << 97 << p << group;
-        QTest::addRow("1024x130 p=%.2f col%d", p, group) << 1024 << 130 << p << group;
-      }
-  }
-  void columnHalfWalkMatchesBruteForce() {
-    QFETCH(int, rows);
-    QFETCH(int, cols);
-    QFETCH(double, p);
-    QFETCH(int, group);
-    const auto format = group == 4 ? kernels::SpmspvFormat::Column24 : kernels::SpmspvFormat::Column48;
-    QVERIFY(kernels::spmspvHalfWalkFormat(format));
-    for (DType dt : {DType::BF16, DType::F16}) {
-      const auto w = gpu::randomColumnPrunedWeights(rows, cols, dt, group / 2, group, 23);
-      const auto m = gpu::packSpmspv(w, rows, cols, dt, format);
-      const auto [x, threshold] = randomInput(cols, dt, 24, p);
-      std::vector<double> ref, absRef;
-      bruteForce(w, rows, cols, dt, x, threshold, ref, absRef);
-
-      const auto* bytes = reinterpret_cast<const unsigned char*>(m.chunks.data());
-      const auto widen = [&](std::uint16_t h) { return sparse::from16(h, dt); };
-      // [half][tile * 256 + row]
-      std::vector<float> halves[2] = {std::vector<float>(std::size_t(m.tiles()) * 256, 0.f),
-                                      std::vector<float>(std::size_t(m.tiles()) * 256, 0.f)};
-      for (std::int64_t t = 0; t < m.tiles(); ++t) {
-        int entry = 0;
-        for (int j = 0; j < cols; ++j) {
-          const float xj = x[std::size_t(j)];
-          if (!gpu::spmspvActive(xj, threshold)) continue;
-          const int half = entry++ & 1;
-          const unsigned char* chunk = bytes + (t * cols + j) * 288;
-          for (int h = 0; h < 16; ++h) {
-            std::uint16_t v16[8];
-            std::memcpy(v16, chunk + 16 * h, 16);
-            float v[8];
-            for (int k = 0; k < 8; ++k) v[k] = widen(v16[k]);
-            const unsigned meta = chunk[kernels::kSpmspvCol24ValueBytes + 2 * h] |
-                                  unsigned(chunk[kernels::kSpmspvCol24ValueBytes + 2 * h + 1]) << 8;
-            float* a = halves[half].data() + t * 256 + 16 * h;
-            float a0[8], a1[8];
-            std::copy(a, a + 8, a0);
-            std::copy(a + 8, a + 16, a1);
-            if (group == 4) kernels::colHalfFma<4>(v, meta, xj, a0, a1);
-            else kernels::colHalfFma<8>(v, meta, xj, a0, a1);
-            // the full-warp walk's lanes 2 h and 2 h + 1 on the same sums: bitwise the same
-            float f0[8], f1[8];
-            std::copy(a, a + 8, f0);
-            std::copy(a + 8, a + 16, f1);
-            float* lanes[2] = {f0, f1};
-            for (int l = 0; l < 2; ++l) {
-              const unsigned mb = chunk[kernels::kSpmspvCol24ValueBytes + 2 * h + l];
-              const float* u = v + 4 * l;
-              float* f = lanes[l];
-              if (group == 4) {
-                kernels::col24GroupFma(u[0], u[1], mb & 15u, xj, f[0], f[1], f[2], f[3]);
-                kernels::col24GroupFma(u[2], u[3], mb >> 4, xj, f[4], f[5], f[6], f[7]);
-              } else {
-                float acc[8];
-                std::copy(f, f + 8, acc);
-                kernels::col48Fma(u[0], u[1], u[2], u[3], mb, xj, acc);
-                std::copy(acc, acc + 8, f);
-              }
-            }
-            for (int r = 0; r < 8; ++r) {
-              QCOMPARE(a0[r], f0[r]);
-              QCOMPARE(a1[r], f1[r]);
-            }
-            std::copy(a0, a0 + 8, a);
-            std::copy(a1, a1 + 8, a + 8);
-          }
-        }
-      }
-      for (int r = 0; r < rows; ++r) {
-        const float got = halves[0][std::size_t(r)] + halves[1][std::size_t(r)];
-        const double tol = 1e-6 * absRef[std::size_t(r)] + 1e-30;
-        QVERIFY2(std::fabs(got - ref[std::size_t(r)]) <= tol,
-                 qPrintable(QStringLiteral("row %1: halves %2 vs %3").arg(r).arg(got).arg(ref[std::size_t(r)])));
-      }
-    }
   }
 
   // The CPU benchmark's spMspV rows: one per weight layout and activation sparsity, with
