@@ -177,7 +177,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
   if (cuda) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // sync: init finished
   const double setupSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Fixed thresholds in place of the top-k the model was built with, before any decode graph.
-  std::string selection = o.activationSparsity > 0 ? "top-k" : "";
+  const std::string selection = activationSelectionName(o);
   double achieved = 0;
   if (o.activationThresholds && o.activationSparsity > 0) {
     p.stage = "activation thresholds";
@@ -187,7 +187,6 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
                                        : activationThresholdsFromRun(o.thresholdsRun, o.activationSparsity);
     setActivationThresholds(m, thresholdsForModel(t, c));
     for (const InputThreshold& in : t.inputs) achieved += in.achieved / static_cast<double>(t.inputs.size());
-    selection = "thresholds (" + t.run.filename().string() + ")";
   }
   // Weight bytes one decode step reads (per sequence: one embedding row more), packed
   // projections as packed (values + masks; the column layouts: values + meta, of the
@@ -338,6 +337,13 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
                                     " MiB");
   }
   return results;
+}
+
+std::string activationSelectionName(const DecodeBenchOptions& o) {
+  if (!(o.activationSparsity > 0)) return "";
+  if (!o.activationThresholds) return "top-k";
+  return "thresholds (" + (o.thresholdsRun.empty() ? std::string("prefill") : o.thresholdsRun.filename().string()) +
+         ")";
 }
 
 ActivationThresholds prefillActivationThresholds(Model& model, const DecodeBenchOptions& o) {

@@ -104,6 +104,10 @@ DecodeBenchResult runDecodeBench(const DecodeBenchOptions& options, const Progre
 std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& options, const std::vector<int>& batches,
                                                      const ProgressFn& progress = {});
 
+// What a run of `options` records as its activation selection: "" without p_x, "top-k",
+// "thresholds (prefill)" or "thresholds (RUN's file name)".
+std::string activationSelectionName(const DecodeBenchOptions& options);
+
 // The thresholds DecodeBenchOptions::activationThresholds sets without a run: a batch-1
 // prefill of options.context random tokens (options.seed + 1) through `model` as it is
 // (its top-k before each input), each projection input's threshold ranked over its
