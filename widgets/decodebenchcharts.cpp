@@ -75,6 +75,22 @@ DecodeBenchCharts::DecodeBenchCharts(QWidget* parent)
   sp->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   sp->xAxis->grid()->setVisible(false);
   sp->xAxis->setSubTicks(false);
+  // Config names on a second bottom axis, once under their batches (as the kernel page puts
+  // model names under its projections): "llama-3.1-8b" under every slot ran into its neighbours.
+  configAxis_ = sp->axisRect()->addAxis(QCPAxis::atBottom);
+  configAxis_->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+  configAxis_->setBasePen(Qt::NoPen);
+  configAxis_->setTickPen(Qt::NoPen);
+  configAxis_->setSubTickPen(Qt::NoPen);
+  configAxis_->setSubTicks(false);
+  configAxis_->grid()->setVisible(false);
+  configAxis_->setTickLabelPadding(0);
+  configAxis_->setOffset(0);
+  QFont configFont = configAxis_->tickLabelFont();
+  configFont.setBold(true);
+  configAxis_->setTickLabelFont(configFont);
+  connect(sp->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), configAxis_,
+          qOverload<const QCPRange&>(&QCPAxis::setRange));
   unitLine_ = new QCPItemStraightLine(sp);
   unitLine_->setPen(QPen(QColor(120, 120, 120), 1, Qt::DotLine));
   unitLine_->point1->setCoords(0, 1.0);
@@ -197,10 +213,22 @@ void DecodeBenchCharts::setSpeedupBars(const DecodeSpeedupBars& bars) {
   limitValues_.clear();
 
   // One slot per (config, batch) group at x = 1, 2, ...; the patterns side by side in it.
+  // "CONFIG\nbatch N": the batch under the slot, the config once under its consecutive slots.
   auto ticker = qSharedPointerCast<QCPAxisTickerText>(sp->xAxis->ticker());
+  auto configTicker = qSharedPointerCast<QCPAxisTickerText>(configAxis_->ticker());
   ticker->clear();
+  configTicker->clear();
   tickLabels_ = bars.groups;
-  for (int g = 0; g < bars.groups.size(); ++g) ticker->addTick(g + 1.0, bars.groups[g]);
+  for (int g = 0, first = 0; g < bars.groups.size(); ++g) {
+    const QString& label = bars.groups[g];
+    const qsizetype cut = label.indexOf(QLatin1Char('\n'));
+    ticker->addTick(g + 1.0, cut < 0 ? label : label.mid(cut + 1));
+    const QString config = cut < 0 ? QString() : label.left(cut);
+    const bool last = g + 1 == bars.groups.size() || !bars.groups[g + 1].startsWith(config + QLatin1Char('\n'));
+    if (!last) continue;
+    if (!config.isEmpty()) configTicker->addTick((first + 1.0 + g + 1.0) / 2, config);
+    first = g + 1;
+  }
 
   QVector<double> centers;
   for (int g = 0; g < bars.groups.size(); ++g) centers.push_back(g + 1.0);
@@ -225,9 +253,9 @@ void DecodeBenchCharts::setSpeedupBars(const DecodeSpeedupBars& bars) {
   QString base;
   if (!bars.baselines.isEmpty() && bars.baselines.count(bars.baselines.first()) == bars.baselines.size())
     base = bars.baselines.first();
-  sp->xAxis->setLabel(bars.groups.isEmpty() ? QString()
-                      : base.isEmpty()      ? tr("config and batch (over each group's dense baseline)")
-                                            : tr("config and batch (over %1)").arg(base));
+  configAxis_->setLabel(bars.groups.isEmpty() ? QString()
+                        : base.isEmpty()      ? tr("config and batch (over each group's dense baseline)")
+                                              : tr("config and batch (over %1)").arg(base));
   scheduleReplot();
 }
 
@@ -256,6 +284,29 @@ int DecodeBenchCharts::barCount() const {
 QVector<double> DecodeBenchCharts::limitLineValues() const { return limitValues_; }
 
 QStringList DecodeBenchCharts::groupTickLabels() const { return tickLabels_; }
+
+QStringList DecodeBenchCharts::drawnTickLabels() const {
+  const auto t = qSharedPointerCast<QCPAxisTickerText>(speedupView_->plot()->xAxis->ticker());
+  return QStringList(t->ticks().begin(), t->ticks().end());
+}
+
+QStringList DecodeBenchCharts::configAxisLabels() const {
+  const auto t = qSharedPointerCast<QCPAxisTickerText>(configAxis_->ticker());
+  return QStringList(t->ticks().begin(), t->ticks().end());
+}
+
+QVector<QPair<int, int>> DecodeBenchCharts::drawnLabelSpans(bool configRow) const {
+  const QCPAxis* axis = configRow ? configAxis_ : speedupView_->plot()->xAxis;
+  const QFontMetrics fm(axis->tickLabelFont());
+  const auto t = qSharedPointerCast<QCPAxisTickerText>(axis->ticker());
+  QVector<QPair<int, int>> out;
+  for (auto it = t->ticks().begin(); it != t->ticks().end(); ++it) {
+    const int w = fm.horizontalAdvance(it.value());
+    const int cx = static_cast<int>(std::lround(axis->coordToPixel(it.key())));
+    out.push_back({cx - w / 2, cx - w / 2 + w});
+  }
+  return out;
+}
 
 QString DecodeBenchCharts::speedupCsv() const {
   QString out;

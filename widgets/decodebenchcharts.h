@@ -11,6 +11,7 @@
 
 #include "widgets/decodebenchdata.h"
 
+#include <QPair>
 #include <QPointF>
 #include <QString>
 #include <QStringList>
@@ -20,6 +21,7 @@
 
 #include <map>
 
+class QCPAxis;
 class QCPBars;
 class QCPGraph;
 class QCPItemLine;
@@ -56,7 +58,14 @@ class DecodeBenchCharts : public QWidget {
   const DecodeSpeedupBars& speedupBars() const { return bars_; }
   // The limit lines as drawn: one per group with a known limit, its height.
   QVector<double> limitLineValues() const;
-  QStringList groupTickLabels() const;
+  QStringList groupTickLabels() const;  // the groups as given ("CONFIG\nbatch N")
+  // As drawn: under each slot its batch ("batch N"), and on a second axis below each config's
+  // name once, centred under its run of slots (so long names do not run into each other).
+  QStringList drawnTickLabels() const;
+  QStringList configAxisLabels() const;
+  // The pixel columns [left, right) each drawn label takes on its row (after a replot):
+  // the slot labels (configRow false) or the config names.
+  QVector<QPair<int, int>> drawnLabelSpans(bool configRow) const;
   // group,pattern,baseline,speedup,speedup_limit: one line per bar.
   QString speedupCsv() const;
 
@@ -77,6 +86,7 @@ class DecodeBenchCharts : public QWidget {
   QCPItemStraightLine* unitLine_ = nullptr;
   DecodeSpeedupBars bars_;
   QStringList tickLabels_;
+  QCPAxis* configAxis_ = nullptr;  // second bottom axis: config names under their slots
   int lastIndex_ = -1;
   int window_ = 250;
   bool following_ = false;

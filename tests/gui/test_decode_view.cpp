@@ -586,6 +586,35 @@ class TestDecodeView : public QObject {
     QCOMPARE(view_->charts()->limitLineValues().size(), 3 * 4);
     for (const double limit : view_->charts()->limitLineValues()) QVERIFY(limit > 1.6 && limit < 1.8);
     QVERIFY(view_->statusText().contains(QStringLiteral("NVIDIA H200")));
+    // Under each slot its batch; each config once, under its four slots; at the width the
+    // main window gives the view at 1440x900 no label runs into its neighbour.
+    DecodeBenchCharts* charts = view_->charts();
+    QStringList batches;
+    for (int k = 0; k < 3; ++k)
+      batches << "batch 1"
+              << "batch 2"
+              << "batch 4"
+              << "batch 8";
+    QCOMPARE(charts->drawnTickLabels(), batches);
+    QCOMPARE(charts->configAxisLabels(), (QStringList{"llama-3.1-8b", "qwen3-14b", "qwen3-32b"}));
+    panel_->resize(1000, 900);
+    charts->speedupView()->requestReplot();
+    QTest::qWait(100);
+    for (const bool configRow : {false, true}) {
+      const auto spans = charts->drawnLabelSpans(configRow);
+      QCOMPARE(spans.size(), configRow ? 3 : 12);
+      for (int k = 1; k < spans.size(); ++k)
+        QVERIFY2(spans[k - 1].second + 4 <= spans[k].first,
+                 qPrintable(QStringLiteral("%1 labels %2 and %3 overlap: %4-%5 and %6-%7")
+                                .arg(configRow ? "config" : "batch")
+                                .arg(k - 1)
+                                .arg(k)
+                                .arg(spans[k - 1].first)
+                                .arg(spans[k - 1].second)
+                                .arg(spans[k].first)
+                                .arg(spans[k].second)));
+    }
+    panel_->resize(1400, 900);
   }
 
   void runsACheckpoint() {
