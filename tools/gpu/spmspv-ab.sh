@@ -11,6 +11,8 @@
 #     p_x 0.5: top-k, thresholds from a prefill, and top-k with SDW_SPMSPV_LANES=16.
 # SPMSPV_AB_QUICK=1: no test_engine_cuda (neither built nor run), and both benchmarks over the
 # column 2:4 and 4:8 layouts alone, without cuSPARSELt (the A/B, not the committed file).
+# SPMSPV_AB_TESTS=0 / SPMSPV_AB_BENCH=0 skip step 2 / 3 (a second call on a warm machine whose
+# build-gpu is already made: SPMSPV_AB_TESTS=0 SPMSPV_AB_BENCH=0 runs the decode alone).
 # Logs and JSON in $OUT/spmspv-ab.tgz (or out/gpu).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,6 +29,7 @@ targets="sdw-cli test_spmspv_cuda"
 sdw_gpu_build "$O" $targets || exit 1
 t=build-gpu/tests/test_spmspv_cuda
 r=columnMatchesReference
+[ "${SPMSPV_AB_TESTS:-1}" = 1 ] && {
 timeout 200 $t "$r:col24 h16 36x96 p=0.50 bf16" "$r:col24 h16 300x33 p=0.00 fp16" "$r:col24 h16 600x4000 p=0.50 fp16 cluster" \
   "$r:col24 h16 600x4000 p=0.99 bf16" "$r:col48 h16 600x4000 p=0.50 bf16" "$r:col48 h16 300x33 p=1.00 fp16 cluster" \
   "$r:col24 as col48 h16 512x2080 split 65" "$r:col24 h16 257x1000 one per group" "$r:col48 h16 257x1000 one per group cluster" \
@@ -40,6 +43,8 @@ if [ "$quick" != 1 ]; then
   echo "test_engine_cuda columnLayoutsWithinTolerance rc $?: $(grep -E "^Totals" "$O/test-engine-coltol.log")"
   grep -E "^FAIL|Loc:" "$O/test-engine-coltol.log" | head -10
 fi
+}
+[ "${SPMSPV_AB_BENCH:-1}" = 1 ] && {
 bench=(build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4
   --activation-sparsity 0,0.25,0.5,0.75 --json)
 [ "$quick" = 1 ] && bench+=(--spmspv-layouts col2:4,col4:8 --no-cusparselt)
@@ -60,6 +65,7 @@ for f in sys.argv[1:]:
         if r["kernel"] == "spmspv" and r.get("activation_sparsity") == 0.5 and r["pattern"] in ("col2:4", "col4:8"):
             print("  %-10s %-9s %6.2f us  %.2fx  %s" % (r["module"], r["pattern"], r["us"], r.get("speedup_vs_dense", 0), r["config"][:40]))
 PY
+}
 if [ "${SPMSPV_AB_DECODE:-1}" = 1 ]; then
   dec=(build-gpu/bin/sdw-cli bench decode --config "${DECODE_CONFIGS:-llama3-8b}" --linear dense,sparse
     --patterns 2:4,col2:4,col4:8 --batch 1 --activation-sparsity 0.5 --json)
