@@ -616,7 +616,8 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           // its config.
           if (column) def.bulk = false;
           std::vector<kernels::SpmspvConfig> launches{def};
-          // column layouts: warps (at most 8), split-K as below, chunks per batch, each also with the
+          // column layouts: warps (at most 8), split-K as below (and the aim's slices plus and minus
+          // one), chunks per batch, each also with the
           // slices reduced in a cluster (SpmspvConfig::cluster 1: where there are 2-16 of them), and
           // for column 2:4 and 4:8 each with the half-warp walk (SpmspvConfig::lanes 16)
           const bool halfWalk = kernels::spmspvHalfWalkFormat(c.host.format);
@@ -632,6 +633,12 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
                     for (int f : {1, 2, 4})
                       if (w != def.warps || f != 1 || depth != def.stages || cl != def.cluster || lanes != def.lanes) {
                         l.splitK = f == 1 ? 0 : std::max(1, heuristic / f);
+                        launches.push_back(l);
+                      }
+                    // one slice fewer and one more than the aim: the busiest SM's share (SpmspvConfig::waveFit)
+                    for (int k : {heuristic - 1, heuristic + 1})
+                      if (k >= 1 && k != heuristic / 2 && k != heuristic / 4) {
+                        l.splitK = k;
                         launches.push_back(l);
                       }
                     const int oneWave = spmspvOneWaveSplitKOf(c, w, depth, false, lanes);

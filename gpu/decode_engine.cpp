@@ -499,7 +499,7 @@ at::Tensor packedLinear(Model::Impl& m, int layer, int kind, const at::Tensor& x
 #ifdef SDW_ENGINE_CUDA
     const at::Tensor xc = x2.to(scalarOf(p.col.dtype)).contiguous();
     at::Tensor y = at::empty({N, p.col.rows}, xc.options());
-    const kernels::SpmspvConfig cfg = kernels::spmspvRunDefaults(p.col.format);  // SDW_SPMSPV_LANES: A/B
+    const kernels::SpmspvConfig cfg = kernels::spmspvRunDefaults(p.col.format);  // SDW_SPMSPV_LANES / _WAVEFIT: A/B
     const kernels::SpmspvLayout layout{p.colChunks.data_ptr(), nullptr,     p.col.rows, p.col.cols,
                                        kdtOf(p.col.dtype),     p.col.format};
     // Split-K workspace and counters, made on the first call (the kernel leaves the counters zero).
@@ -673,7 +673,7 @@ LinOp columnOp(const PackedProj& p, std::int64_t yOff) {
   op.mode = LinOp::Spmspv;
   op.colChunks = p.colChunks;
   op.colFormat = p.col.format;
-  op.spmspv = kernels::spmspvRunDefaults(p.col.format);  // SDW_SPMSPV_LANES: A/B
+  op.spmspv = kernels::spmspvRunDefaults(p.col.format);  // SDW_SPMSPV_LANES / _WAVEFIT: A/B
   op.colDtype = p.col.dtype;
   op.rows = p.col.rows;
   op.cols = p.col.cols;

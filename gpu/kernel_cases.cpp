@@ -354,11 +354,12 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
 }
 
 namespace {
-// The layout's defaults (kernels::spmspvDefaults: the split-K heuristic's aim among them) with
+// The layout's run defaults (kernels::spmspvRunDefaults: the split-K heuristic's aim and the
+// environment's A/B switches among them) with
 // the launch's own fields.
 kernels::SpmspvConfig caseConfig(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk = false,
                                  int cluster = 0, int lanes = 32) {
-  kernels::SpmspvConfig cfg = kernels::spmspvDefaults(c.host.format);
+  kernels::SpmspvConfig cfg = kernels::spmspvRunDefaults(c.host.format);  // its blocksPerSm and waveFit
   cfg.warps = warps, cfg.splitK = splitK, cfg.stages = stages, cfg.bulk = bulk, cfg.cluster = cluster;
   cfg.lanes = lanes;
   return cfg;

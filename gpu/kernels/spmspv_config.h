@@ -39,6 +39,15 @@ struct SpmspvConfig {
   // 15 (one 16-byte value load and one 2-byte meta load per chunk: half the load instructions
   // for the same bytes; the same layout), the halves' sums added at the end. Elsewhere 32.
   int lanes = 32;
+  // With blocksPerSm set and splitK 0: the aim's slice count s or s - 1 or s + 1, whichever
+  // leaves the fewest blocks on the busiest SM per block of work (ceil(tiles k / SMs) /
+  // (tiles k), the rest equal: s). Where tiles s is just over a multiple of the SMs (Qwen3-14B's
+  // 17408x5120 at column 4:8: 68 tiles x 4 = 272 blocks, three on 8 of 132 SMs and two on the
+  // others), the busiest SMs set the time: measured on an H100, 32.5 us against 17.1 us for
+  // Llama-3.1-8B's 14336x4096 with 224 blocks, where the weights alone predict 26 us, and the
+  // busiest SM's share predicts 32.1 (docs/kernels.md). Off by default until an A/B on a GPU
+  // (SDW_SPMSPV_WAVEFIT=1 in spmspvRunDefaults).
+  bool waveFit = false;
 };
 // For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
 // chunks each lane loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
@@ -66,12 +75,15 @@ inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
   return c;
 }
 
-// spmspvDefaults with the environment's A/B override for the benchmarks and the engine:
-// SDW_SPMSPV_LANES=16 (or 32) sets SpmspvConfig::lanes of the column 2:4 and 4:8 layouts.
+// spmspvDefaults with the environment's A/B overrides for the benchmarks and the engine:
+// SDW_SPMSPV_LANES=16 (or 32) sets SpmspvConfig::lanes of the column 2:4 and 4:8 layouts;
+// SDW_SPMSPV_WAVEFIT=1 (or 0) sets SpmspvConfig::waveFit of the column layouts.
 inline SpmspvConfig spmspvRunDefaults(SpmspvFormat format) {
   SpmspvConfig c = spmspvDefaults(format);
   if (const char* v = std::getenv("SDW_SPMSPV_LANES"); v && spmspvHalfWalkFormat(format))
     c.lanes = std::string_view(v) == "16" ? 16 : 32;
+  if (const char* v = std::getenv("SDW_SPMSPV_WAVEFIT"); v && format != SpmspvFormat::Bitmask)
+    c.waveFit = std::string_view(v) == "1";
   return c;
 }
 
@@ -111,6 +123,19 @@ inline int spmspvSplitKFor(std::int64_t rows, std::int64_t cols, const SpmspvCon
                             : (8 * static_cast<std::int64_t>(sms) + tiles - 1) / tiles;
     const std::int64_t most = std::max<std::int64_t>(1, steps / (kSpmspvMinStepsPerWarp * warps));
     s = static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
+    if (cfg.waveFit && cfg.blocksPerSm > 0 && sms > 0) {
+      // The busiest SM's blocks per block of work, compared without division:
+      // ceil(blocks(a) / sms) / blocks(a) < ceil(blocks(b) / sms) / blocks(b).
+      const auto blocks = [&](std::int64_t k) { return tiles * spmspvSplitsOf(cols, static_cast<int>(k)); };
+      const auto busiest = [&](std::int64_t k) { return (blocks(k) + sms - 1) / sms; };
+      const auto better = [&](std::int64_t a, std::int64_t b) {
+        return busiest(a) * blocks(b) < busiest(b) * blocks(a);
+      };
+      std::int64_t best = s;
+      for (const std::int64_t k : {std::int64_t{s} - 1, std::int64_t{s} + 1})
+        if (k >= 1 && k <= most && better(k, best)) best = k;
+      s = static_cast<int>(best);
+    }
   }
   s = static_cast<int>(std::clamp<std::int64_t>(s, 1, steps));
   while (spmspvListCap(cols, s, warps) > kSpmspvMaxListPerWarp) ++s;

@@ -307,6 +307,39 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(kernels::spmspvListCap(4096, 8, 1), 512);
   }
 
+  // SpmspvConfig::waveFit: the aim's slices or one fewer or one more, whichever leaves the
+  // fewest blocks on the busiest of 132 SMs per block of work.
+  void waveFitMovesOffAnAlmostEmptyLastRound() {
+    using kernels::SpmspvFormat;
+    const auto slices = [](std::int64_t rows, std::int64_t cols, SpmspvFormat f, bool fit) {
+      kernels::SpmspvConfig cfg = kernels::spmspvDefaults(f);
+      cfg.waveFit = fit;
+      return kernels::spmspvSplitsOf(cols, kernels::spmspvSplitKFor(rows, cols, cfg, 132));
+    };
+    // Qwen3-14B gate/up at column 4:8: 68 tiles x 4 = 272 blocks (3 on 8 SMs, 2 elsewhere:
+    // 3 / 272 per block) -> 5 slices, 340 blocks (3 / 340); 3 slices would be 2 / 204.
+    QCOMPARE(slices(17408, 5120, SpmspvFormat::Column48, false), 4);
+    QCOMPARE(slices(17408, 5120, SpmspvFormat::Column48, true), 5);
+    // Its fused gate|up (136 tiles): 2 slices (272 blocks) -> 3 (408: 4 / 408).
+    QCOMPARE(slices(34816, 5120, SpmspvFormat::Column48, false), 2);
+    QCOMPARE(slices(34816, 5120, SpmspvFormat::Column48, true), 3);
+    // Llama-3.1-8B gate/up at column 4:8 (224 blocks, 2 on the busiest SM) stays; at column 2:4
+    // 448 blocks (4 on the busiest SM) -> 7 slices, 392 (3), the one change on the grid's shapes.
+    QCOMPARE(slices(14336, 4096, SpmspvFormat::Column48, true), 4);
+    QCOMPARE(slices(14336, 4096, SpmspvFormat::Column24, true), 7);
+    QCOMPARE(slices(4096, 14336, SpmspvFormat::Column48, true), 16);
+    QCOMPARE(slices(4096, 4096, SpmspvFormat::Column48, true), 16);
+    QCOMPARE(slices(4096, 4096, SpmspvFormat::Column24, true), 16);  // 256 blocks; 17 is past one step a warp
+    // Never for an explicit split-K or the bitmask kernel's aim (no blocksPerSm).
+    kernels::SpmspvConfig cfg = kernels::spmspvDefaults(SpmspvFormat::Column48);
+    cfg.waveFit = true;
+    cfg.splitK = 4;
+    QCOMPARE(kernels::spmspvSplitKFor(17408, 5120, cfg, 132), 4);
+    kernels::SpmspvConfig bitmask;
+    bitmask.waveFit = true;
+    QCOMPARE(kernels::spmspvSplitKFor(14336, 4096, bitmask, 132), 16);
+  }
+
   void columnRoundTrip_data() {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");
@@ -757,6 +790,13 @@ class TestSpmspvCpu : public QObject {
     qputenv("SDW_SPMSPV_LANES", "8");
     QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::Column24).lanes, 32);
     qunsetenv("SDW_SPMSPV_LANES");
+    // SDW_SPMSPV_WAVEFIT=1: SpmspvConfig::waveFit for the column layouts only
+    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Column48).waveFit);
+    qputenv("SDW_SPMSPV_WAVEFIT", "1");
+    for (auto f : {SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
+      QVERIFY(kernels::spmspvRunDefaults(f).waveFit);
+    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Bitmask).waveFit);
+    qunsetenv("SDW_SPMSPV_WAVEFIT");
   }
 
   // The CPU benchmark's spMspV rows: one per weight layout and activation sparsity, with

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# On the GPU machine, one call: the column layouts' half-warp walk (SpmspvConfig::lanes 16)
-# against the full-warp walk, and the dual-sparse decode with TEAL's thresholds.
+# On the GPU machine, one call: the spMspV column kernels' defaults against one A/B switch
+# (SPMSPV_AB_B, an environment assignment; default SDW_SPMSPV_WAVEFIT=1, the split-K aim moved
+# off an almost empty last round of blocks; SDW_SPMSPV_LANES=16 was the half-warp walk's, run on
+# 2026-12-06), and the dual-sparse decode with TEAL's thresholds.
 #  1. build sdw-cli, test_spmspv_cuda, test_engine_cuda;
 #  2. test_spmspv_cuda: rows of columnMatchesReference with the half-warp walk (small, split-K,
 #     cluster, Llama shapes) and columnRefusesBadArguments; test_engine_cuda
 #     columnLayoutsWithinTolerance;
 #  3. the committed spMspV benchmark (bench/results/h200-spmspv.json's command) as it is, then
-#     with SDW_SPMSPV_LANES=16 (column 2:4 and 4:8 only), medians printed side by side;
-#  4. SPMSPV_AB_DECODE=1 (default): the dual-sparse decode of DECODE_CONFIGS (default llama3-8b) at
-#     p_x 0.5: top-k, thresholds from a prefill, and top-k with SDW_SPMSPV_LANES=16.
+#     with SPMSPV_AB_B (column 2:4 and 4:8 only), medians printed side by side;
+#  4. SPMSPV_AB_DECODE=1 (default): the dual-sparse decode of DECODE_CONFIGS (default llama3-8b;
+#     about 75 s a variant, Qwen3-14B about 140) at p_x 0.5, the variants SPMSPV_AB_VARIANTS
+#     (default "topk thresholds thresholds-b": top-k, thresholds from a prefill, and thresholds
+#     with SPMSPV_AB_B).
 # SPMSPV_AB_QUICK=1: no test_engine_cuda (neither built nor run), and both benchmarks over the
 # column 2:4 and 4:8 layouts alone, without cuSPARSELt (the A/B, not the committed file).
 # SPMSPV_AB_TESTS=0 / SPMSPV_AB_BENCH=0 skip step 2 / 3 (a second call on a warm machine whose
@@ -24,6 +28,8 @@ mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
 echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
 quick=${SPMSPV_AB_QUICK:-0}
+B=${SPMSPV_AB_B:-SDW_SPMSPV_WAVEFIT=1}
+echo "B: $B" | tee -a "$O/machine.txt"
 targets="sdw-cli test_spmspv_cuda"
 [ "$quick" = 1 ] || targets="$targets test_engine_cuda"
 sdw_gpu_build "$O" $targets || exit 1
@@ -49,9 +55,9 @@ bench=(build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 
   --activation-sparsity 0,0.25,0.5,0.75 --json)
 [ "$quick" = 1 ] && bench+=(--spmspv-layouts col2:4,col4:8 --no-cusparselt)
 "${bench[@]}" --out "$O/spmspv.json" > /dev/null 2>> "$O/bench.log" || echo "bench failed"
-SDW_SPMSPV_LANES=16 "${bench[@]}" --spmspv-layouts col2:4,col4:8 --no-cusparselt --out "$O/spmspv-h16.json" \
-  > /dev/null 2>> "$O/bench.log" || echo "bench (lanes 16) failed"
-python3 - "$O/spmspv.json" "$O/spmspv-h16.json" <<'PY'
+env "$B" "${bench[@]}" --spmspv-layouts col2:4,col4:8 --no-cusparselt --out "$O/spmspv-b.json" \
+  > /dev/null 2>> "$O/bench.log" || echo "bench ($B) failed"
+python3 - "$O/spmspv.json" "$O/spmspv-b.json" <<'PY'
 import json, sys
 for f in sys.argv[1:]:
     try:
@@ -69,11 +75,12 @@ PY
 if [ "${SPMSPV_AB_DECODE:-1}" = 1 ]; then
   dec=(build-gpu/bin/sdw-cli bench decode --config "${DECODE_CONFIGS:-llama3-8b}" --linear dense,sparse
     --patterns 2:4,col2:4,col4:8 --batch 1 --activation-sparsity 0.5 --json)
-  for v in topk thresholds topk-h16; do
+  for v in ${SPMSPV_AB_VARIANTS:-topk thresholds thresholds-b}; do
     case $v in
       topk) "${dec[@]}" --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
       thresholds) "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
-      topk-h16) SDW_SPMSPV_LANES=16 "${dec[@]}" --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
+      thresholds-b) env "$B" "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" \
+        > /dev/null 2>> "$O/decode.log" ;;
     esac
     python3 -c 'import json,sys
 for r in json.load(open(sys.argv[1]))["rows"]:
