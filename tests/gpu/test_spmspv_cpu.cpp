@@ -328,6 +328,7 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(slices(14336, 4096, SpmspvFormat::Column48, true), 4);
     QCOMPARE(slices(14336, 4096, SpmspvFormat::Column24, true), 7);
     QCOMPARE(slices(4096, 14336, SpmspvFormat::Column48, true), 16);
+    QCOMPARE(slices(4096, 14336, SpmspvFormat::Column24, true), 28);  // 29 asked for is 28 slices of 16 steps
     QCOMPARE(slices(4096, 4096, SpmspvFormat::Column48, true), 16);
     QCOMPARE(slices(4096, 4096, SpmspvFormat::Column24, true), 16);  // 256 blocks; 17 is past one step a warp
     // Never for an explicit split-K or the bitmask kernel's aim (no blocksPerSm).
@@ -776,7 +777,7 @@ class TestSpmspvCpu : public QObject {
 
   // SDW_SPMSPV_LANES=16 gives the column 2:4 and 4:8 layouts the half-warp walk for the
   // benchmarks' and the engine's A/B runs; other layouts and values keep 32.
-  void runDefaultsLanesOverride() {
+  void runDefaultsOverrides() {
     using kernels::SpmspvFormat;
     qunsetenv("SDW_SPMSPV_LANES");
     for (auto f : {SpmspvFormat::Bitmask, SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
