@@ -61,6 +61,7 @@ DecodeBenchCharts::DecodeBenchCharts(QWidget* parent)
   addTitle(p, tr("Decode speed per timed step"));
   p->xAxis->setLabel(tr("timed steps since the run started"));
   p->yAxis->setLabel(tr("tokens/s"));
+  p->yAxis->ticker()->setTickCount(4);  // a grid's legend strip leaves the chart short
   // The strip above names the cells; a picture of the chart alone carries its own legend.
   p->legend->setVisible(false);
   p->legend->setFont(QFont(p->font().family(), 8));
@@ -72,6 +73,9 @@ DecodeBenchCharts::DecodeBenchCharts(QWidget* parent)
   QCustomPlot* sp = speedupView_->plot();
   addTitle(sp, tr("Sparse speed-up over the dense engine"));
   sp->yAxis->setLabel(tr("speed-up (x)"));
+  // About four value labels: a dual-sparse run's limits near 3x lift the axis to ~3.5, where
+  // the default five-ish put eight labels at 0.5 steps into the short bar chart.
+  sp->yAxis->ticker()->setTickCount(4);
   sp->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   sp->xAxis->grid()->setVisible(false);
   sp->xAxis->setSubTicks(false);
@@ -138,6 +142,11 @@ DecodeBenchCharts::DecodeBenchCharts(QWidget* parent)
   split->addWidget(topBox);
   split->addWidget(speedupView_);
   split->setChildrenCollapsible(false);
+  // The bars below get as much height as the steps above (their title, legend and two label
+  // rows take half of theirs).
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
+  split->setSizes({1000, 1000});
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(split);
@@ -306,6 +315,19 @@ QVector<QPair<int, int>> DecodeBenchCharts::drawnLabelSpans(bool configRow) cons
     out.push_back({cx - w / 2, cx - w / 2 + w});
   }
   return out;
+}
+
+QVector<int> DecodeBenchCharts::valueLabelRows(bool speedup) const {
+  const QCPAxis* axis = (speedup ? speedupView_ : stepView_)->plot()->yAxis;
+  QVector<int> out;
+  for (const double v : axis->tickVector())
+    if (axis->range().contains(v)) out.push_back(static_cast<int>(std::lround(axis->coordToPixel(v))));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int DecodeBenchCharts::valueLabelHeight() const {
+  return QFontMetrics(speedupView_->plot()->yAxis->tickLabelFont()).height();
 }
 
 QString DecodeBenchCharts::speedupCsv() const {

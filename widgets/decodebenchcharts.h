@@ -66,6 +66,10 @@ class DecodeBenchCharts : public QWidget {
   // The pixel columns [left, right) each drawn label takes on its row (after a replot):
   // the slot labels (configRow false) or the config names.
   QVector<QPair<int, int>> drawnLabelSpans(bool configRow) const;
+  // The pixel rows of the value axis' drawn tick labels, top to bottom (after a replot), of the
+  // speed-up chart (or of the steps chart), and the height of one such label.
+  QVector<int> valueLabelRows(bool speedup = true) const;
+  int valueLabelHeight() const;
   // group,pattern,baseline,speedup,speedup_limit: one line per bar.
   QString speedupCsv() const;
 

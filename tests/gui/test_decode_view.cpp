@@ -597,9 +597,23 @@ class TestDecodeView : public QObject {
               << "batch 8";
     QCOMPARE(charts->drawnTickLabels(), batches);
     QCOMPARE(charts->configAxisLabels(), (QStringList{"llama-3.1-8b", "qwen3-14b", "qwen3-32b"}));
-    panel_->resize(1000, 900);
-    charts->speedupView()->requestReplot();
-    QTest::qWait(100);
+    panel_->resize(1000, 700);
+    for (int k = 0; k < 2; ++k) {
+      charts->speedupView()->requestReplot();
+      charts->stepView()->requestReplot();
+      QTest::qWait(100);
+    }
+    // Both charts' value labels keep a label's height apart, under the grid's tall legend strip.
+    for (const bool speedup : {false, true}) {
+      const QVector<int> at = charts->valueLabelRows(speedup);
+      QVERIFY(at.size() >= 3);
+      for (int k = 1; k < at.size(); ++k)
+        QVERIFY2(at[k] - at[k - 1] >= charts->valueLabelHeight(),
+                 qPrintable(QStringLiteral("%1 chart: value labels at rows %2 and %3")
+                                .arg(speedup ? "speed-up" : "steps")
+                                .arg(at[k - 1])
+                                .arg(at[k])));
+    }
     for (const bool configRow : {false, true}) {
       const auto spans = charts->drawnLabelSpans(configRow);
       QCOMPARE(spans.size(), configRow ? 3 : 12);
@@ -614,6 +628,34 @@ class TestDecodeView : public QObject {
                                 .arg(spans[k].first)
                                 .arg(spans[k].second)));
     }
+    panel_->resize(1400, 900);
+  }
+
+  void opensADualSparseRun() {
+    // The H100 dual-sparse decode (thresholds): limits near 3.1x lift the speed-up axis to
+    // about 3.5; at the size the main window gives the view at 1440x900 its value labels
+    // keep a label's height apart (eight of them at 0.5 steps once overlapped).
+    QVERIFY(
+        open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h100-dual-qwen3-14b-px0.5-thresholds-cf22e54.json")));
+    DecodeBenchCharts* charts = view_->charts();
+    QCOMPARE(charts->barCount(), 3);
+    QCOMPARE(charts->limitLineValues().size(), 1);
+    QVERIFY(charts->limitLineValues().front() > 3.0);
+    panel_->resize(1000, 700);
+    charts->speedupView()->requestReplot();
+    QTest::qWait(100);
+    charts->speedupView()->requestReplot();
+    QTest::qWait(100);
+    const QVector<int> rows = charts->valueLabelRows();
+    QVERIFY2(rows.size() >= 3, qPrintable(QStringLiteral("%1 value labels").arg(rows.size())));
+    for (int k = 1; k < rows.size(); ++k)
+      QVERIFY2(rows[k] - rows[k - 1] >= charts->valueLabelHeight(),
+               qPrintable(QStringLiteral("value labels %1 and %2 at rows %3 and %4, %5 px high")
+                              .arg(k - 1)
+                              .arg(k)
+                              .arg(rows[k - 1])
+                              .arg(rows[k])
+                              .arg(charts->valueLabelHeight())));
     panel_->resize(1400, 900);
   }
 
