@@ -49,6 +49,24 @@ QCPTextElement* addChartTitle(QCustomPlot* p, const QString& title) {
 
 QPen limitLinePen() { return QPen(QColor(0xc0, 0x1c, 0x28), 1.5, Qt::DashLine); }
 
+QCPAxis* addGroupAxisBelow(QCPAxis* xAxis) {
+  QCPAxis* a = xAxis->axisRect()->addAxis(QCPAxis::atBottom);
+  a->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+  a->setBasePen(Qt::NoPen);
+  a->setTickPen(Qt::NoPen);
+  a->setSubTickPen(Qt::NoPen);
+  a->setSubTicks(false);
+  a->grid()->setVisible(false);
+  a->setTickLabelPadding(0);
+  a->setOffset(0);
+  QFont bold = a->tickLabelFont();
+  bold.setBold(true);
+  a->setTickLabelFont(bold);
+  QObject::connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), a,
+                   qOverload<const QCPRange&>(&QCPAxis::setRange));
+  return a;
+}
+
 namespace {
 
 // The same kernel keeps its colour in every chart.
@@ -129,20 +147,7 @@ BenchCharts::BenchCharts(QWidget* parent)
   sp->xAxis->setSubTicks(false);
   // Model names on a second bottom axis under the projection labels: short
   // labels side by side instead of long rotated ones that run into each other.
-  groupAxis_ = sp->axisRect()->addAxis(QCPAxis::atBottom);
-  groupAxis_->setTicker(QSharedPointer<QCPAxisTickerText>::create());
-  groupAxis_->setBasePen(Qt::NoPen);
-  groupAxis_->setTickPen(Qt::NoPen);
-  groupAxis_->setSubTickPen(Qt::NoPen);
-  groupAxis_->setSubTicks(false);
-  groupAxis_->grid()->setVisible(false);
-  groupAxis_->setTickLabelPadding(0);
-  groupAxis_->setOffset(0);
-  QFont groupFont = groupAxis_->tickLabelFont();
-  groupFont.setBold(true);
-  groupAxis_->setTickLabelFont(groupFont);
-  connect(sp->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), groupAxis_,
-          qOverload<const QCPRange&>(&QCPAxis::setRange));
+  groupAxis_ = addGroupAxisBelow(sp->xAxis);
 
   unitLine_ = new QCPItemStraightLine(sp);
   unitLine_->setPen(QPen(QColor(120, 120, 120), 1, Qt::DotLine));

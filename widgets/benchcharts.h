@@ -42,6 +42,10 @@ class PlotView;
 QCPTextElement* addChartTitle(QCustomPlot* plot, const QString& title);
 QPen limitLinePen();
 
+// A second text axis below `xAxis` (bold labels, no line or ticks, following its range): group
+// names once under their slots, where the slot labels above stay short.
+QCPAxis* addGroupAxisBelow(QCPAxis* xAxis);
+
 // Side-by-side bars on `axis` (its key axis x, value axis y): series s at
 // centers[i] + its offset within a group of width 0.8, values[s][i] > 0 only
 // (0: not measured), coloured by color(name). Returns the bars in series order.

@@ -1,6 +1,6 @@
 #include "widgets/decodebenchcharts.h"
 
-#include "widgets/benchcharts.h"  // addSideBySideBars
+#include "widgets/benchcharts.h"  // addChartTitle, addGroupAxisBelow, addSideBySideBars
 #include "widgets/csv.h"
 #include "widgets/legendstrip.h"
 #include "widgets/plotview.h"
@@ -44,11 +44,6 @@ QColor patternColor(const QString& pattern) { return engineColor(QStringLiteral(
 const QColor kLimitColor(0xc0, 0x1c, 0x28);
 constexpr double kLimitHalfWidth = 0.45;  // the limit line spans its group's bars
 
-void addTitle(QCustomPlot* p, const QString& title) {
-  p->plotLayout()->insertRow(0);
-  p->plotLayout()->addElement(0, 0, new QCPTextElement(p, title, QFont(QFont().family(), 10, QFont::Bold)));
-}
-
 }  // namespace
 
 DecodeBenchCharts::DecodeBenchCharts(QWidget* parent)
@@ -58,7 +53,7 @@ DecodeBenchCharts::DecodeBenchCharts(QWidget* parent)
   speedupView_->setObjectName(QStringLiteral("decodeSpeedupChart"));
 
   QCustomPlot* p = stepView_->plot();
-  addTitle(p, tr("Decode speed per timed step"));
+  addChartTitle(p, tr("Decode speed per timed step"));
   p->xAxis->setLabel(tr("timed steps since the run started"));
   p->yAxis->setLabel(tr("tokens/s"));
   p->yAxis->ticker()->setTickCount(4);  // a grid's legend strip leaves the chart short
@@ -71,7 +66,7 @@ DecodeBenchCharts::DecodeBenchCharts(QWidget* parent)
   });
 
   QCustomPlot* sp = speedupView_->plot();
-  addTitle(sp, tr("Sparse speed-up over the dense engine"));
+  addChartTitle(sp, tr("Sparse speed-up over the dense engine"));
   sp->yAxis->setLabel(tr("speed-up (x)"));
   // About four value labels: a dual-sparse run's limits near 3x lift the axis to ~3.5, where
   // the default five-ish put eight labels at 0.5 steps into the short bar chart.
@@ -81,20 +76,7 @@ DecodeBenchCharts::DecodeBenchCharts(QWidget* parent)
   sp->xAxis->setSubTicks(false);
   // Config names on a second bottom axis, once under their batches (as the kernel page puts
   // model names under its projections): "llama-3.1-8b" under every slot ran into its neighbours.
-  configAxis_ = sp->axisRect()->addAxis(QCPAxis::atBottom);
-  configAxis_->setTicker(QSharedPointer<QCPAxisTickerText>::create());
-  configAxis_->setBasePen(Qt::NoPen);
-  configAxis_->setTickPen(Qt::NoPen);
-  configAxis_->setSubTickPen(Qt::NoPen);
-  configAxis_->setSubTicks(false);
-  configAxis_->grid()->setVisible(false);
-  configAxis_->setTickLabelPadding(0);
-  configAxis_->setOffset(0);
-  QFont configFont = configAxis_->tickLabelFont();
-  configFont.setBold(true);
-  configAxis_->setTickLabelFont(configFont);
-  connect(sp->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), configAxis_,
-          qOverload<const QCPRange&>(&QCPAxis::setRange));
+  configAxis_ = addGroupAxisBelow(sp->xAxis);
   unitLine_ = new QCPItemStraightLine(sp);
   unitLine_->setPen(QPen(QColor(120, 120, 120), 1, Qt::DotLine));
   unitLine_->point1->setCoords(0, 1.0);
