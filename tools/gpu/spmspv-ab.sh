@@ -15,6 +15,7 @@
 #     with SPMSPV_AB_B).
 # SPMSPV_AB_QUICK=1: no test_engine_cuda (neither built nor run), and both benchmarks over the
 # column 2:4 and 4:8 layouts alone, without cuSPARSELt (the A/B, not the committed file).
+# SPMSPV_AB_FLOOR=0: no third benchmark at p_x 0.99 (the column kernels' fixed cost per call).
 # SPMSPV_AB_TESTS=0 / SPMSPV_AB_BENCH=0 skip step 2 / 3 (a second call on a warm machine whose
 # build-gpu is already made: SPMSPV_AB_TESTS=0 SPMSPV_AB_BENCH=0 runs the decode alone).
 # Logs and JSON in $OUT/spmspv-ab.tgz (or out/gpu).
@@ -57,7 +58,10 @@ bench=(build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 
 "${bench[@]}" --out "$O/spmspv.json" > /dev/null 2>> "$O/bench.log" || echo "bench failed"
 env "$B" "${bench[@]}" --spmspv-layouts col2:4,col4:8 --no-cusparselt --out "$O/spmspv-b.json" \
   > /dev/null 2>> "$O/bench.log" || echo "bench ($B) failed"
-python3 - "$O/spmspv.json" "$O/spmspv-b.json" <<'PY'
+# the fixed cost per call: p_x 0.99 (1% of the columns active; 1.0 is refused), column layouts
+[ "${SPMSPV_AB_FLOOR:-1}" = 1 ] && { "${bench[@]/0,0.25,0.5,0.75/0.99}" --spmspv-layouts col2:4,col4:8 --no-cusparselt \
+  --out "$O/spmspv-floor.json" > /dev/null 2>> "$O/bench.log" || echo "bench (floor) failed"; }
+python3 - "$O/spmspv.json" "$O/spmspv-b.json" "$O/spmspv-floor.json" <<'PY'
 import json, sys
 for f in sys.argv[1:]:
     try:
@@ -68,7 +72,7 @@ for f in sys.argv[1:]:
         print(f.split("/")[-1], a.get("pattern"), "p_x", a.get("activation_sparsity"),
               "median %.2fx dense" % a.get("median_speedup_vs_dense", 0), "%.0f GB/s" % a.get("median_gbs", 0))
     for r in d["rows"]:
-        if r["kernel"] == "spmspv" and r.get("activation_sparsity") == 0.5 and r["pattern"] in ("col2:4", "col4:8"):
+        if r["kernel"] == "spmspv" and r.get("activation_sparsity") in (0.5, 0.99) and r["pattern"] in ("col2:4", "col4:8"):
             print("  %-10s %-9s %6.2f us  %.2fx  %s" % (r["module"], r["pattern"], r["us"], r.get("speedup_vs_dense", 0), r["config"][:40]))
 PY
 }
