@@ -605,7 +605,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         const int copies = copiesFor(static_cast<double>(m.bytes()));
         SpmspvCase c = prepareSpmspvCase(std::move(m), copies);
         for (double p : s.activationSparsities) {
-          // SDW_SPMSPV_BULK=1: bulk copies; SDW_SPMSPV_LANES=16 / SDW_SPMSPV_WAVEFIT=1: spmspvRunDefaults
+          // SDW_SPMSPV_BULK=1: bulk copies; SDW_SPMSPV_LANES=16 / SDW_SPMSPV_WAVEFIT=0|1: spmspvRunDefaults
           kernels::SpmspvConfig def = kernels::spmspvRunDefaults(c.host.format);
           if (const char* v = std::getenv("SDW_SPMSPV_BULK")) def.bulk = std::string(v) == "1";
           setSpmspvActivation(c, randomNormal16(sh.cols, dtype, seed++), p, def.warps, def.splitK);
@@ -635,7 +635,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
                         l.splitK = f == 1 ? 0 : std::max(1, heuristic / f);
                         launches.push_back(l);
                       }
-                    // one slice fewer and one more than the aim: the busiest SM's share (SpmspvConfig::waveFit)
+                    // one slice fewer and one more than the aim (SpmspvConfig::waveFit's candidates)
                     for (int k : {heuristic - 1, heuristic + 1})
                       if (k >= 1 && k != heuristic / 2 && k != heuristic / 4) {
                         l.splitK = k;

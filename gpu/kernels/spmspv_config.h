@@ -39,14 +39,17 @@ struct SpmspvConfig {
   // 15 (one 16-byte value load and one 2-byte meta load per chunk: half the load instructions
   // for the same bytes; the same layout), the halves' sums added at the end. Elsewhere 32.
   int lanes = 32;
-  // With blocksPerSm set and splitK 0: the aim's slice count s or s - 1 or s + 1, whichever
-  // leaves the fewest blocks on the busiest SM per block of work (ceil(tiles k / SMs) /
-  // (tiles k), the rest equal: s). Where tiles s is just over a multiple of the SMs (Qwen3-14B's
-  // 17408x5120 at column 4:8: 68 tiles x 4 = 272 blocks, three on 8 of 132 SMs and two on the
-  // others), the busiest SMs set the time: measured on an H100, 32.5 us against 17.1 us for
-  // Llama-3.1-8B's 14336x4096 with 224 blocks, where the weights alone predict 26 us, and the
-  // busiest SM's share predicts 32.1 (docs/kernels.md). Off by default until an A/B on a GPU
-  // (SDW_SPMSPV_WAVEFIT=1 in spmspvRunDefaults).
+  // With blocksPerSm set and splitK 0: the aim's slice count s or s - 1 or s + 1, whichever has
+  // the shortest chain: the blocks on the busiest SM (ceil(tiles k / SMs)) times the 32-column
+  // steps the busiest warp of a block walks (ceil(steps per slice / warps)); the rest equal, s.
+  // Where tiles s is just over a multiple of the SMs (Qwen3-14B's 17408x5120 at column 4:8: 68
+  // tiles x 4 = 272 blocks, three on 8 of 132 SMs and two on the others), the busiest SMs set
+  // the time: on an H100, 33.2 us, against 28.6 with 5 slices (fewer steps a warp, three blocks
+  // on the busiest SM still); where one slice fewer leaves a warp one more step (Qwen3-14B's
+  // 5120x5120 at column 2:4, 20 to 19 slices: 8 steps a slice for 8 warps, then 9), it is
+  // slower (11.9 to 15.3 us), which the first rule of 5e62d5c (blocks on the busiest SM per
+  // block of work alone) took. docs/kernels.md, "The column layouts on the H200". Default for
+  // column 2:4 and 4:8 (spmspvDefaults); SDW_SPMSPV_WAVEFIT=0 / 1 in spmspvRunDefaults.
   bool waveFit = false;
 };
 // For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
@@ -65,13 +68,15 @@ struct SpmspvConfig {
 // the two 16s. Dense column-major: 2.5, between its winners (4-8 and 14-24 slices on the
 // large shapes as p_x varies). Column 4:8 reduces in a
 // cluster only where it is portable (2-8 slices): at 4096x4096 its 16-block cluster took 10.8
-// us against 7.9 through the workspace.
+// us against 7.9 through the workspace. Column 2:4 and 4:8 move the aim by a slice where that
+// shortens the chain (waveFit).
 inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
   SpmspvConfig c;
   if (format == SpmspvFormat::Bitmask) return c;
   c.stages = format == SpmspvFormat::Column24 ? 4 : 8;
   c.cluster = format == SpmspvFormat::Column48 ? -1 : 1;
   c.blocksPerSm = format == SpmspvFormat::Column24 ? 3.4f : format == SpmspvFormat::Column48 ? 1.9f : 2.5f;
+  c.waveFit = format != SpmspvFormat::ColumnDense;
   return c;
 }
 
@@ -124,16 +129,15 @@ inline int spmspvSplitKFor(std::int64_t rows, std::int64_t cols, const SpmspvCon
     const std::int64_t most = std::max<std::int64_t>(1, steps / (kSpmspvMinStepsPerWarp * warps));
     s = static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
     if (cfg.waveFit && cfg.blocksPerSm > 0 && sms > 0) {
-      // The busiest SM's blocks per block of work, compared without division:
-      // ceil(blocks(a) / sms) / blocks(a) < ceil(blocks(b) / sms) / blocks(b).
-      const auto blocks = [&](std::int64_t k) { return tiles * spmspvSplitsOf(cols, static_cast<int>(k)); };
-      const auto busiest = [&](std::int64_t k) { return (blocks(k) + sms - 1) / sms; };
-      const auto better = [&](std::int64_t a, std::int64_t b) {
-        return busiest(a) * blocks(b) < busiest(b) * blocks(a);
+      // The busiest SM's blocks times the busiest warp's steps at k slices.
+      const auto chain = [&](std::int64_t k) {
+        const std::int64_t per = spmspvStepsPerSplit(cols, static_cast<int>(k));
+        const std::int64_t blocks = tiles * spmspvSplitsOf(cols, static_cast<int>(k));
+        return (blocks + sms - 1) / sms * ((per + warps - 1) / warps);
       };
       std::int64_t best = s;
       for (const std::int64_t k : {std::int64_t{s} - 1, std::int64_t{s} + 1})
-        if (k >= 1 && k <= most && better(k, best)) best = k;
+        if (k >= 1 && k <= most && chain(k) < chain(best)) best = k;
       s = static_cast<int>(best);
     }
   }

@@ -307,8 +307,11 @@ class TestSpmspvCpu : public QObject {
     QCOMPARE(kernels::spmspvListCap(4096, 8, 1), 512);
   }
 
-  // SpmspvConfig::waveFit: the aim's slices or one fewer or one more, whichever leaves the
-  // fewest blocks on the busiest of 132 SMs per block of work.
+  // SpmspvConfig::waveFit (the column 2:4 and 4:8 defaults): the aim's slices or one fewer or
+  // one more, whichever has the shortest chain on 132 SMs, the blocks on the busiest SM times
+  // the steps of the busiest warp. Each case is a shape of the H100 A/B (0e4adf8,
+  // bench/results/kernels/h100-spmspv-wavefit-0e4adf8.json): the rule keeps the aim where the
+  // first rule's move was slower, and moves where that move was faster.
   void waveFitMovesOffAnAlmostEmptyLastRound() {
     using kernels::SpmspvFormat;
     const auto slices = [](std::int64_t rows, std::int64_t cols, SpmspvFormat f, bool fit) {
@@ -316,24 +319,41 @@ class TestSpmspvCpu : public QObject {
       cfg.waveFit = fit;
       return kernels::spmspvSplitsOf(cols, kernels::spmspvSplitKFor(rows, cols, cfg, 132));
     };
-    // Qwen3-14B gate/up at column 4:8: 68 tiles x 4 = 272 blocks (3 on 8 SMs, 2 elsewhere:
-    // 3 / 272 per block) -> 5 slices, 340 blocks (3 / 340); 3 slices would be 2 / 204.
+    QVERIFY(kernels::spmspvDefaults(SpmspvFormat::Column24).waveFit);
+    QVERIFY(kernels::spmspvDefaults(SpmspvFormat::Column48).waveFit);
+    QVERIFY(!kernels::spmspvDefaults(SpmspvFormat::ColumnDense).waveFit);
+    QVERIFY(!kernels::spmspvDefaults(SpmspvFormat::Bitmask).waveFit);
+    // Qwen3-14B gate/up at column 4:8: 68 tiles x 4 = 272 blocks (3 on the busiest SM), 40
+    // steps a slice (5 for the busiest of 8 warps): 15 -> 5 slices, 340 blocks (3) of 32 steps
+    // (4): 12; 3 slices would be 2 x 7 = 14. Measured 33.2 -> 28.6 us.
     QCOMPARE(slices(17408, 5120, SpmspvFormat::Column48, false), 4);
     QCOMPARE(slices(17408, 5120, SpmspvFormat::Column48, true), 5);
-    // Its fused gate|up (136 tiles): 2 slices (272 blocks) -> 3 (408: 4 / 408).
+    // Its fused gate|up in the engine (136 tiles): 2 slices (3 x 10) -> 3 (4 x 7); at column 2:4
+    // 3 (4 x 7) -> 4 (5 x 5).
     QCOMPARE(slices(34816, 5120, SpmspvFormat::Column48, false), 2);
     QCOMPARE(slices(34816, 5120, SpmspvFormat::Column48, true), 3);
-    // Llama-3.1-8B gate/up at column 4:8 (224 blocks, 2 on the busiest SM) stays; at column 2:4
-    // 448 blocks (4 on the busiest SM) -> 7 slices, 392 (3), the one change on the grid's shapes.
+    QCOMPARE(slices(34816, 5120, SpmspvFormat::Column24, false), 3);
+    QCOMPARE(slices(34816, 5120, SpmspvFormat::Column24, true), 4);
+    // Qwen3-14B down at column 2:4: 22 slices of 25 steps (4 x 4) -> 23 of 24 (4 x 3). Measured
+    // 29.8 -> 27.4 us.
+    QCOMPARE(slices(5120, 17408, SpmspvFormat::Column24, false), 22);
+    QCOMPARE(slices(5120, 17408, SpmspvFormat::Column24, true), 23);
+    // Kept: Qwen3-14B q/o at column 2:4, 20 slices of 8 steps (4 x 1); 19 would give 9 steps,
+    // two for one warp (3 x 2); measured 11.9 -> 15.3 us with 19.
+    QCOMPARE(slices(5120, 5120, SpmspvFormat::Column24, true), 20);
+    // Kept: Llama-3.1-8B gate/up at column 2:4, 8 slices (4 x 2); 7 is 3 x 3 (measured 17.6 ->
+    // 18.9 us). The grid's other winners stay too.
+    QCOMPARE(slices(14336, 4096, SpmspvFormat::Column24, true), 8);
     QCOMPARE(slices(14336, 4096, SpmspvFormat::Column48, true), 4);
-    QCOMPARE(slices(14336, 4096, SpmspvFormat::Column24, true), 7);
     QCOMPARE(slices(4096, 14336, SpmspvFormat::Column48, true), 16);
     QCOMPARE(slices(4096, 14336, SpmspvFormat::Column24, true), 28);  // 29 asked for is 28 slices of 16 steps
     QCOMPARE(slices(4096, 4096, SpmspvFormat::Column48, true), 16);
-    QCOMPARE(slices(4096, 4096, SpmspvFormat::Column24, true), 16);  // 256 blocks; 17 is past one step a warp
+    QCOMPARE(slices(4096, 4096, SpmspvFormat::Column24, true), 16);  // 17 is past one step a warp
+    // Llama-3.1-8B's fused q|k|v at column 4:8 (24 tiles) stays at 10 slices (2 x 2), where the
+    // first rule took 11.
+    QCOMPARE(slices(6144, 4096, SpmspvFormat::Column48, true), 10);
     // Never for an explicit split-K or the bitmask kernel's aim (no blocksPerSm).
     kernels::SpmspvConfig cfg = kernels::spmspvDefaults(SpmspvFormat::Column48);
-    cfg.waveFit = true;
     cfg.splitK = 4;
     QCOMPARE(kernels::spmspvSplitKFor(17408, 5120, cfg, 132), 4);
     kernels::SpmspvConfig bitmask;
@@ -791,8 +811,14 @@ class TestSpmspvCpu : public QObject {
     qputenv("SDW_SPMSPV_LANES", "8");
     QCOMPARE(kernels::spmspvRunDefaults(SpmspvFormat::Column24).lanes, 32);
     qunsetenv("SDW_SPMSPV_LANES");
-    // SDW_SPMSPV_WAVEFIT=1: SpmspvConfig::waveFit for the column layouts only
-    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Column48).waveFit);
+    // SpmspvConfig::waveFit: on for column 2:4 and 4:8 unless SDW_SPMSPV_WAVEFIT=0; =1 also for
+    // the column-major dense layout; never the bitmask kernel
+    qunsetenv("SDW_SPMSPV_WAVEFIT");
+    QVERIFY(kernels::spmspvRunDefaults(SpmspvFormat::Column48).waveFit);
+    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::ColumnDense).waveFit);
+    qputenv("SDW_SPMSPV_WAVEFIT", "0");
+    for (auto f : {SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
+      QVERIFY(!kernels::spmspvRunDefaults(f).waveFit);
     qputenv("SDW_SPMSPV_WAVEFIT", "1");
     for (auto f : {SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
       QVERIFY(kernels::spmspvRunDefaults(f).waveFit);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, one call: the spMspV column kernels' defaults against one A/B switch
-# (SPMSPV_AB_B, an environment assignment; default SDW_SPMSPV_WAVEFIT=1, the split-K aim moved
-# off an almost empty last round of blocks; SDW_SPMSPV_LANES=16 was the half-warp walk's, run on
-# 2026-12-06), and the dual-sparse decode with TEAL's thresholds.
+# (SPMSPV_AB_B, an environment assignment; default SDW_SPMSPV_WAVEFIT=0, the split-K aim without
+# SpmspvConfig::waveFit, a default since the H100 A/B of 0e4adf8; SDW_SPMSPV_LANES=16 was the
+# half-warp walk's, run on 2026-12-06), and the dual-sparse decode with TEAL's thresholds.
 #  1. build sdw-cli, test_spmspv_cuda, test_engine_cuda;
 #  2. test_spmspv_cuda: rows of columnMatchesReference with the half-warp walk (small, split-K,
 #     cluster, Llama shapes) and columnRefusesBadArguments; test_engine_cuda
@@ -29,7 +29,7 @@ mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
 echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
 quick=${SPMSPV_AB_QUICK:-0}
-B=${SPMSPV_AB_B:-SDW_SPMSPV_WAVEFIT=1}
+B=${SPMSPV_AB_B:-SDW_SPMSPV_WAVEFIT=0}
 echo "B: $B" | tee -a "$O/machine.txt"
 targets="sdw-cli test_spmspv_cuda"
 [ "$quick" = 1 ] || targets="$targets test_engine_cuda"
