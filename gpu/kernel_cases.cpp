@@ -362,6 +362,7 @@ kernels::SpmspvConfig caseConfig(const SpmspvCase& c, int warps, int splitK, int
   kernels::SpmspvConfig cfg = kernels::spmspvRunDefaults(c.host.format);  // its blocksPerSm and waveFit
   cfg.warps = warps, cfg.splitK = splitK, cfg.stages = stages, cfg.bulk = bulk, cfg.cluster = cluster;
   cfg.lanes = lanes;
+  cfg.pdl = c.pdl;
   return cfg;
 }
 }  // namespace

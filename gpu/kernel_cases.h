@@ -120,6 +120,9 @@ struct SpmspvCase {
   std::vector<std::uint16_t> xHost;  // x as uploaded (ties at the threshold nudged)
   float threshold = -1;
   double bytes = 0;  // bytes one call must read at this threshold (spmspvReadBytes)
+  // The column layouts' launches with programmatic dependent launch (SpmspvConfig::pdl; the
+  // benchmark's are plain whatever SDW_SPMSPV_PDL says).
+  bool pdl = false;
   int copies() const { return static_cast<int>(chunks.size()); }
 };
 // `copies` (at least 1) device copies of the packed weights (packSpmspv). Throws

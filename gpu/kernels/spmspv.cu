@@ -409,6 +409,9 @@ __device__ __forceinline__ void finishTileCluster(float* red, float* part, const
 // 512 value bytes instead of 256. After the loop the halves' sums of the same rows are added
 // (xor-16 shuffle) and handed back to the full walk's rows (lane l: rows 8 l .. 8 l + 7) for
 // the block's reduction.
+// Programmatic dependent launch (SpmspvConfig::pdl): every block waits for the previous grid
+// before the compaction reads x (a no-op in a plain launch), and lets the next grid start
+// after its main loop; nothing is read early (the chunks to read depend on x).
 template <typename T, int kG, int kD, bool CLUSTER, int kLanes = 32>
 __global__ void __launch_bounds__(kCol24MaxWarps * 32)
     spmspvColumnKernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
@@ -437,6 +440,9 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
   const unsigned char* laneMeta = tileChunks + kSpmspvCol24ValueBytes + (kHalf ? 2 : 1) * owner;
   const uint2* list = reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap;
 
+  // Launched with programmatic dependent launch (SpmspvConfig::pdl): x, y, the workspace and
+  // the counters only after the previous grid; otherwise this returns at once.
+  detail::pdlWait();
   const int n = compactActive<T>(reinterpret_cast<uint2*>(smem) + static_cast<std::int64_t>(warp) * listCap,
                                  reinterpret_cast<const unsigned short*>(x), c0, c1, W, warp, lane, threshold);
 
@@ -506,6 +512,7 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
     load(0, i + 2 * kStep);
     compute(1);
   }
+  detail::pdlLaunchDependents();
   if constexpr (kHalf) {
     // Both halves' sums of rows 16 h .. 16 h + 15, then lane l takes rows 8 l .. 8 l + 7 from
     // lane l / 2 (acc for even l, acc2 for odd).
@@ -640,9 +647,10 @@ cudaError_t launchColumn(const SpmspvLayout& w, const void* x, float threshold, 
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
   const int colsPerSplit = static_cast<int>(per * 32);
-  if (cluster)
-    return detail::launchEx(kernel, grid, block, smem, stream, static_cast<unsigned>(splits), false, chunks, w.rows,
-                            w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters);
+  const bool pdl = cfg.pdl && detail::hopperLaunchSupported();
+  if (cluster || pdl)
+    return detail::launchEx(kernel, grid, block, smem, stream, cluster ? static_cast<unsigned>(splits) : 0u, pdl,
+                            chunks, w.rows, w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters);
   kernel<<<grid, block, smem, stream>>>(chunks, w.rows, w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters);
   return cudaGetLastError();
 }

@@ -51,6 +51,12 @@ struct SpmspvConfig {
   // block of work alone) took. docs/kernels.md, "The column layouts on the H200". Default for
   // column 2:4 and 4:8 (spmspvDefaults); SDW_SPMSPV_WAVEFIT=0 / 1 in spmspvRunDefaults.
   bool waveFit = false;
+  // Column layouts only: launched with programmatic dependent launch (sm_90; ignored below):
+  // the grid may start while the stream's previous kernel runs; every block waits for it
+  // (griddepcontrol.wait) before reading x or touching y, the workspace and the counters, and
+  // lets the next kernel start after its main loop. Off by default until an A/B on a GPU
+  // (SDW_SPMSPV_PDL=1 in spmspvRunDefaults; the decode engine also needs its own pdl option).
+  bool pdl = false;
 };
 // For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
 // chunks each lane loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
@@ -82,13 +88,16 @@ inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
 
 // spmspvDefaults with the environment's A/B overrides for the benchmarks and the engine:
 // SDW_SPMSPV_LANES=16 (or 32) sets SpmspvConfig::lanes of the column 2:4 and 4:8 layouts;
-// SDW_SPMSPV_WAVEFIT=1 (or 0) sets SpmspvConfig::waveFit of the column layouts.
+// SDW_SPMSPV_WAVEFIT=1 (or 0) sets SpmspvConfig::waveFit of the column layouts; SDW_SPMSPV_PDL=1
+// (or 0) their SpmspvConfig::pdl.
 inline SpmspvConfig spmspvRunDefaults(SpmspvFormat format) {
   SpmspvConfig c = spmspvDefaults(format);
   if (const char* v = std::getenv("SDW_SPMSPV_LANES"); v && spmspvHalfWalkFormat(format))
     c.lanes = std::string_view(v) == "16" ? 16 : 32;
   if (const char* v = std::getenv("SDW_SPMSPV_WAVEFIT"); v && format != SpmspvFormat::Bitmask)
     c.waveFit = std::string_view(v) == "1";
+  if (const char* v = std::getenv("SDW_SPMSPV_PDL"); v && format != SpmspvFormat::Bitmask)
+    c.pdl = std::string_view(v) == "1";
   return c;
 }
 

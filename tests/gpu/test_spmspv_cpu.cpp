@@ -824,6 +824,14 @@ class TestSpmspvCpu : public QObject {
       QVERIFY(kernels::spmspvRunDefaults(f).waveFit);
     QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Bitmask).waveFit);
     qunsetenv("SDW_SPMSPV_WAVEFIT");
+    // SDW_SPMSPV_PDL=1: SpmspvConfig::pdl for the column layouts only (off without it)
+    for (auto f : {SpmspvFormat::Bitmask, SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
+      QVERIFY(!kernels::spmspvRunDefaults(f).pdl);
+    qputenv("SDW_SPMSPV_PDL", "1");
+    for (auto f : {SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
+      QVERIFY(kernels::spmspvRunDefaults(f).pdl);
+    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Bitmask).pdl);
+    qunsetenv("SDW_SPMSPV_PDL");
   }
 
   // The CPU benchmark's spMspV rows: one per weight layout and activation sparsity, with

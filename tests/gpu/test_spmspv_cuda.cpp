@@ -314,6 +314,55 @@ class TestSpmspvCuda : public QObject {
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) != nullptr);
   }
 
+  // SpmspvConfig::pdl: a chain of launches with programmatic dependent launch, each reading
+  // the y the one before wrote and sharing one workspace, gives bitwise the plain chain's
+  // results (every block waits before it reads x or touches the workspace), through the
+  // workspace and through the cluster, for each column layout.
+  void columnPdlChainMatchesPlain_data() {
+    QTest::addColumn<int>("group");
+    QTest::addColumn<int>("cluster");
+    for (int group : {4, 8, 1})
+      for (int cluster : {0, 1}) {
+        const char* name = group == 4 ? "col24" : group == 8 ? "col48" : "dense";  // no colon (a test name's end)
+        QTest::newRow(qPrintable(QStringLiteral("%1%2").arg(name).arg(cluster ? " cluster" : ""))) << group << cluster;
+      }
+  }
+  void columnPdlChainMatchesPlain() {
+    QFETCH(int, group);
+    QFETCH(int, cluster);
+    constexpr std::int64_t n = 1024;
+    const auto dt = sparse::DType::BF16;
+    const auto w = group == 1 ? gpu::randomPrunedWeights(n, n, dt, n, n, 5)
+                              : gpu::randomColumnPrunedWeights(n, n, dt, group / 2, group, 5);
+    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, n, n, dt,
+                                                    group == 1   ? kernels::SpmspvFormat::ColumnDense
+                                                    : group == 8 ? kernels::SpmspvFormat::Column48
+                                                                 : kernels::SpmspvFormat::Column24),
+                                    1);
+    gpu::setSpmspvActivation(c, gpu::randomNormal16(n, dt, 7), 0.5, 8, 4);
+    gpu::reserveSpmspv(c, 8, 4, 2);
+    const at::Tensor x0 = c.x.clone();
+    const auto chain = [&](bool pdl) {
+      c.pdl = pdl;
+      std::vector<at::Tensor> ys;
+      at::Tensor x = x0.clone();
+      for (int k = 0; k < 4; ++k) {
+        const at::Tensor y = at::empty({n}, x0.options());
+        c.x = x, c.y = y;
+        if (const char* e = gpu::launchSpmspvCase(c, 0, 8, 4, 2, false, cluster)) throw std::runtime_error(e);
+        ys.push_back(y);
+        x = y;
+      }
+      torch::cuda::synchronize();
+      return ys;
+    };
+    const auto plain = chain(false), chained = chain(true);
+    QVERIFY(plain[0].to(torch::kFloat).abs().sum().item<float>() > 0.f);
+    for (int k = 0; k < 4; ++k)
+      QVERIFY2(torch::equal(plain[std::size_t(k)], chained[std::size_t(k)]),
+               qPrintable(QStringLiteral("launch %1 of the chain differs").arg(k)));
+  }
+
   // An all-zero x at threshold 0 reads nothing and writes zeros (split-K included).
   void zeroInput() {
     const auto w = gpu::randomPrunedWeights(700, 3000, sparse::DType::BF16, 1500, 3000, 9);

@@ -16,6 +16,8 @@
 # SPMSPV_AB_QUICK=1: no test_engine_cuda (neither built nor run), and both benchmarks over the
 # column 2:4 and 4:8 layouts alone, without cuSPARSELt (the A/B, not the committed file).
 # SPMSPV_AB_FLOOR=0: no third benchmark at p_x 0.99 (the column kernels' fixed cost per call).
+# SPMSPV_AB_SANITIZE=1: column rows under compute-sanitizer (before the decode). Decode variant
+# thresholds-pdl: the thresholds with SDW_SPMSPV_PDL=1 (programmatic dependent launch).
 # SPMSPV_AB_TESTS=0 / SPMSPV_AB_BENCH=0 skip step 2 / 3 (a second call on a warm machine whose
 # build-gpu is already made: SPMSPV_AB_TESTS=0 SPMSPV_AB_BENCH=0 runs the decode alone).
 # Logs and JSON in $OUT/spmspv-ab.tgz (or out/gpu).
@@ -42,7 +44,7 @@ timeout 200 $t "$r:col24 h16 36x96 p=0.50 bf16" "$r:col24 h16 300x33 p=0.00 fp16
   "$r:col24 as col48 h16 512x2080 split 65" "$r:col24 h16 257x1000 one per group" "$r:col48 h16 257x1000 one per group cluster" \
   "$r:col24 h16 llama 14336x4096 p=0.50 d4 cluster" "$r:col24 h16 llama 4096x14336 p=0.50 d2" \
   "$r:col48 h16 llama 14336x4096 p=0.50 d4" "$r:col48 h16 llama 4096x14336 p=0.50 d2 cluster" \
-  columnRefusesBadArguments > "$O/test-spmspv-h16.log" 2>&1
+  columnRefusesBadArguments columnPdlChainMatchesPlain > "$O/test-spmspv-h16.log" 2>&1
 echo "test_spmspv_cuda (half-warp rows) rc $?: $(grep -E "^Totals" "$O/test-spmspv-h16.log")"
 grep -E "^FAIL|Loc:" "$O/test-spmspv-h16.log" | head -10
 if [ "$quick" != 1 ]; then
@@ -76,6 +78,19 @@ for f in sys.argv[1:]:
             print("  %-10s %-9s %6.2f us  %.2fx  %s" % (r["module"], r["pattern"], r["us"], r.get("speedup_vs_dense", 0), r["config"][:40]))
 PY
 }
+# SPMSPV_AB_SANITIZE=1: the column kernels under compute-sanitizer (memcheck, racecheck,
+# synccheck): a small row, split-K rows through the workspace and the cluster, column 4:8 and
+# dense, the half-warp walk in a cluster, the chain with programmatic dependent launch.
+if [ "${SPMSPV_AB_SANITIZE:-0}" = 1 ]; then
+  for tool in memcheck racecheck synccheck; do
+    timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_spmspv_cuda \
+      "$r:col24 300x33 p=0.50 bf16" "$r:col24 600x4000 p=0.50 fp16" "$r:col24 600x4000 p=0.50 fp16 cluster" \
+      "$r:col48 600x4000 p=0.50 bf16" "$r:dense 600x4000 p=0.50 bf16" "$r:col48 h16 300x33 p=1.00 fp16 cluster" \
+      "columnPdlChainMatchesPlain:col24 cluster" "columnPdlChainMatchesPlain:col48" \
+      > "$O/sanitize-column-$tool.log" 2>&1
+    echo "column $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Totals' "$O/sanitize-column-$tool.log" | tr '\n' ' ')"
+  done
+fi
 if [ "${SPMSPV_AB_DECODE:-1}" = 1 ]; then
   dec=(build-gpu/bin/sdw-cli bench decode --config "${DECODE_CONFIGS:-llama3-8b}" --linear dense,sparse
     --patterns 2:4,col2:4,col4:8 --batch 1 --activation-sparsity 0.5 --json)
@@ -84,6 +99,8 @@ if [ "${SPMSPV_AB_DECODE:-1}" = 1 ]; then
       topk) "${dec[@]}" --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
       thresholds) "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
       thresholds-b) env "$B" "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" \
+        > /dev/null 2>> "$O/decode.log" ;;
+      thresholds-pdl) SDW_SPMSPV_PDL=1 "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" \
         > /dev/null 2>> "$O/decode.log" ;;
     esac
     python3 -c 'import json,sys
