@@ -57,6 +57,11 @@ struct SpmspvConfig {
   // lets the next kernel start after its main loop. Off by default until an A/B on a GPU
   // (SDW_SPMSPV_PDL=1 in spmspvRunDefaults; the decode engine also needs its own pdl option).
   bool pdl = false;
+  // Column layouts, split-K through the workspace only: the last slice of a row group loads
+  // eight partial sums before it adds any (detail::finishRows' batched sum; the same order of
+  // adds, bitwise the same y) instead of four at a time, the compiler's unroll (docs/kernels.md,
+  // the workspace's cost). Off by default until an A/B on a GPU (SDW_SPMSPV_FINISH=8).
+  bool batchedFinish = false;
 };
 // For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
 // chunks each lane loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
@@ -89,7 +94,7 @@ inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
 // spmspvDefaults with the environment's A/B overrides for the benchmarks and the engine:
 // SDW_SPMSPV_LANES=16 (or 32) sets SpmspvConfig::lanes of the column 2:4 and 4:8 layouts;
 // SDW_SPMSPV_WAVEFIT=1 (or 0) sets SpmspvConfig::waveFit of the column layouts; SDW_SPMSPV_PDL=1
-// (or 0) their SpmspvConfig::pdl.
+// (or 0) their SpmspvConfig::pdl; SDW_SPMSPV_FINISH=8 their SpmspvConfig::batchedFinish.
 inline SpmspvConfig spmspvRunDefaults(SpmspvFormat format) {
   SpmspvConfig c = spmspvDefaults(format);
   if (const char* v = std::getenv("SDW_SPMSPV_LANES"); v && spmspvHalfWalkFormat(format))
@@ -98,6 +103,8 @@ inline SpmspvConfig spmspvRunDefaults(SpmspvFormat format) {
     c.waveFit = std::string_view(v) == "1";
   if (const char* v = std::getenv("SDW_SPMSPV_PDL"); v && format != SpmspvFormat::Bitmask)
     c.pdl = std::string_view(v) == "1";
+  if (const char* v = std::getenv("SDW_SPMSPV_FINISH"); v && format != SpmspvFormat::Bitmask)
+    c.batchedFinish = std::string_view(v) == "8";
   return c;
 }
 

@@ -16,6 +16,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace sdw;
@@ -361,6 +362,41 @@ class TestSpmspvCuda : public QObject {
     for (int k = 0; k < 4; ++k)
       QVERIFY2(torch::equal(plain[std::size_t(k)], chained[std::size_t(k)]),
                qPrintable(QStringLiteral("launch %1 of the chain differs").arg(k)));
+  }
+
+  // SpmspvConfig::batchedFinish: the workspace's last slice adds the same partials in the same
+  // order, so y is bitwise the loop's, at 65 slices (eight batches of eight and one) and 13
+  // (one of eight and one of five).
+  void columnBatchedFinishBitwise_data() {
+    QTest::addColumn<int>("group");
+    QTest::addColumn<int>("splitK");
+    for (int group : {4, 8, 1})
+      for (int splitK : {65, 13}) {
+        const char* name = group == 4 ? "col24" : group == 8 ? "col48" : "dense";
+        QTest::newRow(qPrintable(QStringLiteral("%1 split %2").arg(name).arg(splitK))) << group << splitK;
+      }
+  }
+  void columnBatchedFinishBitwise() {
+    QFETCH(int, group);
+    QFETCH(int, splitK);
+    constexpr std::int64_t rows = 600, cols = 2080;
+    const auto dt = sparse::DType::BF16;
+    const auto w = group == 1 ? gpu::randomPrunedWeights(rows, cols, dt, cols, cols, 11)
+                              : gpu::randomColumnPrunedWeights(rows, cols, dt, group / 2, group, 11);
+    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, rows, cols, dt,
+                                                    group == 1   ? kernels::SpmspvFormat::ColumnDense
+                                                    : group == 8 ? kernels::SpmspvFormat::Column48
+                                                                 : kernels::SpmspvFormat::Column24),
+                                    1);
+    gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, 13), 0.5, 2, splitK);
+    QCOMPARE(gpu::spmspvSplitKOf(c, 2, splitK), splitK);
+    const auto loop = runGuarded(c, 2, splitK, 2);
+    c.batchedFinish = true;
+    const auto batched = runGuarded(c, 2, splitK, 2);
+    c.batchedFinish = false;
+    QVERIFY(loop.guardsIntact && batched.guardsIntact);
+    QVERIFY(std::any_of(loop.y.begin(), loop.y.end(), [](double v) { return v != 0.0; }));
+    QCOMPARE(batched.y, loop.y);
   }
 
   // An all-zero x at threshold 0 reads nothing and writes zeros (split-K included).

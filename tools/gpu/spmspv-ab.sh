@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine, one call: the spMspV column kernels' defaults against one A/B switch
-# (SPMSPV_AB_B, an environment assignment; default SDW_SPMSPV_WAVEFIT=0, the split-K aim without
-# SpmspvConfig::waveFit, a default since the H100 A/B of 0e4adf8; SDW_SPMSPV_LANES=16 was the
-# half-warp walk's, run on 2026-12-06), and the dual-sparse decode with TEAL's thresholds.
+# (SPMSPV_AB_B, an environment assignment; default SDW_SPMSPV_FINISH=8, the workspace's partial
+# sums loaded eight at a time; SDW_SPMSPV_WAVEFIT=0 (the split-K aim without the wave fit) and
+# SDW_SPMSPV_LANES=16 (the half-warp walk) ran on H100s on 2026-12-06), and the dual-sparse
+# decode with TEAL's thresholds.
 #  1. build sdw-cli, test_spmspv_cuda, test_engine_cuda;
 #  2. test_spmspv_cuda: rows of columnMatchesReference with the half-warp walk (small, split-K,
 #     cluster, Llama shapes) and columnRefusesBadArguments; test_engine_cuda
@@ -15,7 +16,8 @@
 #     with SPMSPV_AB_B).
 # SPMSPV_AB_QUICK=1: no test_engine_cuda (neither built nor run), and both benchmarks over the
 # column 2:4 and 4:8 layouts alone, without cuSPARSELt (the A/B, not the committed file).
-# SPMSPV_AB_FLOOR=0: no third benchmark at p_x 0.99 (the column kernels' fixed cost per call).
+# SPMSPV_AB_FLOOR=0: no benchmark at p_x 0.99 (the column kernels' fixed cost per call), which
+# otherwise runs as it is and with SPMSPV_AB_B.
 # SPMSPV_AB_SANITIZE=1: column rows under compute-sanitizer (before the decode). Decode variant
 # thresholds-pdl: the thresholds with SDW_SPMSPV_PDL=1 (programmatic dependent launch).
 # SPMSPV_AB_TESTS=0 / SPMSPV_AB_BENCH=0 skip step 2 / 3 (a second call on a warm machine whose
@@ -31,7 +33,7 @@ mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
 echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
 quick=${SPMSPV_AB_QUICK:-0}
-B=${SPMSPV_AB_B:-SDW_SPMSPV_WAVEFIT=0}
+B=${SPMSPV_AB_B:-SDW_SPMSPV_FINISH=8}
 echo "B: $B" | tee -a "$O/machine.txt"
 targets="sdw-cli test_spmspv_cuda"
 [ "$quick" = 1 ] || targets="$targets test_engine_cuda"
@@ -44,7 +46,7 @@ timeout 200 $t "$r:col24 h16 36x96 p=0.50 bf16" "$r:col24 h16 300x33 p=0.00 fp16
   "$r:col24 as col48 h16 512x2080 split 65" "$r:col24 h16 257x1000 one per group" "$r:col48 h16 257x1000 one per group cluster" \
   "$r:col24 h16 llama 14336x4096 p=0.50 d4 cluster" "$r:col24 h16 llama 4096x14336 p=0.50 d2" \
   "$r:col48 h16 llama 14336x4096 p=0.50 d4" "$r:col48 h16 llama 4096x14336 p=0.50 d2 cluster" \
-  columnRefusesBadArguments columnPdlChainMatchesPlain > "$O/test-spmspv-h16.log" 2>&1
+  columnRefusesBadArguments columnPdlChainMatchesPlain columnBatchedFinishBitwise > "$O/test-spmspv-h16.log" 2>&1
 echo "test_spmspv_cuda (half-warp rows) rc $?: $(grep -E "^Totals" "$O/test-spmspv-h16.log")"
 grep -E "^FAIL|Loc:" "$O/test-spmspv-h16.log" | head -10
 if [ "$quick" != 1 ]; then
@@ -61,9 +63,13 @@ bench=(build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 
 env "$B" "${bench[@]}" --spmspv-layouts col2:4,col4:8 --no-cusparselt --out "$O/spmspv-b.json" \
   > /dev/null 2>> "$O/bench.log" || echo "bench ($B) failed"
 # the fixed cost per call: p_x 0.99 (1% of the columns active; 1.0 is refused), column layouts
-[ "${SPMSPV_AB_FLOOR:-1}" = 1 ] && { "${bench[@]/0,0.25,0.5,0.75/0.99}" --spmspv-layouts col2:4,col4:8 --no-cusparselt \
-  --out "$O/spmspv-floor.json" > /dev/null 2>> "$O/bench.log" || echo "bench (floor) failed"; }
-python3 - "$O/spmspv.json" "$O/spmspv-b.json" "$O/spmspv-floor.json" <<'PY'
+[ "${SPMSPV_AB_FLOOR:-1}" = 1 ] && {
+  "${bench[@]/0,0.25,0.5,0.75/0.99}" --spmspv-layouts col2:4,col4:8 --no-cusparselt \
+    --out "$O/spmspv-floor.json" > /dev/null 2>> "$O/bench.log" || echo "bench (floor) failed"
+  env "$B" "${bench[@]/0,0.25,0.5,0.75/0.99}" --spmspv-layouts col2:4,col4:8 --no-cusparselt \
+    --out "$O/spmspv-floor-b.json" > /dev/null 2>> "$O/bench.log" || echo "bench (floor, $B) failed"
+}
+python3 - "$O/spmspv.json" "$O/spmspv-b.json" "$O/spmspv-floor.json" "$O/spmspv-floor-b.json" <<'PY'
 import json, sys
 for f in sys.argv[1:]:
     try:
