@@ -22,13 +22,23 @@
 # thresholds-pdl: the thresholds with SDW_SPMSPV_PDL=1 (programmatic dependent launch).
 # SPMSPV_AB_TESTS=0 / SPMSPV_AB_BENCH=0 skip step 2 / 3 (a second call on a warm machine whose
 # build-gpu is already made: SPMSPV_AB_TESTS=0 SPMSPV_AB_BENCH=0 runs the decode alone).
-# Logs and JSON in $OUT/spmspv-ab.tgz (or out/gpu).
+# Logs and JSON in $OUT/spmspv-ab.tgz (or out/gpu), written again after every step.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-$root/out/gpu}
 O=$out/ab
 mkdir -p "$O"
+# What has run so far goes into the archive after every step, so a call cut short by its time
+# limit still brings back the steps before; a step that would not finish by SPMSPV_AB_DEADLINE
+# seconds from the start (default 540) is skipped.
+pack() { tar -C "$out" -czf "$out/spmspv-ab.tgz" ab; }
+deadline=${SPMSPV_AB_DEADLINE:-540}
+fits() {  # fits SECONDS_NEEDED WHAT
+  if [ $((SECONDS + $1)) -le "$deadline" ]; then return 0; fi
+  echo "skipped ($2): about $1 s needed, $((deadline - SECONDS)) s left before SPMSPV_AB_DEADLINE"
+  return 1
+}
 . tools/gpu/env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
 echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
@@ -37,7 +47,8 @@ B=${SPMSPV_AB_B:-SDW_SPMSPV_FINISH=8}
 echo "B: $B" | tee -a "$O/machine.txt"
 targets="sdw-cli test_spmspv_cuda"
 [ "$quick" = 1 ] || targets="$targets test_engine_cuda"
-sdw_gpu_build "$O" $targets || exit 1
+sdw_gpu_build "$O" $targets || { pack; exit 1; }
+pack
 t=build-gpu/tests/test_spmspv_cuda
 r=columnMatchesReference
 [ "${SPMSPV_AB_TESTS:-1}" = 1 ] && {
@@ -54,20 +65,22 @@ if [ "$quick" != 1 ]; then
   echo "test_engine_cuda columnLayoutsWithinTolerance rc $?: $(grep -E "^Totals" "$O/test-engine-coltol.log")"
   grep -E "^FAIL|Loc:" "$O/test-engine-coltol.log" | head -10
 fi
+pack
 }
 [ "${SPMSPV_AB_BENCH:-1}" = 1 ] && {
 bench=(build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 1 --patterns 2:4
   --activation-sparsity 0,0.25,0.5,0.75 --json)
 [ "$quick" = 1 ] && bench+=(--spmspv-layouts col2:4,col4:8 --no-cusparselt)
-"${bench[@]}" --out "$O/spmspv.json" > /dev/null 2>> "$O/bench.log" || echo "bench failed"
-env "$B" "${bench[@]}" --spmspv-layouts col2:4,col4:8 --no-cusparselt --out "$O/spmspv-b.json" \
-  > /dev/null 2>> "$O/bench.log" || echo "bench ($B) failed"
+fits 90 "the committed benchmark" && { "${bench[@]}" --out "$O/spmspv.json" > /dev/null 2>> "$O/bench.log" || echo "bench failed"; pack; }
+fits 60 "the benchmark with $B" && { env "$B" "${bench[@]}" --spmspv-layouts col2:4,col4:8 --no-cusparselt \
+  --out "$O/spmspv-b.json" > /dev/null 2>> "$O/bench.log" || echo "bench ($B) failed"; pack; }
 # the fixed cost per call: p_x 0.99 (1% of the columns active; 1.0 is refused), column layouts
-[ "${SPMSPV_AB_FLOOR:-1}" = 1 ] && {
+[ "${SPMSPV_AB_FLOOR:-1}" = 1 ] && fits 60 "the floor" && {
   "${bench[@]/0,0.25,0.5,0.75/0.99}" --spmspv-layouts col2:4,col4:8 --no-cusparselt \
     --out "$O/spmspv-floor.json" > /dev/null 2>> "$O/bench.log" || echo "bench (floor) failed"
   env "$B" "${bench[@]/0,0.25,0.5,0.75/0.99}" --spmspv-layouts col2:4,col4:8 --no-cusparselt \
     --out "$O/spmspv-floor-b.json" > /dev/null 2>> "$O/bench.log" || echo "bench (floor, $B) failed"
+  pack
 }
 python3 - "$O/spmspv.json" "$O/spmspv-b.json" "$O/spmspv-floor.json" "$O/spmspv-floor-b.json" <<'PY'
 import json, sys
@@ -87,7 +100,7 @@ PY
 # SPMSPV_AB_SANITIZE=1: the column kernels under compute-sanitizer (memcheck, racecheck,
 # synccheck): a small row, split-K rows through the workspace and the cluster, column 4:8 and
 # dense, the half-warp walk in a cluster, the chain with programmatic dependent launch.
-if [ "${SPMSPV_AB_SANITIZE:-0}" = 1 ]; then
+if [ "${SPMSPV_AB_SANITIZE:-0}" = 1 ] && fits 60 "compute-sanitizer"; then
   for tool in memcheck racecheck synccheck; do
     timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_spmspv_cuda \
       "$r:col24 300x33 p=0.50 bf16" "$r:col24 600x4000 p=0.50 fp16" "$r:col24 600x4000 p=0.50 fp16 cluster" \
@@ -96,11 +109,15 @@ if [ "${SPMSPV_AB_SANITIZE:-0}" = 1 ]; then
       > "$O/sanitize-column-$tool.log" 2>&1
     echo "column $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Totals' "$O/sanitize-column-$tool.log" | tr '\n' ' ')"
   done
+  pack
 fi
 if [ "${SPMSPV_AB_DECODE:-1}" = 1 ]; then
   dec=(build-gpu/bin/sdw-cli bench decode --config "${DECODE_CONFIGS:-llama3-8b}" --linear dense,sparse
     --patterns 2:4,col2:4,col4:8 --batch 1 --activation-sparsity 0.5 --json)
+  configs=${DECODE_CONFIGS:-llama3-8b}
+  need=$((90 * $(echo "$configs" | tr ',' '\n' | grep -c . ) + 60 * $(echo "$configs" | grep -c qwen3-14b)))
   for v in ${SPMSPV_AB_VARIANTS:-topk thresholds thresholds-b}; do
+    fits "$need" "decode $v" || continue
     case $v in
       topk) "${dec[@]}" --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
       thresholds) "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
@@ -113,6 +130,7 @@ if [ "${SPMSPV_AB_DECODE:-1}" = 1 ]; then
 for r in json.load(open(sys.argv[1]))["rows"]:
     print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "%.1f tok/s" % r["tokens_per_second"], r.get("activation_selection", ""))' \
       "$O/dual-$v.json" "$v" || echo "decode $v failed"
+    pack
   done
 fi
-tar -C "$out" -czf "$out/spmspv-ab.tgz" ab && rm -rf "$O"
+pack && rm -rf "$O"
