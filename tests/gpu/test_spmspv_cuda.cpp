@@ -90,6 +90,20 @@ void expectReference(gpu::SpmspvCase& c, const std::vector<std::uint16_t>& w, do
     QVERIFY2(std::sqrt(err / norm) < 2 * halfUlp,
              qPrintable(QStringLiteral("relative error %1").arg(std::sqrt(err / norm))));
 }
+// A bf16 case of a column layout by its group: 4 column 2:4, 8 column 4:8 (half of each group
+// of a column kept), 1 the column-major dense layout (every weight kept); one copy.
+gpu::SpmspvCase columnCase(std::int64_t rows, std::int64_t cols, int group, std::uint64_t seed) {
+  const auto dt = sparse::DType::BF16;
+  const auto w = group == 1 ? gpu::randomPrunedWeights(rows, cols, dt, cols, cols, seed)
+                            : gpu::randomColumnPrunedWeights(rows, cols, dt, group / 2, group, seed);
+  return gpu::prepareSpmspvCase(gpu::packSpmspv(w, rows, cols, dt,
+                                                group == 1   ? kernels::SpmspvFormat::ColumnDense
+                                                : group == 8 ? kernels::SpmspvFormat::Column48
+                                                             : kernels::SpmspvFormat::Column24),
+                                1);
+}
+// Its name in a data row (no colon: it would end the test function's name).
+const char* columnTag(int group) { return group == 4 ? "col24" : group == 8 ? "col48" : "dense"; }
 }  // namespace
 
 class TestSpmspvCuda : public QObject {
@@ -207,7 +221,7 @@ class TestSpmspvCuda : public QObject {
         if (!main) continue;
         for (double p : {0.0, 0.5, 0.75})  // Llama shapes: every depth at p_x 0.5, depth 4 elsewhere
           for (int depth : {2, 4, 8}) {
-            if ((p != 0.5 && depth != 4) || (cl && depth != 4)) continue;  // each row packs a large matrix
+            if ((p != 0.5 && depth != 4) || (cl && depth != 4)) continue;    // each row packs a large matrix
             if ((half == 4 || dense) && (p != 0.5 || depth != 4)) continue;  // col4:8, dense: one row per shape
             QTest::addRow("%s llama 4096x4096 p=%.2f d%d%s", tag.constData(), p, depth, c)
                 << layout << 4096 << 4096 << half << p << "bf16" << 8 << (cl ? 8 : 0) << depth << cl << 32;
@@ -287,13 +301,7 @@ class TestSpmspvCuda : public QObject {
   }
   void columnRefusesBadArguments() {
     QFETCH(int, group);
-    const auto w = group == 1 ? gpu::randomPrunedWeights(64, 64, sparse::DType::BF16, 64, 64, 2)
-                              : gpu::randomColumnPrunedWeights(64, 64, sparse::DType::BF16, group / 2, group, 2);
-    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, 64, 64, sparse::DType::BF16,
-                                                    group == 1   ? kernels::SpmspvFormat::ColumnDense
-                                                    : group == 8 ? kernels::SpmspvFormat::Column48
-                                                                 : kernels::SpmspvFormat::Column24),
-                                    1);
+    auto c = columnCase(64, 64, group, 2);
     gpu::setSpmspvActivation(c, gpu::randomNormal16(64, sparse::DType::BF16, 3), 0.5, 4, 0);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 4, 0, 2) == nullptr);
     QVERIFY(gpu::launchSpmspvCase(c, 0, 9, 0, 2) != nullptr);
@@ -324,23 +332,16 @@ class TestSpmspvCuda : public QObject {
     QTest::addColumn<int>("cluster");
     for (int group : {4, 8, 1})
       for (int cluster : {0, 1}) {
-        const char* name = group == 4 ? "col24" : group == 8 ? "col48" : "dense";  // no colon (a test name's end)
-        QTest::newRow(qPrintable(QStringLiteral("%1%2").arg(name).arg(cluster ? " cluster" : ""))) << group << cluster;
+        QTest::newRow(qPrintable(QStringLiteral("%1%2").arg(columnTag(group)).arg(cluster ? " cluster" : "")))
+            << group << cluster;
       }
   }
   void columnPdlChainMatchesPlain() {
     QFETCH(int, group);
     QFETCH(int, cluster);
     constexpr std::int64_t n = 1024;
-    const auto dt = sparse::DType::BF16;
-    const auto w = group == 1 ? gpu::randomPrunedWeights(n, n, dt, n, n, 5)
-                              : gpu::randomColumnPrunedWeights(n, n, dt, group / 2, group, 5);
-    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, n, n, dt,
-                                                    group == 1   ? kernels::SpmspvFormat::ColumnDense
-                                                    : group == 8 ? kernels::SpmspvFormat::Column48
-                                                                 : kernels::SpmspvFormat::Column24),
-                                    1);
-    gpu::setSpmspvActivation(c, gpu::randomNormal16(n, dt, 7), 0.5, 8, 4);
+    auto c = columnCase(n, n, group, 5);
+    gpu::setSpmspvActivation(c, gpu::randomNormal16(n, sparse::DType::BF16, 7), 0.5, 8, 4);
     gpu::reserveSpmspv(c, 8, 4, 2);
     const at::Tensor x0 = c.x.clone();
     const auto chain = [&](bool pdl) {
@@ -372,23 +373,15 @@ class TestSpmspvCuda : public QObject {
     QTest::addColumn<int>("splitK");
     for (int group : {4, 8, 1})
       for (int splitK : {65, 13}) {
-        const char* name = group == 4 ? "col24" : group == 8 ? "col48" : "dense";
-        QTest::newRow(qPrintable(QStringLiteral("%1 split %2").arg(name).arg(splitK))) << group << splitK;
+        QTest::newRow(qPrintable(QStringLiteral("%1 split %2").arg(columnTag(group)).arg(splitK))) << group << splitK;
       }
   }
   void columnBatchedFinishBitwise() {
     QFETCH(int, group);
     QFETCH(int, splitK);
     constexpr std::int64_t rows = 600, cols = 2080;
-    const auto dt = sparse::DType::BF16;
-    const auto w = group == 1 ? gpu::randomPrunedWeights(rows, cols, dt, cols, cols, 11)
-                              : gpu::randomColumnPrunedWeights(rows, cols, dt, group / 2, group, 11);
-    auto c = gpu::prepareSpmspvCase(gpu::packSpmspv(w, rows, cols, dt,
-                                                    group == 1   ? kernels::SpmspvFormat::ColumnDense
-                                                    : group == 8 ? kernels::SpmspvFormat::Column48
-                                                                 : kernels::SpmspvFormat::Column24),
-                                    1);
-    gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, dt, 13), 0.5, 2, splitK);
+    auto c = columnCase(rows, cols, group, 11);
+    gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, sparse::DType::BF16, 13), 0.5, 2, splitK);
     QCOMPARE(gpu::spmspvSplitKOf(c, 2, splitK), splitK);
     const auto loop = runGuarded(c, 2, splitK, 2);
     c.batchedFinish = true;
