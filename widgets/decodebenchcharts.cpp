@@ -18,15 +18,18 @@ namespace sdw::widgets {
 namespace {
 
 // An engine keeps the colour the kernel charts give its kernel (cuBLAS red,
-// our dense GEMV orange, sparse blue / green / purple / cyan by pattern); a
-// larger batch is a darker shade of it.
+// our dense GEMV orange, sparse blue / green / purple / cyan by pattern, the
+// spMspV column layouts brown (col2:4) and pink (col4:8)); a larger batch is a
+// darker shade of it.
 QColor engineColor(const QString& linear, const QString& pattern) {
   if (linear == QLatin1String("sparse")) {
     if (pattern == QLatin1String("2:4")) return QColor(0x1f, 0x77, 0xb4);
     if (pattern == QLatin1String("4:8")) return QColor(0x2c, 0xa0, 0x2c);
     if (pattern == QLatin1String("8:16")) return QColor(0x94, 0x67, 0xbd);
     if (pattern == QLatin1String("16:32")) return QColor(0x17, 0xbe, 0xcf);
-    return QColor(0x8c, 0x56, 0x4b);
+    if (pattern == QLatin1String("col4:8")) return QColor(0xe3, 0x77, 0xc2);
+    if (pattern == QLatin1String("col2:4")) return QColor(0x8c, 0x56, 0x4b);
+    return QColor(0xbc, 0xbd, 0x22);  // a pattern of a checkpoint's own
   }
   if (linear == QLatin1String("cublas")) return QColor(0xd6, 0x27, 0x28);
   if (linear == QLatin1String("dense")) return QColor(0xff, 0x7f, 0x0e);
@@ -270,6 +273,12 @@ int DecodeBenchCharts::barCount() const {
   int n = 0;
   for (const QCPBars* b : barPlottables_) n += b->dataCount();
   return n;
+}
+
+QVector<QColor> DecodeBenchCharts::barColors() const {
+  QVector<QColor> out;
+  for (const QCPBars* b : barPlottables_) out.push_back(b->brush().color());
+  return out;
 }
 
 QVector<double> DecodeBenchCharts::limitLineValues() const { return limitValues_; }

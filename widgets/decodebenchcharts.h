@@ -55,6 +55,7 @@ class DecodeBenchCharts : public QWidget {
   QVector<QPointF> points(const QString& cell) const;  // (step index, tokens/s)
   bool isFollowing() const { return following_; }
   int barCount() const;  // bars with a value
+  QVector<QColor> barColors() const;  // each pattern's bars, in the legend's order
   const DecodeSpeedupBars& speedupBars() const { return bars_; }
   // The limit lines as drawn: one per group with a known limit, its height.
   QVector<double> limitLineValues() const;

@@ -641,6 +641,10 @@ class TestDecodeView : public QObject {
     QCOMPARE(charts->barCount(), 3);
     QCOMPARE(charts->limitLineValues().size(), 1);
     QVERIFY(charts->limitLineValues().front() > 3.0);
+    // 2:4, col2:4 and col4:8 each in a colour of its own (col2:4 and col4:8 once shared one)
+    const QVector<QColor> colors = charts->barColors();
+    QCOMPARE(colors.size(), 3);
+    QVERIFY(colors[0] != colors[1] && colors[1] != colors[2] && colors[0] != colors[2]);
     panel_->resize(1000, 700);
     charts->speedupView()->requestReplot();
     QTest::qWait(100);
