@@ -890,8 +890,9 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
   } else {
     constexpr int XS = B == 2 ? 2 : B <= 4 ? 4 : 8;
     // 8:16 on the tensor cores: x as [batch, cols] and the 2-stage ring only (what the engine
-    // and the benchmark run).
-    if (cfg.tcM == 16)
+    // and the benchmark run). Off the tensor cores tcM means nothing (the CUDA-core kernel reads
+    // every pattern alike).
+    if (cfg.tcM == 16 && spmvTensorCores(cfg))
       return cfg.unroll == 102 && cfg.xRowMajor
                  ? launchTc<T, B, 0, 2, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream)
                  : cudaErrorInvalidValue;
