@@ -23,13 +23,20 @@
 
 namespace sdw::gpu {
 
+namespace {
+// How a column-layout launch reduces its split-K slices: " cluster", " workspace" (the cluster
+// requested or not), or "" (one slice).
+std::string spmspvReduceTag(const SpmspvCase& c, int warps, int splitK, int stages, int cluster, int lanes);
+}  // namespace
+
 std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages, bool bulk, int cluster, int lanes) {
   const std::string ws = "w" + std::to_string(warps) + " s" + std::to_string(spmspvSplitKOf(c, warps, splitK));
   if (kernels::spmspvColumnFormat(c.host.format))
     return std::string(c.host.format == kernels::SpmspvFormat::Column48      ? "col4:8 "
                        : c.host.format == kernels::SpmspvFormat::ColumnDense ? "dense "
                                                                              : "col2:4 ") +
-           ws + " d" + std::to_string(stages) + (cluster != 0 ? " cluster" : "") + (lanes == 16 ? " h16" : "");
+           ws + " d" + std::to_string(stages) + spmspvReduceTag(c, warps, splitK, stages, cluster, lanes) +
+           (lanes == 16 ? " h16" : "");
   return ws + " g" + std::to_string(stages) + (bulk ? " bulk" : "");
 }
 
@@ -366,6 +373,12 @@ kernels::SpmspvConfig caseConfig(const SpmspvCase& c, int warps, int splitK, int
   cfg.batchedFinish = cfg.batchedFinish || c.batchedFinish;
   return cfg;
 }
+
+std::string spmspvReduceTag(const SpmspvCase& c, int warps, int splitK, int stages, int cluster, int lanes) {
+  const kernels::SpmspvConfig cfg = caseConfig(c, warps, splitK, stages, false, cluster, lanes);
+  if (kernels::spmspvColumnCluster(c.host.rows, c.host.cols, cfg)) return " cluster";
+  return kernels::spmspvWorkspaceFloats(c.host.rows, c.host.cols, cfg) > 0 ? " workspace" : "";
+}
 }  // namespace
 
 const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages, bool bulk, int cluster,
@@ -412,6 +425,11 @@ const char* launchSpmspvCase(SpmspvCase&, int, int, int, int, bool, int, int) {
   return "no CUDA kernels in this build";
 }
 int spmspvSplitKOf(const SpmspvCase&, int, int splitK) { return splitK; }
+namespace {
+std::string spmspvReduceTag(const SpmspvCase&, int, int, int, int cluster, int) {
+  return cluster != 0 ? " cluster" : "";
+}
+}  // namespace
 int spmspvOneWaveSplitKOf(const SpmspvCase&, int, int, bool, int) { return 0; }
 void reserveSpmspv(SpmspvCase&, int, int, int) {
   throw std::runtime_error("the spMspV kernel needs a CUDA device and a build with the CUDA kernels (SDW_CUDA)");

@@ -142,8 +142,9 @@ void setSpmspvActivation(SpmspvCase& c, std::vector<std::uint16_t> x, double p, 
 const char* launchSpmspvCase(SpmspvCase& c, int copy, int warps, int splitK, int stages = 2, bool bulk = false,
                              int cluster = 0, int lanes = 32);
 std::string describeSpmspv(const SpmspvCase& c, int warps, int splitK, int stages = 2, bool bulk = false,
-                           int cluster = 0, int lanes = 32);  // "w8 s16 g2", "w8 s16 g2 bulk", "col2:4 w8 s16 d2",
-                                                              // "col4:8 w8 s8 d2 cluster", "col2:4 w8 s8 d4 h16"
+                           int cluster = 0, int lanes = 32);  // "w8 s16 g2", "w8 s16 g2 bulk", "col2:4 w8 s1 d2",
+                                                              // "col4:8 w8 s8 d2 cluster" (the slices reduced in a
+                                                              // cluster), "col2:4 w8 s20 d4 workspace h16"
 // The split-K count a launch of (warps, splitK) uses on c (splitK 0: the heuristic's).
 int spmspvSplitKOf(const SpmspvCase& c, int warps, int splitK);
 // The split-K whose grid fits one wave of the device (kernels::spmspvOneWaveSplitK).

@@ -726,6 +726,10 @@ std::size_t spmspvWorkspaceFloats(std::int64_t rows, std::int64_t cols, const Sp
   return splits <= 1 ? 0 : static_cast<std::size_t>(splits * spmspvTiles(rows) * kSpmspvTileRows);
 }
 
+bool spmspvColumnCluster(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg) {
+  return col24Cluster(cfg, static_cast<int>(spmspvSplitsOf(cols, spmspvSplitK(rows, cols, cfg))));
+}
+
 std::int64_t spmspvCounters(std::int64_t rows) { return spmspvTiles(rows) * kRowGroups; }
 
 cudaError_t launchSpmspv(const SpmspvLayout& w, const void* x, float threshold, void* y, const SpmspvConfig& cfg,

@@ -35,6 +35,10 @@ int spmspvOneWaveSplitK(std::int64_t rows, std::int64_t cols, DType dtype, const
 // fp32 partial sums (0 without split-K) and split-K counters (zeroed once before first
 // use; the kernel leaves them zero) a launch needs.
 std::size_t spmspvWorkspaceFloats(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
+// Whether a column-layout launch of cfg at this shape reduces its split-K slices in a cluster
+// on the current device (SpmspvConfig::cluster); otherwise through the workspace (more than
+// one slice) or not at all.
+bool spmspvColumnCluster(std::int64_t rows, std::int64_t cols, const SpmspvConfig& cfg);
 std::int64_t spmspvCounters(std::int64_t rows);
 
 // x: [cols] in the layout's dtype; y: [rows] same dtype. Reads column j iff
