@@ -911,7 +911,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   const auto setPdl = [&](LinOp& op) {
     op.gemv.pdl = op.spmv.pdl = m.options.pdl;
     if (op.mode == LinOp::Spmv && kernels::spmvTensorCores(op.spmv) && !tcPdlOn) op.spmv.pdl = false;
-    op.spmspv.pdl = op.spmspv.pdl && m.options.pdl;  // SDW_SPMSPV_PDL=1 (spmspvRunDefaults) and the option
+    op.spmspv.pdl = op.spmspv.pdl && m.options.pdl;  // column 2:4 / 4:8 unless SDW_SPMSPV_PDL=0, and the option
   };
   for (auto& layer : g->ops)
     for (auto& grp : layer)

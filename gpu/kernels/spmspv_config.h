@@ -54,13 +54,18 @@ struct SpmspvConfig {
   // Column layouts only: launched with programmatic dependent launch (sm_90; ignored below):
   // the grid may start while the stream's previous kernel runs; every block waits for it
   // (griddepcontrol.wait) before reading x or touching y, the workspace and the counters, and
-  // lets the next kernel start after its main loop. Off by default until an A/B on a GPU
-  // (SDW_SPMSPV_PDL=1 in spmspvRunDefaults; the decode engine also needs its own pdl option).
+  // lets the next kernel start after its main loop. Default for column 2:4 and 4:8
+  // (spmspvDefaults): the dual-sparse decode at p_x 0.5 on an H100 gained 0.8-1.3% with it
+  // (Llama-3.1-8B col2:4 / col4:8 312.9 / 317.8 to 315.9 / 322.0 tokens/s, Qwen3-14B 184.2 /
+  // 187.6 to 185.6 / 189.1; docs/gpu.md). SDW_SPMSPV_PDL=0 / 1 in spmspvRunDefaults; the decode
+  // engine also needs its own pdl option; the kernel benchmark's launches stay plain
+  // (SpmspvCase::pdl).
   bool pdl = false;
   // Column layouts, split-K through the workspace only: the last slice of a row group loads
   // eight partial sums before it adds any (detail::finishRows' batched sum; the same order of
   // adds, bitwise the same y) instead of four at a time, the compiler's unroll (docs/kernels.md,
-  // the workspace's cost). Off by default until an A/B on a GPU (SDW_SPMSPV_FINISH=8).
+  // the workspace's cost). Off: on an H100 it moved no launch beyond the run-to-run spread of
+  // 2-5% (docs/gpu.md, 2026-12-06); SDW_SPMSPV_FINISH=8 turns it on.
   bool batchedFinish = false;
 };
 // For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
@@ -80,7 +85,7 @@ struct SpmspvConfig {
 // large shapes as p_x varies). Column 4:8 reduces in a
 // cluster only where it is portable (2-8 slices): at 4096x4096 its 16-block cluster took 10.8
 // us against 7.9 through the workspace. Column 2:4 and 4:8 move the aim by a slice where that
-// shortens the chain (waveFit).
+// shortens the chain (waveFit), and launch with programmatic dependent launch (pdl).
 inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
   SpmspvConfig c;
   if (format == SpmspvFormat::Bitmask) return c;
@@ -88,6 +93,7 @@ inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
   c.cluster = format == SpmspvFormat::Column48 ? -1 : 1;
   c.blocksPerSm = format == SpmspvFormat::Column24 ? 3.4f : format == SpmspvFormat::Column48 ? 1.9f : 2.5f;
   c.waveFit = format != SpmspvFormat::ColumnDense;
+  c.pdl = format != SpmspvFormat::ColumnDense;
   return c;
 }
 

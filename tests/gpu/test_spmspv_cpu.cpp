@@ -824,8 +824,14 @@ class TestSpmspvCpu : public QObject {
       QVERIFY(kernels::spmspvRunDefaults(f).waveFit);
     QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Bitmask).waveFit);
     qunsetenv("SDW_SPMSPV_WAVEFIT");
-    // SDW_SPMSPV_PDL=1: SpmspvConfig::pdl for the column layouts only (off without it)
-    for (auto f : {SpmspvFormat::Bitmask, SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
+    // SpmspvConfig::pdl: on for column 2:4 and 4:8 unless SDW_SPMSPV_PDL=0; =1 also for the
+    // column-major dense layout; never the bitmask kernel
+    QVERIFY(kernels::spmspvRunDefaults(SpmspvFormat::Column24).pdl);
+    QVERIFY(kernels::spmspvRunDefaults(SpmspvFormat::Column48).pdl);
+    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::ColumnDense).pdl);
+    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Bitmask).pdl);
+    qputenv("SDW_SPMSPV_PDL", "0");
+    for (auto f : {SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
       QVERIFY(!kernels::spmspvRunDefaults(f).pdl);
     qputenv("SDW_SPMSPV_PDL", "1");
     for (auto f : {SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
