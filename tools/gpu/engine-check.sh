@@ -28,11 +28,13 @@
 #                                 for another batch and other engines
 #   ENGINE_CHECK_HF=1 ...         transformers + torch.compile (hf_decode_baseline.py --method graph) and the
 #                                 engine's Llama-3.1-8B batch-1 step (cuBLAS, dense, sparse 2:4) in one run
-#   ENGINE_CHECK_MMA=1 ...        the 2:4 / 4:8 SpMV at batch 2-8 on the tensor cores: test_spmv_cuda
-#                                 tensorCoresMatchReference (and two rows under compute-sanitizer),
-#                                 test_engine_cuda patternsAndBatches, then bench kernels and bench decode
-#                                 at batch 2, 4, 8 with --no-tensor-cores and --tensor-cores (median sparse
-#                                 over the best dense per batch)
+#   ENGINE_CHECK_MMA=1 ...        the 2:4 / 4:8 / 8:16 SpMV at batch 2-8 on the tensor cores: test_spmv_cuda
+#                                 tensorCoresMatchReference and the 8:16 batch rows of matchesReference (two
+#                                 rows under compute-sanitizer), test_engine_cuda patternsAndBatches, then
+#                                 bench kernels at batch 2, 4, 8 with --no-tensor-cores and --tensor-cores
+#                                 (median sparse over the best dense per batch and pattern), bench decode
+#                                 (Llama-3.1-8B, Qwen3-14B; 2:4, 8:16) at batch 2, 4, 5, 6, 8 those two ways
+#                                 and by default
 #   ENGINE_CHECK_ATTN=1 ...       the attention's variants side by side: the Llama-3.1-8B batch-1 step (dense, sparse
 #                                 2:4) with SDW_ATTENTION=cluster, SDW_ATTENTION_LANES=2 and 4, SDW_ATTENTION=ticket,
 #                                 empty (the launch alone) and without the attention; then the attention-only step
@@ -257,7 +259,9 @@ fi
 # Llama-3.1-8B and Qwen3-14B shapes at batch 2, 4, 8 on the CUDA cores and on the tensor
 # cores, then the engine end to end the same two ways, cuBLAS and our dense GEMV beside it.
 if [ "${ENGINE_CHECK_MMA:-0}" = 1 ]; then
-  build-gpu/tests/test_spmv_cuda tensorCoresMatchReference > "$O/test-spmv-tc.log" 2>&1
+  # and the CUDA-core kernel's 8:16 rows at batch 2-8 (refused before 2026-12-06: tcM off the tensor cores)
+  build-gpu/tests/test_spmv_cuda tensorCoresMatchReference $(for b in 2 3 4 5 6 7 8; do for d in bf16 fp16; do
+    echo "matchesReference:batch $b 101x1024 $d"; done; done) > "$O/test-spmv-tc.log" 2>&1
   grep -E "Totals|FAIL!|Loc:" "$O/test-spmv-tc.log" | cut -c1-200 | head -20
   build-gpu/tests/test_engine_cuda patternsAndBatches > "$O/test-engine-tc.log" 2>&1
   grep -E "Totals|FAIL!|Loc:" "$O/test-engine-tc.log" | cut -c1-200 | head -20
@@ -271,13 +275,15 @@ if [ "${ENGINE_CHECK_MMA:-0}" = 1 ]; then
   for tc in fma tc; do
     args=(--no-tensor-cores)
     [ $tc = tc ] && args=(--tensor-cores)
-    build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 2,4,8 --patterns 2:4,4:8 --no-layer \
+    build-gpu/bin/sdw-cli bench kernels --shapes llama3-8b,qwen3-14b --batch 2,4,8 --patterns 2:4,4:8,8:16 --no-layer \
       --no-cusparselt "${args[@]}" --json --out "$O/spmv-batch-$tc.json" > /dev/null 2>> "$O/spmv-batch.log"
   done
-  for tc in fma tc; do  # the engine end to end, cuBLAS and our dense GEMV beside it
+  for tc in fma tc default; do  # the engine end to end, cuBLAS and our dense GEMV beside it (8:16: from batch 6)
     args=(--no-tensor-cores)
     [ $tc = tc ] && args=(--tensor-cores)
-    build-gpu/bin/sdw-cli bench decode --config llama3-8b --linear cublas,dense,sparse --patterns 2:4 --batch 2,4,8 \
+    [ $tc = default ] && args=()
+    build-gpu/bin/sdw-cli bench decode --config llama3-8b,qwen3-14b --linear cublas,dense,sparse --patterns 2:4,8:16 \
+      --batch 2,4,5,6,8 \
       "${args[@]}" --json --out "$O/decode-batch-$tc.json" > /dev/null 2>> "$O/spmv-batch.log"
     python3 -c 'import json,sys; [print(sys.argv[2], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"]) for r in json.load(open(sys.argv[1]))["rows"]]' \
       "$O/decode-batch-$tc.json" "$tc"
@@ -286,15 +292,16 @@ if [ "${ENGINE_CHECK_MMA:-0}" = 1 ]; then
 import json, statistics, sys
 for f in sys.argv[1:]:
     rows = json.load(open(f))["rows"]
-    for b in (2, 4, 8):
-        sp = [r for r in rows if r["kernel"] == "sparse" and r["batch"] == b]
+    for b, pattern in ((b, p) for b in (2, 4, 8) for p in ("2:4", "4:8", "8:16")):
+        sp = [r for r in rows if r["kernel"] == "sparse" and r["batch"] == b and r["pattern"] == pattern]
+        if not sp: continue
         best = {}
         for r in rows:
             if r["kernel"] in ("cublas", "dense") and r["batch"] == b:
                 k = (r["model"], r["module"])
                 best[k] = min(best.get(k, 1e9), r["us"])
         ratios = [best[(r["model"], r["module"])] / r["us"] for r in sp if (r["model"], r["module"]) in best]
-        print(f.split("/")[-1], "batch", b, "median sparse over the best dense: %.2fx" % statistics.median(ratios),
+        print(f.split("/")[-1], "batch", b, pattern, "median sparse over the best dense: %.2fx" % statistics.median(ratios),
               "configs", sorted(set(r["config"].split(" |")[0] for r in sp))[:3])
 PY
 fi

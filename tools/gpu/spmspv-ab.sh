@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, one call: the spMspV column kernels' defaults against one A/B switch
-# (SPMSPV_AB_B, an environment assignment; default SDW_SPMSPV_FINISH=8, the workspace's partial
-# sums loaded eight at a time; SDW_SPMSPV_WAVEFIT=0 (the split-K aim without the wave fit) and
+# (SPMSPV_AB_B, an environment assignment; default SDW_SPMSPV_WAVEFIT=0, the split-K aim without
+# the wave fit; SDW_SPMSPV_FINISH=8 (the workspace's partial sums loaded eight at a time) and
 # SDW_SPMSPV_LANES=16 (the half-warp walk) ran on H100s on 2026-12-06), and the dual-sparse
 # decode with TEAL's thresholds.
 #  1. build sdw-cli, test_spmspv_cuda, test_engine_cuda;
@@ -19,7 +19,8 @@
 # SPMSPV_AB_FLOOR=0: no benchmark at p_x 0.99 (the column kernels' fixed cost per call), which
 # otherwise runs as it is and with SPMSPV_AB_B.
 # SPMSPV_AB_SANITIZE=1: column rows under compute-sanitizer (before the decode). Decode variant
-# thresholds-pdl: the thresholds with SDW_SPMSPV_PDL=1 (programmatic dependent launch).
+# thresholds-nopdl: the thresholds with SDW_SPMSPV_PDL=0 (no programmatic dependent launch for
+# the column kernels, the default before 2026-12-06).
 # SPMSPV_AB_TESTS=0 / SPMSPV_AB_BENCH=0 skip step 2 / 3 (a second call on a warm machine whose
 # build-gpu is already made: SPMSPV_AB_TESTS=0 SPMSPV_AB_BENCH=0 runs the decode alone).
 # Logs and JSON in $OUT/spmspv-ab.tgz (or out/gpu), written again after every step.
@@ -43,7 +44,7 @@ fits() {  # fits SECONDS_NEEDED WHAT
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
 echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
 quick=${SPMSPV_AB_QUICK:-0}
-B=${SPMSPV_AB_B:-SDW_SPMSPV_FINISH=8}
+B=${SPMSPV_AB_B:-SDW_SPMSPV_WAVEFIT=0}
 echo "B: $B" | tee -a "$O/machine.txt"
 targets="sdw-cli test_spmspv_cuda"
 [ "$quick" = 1 ] || targets="$targets test_engine_cuda"
@@ -123,7 +124,7 @@ if [ "${SPMSPV_AB_DECODE:-1}" = 1 ]; then
       thresholds) "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" > /dev/null 2>> "$O/decode.log" ;;
       thresholds-b) env "$B" "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" \
         > /dev/null 2>> "$O/decode.log" ;;
-      thresholds-pdl) SDW_SPMSPV_PDL=1 "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" \
+      thresholds-nopdl) SDW_SPMSPV_PDL=0 "${dec[@]}" --activation-selection thresholds --out "$O/dual-$v.json" \
         > /dev/null 2>> "$O/decode.log" ;;
     esac
     python3 -c 'import json,sys
