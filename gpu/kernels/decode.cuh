@@ -1,5 +1,5 @@
 #pragma once
-// Launchers for the decode engine's fused operations (gpu/kernels/decode.cu):
+// Launchers for the decode engine's fused operations (gpu/kernels/decode.cu, the attention in decode_attention.cuh):
 // everything of a decode step that is not a projection. Raw pointers only.
 //
 // Element type: one DType for activations, weights of norms, the rotary tables

@@ -1,5 +1,5 @@
 #pragma once
-// Launchers for the bitmask N:M SpMV (gpu/kernels/spmv.cu). Raw pointers only.
+// Launchers for the bitmask N:M SpMV (gpu/kernels/spmv.cu; the kernels in spmv_impl.cuh). Raw pointers only.
 //
 // Device layout ("row tiles", docs/sparse-format.md): rows are padded to a
 // multiple of 32 and cut into tiles of 32 rows; G = cols / 32 mask words per row.

@@ -1,5 +1,5 @@
 #pragma once
-// The tensor-core SpMV's host-visible pieces (gpu/kernels/spmv.cu, docs/kernels.md): which
+// The tensor-core SpMV's host-visible pieces (gpu/kernels/spmv_impl.cuh, docs/kernels.md): which
 // projections take it, and the byte selectors that expand a mask byte's four kept values
 // to their columns. Plain C++ (no CUDA): the CPU tests check them.
 

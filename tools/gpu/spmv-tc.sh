@@ -19,7 +19,7 @@ mkdir -p "$out" /tmp/probe-tc
   echo "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) / $(nvcc --version | tail -1)"
   echo "commit: ${SDW_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
 } | tee "$out/spmv-tc.txt"
-for f in spmv gemv hbm benchfill; do
+for f in $(cd gpu/kernels && ls spmv*.cu | sed "s/\.cu$//") gemv hbm benchfill; do  # spmv.cu, spmv_b*.cu
   nvcc -std=c++20 -O3 -arch=sm_90 -I. -c "gpu/kernels/$f.cu" -o "/tmp/probe-tc/$f.o" &
 done
 nvcc -std=c++20 -O3 -arch=sm_90 -I. -DPROBE_CUBLAS -c tools/gpu/spmv_probe.cu -o /tmp/probe-tc/main.o

@@ -37,14 +37,15 @@ build_pid=$!
 
 # 2. Probe: compile (kernels in parallel), SASS mix, check + sweep.
 mkdir -p /tmp/probe
-for f in spmv gemv hbm benchfill; do
+spmv_units=$(cd gpu/kernels && ls spmv*.cu | sed "s/\.cu$//")  # spmv.cu (host side) and spmv_b*.cu (per batch)
+for f in $spmv_units gemv hbm benchfill; do
   nvcc -std=c++20 -O3 -arch=sm_90 -I. -c "gpu/kernels/$f.cu" -o "/tmp/probe/$f.o" &
 done
 nvcc -std=c++20 -O3 -arch=sm_90 -I. -c tools/gpu/spmv_probe.cu -o /tmp/probe/main.o
 wait $(jobs -p | grep -v "^$build_pid$")
 nvcc -arch=sm_90 /tmp/probe/*.o -o /tmp/probe/probe && log "probe built" || log "probe build FAILED"
 if command -v cuobjdump >/dev/null; then
-  cuobjdump --dump-sass /tmp/probe/spmv.o >/tmp/probe/spmv.sass 2>/dev/null
+  for f in $spmv_units; do cuobjdump --dump-sass "/tmp/probe/$f.o"; done >/tmp/probe/spmv.sass 2>/dev/null
   # Opcode histogram of the batch-1 bf16 kernel (unroll 2 and 4, workspace epilogue; unroll 1
   # and 3, cluster epilogue), the batch-2 bf16 kernel (unroll 1) and the batch-1 bulk-copy
   # pipeline (4 stages x 1 word).
@@ -71,10 +72,10 @@ ab_s=0
 if [ -n "${PROBE_AB:-}" ] && [ -x /tmp/probe/probe ]; then
   ab_s=${PROBE_AB_S:-110}
   mkdir -p /tmp/probe-ab
-  nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c gpu/kernels/spmv.cu -o /tmp/probe-ab/spmv.o &
+  for f in $spmv_units; do nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c "gpu/kernels/$f.cu" -o "/tmp/probe-ab/$f.o" & done
   nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c tools/gpu/spmv_probe.cu -o /tmp/probe-ab/main.o
-  wait $! && nvcc -arch=sm_90 /tmp/probe-ab/spmv.o /tmp/probe-ab/main.o \
-    $(ls /tmp/probe/*.o | grep -v -e /spmv.o -e /main.o) -o /tmp/probe-ab/probe &&
+  wait $(jobs -p | grep -v "^$build_pid$") && nvcc -arch=sm_90 /tmp/probe-ab/*.o \
+    $(ls /tmp/probe/*.o | grep -v -e "/spmv[_.]" -e /main.o) -o /tmp/probe-ab/probe &&
     log "probe with $PROBE_AB built" || ab_s=0
 fi
 if [ -x /tmp/probe/probe ]; then

@@ -1,0 +1,11 @@
+// The decode attention for __half (gpu/kernels/decode_attention.cuh): a translation unit of its own.
+
+#include "gpu/kernels/decode_attention.cuh"
+
+namespace sdw::kernels::detail {
+
+cudaError_t launchAttentionF16(const AttentionArgs& a, float* ws, cudaStream_t st, bool pdl) {
+  return AttnL<__half>::run(a, ws, st, pdl);
+}
+
+}  // namespace sdw::kernels::detail

@@ -1,0 +1,21 @@
+// The bitmask SpMV at batch 4, 5 (gpu/kernels/spmv_impl.cuh): a translation unit of its own.
+
+#include "gpu/kernels/spmv_impl.cuh"
+
+namespace sdw::kernels::detail {
+
+template <>
+cudaError_t spmvBatch<4>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
+                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
+                         unsigned* counters, cudaStream_t stream) {
+  return byType<4>(dtype, values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+}
+
+template <>
+cudaError_t spmvBatch<5>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
+                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
+                         unsigned* counters, cudaStream_t stream) {
+  return byType<5>(dtype, values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+}
+
+}  // namespace sdw::kernels::detail
