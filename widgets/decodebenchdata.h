@@ -46,6 +46,11 @@ struct DecodeStepPoint {
   double tokensPerSecond = 0;  // batch x 1000 / ms
 };
 
+// What the sparse speed-ups are over: our dense engine (the dense GEMV; where it did not run,
+// the best dense engine that did), or the best dense engine of the group (cuBLAS or ours,
+// whichever decoded faster: the yardstick at batch 2-8, where cuBLAS often wins).
+enum class DecodeBaseline { OwnDense, BestDense };
+
 // Per (config, batch) group: each sparse pattern's speed-up over the dense
 // baseline and the bandwidth limit of that speed-up, computed by the caller.
 struct DecodeSpeedupBars {

@@ -90,6 +90,12 @@ DecodeBenchView::DecodeBenchView(QWidget* parent) : QWidget(parent) {
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   cl->addWidget(scroll, 1);
+  auto* baseRow = new QWidget(column);
+  auto* brl = new QHBoxLayout(baseRow);
+  brl->setContentsMargins(0, 0, 0, 0);
+  brl->addWidget(new QLabel(tr("Speed-up over"), baseRow));
+  brl->addWidget(baseline_, 1);
+  cl->addWidget(baseRow);
   cl->addWidget(actions);
   const int scrollBar = scroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent, nullptr, scroll);
   column->setFixedWidth(std::max({250, settings->minimumSizeHint().width(), actions->minimumSizeHint().width()}) +
@@ -268,6 +274,19 @@ QWidget* DecodeBenchView::buildSettings(QWidget** actionsOut) {
   connect(deviceBox_, &QComboBox::currentIndexChanged, this, &DecodeBenchView::deviceChanged);
   v->addWidget(runBox);
 
+  // How the results are compared: over our dense engine (the GEMV the sparse kernels replace),
+  // or over the best dense engine of each group (at batch 2-8 cuBLAS is often the faster one).
+  // A display choice: it redraws what is shown, run or opened; it stays in sight above the
+  // actions (the constructor places it).
+  baseline_ = new QComboBox(this);
+  baseline_->setObjectName(QStringLiteral("decodeBaseline"));
+  baseline_->addItem(tr("our dense engine"), static_cast<int>(DecodeBaseline::OwnDense));
+  baseline_->addItem(tr("the best dense engine"), static_cast<int>(DecodeBaseline::BestDense));
+  baseline_->setToolTip(
+      tr("What the speed-up bars and the summary divide by: our dense GEMV engine (where it "
+         "ran), or whichever dense engine (cuBLAS or ours) decoded faster in that model and batch"));
+  connect(baseline_, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT baselineChanged(baseline()); });
+
   const RunActions ra = makeRunActions(
       this, {QStringLiteral("decode"), tr("A JSON file written by sdw-cli bench decode --json (or saved here)"),
              tr("Save results…"), QStringLiteral("decodeSave"),
@@ -381,6 +400,15 @@ void DecodeBenchView::addSteps(const QVector<DecodeStepPoint>& points) { charts_
 void DecodeBenchView::addRows(const QVector<DecodeRowData>& rows) {
   model_->appendRows(rows);
   updateButtons();
+}
+
+DecodeBaseline DecodeBenchView::baseline() const {
+  return static_cast<DecodeBaseline>(baseline_->currentData().toInt());
+}
+
+void DecodeBenchView::setBaseline(DecodeBaseline baseline) {
+  const int i = baseline_->findData(static_cast<int>(baseline));
+  if (i >= 0) baseline_->setCurrentIndex(i);
 }
 
 void DecodeBenchView::setSpeedupBars(const DecodeSpeedupBars& bars) { charts_->setSpeedupBars(bars); }

@@ -4,7 +4,8 @@
 // dense GEMV, our bitmask SpMV per N:M pattern, or the eager LibTorch forward
 // pass), batch sizes, context, warm-up and timed steps, device and dtype;
 // watch tokens/s per timed step live, one line per engine cell; then the
-// sparse speed-ups over the dense engine against their bandwidth limit and
+// sparse speed-ups over the dense engine (ours, or the best one of each group)
+// against their bandwidth limit and
 // a sortable table of the rows. Results open from and save to the JSON of
 // `sdw-cli bench decode --json`. Display only: the controller
 // (app/gui/decodebenchcontroller.h) runs the grid and computes what is drawn.
@@ -62,6 +63,10 @@ class DecodeBenchView : public QWidget {
   QSortFilterProxyModel* proxyModel() const { return proxy_; }
   QTableView* tableView() const { return table_; }
   DecodeBenchCharts* charts() const { return charts_; }
+  // What the speed-ups are over (the "Speed-up over" choice above the table).
+  DecodeBaseline baseline() const;
+  void setBaseline(DecodeBaseline baseline);
+  QComboBox* baselineBox() const { return baseline_; }
   QString deviceText() const { return deviceText_; }
   QString summaryText() const;
   QString statusText() const { return statusText_; }
@@ -72,6 +77,7 @@ class DecodeBenchView : public QWidget {
   void cancelRequested();
   void openResultsRequested(const QString& path);
   void saveResultsRequested(const QString& path);  // .json (the CLI's format) or .csv (the table)
+  void baselineChanged(sdw::widgets::DecodeBaseline baseline);
 
  private:
   QWidget* buildSettings(QWidget** actionsOut);
@@ -101,6 +107,7 @@ class DecodeBenchView : public QWidget {
   QProgressBar* bar_ = nullptr;
   QLabel* status_ = nullptr;
   QLabel* summary_ = nullptr;
+  QComboBox* baseline_ = nullptr;
   DecodeBenchCharts* charts_ = nullptr;
   DecodeResultsModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;

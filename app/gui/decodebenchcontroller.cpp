@@ -195,7 +195,8 @@ QVector<widgets::DecodeStepPoint> stepPoints(const std::vector<nlohmann::json>& 
   return out;
 }
 
-widgets::DecodeSpeedupBars speedupBars(const nlohmann::json& summary) {
+widgets::DecodeSpeedupBars speedupBars(const nlohmann::json& summary, widgets::DecodeBaseline baseline) {
+  const bool best = baseline == widgets::DecodeBaseline::BestDense;
   widgets::DecodeSpeedupBars bars;
   if (!summary.is_array()) return bars;
   nlohmann::json all = nlohmann::json::object();
@@ -216,8 +217,8 @@ widgets::DecodeSpeedupBars speedupBars(const nlohmann::json& summary) {
     for (std::size_t i = 0; i < patterns.size(); ++i) {
       const auto e = sp->find(patterns[i]);
       if (e == sp->end()) continue;
-      // Over our dense engine when it ran; else over the best dense engine that did.
-      if (const double v = number(*e, "speedup_over_dense_engine"); v > 0) {
+      // Over our dense engine when it ran (and asked for); else over the best dense engine that did.
+      if (const double v = best ? 0.0 : number(*e, "speedup_over_dense_engine"); v > 0) {
         values[i] = v;
         overOwn = true;
       } else {
@@ -237,8 +238,9 @@ widgets::DecodeSpeedupBars speedupBars(const nlohmann::json& summary) {
   return bars;
 }
 
-QString summaryLine(const nlohmann::json& summary, double readGBs) {
+QString summaryLine(const nlohmann::json& summary, double readGBs, widgets::DecodeBaseline baseline) {
   if (!summary.is_array() || summary.empty()) return {};
+  const bool best = baseline == widgets::DecodeBaseline::BestDense;
   QStringList groups;
   bool anySparse = false;
   for (const auto& s : summary) {
@@ -249,7 +251,7 @@ QString summaryLine(const nlohmann::json& summary, double readGBs) {
     QString over;
     for (const std::string& p : sortedPatterns(*sp)) {
       const nlohmann::json& e = (*sp)[p];
-      double v = number(e, "speedup_over_dense_engine");
+      double v = best ? 0.0 : number(e, "speedup_over_dense_engine");
       QString base = QObject::tr("our dense engine");
       if (v <= 0) {
         v = number(e, "speedup_over_best_dense");
@@ -410,6 +412,8 @@ void DecodeBenchController::attach(widgets::DecodeBenchView* view) {
   connect(this, &DecodeBenchController::rowsMeasured, view, &widgets::DecodeBenchView::addRows);
   connect(this, &DecodeBenchController::barsChanged, view, &widgets::DecodeBenchView::setSpeedupBars);
   connect(this, &DecodeBenchController::summaryChanged, view, &widgets::DecodeBenchView::setSummary);
+  connect(view, &widgets::DecodeBenchView::baselineChanged, this, &DecodeBenchController::setBaseline);
+  setBaseline(view->baseline());
   connect(this, &DecodeBenchController::progressed, view, &widgets::DecodeBenchView::setProgress);
   connect(this, &DecodeBenchController::runEnded, view, &widgets::DecodeBenchView::endRun);
   connect(this, &DecodeBenchController::resultLoaded, view, &widgets::DecodeBenchView::showResult);
@@ -716,8 +720,14 @@ void DecodeBenchController::publishDerived() {
     // Rows are checked where they come in; this is a bug, not bad input.
     Q_EMIT error(tr("decode benchmark summary: %1").arg(QString::fromUtf8(e.what())));
   }
-  Q_EMIT barsChanged(decode::speedupBars(summary));
-  Q_EMIT summaryChanged(decode::summaryLine(summary, number(results_.meta, "measured_read_gb_per_s")));
+  Q_EMIT barsChanged(decode::speedupBars(summary, baseline_));
+  Q_EMIT summaryChanged(decode::summaryLine(summary, number(results_.meta, "measured_read_gb_per_s"), baseline_));
+}
+
+void DecodeBenchController::setBaseline(widgets::DecodeBaseline baseline) {
+  if (baseline == baseline_) return;
+  baseline_ = baseline;
+  publishDerived();
 }
 
 }  // namespace sdw::app

@@ -52,11 +52,14 @@ QVector<widgets::DecodeRowData> rowData(const std::vector<nlohmann::json>& rows)
 // the same x a live run gave them.
 QVector<widgets::DecodeStepPoint> stepPoints(const std::vector<nlohmann::json>& rows, int firstIndex = 0);
 // From gpu::decodeSummaryJson: per (config, batch) with a sparse row, each
-// pattern's speed-up over our dense engine, else over the best dense run,
-// and the largest speedup_limit of the group.
-widgets::DecodeSpeedupBars speedupBars(const nlohmann::json& summary);
+// pattern's speed-up over our dense engine, else over the best dense run
+// (BestDense: over the best dense run always), and the largest speedup_limit
+// of the group.
+widgets::DecodeSpeedupBars speedupBars(const nlohmann::json& summary,
+                                       widgets::DecodeBaseline baseline = widgets::DecodeBaseline::OwnDense);
 // One line: the read bandwidth, then per group the speed-ups with their limits.
-QString summaryLine(const nlohmann::json& summary, double readGBs);
+QString summaryLine(const nlohmann::json& summary, double readGBs,
+                    widgets::DecodeBaseline baseline = widgets::DecodeBaseline::OwnDense);
 // A results document checked and completed: a "decode-e2e" grid (the CLI's
 // grid output, or a file saved here) or one "decode" row (the CLI's output
 // for a single cell, e.g. bench/results/engine/h200-decode-llama3-8b.json,
@@ -98,6 +101,9 @@ class DecodeBenchController : public QObject {
   // Bytes the read-bandwidth probe reads (default the CLI's 4 GiB; the CPU
   // probe reads at most 256 MiB), from the next run on.
   void setBandwidthProbeBytes(std::uint64_t bytes) { probeBytes_ = bytes; }
+  // What the bars and the summary compare the sparse engines with; redraws them.
+  void setBaseline(widgets::DecodeBaseline baseline);
+  widgets::DecodeBaseline baseline() const { return baseline_; }
 
  Q_SIGNALS:
   void runStarted(const QString& title);
@@ -122,6 +128,7 @@ class DecodeBenchController : public QObject {
   std::uint64_t probeBytes_ = 4ull << 30;
   decode::Results results_;  // the run or file shown
   int steps_ = 0;            // timed steps drawn so far in this run
+  widgets::DecodeBaseline baseline_ = widgets::DecodeBaseline::OwnDense;
 };
 
 }  // namespace sdw::app

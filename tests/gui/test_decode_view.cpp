@@ -25,6 +25,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
@@ -45,6 +46,7 @@
 
 using sdw::app::DecodeBenchController;
 using sdw::app::JobManager;
+using sdw::widgets::DecodeBaseline;
 using sdw::widgets::DecodeBenchCharts;
 using sdw::widgets::DecodeBenchRequest;
 using sdw::widgets::DecodeBenchView;
@@ -94,7 +96,8 @@ DecodeBenchRequest tinyCpuGrid() {
 
 // A hand-made result in the CLI's layout: cuBLAS and two sparse patterns, no
 // "dense" row, so the bars fall back to the best dense engine (cuBLAS).
-QByteArray cublasOnlyGrid() {
+// withDense: our dense engine too, slower than cuBLAS (12.5 ms, 80 tokens/s).
+QByteArray cublasOnlyGrid(bool withDense = false) {
   std::vector<nlohmann::json> rows;
   const auto add = [&](const char* linear, const char* pattern, double ms, std::uint64_t bytes) {
     sdw::gpu::DecodeBenchResult r;
@@ -120,6 +123,7 @@ QByteArray cublasOnlyGrid() {
     rows.push_back(sdw::gpu::decodeRowJson(r, "LlamaForCausalLM"));
   };
   add("cublas", "", 10.0, 16'000'000'000ull);   // 100 tokens/s
+  if (withDense) add("dense", "", 12.5, 16'000'000'000ull);  // 80 tokens/s
   add("sparse", "2:4", 8.0, 9'000'000'000ull);  // 125 tokens/s: 1.25x, limit 16/9
   add("sparse", "4:8", 5.0, 9'000'000'000ull);  // 200 tokens/s: 2x
   const nlohmann::json j = {{"benchmark", "decode-e2e"},
@@ -522,6 +526,35 @@ class TestDecodeView : public QObject {
     QCOMPARE(view_->charts()->speedupBars().baselines, QStringList{"cuBLAS (the best dense run)"});
     QVERIFY(near(view_->charts()->speedupBars().speedups[0][0], rows[1].tokensPerSecond / rows[0].tokensPerSecond));
     QCOMPARE(view_->charts()->limitLineValues().size(), 1);
+  }
+
+  // "Speed-up over": our dense engine by default, the best dense engine of the group when
+  // asked (cuBLAS here, faster than our dense engine); the bars, their baselines and the
+  // summary follow the choice both ways.
+  void comparesWithTheBestDenseWhenAsked() {
+    const QString path = tmp_.filePath(QStringLiteral("grid-with-dense.json"));
+    QVERIFY(writeText(path, cublasOnlyGrid(true)));
+    QVERIFY(open(path));
+    QVERIFY(view_->baseline() == DecodeBaseline::OwnDense);
+    const auto bars = [&] { return view_->charts()->speedupBars(); };
+    QCOMPARE(bars().baselines, QStringList{"our dense engine"});
+    QVERIFY(near(bars().speedups[0][0], 125.0 / 80.0));
+    QVERIFY(near(bars().speedups[1][0], 200.0 / 80.0));
+    QVERIFY2(view_->summaryText().contains(QStringLiteral("over our dense engine: 2:4 1.56x")),
+             qPrintable(view_->summaryText()));
+
+    view_->baselineBox()->setCurrentIndex(1);  // as a user picks it
+    QVERIFY(controller_->baseline() == DecodeBaseline::BestDense);
+    QCOMPARE(bars().baselines, QStringList{"cuBLAS (the best dense run)"});
+    QVERIFY(near(bars().speedups[0][0], 1.25));
+    QVERIFY(near(bars().speedups[1][0], 2.0));
+    QVERIFY2(view_->summaryText().contains(QStringLiteral("over cuBLAS: 2:4 1.25x (limit 1.78x) · 4:8 2.00x")),
+             qPrintable(view_->summaryText()));
+    QCOMPARE(view_->charts()->limitLineValues().size(), 1);  // the limit does not depend on the baseline
+
+    view_->setBaseline(DecodeBaseline::OwnDense);
+    QVERIFY(controller_->baseline() == DecodeBaseline::OwnDense);
+    QVERIFY(near(bars().speedups[0][0], 125.0 / 80.0));
   }
 
   void fallsBackToTheBestDense() {
