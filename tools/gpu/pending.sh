@@ -84,6 +84,21 @@ if want decode816; then
     summary "$O/decode-816-$m.json" "$m"
     pack
   done
+  # Per shape and batch: the default against the faster of the two paths (1.00: it picked it).
+  python3 - "$O" <<'PY' || true
+import json, os, sys
+rows = {}
+for m in ("default", "fma", "tc"):
+    f = os.path.join(sys.argv[1], "decode-816-%s.json" % m)
+    if os.path.exists(f):
+        for r in json.load(open(f))["rows"]:
+            rows[(m, r["config"], r["pattern"], r["batch"])] = r["tokens_per_second"]
+for (m, c, p, b), v in sorted(rows.items()):
+    if m != "default" or p != "8:16": continue
+    best = max(rows.get(("fma", c, p, b), 0), rows.get(("tc", c, p, b), 0))
+    if best > 0:
+        print("8:16 default", c, "batch", b, "%.1f tok/s, %.2f of the faster path" % (v, v / best))
+PY
 fi
 
 if want dual; then
