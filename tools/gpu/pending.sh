@@ -12,8 +12,9 @@
 #  4. the 8:16 decode (Llama-3.1-8B, Qwen3-14B) at batch 4, 5, 6, 8 by default, on the CUDA
 #     cores and on the tensor cores (the default from batch 6 rests on batches 4 and 8);
 #  5. the dual-sparse decode at p_x 0.5 with TEAL's thresholds (Llama-3.1-8B), as it is and with
-#     SDW_SPMSPV_PDL=0 (programmatic launch of the column kernels, the default since 3875b16).
-# PENDING_STEPS="tests bench decode816 dual" picks steps (default all, in that order).
+#     SDW_SPMSPV_PDL=0 (programmatic launch of the column kernels, the default since 3875b16);
+#  6. compute-sanitizer memcheck, racecheck, synccheck on two 8:16 tensor-core rows.
+# PENDING_STEPS="tests bench decode816 dual sanitize816" picks steps (default all, in that order).
 # Logs and JSON in $OUT/pending.tgz (or out/gpu), written again after every step.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,7 +29,7 @@ fits() {  # fits SECONDS_NEEDED WHAT
   echo "skipped ($2): about $1 s needed, $((deadline - SECONDS)) s left before PENDING_DEADLINE"
   return 1
 }
-steps=" ${PENDING_STEPS:-tests bench decode816 dual} "
+steps=" ${PENDING_STEPS:-tests bench decode816 dual sanitize816} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 . tools/gpu/env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
@@ -108,6 +109,16 @@ if want dual; then
       --patterns 2:4,col2:4,col4:8 --batch 1 --activation-sparsity 0.5 --activation-selection thresholds --json \
       --out "$O/dual-thresholds-$v.json" > /dev/null 2>> "$O/decode.log"
     summary "$O/dual-thresholds-$v.json" "$v"
+    pack
+  done
+fi
+if want sanitize816; then  # 8:16 on the tensor cores under compute-sanitizer: two rows, each tool
+  for tool in memcheck racecheck synccheck; do
+    fits 60 "compute-sanitizer $tool" || continue
+    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_spmv_cuda \
+      "tensorCoresMatchReference:split-K 1000x5120 b8 bf16 8:16" "tensorCoresMatchReference:odd words 129x160 b7 fp16 8:16" \
+      > "$O/sanitize-tc816-$tool.log" 2>&1
+    echo "8:16 tensor cores $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Totals' "$O/sanitize-tc816-$tool.log" | tr '\n' ' ')"
     pack
   done
 fi
