@@ -122,6 +122,10 @@ int runDecode(const Args& a) {
   }
   std::vector<nlohmann::json> rows;
   std::vector<gpu::DecodeBenchResult> results;
+  // A grid goes on past a cell that fails (out of device memory, a checkpoint without its
+  // packed file, ...): the rows measured are kept, the failed cells listed in the JSON's
+  // failed_cells and on stderr, and the exit status is 1.
+  nlohmann::json failed = nlohmann::json::array();
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const Cell& cell = cells[i];
     o.config = cell.shape;
@@ -130,12 +134,24 @@ int runDecode(const Args& a) {
     o.linear = o.eager ? gpu::Linear::Cublas : gpu::parseLinear(cell.linear);
     o.pattern = cell.pattern.empty() ? "2:4" : cell.pattern;
     const std::string label = cell.config + " " + cell.linear + (cell.pattern.empty() ? "" : " " + cell.pattern);
-    auto rs = gpu::runDecodeBenchBatches(o, batches, [&](const Progress& p) {
-      if (!json)
-        std::fprintf(stderr, "\r  [%zu/%zu] %-28s %-24s %5.0f / %.0f", i + 1, cells.size(), label.c_str(),
-                     p.stage.c_str(), p.done, p.total);
-      return true;
-    });
+    std::vector<gpu::DecodeBenchResult> rs;
+    try {
+      rs = gpu::runDecodeBenchBatches(o, batches, [&](const Progress& p) {
+        if (!json)
+          std::fprintf(stderr, "\r  [%zu/%zu] %-28s %-24s %5.0f / %.0f", i + 1, cells.size(), label.c_str(),
+                       p.stage.c_str(), p.done, p.total);
+        return true;
+      });
+    } catch (const std::exception& e) {
+      if (!grid) throw;
+      if (!json) std::fprintf(stderr, "\n");
+      std::fprintf(stderr, "sdw-cli bench decode: %s failed: %s\n", label.c_str(), e.what());
+      failed.push_back({{"config", cell.config},
+                        {"linear", cell.linear},
+                        {"pattern", cell.pattern},
+                        {"error", std::string(e.what())}});
+      continue;
+    }
     if (!json) std::fprintf(stderr, "\n");
     for (auto& r : rs) {
       rows.push_back(gpu::decodeRowJson(r, cell.shape.architectureName));
@@ -170,6 +186,14 @@ int runDecode(const Args& a) {
     return 0;
   }
 
+  if (results.empty())
+    throw std::runtime_error("every engine cell failed; the first: " + failed[0]["error"].get<std::string>());
+  const auto failures = [&] {
+    if (failed.empty()) return 0;
+    std::fprintf(stderr, "sdw-cli bench decode: %zu of %zu engine cells failed (failed_cells in the JSON)\n",
+                 failed.size(), cells.size());
+    return 1;
+  };
   const nlohmann::json summary = gpu::decodeSummaryJson(rows);
   nlohmann::json j = {{"benchmark", "decode-e2e"},
                       {"device", results.front().device},
@@ -186,8 +210,9 @@ int runDecode(const Args& a) {
                       {"tuning", o.tuningFile.string()},
                       {"rows", rows},
                       {"summary", summary}};
+  if (!failed.empty()) j["failed_cells"] = failed;
   j["command"] = benchCommandLine("decode", a);
-  if (emitJson(a, j.dump(2))) return 0;
+  if (emitJson(a, j.dump(2))) return failures();
   std::printf("end-to-end decode: %s, %s, context %d, median of %d steps after %d warm-up; read bandwidth %.0f GB/s\n",
               results.front().device.c_str(), o.dtype.c_str(), o.context, o.tokens, o.warmup, o.readGBs);
   std::printf("%-12s %-7s %-6s %5s %10s %9s %9s %7s %10s\n", "config", "linear", "pattern", "batch", "tokens/s", "GB/s",
@@ -205,7 +230,7 @@ int runDecode(const Args& a) {
                     e.value("speedup_limit", 0.0));
     std::printf("\n");
   }
-  return 0;
+  return failures();
 }
 
 const RegisterBenchMode regDecode{BenchMode{

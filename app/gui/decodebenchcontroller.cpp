@@ -39,6 +39,7 @@ struct DecodeRunOutcome {
   std::string device;
   double readGBs = 0;
   int cells = 0;
+  std::vector<std::string> failures;  // "cell: why" of each cell that failed (the run went on)
 };
 
 }  // namespace sdw::app
@@ -567,7 +568,9 @@ JobId DecodeBenchController::start(const widgets::DecodeBenchRequest& request) {
               } catch (const sdw::Cancelled&) {
                 throw;
               } catch (const std::exception& e) {
-                throw std::runtime_error(label + ": " + e.what());
+                // The grid goes on (as the CLI's): a cell out of device memory, say, loses only itself.
+                out.failures.push_back(label + ": " + e.what());
+                continue;
               }
               DecodeEvent done;
               for (const auto& r : rs) done.rows.push_back(gpu::decodeRowJson(r, cell.config.architectureName));
@@ -612,15 +615,23 @@ JobId DecodeBenchController::start(const widgets::DecodeBenchRequest& request) {
             results_.meta["measured_read_gb_per_s"] = r.readGBs;
             if (!r.device.empty()) results_.meta["device"] = r.device;
             publishDerived();
-            const QString msg = tr("Done: %1 rows from %2 engine cell(s) on %3; read bandwidth %4 GB/s.")
-                                    .arg(results_.rows.size())
-                                    .arg(r.cells)
-                                    .arg(QString::fromStdString(r.device))
-                                    .arg(r.readGBs, 0, 'f', r.readGBs < 100 ? 1 : 0);
+            QString msg = tr("Done: %1 rows from %2 engine cell(s) on %3; read bandwidth %4 GB/s.")
+                              .arg(results_.rows.size())
+                              .arg(r.cells)
+                              .arg(QString::fromStdString(r.device))
+                              .arg(r.readGBs, 0, 'f', r.readGBs < 100 ? 1 : 0);
+            QStringList failed;
+            for (const std::string& f : r.failures) failed << QString::fromStdString(f);
+            if (r.cells == 0 && !failed.isEmpty())
+              msg = tr("Decode benchmark failed: %1").arg(failed.join(QStringLiteral("; ")));
+            else if (!failed.isEmpty())
+              msg += QLatin1Char(' ') + tr("%n cell(s) failed: %1", nullptr, static_cast<int>(failed.size()))
+                                            .arg(failed.join(QStringLiteral("; ")));
             // Progress reports are throttled: the last one may be well short of the end.
             Q_EMIT progressed(1.0, msg);
-            Q_EMIT runEnded(msg, false);
-            Q_EMIT info(tr("decode benchmark: %1").arg(msg));
+            Q_EMIT runEnded(msg, !failed.isEmpty());
+            if (failed.isEmpty()) Q_EMIT info(tr("decode benchmark: %1").arg(msg));
+            else Q_EMIT error(tr("decode benchmark: %1").arg(msg));
           },
       .failed =
           [this](const QString& message) {

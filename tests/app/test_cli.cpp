@@ -340,6 +340,45 @@ class TestCli : public QObject {
             0.6 * out[1].value(QStringLiteral("device_memory_bytes")).toDouble());
   }
 
+  // A decode grid goes on past a cell that fails: here the sample checkpoint has no packed
+  // file, so its sparse cell fails and its dense cell is still measured, written and listed
+  // beside the failure; the exit status says that something failed.
+  void decodeGridKeepsTheRowsOfACellThatFailed() {
+    QTemporaryDir tmp;
+    const QString out = tmp.filePath(QStringLiteral("grid.json"));
+    const Result r =
+        cli({QStringLiteral("bench"), QStringLiteral("decode"), QStringLiteral("--device"), QStringLiteral("cpu"),
+             QStringLiteral("--model"), kModel, QStringLiteral("--linear"), QStringLiteral("sparse,dense"),
+             QStringLiteral("--batch"), QStringLiteral("1"), QStringLiteral("--context"), QStringLiteral("16"),
+             QStringLiteral("--tokens"), QStringLiteral("2"), QStringLiteral("--warmup"), QStringLiteral("1"),
+             QStringLiteral("--json"), QStringLiteral("--out"), out},
+            300000);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(QStringLiteral("1 of 2 engine cells failed")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QStringLiteral("model.sdwsparse: no packed sparse file")), qPrintable(r.err));
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject j = QJsonDocument::fromJson(f.readAll()).object();
+    const QJsonArray rows = j.value(QStringLiteral("rows")).toArray();
+    QCOMPARE(rows.size(), 1);
+    QCOMPARE(rows[0].toObject().value(QStringLiteral("linear")).toString(), QStringLiteral("dense"));
+    QVERIFY(rows[0].toObject().value(QStringLiteral("tokens_per_second")).toDouble() > 0);
+    const QJsonArray failed = j.value(QStringLiteral("failed_cells")).toArray();
+    QCOMPARE(failed.size(), 1);
+    QCOMPARE(failed[0].toObject().value(QStringLiteral("linear")).toString(), QStringLiteral("sparse"));
+    QVERIFY2(failed[0].toObject().value(QStringLiteral("error")).toString().contains(QStringLiteral("model.sdwsparse")),
+             qPrintable(failed[0].toObject().value(QStringLiteral("error")).toString()));
+    // One cell alone that fails: an error, no file.
+    const QString one = tmp.filePath(QStringLiteral("one.json"));
+    const Result r1 =
+        cli({QStringLiteral("bench"), QStringLiteral("decode"), QStringLiteral("--device"), QStringLiteral("cpu"),
+             QStringLiteral("--model"), kModel, QStringLiteral("--linear"), QStringLiteral("sparse"),
+             QStringLiteral("--context"), QStringLiteral("16"), QStringLiteral("--tokens"), QStringLiteral("2"),
+             QStringLiteral("--json"), QStringLiteral("--out"), one});
+    QCOMPARE(r1.code, 1);
+    QVERIFY(!QFileInfo::exists(one));
+  }
+
   // A benchmark's JSON records the command that made it: options with their values
   // (a value of 1 included), flags bare.
   void benchJsonRecordsItsCommand() {

@@ -26,6 +26,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
@@ -735,6 +736,33 @@ class TestDecodeView : public QObject {
     bool said = false;
     for (const auto& i : infos) said = said || i.at(0).toString().contains(QStringLiteral("has no model.sdwsparse"));
     QVERIFY(said);
+  }
+
+  // A cell that fails while it runs (here a checkpoint whose model.sdwsparse is not a packed
+  // file) loses only itself: the grid goes on, the other cells' rows stay, and the run ends as
+  // an error that names the cell.
+  void aFailingCellLosesOnlyItself() {
+    const QString broken = tmp_.filePath(QStringLiteral("broken"));
+    QVERIFY(QDir().mkpath(broken));
+    const QDir sample(QStringLiteral(SDW_SOURCE_DIR "/samples/model/brown-llama"));
+    for (const QString& f : sample.entryList(QDir::Files)) {
+      QFile::remove(broken + QLatin1Char('/') + f);
+      QVERIFY(QFile::copy(sample.filePath(f), broken + QLatin1Char('/') + f));
+    }
+    QVERIFY(writeText(broken + QStringLiteral("/model.sdwsparse"), QByteArray("not a packed file")));
+    DecodeBenchRequest r = tinyCpuGrid();
+    r.batches = {1};
+    r.checkpoint = broken;
+    const QList<QVariant> ended = run(r);
+    QVERIFY(!ended.isEmpty());
+    QVERIFY2(ended.at(1).toBool(), qPrintable(ended.at(0).toString()));
+    const QString msg = ended.at(0).toString();
+    qInfo("%s", qPrintable(msg));
+    QVERIFY2(msg.startsWith(QStringLiteral("Done: 3 rows")) && msg.contains(QStringLiteral("1 cell(s) failed: broken")),
+             qPrintable(msg));
+    QCOMPARE(view_->resultsModel()->rowCount(), 3);
+    QCOMPARE(view_->resultsModel()->rows().last().config, QStringLiteral("broken"));
+    QCOMPARE(view_->resultsModel()->rows().last().linear, QStringLiteral("dense"));
   }
 
   void badFilesSayWhy_data() {
