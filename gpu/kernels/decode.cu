@@ -1,13 +1,13 @@
-// The decode engine's fused operations (gpu/kernels/decode.cuh): embedding
-// lookup, residual add + RMSNorm, one attention kernel (q/k norm, RoPE, the
-// KV-cache write, split-slot grouped-query attention and the merge of its
-// splits; in decode_attention.cuh, compiled per type in decode_attention_*.cu), SwiGLU, argmax; Gemma 3's variants
-// (scaled embedding, the (1 + w) post-norm + add + norm, GELU-tanh, logit soft-capping fused into the argmax); and the
-// bitmask unpack / synthetic N:M pack. Small kernels, one block per row or head: their job is to keep the step's launch
-// count and the bytes they move small next to the projections.
+// The decode engine's fused operations (gpu/kernels/decode.cuh): embedding lookup, residual
+// add + RMSNorm, SwiGLU, argmax; Gemma 3's variants (scaled embedding, the (1 + w) post-norm +
+// add + norm, GELU-tanh, logit soft-capping fused into the argmax); and the bitmask unpack /
+// synthetic N:M pack. The attention kernel (q/k norm, RoPE, the KV-cache write, split-slot
+// grouped-query attention and the merge of its splits) is decode_attention.cuh, compiled per
+// type. Small kernels, one block per row or head: their job is to keep the step's launch count
+// and the bytes they move small next to the projections.
 
 #include "gpu/kernels/decode.cuh"
-#include "gpu/kernels/decode_attention.cuh"  // prologue, launch, the attention's constants
+#include "gpu/kernels/decode_common.cuh"  // prologue, launch, the 16-bit conversions
 #include "gpu/kernels/splitk.cuh"  // programmatic dependent launch
 
 #include <cuda_bf16.h>
@@ -509,33 +509,6 @@ cudaError_t launchGemmaAddNorm(void* h, const void* y, std::int64_t ldy, const v
                                bool pdl) {
   if (y && !postW) return cudaErrorInvalidValue;
   return dispatch<GemmaAddNormL>(dtype, h, y, ldy, postW, w, hidden, batch, eps, x, layout, stream, pdl);
-}
-
-int attentionSplits(std::int64_t capacity) {
-  return static_cast<int>((capacity + kSlotsPerBlock - 1) / kSlotsPerBlock);
-}
-
-bool attentionClusterMergeSupported(std::int64_t capacity) {
-  return attentionSplits(capacity) <= kMaxAttentionClusterSplits && detail::hopperLaunchSupported();
-}
-
-std::size_t attentionWorkspaceFloats(int batch, int heads, int headDim, std::int64_t capacity) {
-  return static_cast<std::size_t>(batch) * static_cast<std::size_t>(heads) *
-         static_cast<std::size_t>(attentionSplits(capacity)) * static_cast<std::size_t>(headDim + 2);
-}
-
-cudaError_t launchDecodeAttention(const AttentionArgs& a, DType dtype, float* workspace, cudaStream_t stream,
-                                  bool pdl) {
-  if (a.headDim % 8 != 0 || a.headDim > 256 || a.kvHeads < 1 || a.heads % a.kvHeads != 0 || a.heads / a.kvHeads > 16 ||
-      !a.counters)
-    return cudaErrorInvalidValue;
-  if (a.merge == AttentionMerge::Cluster && !attentionClusterMergeSupported(a.capacity)) return cudaErrorNotSupported;
-  switch (dtype) {  // one translation unit per type (decode_attention_*.cu)
-    case DType::F32: return detail::launchAttentionF32(a, workspace, stream, pdl);
-    case DType::BF16: return detail::launchAttentionBF16(a, workspace, stream, pdl);
-    case DType::F16: return detail::launchAttentionF16(a, workspace, stream, pdl);
-  }
-  return cudaErrorInvalidValue;
 }
 
 cudaError_t launchGatedMul(const void* gu, std::int64_t ldgu, std::int64_t inter, int batch, DType dtype, void* x,

@@ -3,11 +3,10 @@
 // norm, RoPE, the KV-cache write, split-slot grouped-query attention and the merge of its
 // splits. Internal to gpu/kernels: its 120 instantiations (3 types x head sizes x query groups
 // x value-row variants) are compiled in one translation unit per type
-// (decode_attention_{f32,bf16,f16}.cu), so that nvcc builds them side by side; decode.cu
-// dispatches to them and shares the launch helpers below.
+// (decode_attention_{f32,bf16,f16}.cu), so that nvcc builds them side by side;
+// decode_attention.cu holds launchDecodeAttention and the split arithmetic.
 
-#include "gpu/kernels/decode.cuh"
-#include "gpu/kernels/splitk.cuh"  // programmatic dependent launch
+#include "gpu/kernels/decode_common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -29,26 +28,6 @@ cudaError_t launchAttentionF16(const AttentionArgs& a, float* ws, cudaStream_t s
 }  // namespace detail
 
 namespace {
-
-// 16-bit and float conversions (splitk.cuh): to float, from float, rounded through T.
-using detail::fromFloat;
-using detail::roundTo;
-using detail::toFloat;
-
-// Launched with programmatic dependent launch (sm_90), a kernel may start while the
-// previous one of the stream still runs: it waits for it before touching anything,
-// then lets the next kernel (a projection streaming its weights) start early.
-__device__ __forceinline__ void prologue() {
-  detail::pdlWait();
-  detail::pdlLaunchDependents();
-}
-
-template <typename... KArgs, typename... Args>
-cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t st, bool pdl,
-                   Args&&... args) {
-  return detail::launchEx(kernel, grid, block, smem, st, 0, pdl && detail::hopperLaunchSupported(),
-                          std::forward<Args>(args)...);
-}
 
 // ---- attention with q/k norm, RoPE and the KV-cache write fused in
 constexpr int kAttnWarps = 4;

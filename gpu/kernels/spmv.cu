@@ -64,14 +64,17 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
   if (cfg.xRowMajor && (batch == 1 || !spmvTensorCores(cfg))) return cudaErrorInvalidValue;  // interleaved x only
   if (spmvTensorCores(cfg) && cfg.tcM != 2 && cfg.tcM != 4 && cfg.tcM != 8 && cfg.tcM != 16)
     return cudaErrorInvalidValue;
+  const detail::SpmvCall call{dtype, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream};
   switch (batch) {
-#define SDW_SPMV_CASE(b) \
-  case b: return detail::spmvBatch<b>(dtype, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream);
-    SDW_SPMV_CASE(1)
-    SDW_SPMV_CASE(2) SDW_SPMV_CASE(3) SDW_SPMV_CASE(4) SDW_SPMV_CASE(5) SDW_SPMV_CASE(6) SDW_SPMV_CASE(7)
-        SDW_SPMV_CASE(8)
-#undef SDW_SPMV_CASE
-            default : return cudaErrorInvalidValue;
+    case 1: return detail::spmvBatch<1>(call);
+    case 2: return detail::spmvBatch<2>(call);
+    case 3: return detail::spmvBatch<3>(call);
+    case 4: return detail::spmvBatch<4>(call);
+    case 5: return detail::spmvBatch<5>(call);
+    case 6: return detail::spmvBatch<6>(call);
+    case 7: return detail::spmvBatch<7>(call);
+    case 8: return detail::spmvBatch<8>(call);
+    default: return cudaErrorInvalidValue;
   }
 }
 

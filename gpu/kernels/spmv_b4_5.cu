@@ -5,17 +5,13 @@
 namespace sdw::kernels::detail {
 
 template <>
-cudaError_t spmvBatch<4>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream) {
-  return byType<4>(dtype, values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+cudaError_t spmvBatch<4>(const SpmvCall& c) {
+  return byType<4>(c);
 }
 
 template <>
-cudaError_t spmvBatch<5>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream) {
-  return byType<5>(dtype, values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+cudaError_t spmvBatch<5>(const SpmvCall& c) {
+  return byType<5>(c);
 }
 
 }  // namespace sdw::kernels::detail

@@ -5,24 +5,18 @@
 namespace sdw::kernels::detail {
 
 template <>
-cudaError_t spmvBatch<6>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream) {
-  return byType<6>(dtype, values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+cudaError_t spmvBatch<6>(const SpmvCall& c) {
+  return byType<6>(c);
 }
 
 template <>
-cudaError_t spmvBatch<7>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream) {
-  return byType<7>(dtype, values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+cudaError_t spmvBatch<7>(const SpmvCall& c) {
+  return byType<7>(c);
 }
 
 template <>
-cudaError_t spmvBatch<8>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream) {
-  return byType<8>(dtype, values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+cudaError_t spmvBatch<8>(const SpmvCall& c) {
+  return byType<8>(c);
 }
 
 }  // namespace sdw::kernels::detail

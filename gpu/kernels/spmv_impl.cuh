@@ -29,43 +29,39 @@
 
 namespace sdw::kernels {
 namespace detail {
+// launchBitmaskSpmv's arguments, checked, as the per-batch units take them.
+struct SpmvCall {
+  DType dtype;
+  const void* values;
+  const std::uint32_t* masks;
+  std::int64_t rows, cols;
+  const void* x;
+  void* y;
+  std::int64_t ldy;
+  const SpmvConfig& cfg;
+  float* ws;
+  unsigned* counters;
+  cudaStream_t stream;
+};
 // Both 16-bit types at batch B (byUnroll); defined in spmv_b*.cu.
 template <int B>
-cudaError_t spmvBatch(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
-                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
-                      cudaStream_t stream);
+cudaError_t spmvBatch(const SpmvCall& c);
 template <>
-cudaError_t spmvBatch<1>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream);
+cudaError_t spmvBatch<1>(const SpmvCall& c);
 template <>
-cudaError_t spmvBatch<2>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream);
+cudaError_t spmvBatch<2>(const SpmvCall& c);
 template <>
-cudaError_t spmvBatch<3>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream);
+cudaError_t spmvBatch<3>(const SpmvCall& c);
 template <>
-cudaError_t spmvBatch<4>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream);
+cudaError_t spmvBatch<4>(const SpmvCall& c);
 template <>
-cudaError_t spmvBatch<5>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream);
+cudaError_t spmvBatch<5>(const SpmvCall& c);
 template <>
-cudaError_t spmvBatch<6>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream);
+cudaError_t spmvBatch<6>(const SpmvCall& c);
 template <>
-cudaError_t spmvBatch<7>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream);
+cudaError_t spmvBatch<7>(const SpmvCall& c);
 template <>
-cudaError_t spmvBatch<8>(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows,
-                         std::int64_t cols, const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws,
-                         unsigned* counters, cudaStream_t stream);
+cudaError_t spmvBatch<8>(const SpmvCall& c);
 }  // namespace detail
 
 namespace {
@@ -964,13 +960,13 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
 }
 
 template <int B>
-cudaError_t byType(DType dtype, const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
-                   const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
-                   cudaStream_t stream) {
-  switch (dtype) {
+cudaError_t byType(const detail::SpmvCall& c) {
+  switch (c.dtype) {
     case DType::BF16:
-      return byUnroll<__nv_bfloat16, B>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-    case DType::F16: return byUnroll<__half, B>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      return byUnroll<__nv_bfloat16, B>(c.values, c.masks, c.rows, c.cols, c.x, c.y, c.ldy, c.cfg, c.ws, c.counters,
+                                        c.stream);
+    case DType::F16:
+      return byUnroll<__half, B>(c.values, c.masks, c.rows, c.cols, c.x, c.y, c.ldy, c.cfg, c.ws, c.counters, c.stream);
     default: return cudaErrorInvalidValue;
   }
 }
