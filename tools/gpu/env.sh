@@ -52,6 +52,14 @@ export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-"8.0;9.0"}
 TORCH_PREFIX=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 unset _root _archive
 
+# fits SECONDS_NEEDED WHAT: whether a step of that length ends before $deadline seconds from the
+# script's start (the caller sets deadline); if not, says it is skipped.
+fits() {
+  if [ $((SECONDS + $1)) -le "${deadline:?fits needs deadline}" ]; then return 0; fi
+  echo "skipped ($2): about $1 s needed, $((deadline - SECONDS)) s left before the deadline ($deadline s)"
+  return 1
+}
+
 # Configures the gpu preset against that LibTorch and the unpacked packages, then builds
 # the targets given (keeping going past a failed one); the logs go to DIR/configure.log
 # and DIR/build.log, and on failure the first errors are printed and it returns 1.

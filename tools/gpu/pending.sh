@@ -23,12 +23,7 @@ out=${OUT:-$root/out/gpu}
 O=$out/pending
 mkdir -p "$O"
 pack() { tar -C "$out" -czf "$out/pending.tgz" pending; }
-deadline=${PENDING_DEADLINE:-560}
-fits() {  # fits SECONDS_NEEDED WHAT
-  if [ $((SECONDS + $1)) -le "$deadline" ]; then return 0; fi
-  echo "skipped ($2): about $1 s needed, $((deadline - SECONDS)) s left before PENDING_DEADLINE"
-  return 1
-}
+deadline=${PENDING_DEADLINE:-560}  # for fits (env.sh)
 steps=" ${PENDING_STEPS:-tests bench decode816 dual sanitize816} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 . tools/gpu/env.sh

@@ -34,12 +34,7 @@ mkdir -p "$O"
 # limit still brings back the steps before; a step that would not finish by SPMSPV_AB_DEADLINE
 # seconds from the start (default 540) is skipped.
 pack() { tar -C "$out" -czf "$out/spmspv-ab.tgz" ab; }
-deadline=${SPMSPV_AB_DEADLINE:-540}
-fits() {  # fits SECONDS_NEEDED WHAT
-  if [ $((SECONDS + $1)) -le "$deadline" ]; then return 0; fi
-  echo "skipped ($2): about $1 s needed, $((deadline - SECONDS)) s left before SPMSPV_AB_DEADLINE"
-  return 1
-}
+deadline=${SPMSPV_AB_DEADLINE:-540}  # for fits (env.sh)
 . tools/gpu/env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
 echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
