@@ -370,7 +370,6 @@ kernels::SpmspvConfig caseConfig(const SpmspvCase& c, int warps, int splitK, int
   cfg.warps = warps, cfg.splitK = splitK, cfg.stages = stages, cfg.bulk = bulk, cfg.cluster = cluster;
   cfg.lanes = lanes;
   cfg.pdl = c.pdl;
-  cfg.batchedFinish = cfg.batchedFinish || c.batchedFinish;
   return cfg;
 }
 

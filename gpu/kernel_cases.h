@@ -123,9 +123,6 @@ struct SpmspvCase {
   // The column layouts' launches with programmatic dependent launch (SpmspvConfig::pdl; the
   // benchmark's are plain whatever SDW_SPMSPV_PDL says).
   bool pdl = false;
-  // SpmspvConfig::batchedFinish for the column layouts' launches, also where SDW_SPMSPV_FINISH
-  // does not ask for it.
-  bool batchedFinish = false;
   int copies() const { return static_cast<int>(chunks.size()); }
 };
 // `copies` (at least 1) device copies of the packed weights (packSpmspv). Throws

@@ -202,15 +202,10 @@ __device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2ha
 // result deterministic, writes y and resets the counter for the next launch.
 // Returns whether this block wrote its rows of y (every block without split-K; with it,
 // the last of the row block's splits), uniform across the warp.
-// batched (the spMspV column kernels' SpmspvConfig::batchedFinish): the last block loads
-// kFinishBatch partials before it adds any of them, instead of the loop the compiler unrolls
-// by four; the same adds in the same order, so bitwise the same sums.
-constexpr int kFinishBatch = 8;
 template <typename T, int B>
 __device__ __forceinline__ bool finishRows(const float (&tot)[B], bool inBlock, std::int64_t row, bool valid,
                                            T* __restrict__ y, std::int64_t ldy, float* __restrict__ ws,
-                                           unsigned* __restrict__ counter, std::int64_t slot, std::int64_t nSlots,
-                                           bool batched = false) {
+                                           unsigned* __restrict__ counter, std::int64_t slot, std::int64_t nSlots) {
   const unsigned S = gridDim.y;
   if (S == 1) {
     if (valid) {
@@ -234,26 +229,9 @@ __device__ __forceinline__ bool finishRows(const float (&tot)[B], bool inBlock, 
     float s[B];
 #pragma unroll
     for (int b = 0; b < B; ++b) s[b] = 0.f;
-    if (batched) {
-      for (unsigned k0 = 0; k0 < S; k0 += kFinishBatch) {
-        float part[kFinishBatch][B];
+    for (unsigned k = 0; k < S; ++k) {
 #pragma unroll
-        for (int j = 0; j < kFinishBatch; ++j)
-#pragma unroll
-          for (int b = 0; b < B; ++b)
-            part[j][b] = k0 + j < S ? __ldcg(ws + (static_cast<std::int64_t>(k0 + j) * nSlots + slot) * B + b) : 0.f;
-#pragma unroll
-        for (int j = 0; j < kFinishBatch; ++j)
-          if (k0 + j < S) {
-#pragma unroll
-            for (int b = 0; b < B; ++b) s[b] += part[j][b];
-          }
-      }
-    } else {
-      for (unsigned k = 0; k < S; ++k) {
-#pragma unroll
-        for (int b = 0; b < B; ++b) s[b] += __ldcg(ws + (static_cast<std::int64_t>(k) * nSlots + slot) * B + b);
-      }
+      for (int b = 0; b < B; ++b) s[b] += __ldcg(ws + (static_cast<std::int64_t>(k) * nSlots + slot) * B + b);
     }
     if (valid) {
 #pragma unroll

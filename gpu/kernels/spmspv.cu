@@ -158,8 +158,7 @@ __device__ __forceinline__ void groupProduct(const unsigned char* set, const uin
 template <typename T>
 __device__ __forceinline__ void finishTile(float* red, const float (&acc)[8], int W, int warp, int lane,
                                            std::int64_t tile, std::int64_t rows, T* __restrict__ y,
-                                           float* __restrict__ ws, unsigned* __restrict__ counters,
-                                           bool batched = false) {
+                                           float* __restrict__ ws, unsigned* __restrict__ counters) {
   float4* mine = reinterpret_cast<float4*>(red + warp * kSpmspvTileRows + 8 * lane);
   mine[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
   mine[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
@@ -170,7 +169,7 @@ __device__ __forceinline__ void finishTile(float* red, const float (&acc)[8], in
     for (int w = 0; w < W; ++w) tot[0] += red[w * kSpmspvTileRows + r];
     const std::int64_t row = tile * kSpmspvTileRows + r;
     detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile * kRowGroups + q, row,
-                             static_cast<std::int64_t>(gridDim.x) * kSpmspvTileRows, batched);
+                             static_cast<std::int64_t>(gridDim.x) * kSpmspvTileRows);
   }
 }
 
@@ -417,7 +416,7 @@ template <typename T, int kG, int kD, bool CLUSTER, int kLanes = 32>
 __global__ void __launch_bounds__(kCol24MaxWarps * 32)
     spmspvColumnKernel(const unsigned char* __restrict__ chunks, std::int64_t rows, std::int64_t cols,
                        const T* __restrict__ x, float threshold, int colsPerSplit, int listCap, T* __restrict__ y,
-                       float* __restrict__ ws, unsigned* __restrict__ counters, int batchedFinish) {
+                       float* __restrict__ ws, unsigned* __restrict__ counters) {
   static_assert(kG == 1 || kG == 4 || kG == 8);
   static_assert(kLanes == 32 || (kLanes == 16 && kG != 1));
   constexpr bool kDense = kG == 1;
@@ -532,7 +531,7 @@ __global__ void __launch_bounds__(kCol24MaxWarps * 32)
     float* part = reinterpret_cast<float*>(smem + col24PartOffset(W, listCap));
     finishTileCluster<T>(reinterpret_cast<float*>(smem), part, acc, W, warp, lane, tile, rows, y);
   } else {
-    finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters, batchedFinish != 0);
+    finishTile<T>(reinterpret_cast<float*>(smem), acc, W, warp, lane, tile, rows, y, ws, counters);
   }
 }
 
@@ -649,12 +648,10 @@ cudaError_t launchColumn(const SpmspvLayout& w, const void* x, float threshold, 
   auto* yt = static_cast<T*>(y);
   const int colsPerSplit = static_cast<int>(per * 32);
   const bool pdl = cfg.pdl && detail::hopperLaunchSupported();
-  const int batched = cfg.batchedFinish ? 1 : 0;
   if (cluster || pdl)
     return detail::launchEx(kernel, grid, block, smem, stream, cluster ? static_cast<unsigned>(splits) : 0u, pdl,
-                            chunks, w.rows, w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters, batched);
-  kernel<<<grid, block, smem, stream>>>(chunks, w.rows, w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters,
-                                        batched);
+                            chunks, w.rows, w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters);
+  kernel<<<grid, block, smem, stream>>>(chunks, w.rows, w.cols, xt, threshold, colsPerSplit, cap, yt, ws, counters);
   return cudaGetLastError();
 }
 

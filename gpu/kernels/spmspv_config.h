@@ -61,12 +61,6 @@ struct SpmspvConfig {
   // engine also needs its own pdl option; the kernel benchmark's launches stay plain
   // (SpmspvCase::pdl).
   bool pdl = false;
-  // Column layouts, split-K through the workspace only: the last slice of a row group loads
-  // eight partial sums before it adds any (detail::finishRows' batched sum; the same order of
-  // adds, bitwise the same y) instead of four at a time, the compiler's unroll (docs/kernels.md,
-  // the workspace's cost). Off: on an H100 it moved no launch beyond the run-to-run spread of
-  // 2-5% (docs/gpu.md, 2026-12-06); SDW_SPMSPV_FINISH=8 turns it on.
-  bool batchedFinish = false;
 };
 // For SpmspvFormat::Column24, Column48 and ColumnDense the same fields mean: warps 1..8; stages the
 // chunks each lane loads per batch, with two batches in flight (2, 4 or 8); bulk is ignored.
@@ -100,7 +94,7 @@ inline SpmspvConfig spmspvDefaults(SpmspvFormat format) {
 // spmspvDefaults with the environment's A/B overrides for the benchmarks and the engine:
 // SDW_SPMSPV_LANES=16 (or 32) sets SpmspvConfig::lanes of the column 2:4 and 4:8 layouts;
 // SDW_SPMSPV_WAVEFIT=1 (or 0) sets SpmspvConfig::waveFit of the column layouts; SDW_SPMSPV_PDL=1
-// (or 0) their SpmspvConfig::pdl; SDW_SPMSPV_FINISH=8 their SpmspvConfig::batchedFinish.
+// (or 0) their SpmspvConfig::pdl.
 inline SpmspvConfig spmspvRunDefaults(SpmspvFormat format) {
   SpmspvConfig c = spmspvDefaults(format);
   if (const char* v = std::getenv("SDW_SPMSPV_LANES"); v && spmspvHalfWalkFormat(format))
@@ -109,8 +103,6 @@ inline SpmspvConfig spmspvRunDefaults(SpmspvFormat format) {
     c.waveFit = std::string_view(v) == "1";
   if (const char* v = std::getenv("SDW_SPMSPV_PDL"); v && format != SpmspvFormat::Bitmask)
     c.pdl = std::string_view(v) == "1";
-  if (const char* v = std::getenv("SDW_SPMSPV_FINISH"); v && format != SpmspvFormat::Bitmask)
-    c.batchedFinish = std::string_view(v) == "8";
   return c;
 }
 

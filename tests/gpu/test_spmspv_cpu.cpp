@@ -838,13 +838,6 @@ class TestSpmspvCpu : public QObject {
       QVERIFY(kernels::spmspvRunDefaults(f).pdl);
     QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Bitmask).pdl);
     qunsetenv("SDW_SPMSPV_PDL");
-    // SDW_SPMSPV_FINISH=8: SpmspvConfig::batchedFinish for the column layouts only
-    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Column24).batchedFinish);
-    qputenv("SDW_SPMSPV_FINISH", "8");
-    for (auto f : {SpmspvFormat::Column24, SpmspvFormat::Column48, SpmspvFormat::ColumnDense})
-      QVERIFY(kernels::spmspvRunDefaults(f).batchedFinish);
-    QVERIFY(!kernels::spmspvRunDefaults(SpmspvFormat::Bitmask).batchedFinish);
-    qunsetenv("SDW_SPMSPV_FINISH");
   }
 
   // The CPU benchmark's spMspV rows: one per weight layout and activation sparsity, with

@@ -365,33 +365,6 @@ class TestSpmspvCuda : public QObject {
                qPrintable(QStringLiteral("launch %1 of the chain differs").arg(k)));
   }
 
-  // SpmspvConfig::batchedFinish: the workspace's last slice adds the same partials in the same
-  // order, so y is bitwise the loop's, at 65 slices (eight batches of eight and one) and 13
-  // (one of eight and one of five).
-  void columnBatchedFinishBitwise_data() {
-    QTest::addColumn<int>("group");
-    QTest::addColumn<int>("splitK");
-    for (int group : {4, 8, 1})
-      for (int splitK : {65, 13}) {
-        QTest::newRow(qPrintable(QStringLiteral("%1 split %2").arg(columnTag(group)).arg(splitK))) << group << splitK;
-      }
-  }
-  void columnBatchedFinishBitwise() {
-    QFETCH(int, group);
-    QFETCH(int, splitK);
-    constexpr std::int64_t rows = 600, cols = 2080;
-    auto c = columnCase(rows, cols, group, 11);
-    gpu::setSpmspvActivation(c, gpu::randomNormal16(cols, sparse::DType::BF16, 13), 0.5, 2, splitK);
-    QCOMPARE(gpu::spmspvSplitKOf(c, 2, splitK), splitK);
-    const auto loop = runGuarded(c, 2, splitK, 2);
-    c.batchedFinish = true;
-    const auto batched = runGuarded(c, 2, splitK, 2);
-    c.batchedFinish = false;
-    QVERIFY(loop.guardsIntact && batched.guardsIntact);
-    QVERIFY(std::any_of(loop.y.begin(), loop.y.end(), [](double v) { return v != 0.0; }));
-    QCOMPARE(batched.y, loop.y);
-  }
-
   // An all-zero x at threshold 0 reads nothing and writes zeros (split-K included).
   void zeroInput() {
     const auto w = gpu::randomPrunedWeights(700, 3000, sparse::DType::BF16, 1500, 3000, 9);
