@@ -145,7 +145,7 @@ const RegisterBenchMode regKernels{BenchMode{
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
      {"tensor-cores", "",
       "2:4, 4:8 and 8:16 from batch 2: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 3, 8:16 from "
-      "batch 6)",
+      "batch 5)",
       ""},
      {"no-tensor-cores", "", "2:4, 4:8 and 8:16 at every batch: our SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "tuning table to use (default: resources/tuning/<gpu>.json)", ""},

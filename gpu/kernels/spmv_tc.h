@@ -12,15 +12,15 @@ namespace sdw::kernels {
 // -1 (the default) from batch 3, where the engines were as fast or faster with it on the
 // H200 (docs/decode-engine.md, "Batch 2-3"; at batch 2 the CUDA-core kernel wins), 0 never.
 // Patterns with M | 8 (every mask byte holds four kept columns); 8:16 (every 16 columns
-// hold eight, a longer expansion: SpmvConfig::tcM = 16) from batch 6 by default. On an H100
-// (docs/decode-engine.md, "8:16 on the tensor cores") the engine's 8:16 step on the tensor
-// cores took 1.1-1.3 ms (Llama-3.1-8B) and 2.2-2.9 ms (Qwen3-14B) longer than 2:4's (the
-// expansion) and grew by 0.14-0.29 ms a batch row, the CUDA-core one by 0.95-2.0 ms a row
-// from batch 4: 4-19% slower at batch 2 and 4, 36-45% faster at batch 8; interpolated, the
-// two cross at batch 4.3 and 5.3 (batches 5-7 not measured).
+// hold eight, a longer expansion: SpmvConfig::tcM = 16) from batch 5 by default. On an H100
+// (docs/decode-engine.md, "8:16 on the tensor cores") the engine's 8:16 step at batch 4 / 5 /
+// 6 / 8 ran 699.7 / 648.2 / 714.8 / 834.4 tokens/s on the CUDA cores and 682.1 / 812.6 /
+// 905.5 / 1209.5 on the tensor cores (Llama-3.1-8B); Qwen3-14B 436.8 / 356.5 / 398.7 / 460.4
+// and 347.3 / 424.0 / 478.5 / 635.7 (8522a77): the CUDA cores ahead at batch 4 (by 3% and
+// 26%), the tensor cores from batch 5 (by 25% and 19%).
 constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
   if (batch < 2 || m <= 0 || (8 % m != 0 && m != 16)) return false;
-  if (m == 16) return mode > 0 || (mode < 0 && batch >= 6);
+  if (m == 16) return mode > 0 || (mode < 0 && batch >= 5);
   return mode > 0 || (mode < 0 && batch >= 3);
 }
 
