@@ -654,16 +654,17 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
   if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m)) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
-    op.spmv.tcM = d.pattern.m;  // 8:16 takes the longer expansion
+    op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion
     // x as the step's other kernels write it ([batch, cols]): the norms, the SwiGLU and the
     // attention then store it whole instead of scattering 2-byte values over [cols, xStride],
     // and the kernel stages it with 16-byte loads. SDW_TC_X=interleaved (profiling) keeps the
     // batch-interleaved input of the CUDA-core kernel.
     const char* env = std::getenv("SDW_TC_X");
-    op.spmv.xRowMajor = op.spmv.tcM == 16 || !(env && std::string(env) == "interleaved");  // 8:16: [batch, cols] only
+    op.spmv.xRowMajor =
+        op.spmv.tcM >= 16 || !(env && std::string(env) == "interleaved");  // 8:16, 16:32: [batch, cols] only
     // SDW_TC_SEL=copies: the selector table in 8 copies (SpmvConfig::tcSelectorCopies; an A/B switch).
     const char* sel = std::getenv("SDW_TC_SEL");
-    op.spmv.tcSelectorCopies = sel && std::string(sel) == "copies" && op.spmv.tcM != 16;
+    op.spmv.tcSelectorCopies = sel && std::string(sel) == "copies" && op.spmv.tcM < 16;
   }
   return op;
 }

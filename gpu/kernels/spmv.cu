@@ -62,7 +62,7 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
   if (spmvWorkspaceFloats(rows, cols, batch, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
   if (cfg.tail.on() && (batch != 1 || !cfg.tail.h || !cfg.tail.w || !cfg.tail.x)) return cudaErrorInvalidValue;
   if (cfg.xRowMajor && (batch == 1 || !spmvTensorCores(cfg))) return cudaErrorInvalidValue;  // interleaved x only
-  if (spmvTensorCores(cfg) && cfg.tcM != 2 && cfg.tcM != 4 && cfg.tcM != 8 && cfg.tcM != 16)
+  if (spmvTensorCores(cfg) && cfg.tcM != 2 && cfg.tcM != 4 && cfg.tcM != 8 && cfg.tcM != 16 && cfg.tcM != 32)
     return cudaErrorInvalidValue;
   const detail::SpmvCall call{dtype, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream};
   switch (batch) {

@@ -555,22 +555,24 @@ __device__ __forceinline__ void tcExpandRow(const uint4& v, std::uint32_t bits, 
 }
 
 // The same for 8:16 (SpmvConfig::tcM = 16): the lane's 16 columns are one group of eight
-// values; the low byte's from the bottom, the high byte's from the top (makeTcSelectors16).
+// values; the low byte's from the bottom of vLo, the high byte's from the top of vHi
+// (makeTcSelectors16): for 8:16 both are the lane's 16 value bytes, for 16:32 one of them is
+// the window of the row's values that the byte draws on (tc32WindowOffset).
 // sel16: [side][byte] two uint4 each (five words of selectors used).
-__device__ __forceinline__ void tcExpandRow16(const uint4& v, std::uint32_t bits, const uint4* sel16,
-                                              std::uint32_t (&e)[8]) {
+__device__ __forceinline__ void tcExpandRow16(const uint4& vLo, const uint4& vHi, std::uint32_t bits,
+                                              const uint4* sel16, std::uint32_t (&e)[8]) {
   const uint4* lo = sel16 + 2 * (bits & 255u);
   const uint4* hi = sel16 + 512 + 2 * ((bits >> 8) & 255u);
   const uint4 l0 = lo[0], h0 = hi[0];
   const std::uint32_t l4 = lo[1].x, h4 = hi[1].x;
-  e[0] = prmtZ(v.x, l0.x);
-  e[1] = prmtZ(v.x, l0.x >> 16) | prmtZ(v.y, l0.y);
-  e[2] = prmtZ(v.x, l0.y >> 16) | prmtZ(v.y, l0.z) | prmtZ(v.z, l0.z >> 16);
-  e[3] = prmtZ(v.x, l0.w) | prmtZ(v.y, l0.w >> 16) | prmtZ(v.z, l4) | prmtZ(v.w, l4 >> 16);
-  e[4] = prmtZ(v.x, h0.x) | prmtZ(v.y, h0.x >> 16) | prmtZ(v.z, h0.y) | prmtZ(v.w, h0.y >> 16);
-  e[5] = prmtZ(v.y, h0.z) | prmtZ(v.z, h0.z >> 16) | prmtZ(v.w, h0.w);
-  e[6] = prmtZ(v.z, h0.w >> 16) | prmtZ(v.w, h4);
-  e[7] = prmtZ(v.w, h4 >> 16);
+  e[0] = prmtZ(vLo.x, l0.x);
+  e[1] = prmtZ(vLo.x, l0.x >> 16) | prmtZ(vLo.y, l0.y);
+  e[2] = prmtZ(vLo.x, l0.y >> 16) | prmtZ(vLo.y, l0.z) | prmtZ(vLo.z, l0.z >> 16);
+  e[3] = prmtZ(vLo.x, l0.w) | prmtZ(vLo.y, l0.w >> 16) | prmtZ(vLo.z, l4) | prmtZ(vLo.w, l4 >> 16);
+  e[4] = prmtZ(vHi.x, h0.x) | prmtZ(vHi.y, h0.x >> 16) | prmtZ(vHi.z, h0.y) | prmtZ(vHi.w, h0.y >> 16);
+  e[5] = prmtZ(vHi.y, h0.z) | prmtZ(vHi.z, h0.z >> 16) | prmtZ(vHi.w, h0.w);
+  e[6] = prmtZ(vHi.z, h0.w >> 16) | prmtZ(vHi.w, h4);
+  e[7] = prmtZ(vHi.w, h4 >> 16);
 }
 
 template <typename T>
@@ -594,12 +596,23 @@ __device__ __forceinline__ void mma16816(float (&c)[4], std::uint32_t a0, std::u
 }
 
 // A lane's share of one word pair: the 16 value bytes and the mask of each of its four rows
-// (tcLoad: straight from global memory, zero for a word at or past g1).
+// (tcLoad: straight from global memory, zero for a word at or past g1); for 16:32 (TM 32)
+// also each row's window (tc32WindowOffset), as the low or high source of the expansion.
 struct TcPair {
   uint4 v[4];
   std::uint32_t m[4];
+  uint4 w[4];  // TM 32 only
 };
 
+// The 16 bytes at byte offset `off` (even) of 4-byte aligned words a[0..4] (a[k] holding bytes
+// 4k..4k+3 from the first word's start, off in [0, 4)): a funnel of 0 or 2 bytes.
+__device__ __forceinline__ uint4 tcFunnel(const std::uint32_t (&a)[5], int off) {
+  const std::uint32_t sel = (off & 2) ? 0x5432u : 0x3210u;
+  return make_uint4(__byte_perm(a[0], a[1], sel), __byte_perm(a[1], a[2], sel), __byte_perm(a[2], a[3], sel),
+                    __byte_perm(a[3], a[4], sel));
+}
+
+template <int TM = 8>
 __device__ __forceinline__ TcPair tcLoad(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks,
                                          std::int64_t tileBase, int g, int g1, int grp, int t) {
   TcPair p;
@@ -608,14 +621,30 @@ __device__ __forceinline__ TcPair tcLoad(const uint4* __restrict__ values, const
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const std::int64_t e = (tileBase + w) * 32 + grp + 8 * i;
-    p.v[i] = ok ? __ldcg(values + 2 * e + (t & 1)) : make_uint4(0u, 0u, 0u, 0u);
     p.m[i] = ok ? __ldcg(masks + e) : 0u;
+    if constexpr (TM == 32) {
+      // The row's 32 value bytes as words 4-11 of 16 (zeros around them: the window may reach
+      // 16 bytes before the row or after it), the window picked out of them; only an odd last
+      // word of a slice comes this way, so the local array's cost does not matter.
+      std::uint32_t a[17] = {};
+      if (ok) {
+        const uint4 c0 = __ldcg(values + 2 * e), c1 = __ldcg(values + 2 * e + 1);
+        a[4] = c0.x, a[5] = c0.y, a[6] = c0.z, a[7] = c0.w, a[8] = c1.x, a[9] = c1.y, a[10] = c1.z, a[11] = c1.w;
+      }
+      p.v[i] = (t & 1) ? make_uint4(a[8], a[9], a[10], a[11]) : make_uint4(a[4], a[5], a[6], a[7]);
+      const int off = tc32WindowOffset(p.m[i], t & 1) + 16;  // in [0, 48]
+      const std::uint32_t win[5] = {a[off / 4], a[off / 4 + 1], a[off / 4 + 2], a[off / 4 + 3], a[off / 4 + 4]};
+      p.w[i] = tcFunnel(win, off);
+    } else {
+      p.v[i] = ok ? __ldcg(values + 2 * e + (t & 1)) : make_uint4(0u, 0u, 0u, 0u);
+    }
   }
   return p;
 }
 
 // xs: this word pair's x, [batch row][column pair] (row stride xs32Stride), at the lane's columns.
-template <typename T, int B, bool W16 = false, bool REP = false>
+// TM: 8 (M | 8: bytes of four), 16 (8:16) or 32 (16:32), as SpmvConfig::tcM.
+template <typename T, int B, int TM = 8, bool REP = false>
 __device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const std::uint32_t* xs, int xs32Stride,
                                        int grp, int t, float (&c)[2][4]) {
   uint4 b01 = make_uint4(0u, 0u, 0u, 0u), b23 = b01;
@@ -627,9 +656,15 @@ __device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     std::uint32_t e0[8], e1[8];  // rows 16h + grp and 16h + grp + 8
-    if constexpr (W16) {
-      tcExpandRow16(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
-      tcExpandRow16(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
+    if constexpr (TM == 32) {    // half 0: own bytes low, window high; half 1 the other way round
+      const bool h1 = t & 1;
+      tcExpandRow16(h1 ? p.w[2 * h] : p.v[2 * h], h1 ? p.v[2 * h] : p.w[2 * h],
+                    (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
+      tcExpandRow16(h1 ? p.w[2 * h + 1] : p.v[2 * h + 1], h1 ? p.v[2 * h + 1] : p.w[2 * h + 1],
+                    (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
+    } else if constexpr (TM == 16) {
+      tcExpandRow16(p.v[2 * h], p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
+      tcExpandRow16(p.v[2 * h + 1], p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
     } else {
       tcExpandRow<REP ? 8 : 1>(p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
       tcExpandRow<REP ? 8 : 1>(p.v[2 * h + 1], (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
@@ -702,28 +737,41 @@ __device__ __forceinline__ void tcIssue(std::uint32_t dst, const uint4* __restri
                       masks + (word + (lane >> 3)) * 32 + 4 * (lane & 7));
 }
 
-// The lane's share of a staged word pair (its four rows' 16 value bytes and masks).
+// The lane's share of a staged word pair (its four rows' 16 value bytes and masks; for 16:32
+// also their windows, read as five 4-byte words and funnelled: a window reaches at most 16
+// bytes before the row, into the previous row, the padding before the ring or x's staging
+// area, and at most 16 after it, into the next row or the 64 bytes of padding after the
+// word's last row: always inside the block's shared memory, and never selected).
+template <int TM = 8>
 __device__ __forceinline__ TcPair tcRead(const unsigned char* stage, int grp, int t) {
   TcPair p;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int r = grp + 8 * i;
-    p.v[i] = *reinterpret_cast<const uint4*>(stage + (t >> 1) * kTcWordBytes + 32 * r + 16 * (t & 1));
+    const unsigned char* row = stage + (t >> 1) * kTcWordBytes + 32 * r;
+    p.v[i] = *reinterpret_cast<const uint4*>(row + 16 * (t & 1));
     p.m[i] = *reinterpret_cast<const std::uint32_t*>(stage + kTcMaskOffset + (t >> 1) * kTcMaskBytes + 4 * r);
+    if constexpr (TM == 32) {
+      const int off = tc32WindowOffset(p.m[i], t & 1);  // even, in [-16, 32]
+      const auto* a = reinterpret_cast<const std::uint32_t*>(row + (off & ~3));
+      const std::uint32_t win[5] = {a[0], a[1], a[2], a[3], a[4]};
+      p.w[i] = tcFunnel(win, off);
+    }
   }
   return p;
 }
 
-// W16: 8:16 (tcExpandRow16 and its 16 KiB of selectors). REP (SpmvConfig::tcSelectorCopies,
-// not with W16): the selectors in 8 copies after the ring in dynamic shared memory, entry e's
-// copy c at e * 8 + c, lane l reading copy l & 7.
-template <typename T, int B, int XS, int S, bool PDL, bool W16 = false, bool REP = false>
+// TM 16 and 32: 8:16 and 16:32 (tcExpandRow16 and its 16 KiB of selectors). REP
+// (SpmvConfig::tcSelectorCopies, TM 8 only): the selectors in 8 copies after the ring in
+// dynamic shared memory, entry e's copy c at e * 8 + c, lane l reading copy l & 7.
+template <typename T, int B, int XS, int S, bool PDL, int TM = 8, bool REP = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     bitmaskSpmvTcKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
                         std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
-  static_assert(!(REP && W16), "8:16's selectors are not replicated");
-  constexpr int kSel = W16 ? 1024 : 256;
+  static_assert(TM == 8 || TM == 16 || TM == 32);
+  static_assert(!(REP && TM != 8), "8:16's selectors are not replicated");
+  constexpr int kSel = TM == 8 ? 256 : 1024;
   constexpr int kCopies = REP ? 8 : 1;
   __shared__ uint4 selStatic[REP ? 1 : kSel];
   extern __shared__ uint4 tcSmem[];
@@ -750,7 +798,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     detail::cpAsyncCommit();  // also when empty: one group per pair keeps the wait count uniform
   }
   for (int i = threadIdx.x; i < kSel * kCopies; i += blockDim.x)
-    sel[i] = __ldg(reinterpret_cast<const uint4*>(W16 ? kTcSelectors16.v : kTcSelectors.v) + i / kCopies);
+    sel[i] = __ldg(reinterpret_cast<const uint4*>(TM == 8 ? kTcSelectors.v : kTcSelectors16.v) + i / kCopies);
   const uint4* selLane = REP ? sel + (lane & 7) : sel;
   if constexpr (PDL) pdlWait();  // x and y: after the previous kernel of the stream
   tcStageX<T, B, XS>(xs, xs32Stride, x, gs, g1, G);
@@ -767,14 +815,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     detail::cpAsyncCommit();
     detail::cpAsyncWait<S - 1>();  // pair k has landed (this lane's pieces) ...
     __syncwarp();                  // ... and every lane's
-    tcPair<T, B, W16, REP>(tcRead(ring + (k % S) * kTcStageBytes, grp, t), selLane, xs + 2 * k * 16, xs32Stride, grp, t,
-                           c);
+    tcPair<T, B, TM, REP>(tcRead<TM>(ring + (k % S) * kTcStageBytes, grp, t), selLane, xs + 2 * k * 16, xs32Stride, grp,
+                          t, c);
     __syncwarp();  // the stage is refilled at the next pair
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
   if ((g1 - gs) & 1)                         // an odd last word, straight from global memory
-    tcPair<T, B, W16, REP>(tcLoad(values, masks, tileBase, g1 - 1, g1, grp, t), selLane, xs + (g1 - 1 - gs) * 16,
-                           xs32Stride, grp, t, c);
+    tcPair<T, B, TM, REP>(tcLoad<TM>(values, masks, tileBase, g1 - 1, g1, grp, t), selLane, xs + (g1 - 1 - gs) * 16,
+                          xs32Stride, grp, t, c);
 
   // c[h][i] (row 16h + grp (+ 8 for i >= 2), batch column 2t + (i & 1)) to one row per lane
   // through the warp's ring (its copies are done: the last groups were empty), then the
@@ -796,7 +844,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row, tiles * 32);
 }
 
-template <typename T, int B, int XS, int S, bool W16 = false, bool REP = false>
+template <typename T, int B, int XS, int S, int TM = 8, bool REP = false>
 cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
                      cudaStream_t stream) {
@@ -815,7 +863,7 @@ cudaError_t launchTc(const void* values, const std::uint32_t* masks, std::int64_
   dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
   const bool pdl = !REP && cfg.pdl && hopperLaunchSupported();  // the copies: an A/B of the launch without PDL
   auto kernel =
-      pdl ? bitmaskSpmvTcKernel<T, B, XS, S, !REP, W16, REP> : bitmaskSpmvTcKernel<T, B, XS, S, false, W16, REP>;
+      pdl ? bitmaskSpmvTcKernel<T, B, XS, S, !REP, TM, REP> : bitmaskSpmvTcKernel<T, B, XS, S, false, TM, REP>;
   const cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
@@ -933,15 +981,16 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
     }
   } else {
     constexpr int XS = B == 2 ? 2 : B <= 4 ? 4 : 8;
-    // 8:16 on the tensor cores: x as [batch, cols] and the 2-stage ring only (what the engine
-    // and the benchmark run). Off the tensor cores tcM means nothing (the CUDA-core kernel reads
-    // every pattern alike).
-    if (cfg.tcM == 16 && spmvTensorCores(cfg))
-      return cfg.unroll == 102 && cfg.xRowMajor
-                 ? launchTc<T, B, 0, 2, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream)
-                 : cudaErrorInvalidValue;
+    // 8:16 and 16:32 on the tensor cores: x as [batch, cols] and the 2-stage ring only (what
+    // the engine and the benchmark run). Off the tensor cores tcM means nothing (the CUDA-core
+    // kernel reads every pattern alike).
+    if ((cfg.tcM == 16 || cfg.tcM == 32) && spmvTensorCores(cfg)) {
+      if (cfg.unroll != 102 || !cfg.xRowMajor) return cudaErrorInvalidValue;
+      return cfg.tcM == 16 ? launchTc<T, B, 0, 2, 16>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream)
+                           : launchTc<T, B, 0, 2, 32>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+    }
     if (cfg.tcSelectorCopies && cfg.xRowMajor && cfg.unroll == 102)
-      return launchTc<T, B, 0, 2, false, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      return launchTc<T, B, 0, 2, 8, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
     // clang-format off
     switch (cfg.unroll) {
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);

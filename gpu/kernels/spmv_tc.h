@@ -18,8 +18,11 @@ namespace sdw::kernels {
 // 905.5 / 1209.5 on the tensor cores (Llama-3.1-8B); Qwen3-14B 436.8 / 356.5 / 398.7 / 460.4
 // and 347.3 / 424.0 / 478.5 / 635.7 (8522a77): the CUDA cores ahead at batch 4 (by 3% and
 // 26%), the tensor cores from batch 5 (by 25% and 19%).
+// 16:32 (tcM = 32, the 8:16 expansion on a window of each row's values, tc32WindowOffset) only
+// when asked for, until it is measured against the CUDA cores.
 constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
-  if (batch < 2 || m <= 0 || (8 % m != 0 && m != 16)) return false;
+  if (batch < 2 || m <= 0 || (8 % m != 0 && m != 16 && m != 32)) return false;
+  if (m == 32) return mode > 0;
   if (m == 16) return mode > 0 || (mode < 0 && batch >= 5);
   return mode > 0 || (mode < 0 && batch >= 3);
 }
@@ -87,6 +90,23 @@ constexpr TcSelectorTable16 makeTcSelectors16() {
       for (unsigned k = 0; k < 10; ++k) t.v[(side * 256 + b) * 8 + k / 2] |= sel[k] << (16 * (k & 1u));
     }
   return t;
+}
+
+// 16:32 (SpmvConfig::tcM = 32): a 32-column word is one group of sixteen values, and the lane
+// that owns its low 16 columns (half 0) or its high 16 (half 1) finds a variable share of them
+// there: c = popc(mask & 0xffff) values in the low half, 16 - c in the high one. Its outer byte
+// (columns 0-7 of half 0, 24-31 of half 1) draws on the row's first or last eight values, the
+// lane's own aligned 16 bytes, as 8:16's low or high side does; its inner byte (columns 8-15
+// of half 0, counted from the top of the half's values; columns 16-23 of half 1, counted from
+// their bottom) on the eight values that end at value c (half 0) or start there (half 1). So
+// the 8:16 selectors expand both bytes, the low side on vLo and the high side on vHi:
+//   half 0: vLo = values 0-7,       vHi = values c - 8 .. c - 1 (the window),
+//   half 1: vLo = values c .. c + 7 (the window), vHi = values 8-15.
+// The window's byte offset from the row's first value byte, in [-16, 32]: 2 c - 16 + 16 half.
+// Window values outside the row (before value 0 or after value 15) are never selected: a
+// byte's selectors reach only as far as its own kept columns.
+constexpr int tc32WindowOffset(std::uint32_t mask, int half) {
+  return 2 * std::popcount(mask & 0xffffu) - 16 + 16 * half;
 }
 
 }  // namespace sdw::kernels

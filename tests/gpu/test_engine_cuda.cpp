@@ -354,7 +354,7 @@ class TestEngineCuda : public QObject {
     QTest::addColumn<QString>("arch");
     QTest::addColumn<int>("linear");
     QTest::addColumn<QString>("pattern");
-    QTest::addColumn<bool>("tensorCores");  // 2:4, 4:8, 8:16 at batch 2-8 through the tensor-core SpMV
+    QTest::addColumn<bool>("tensorCores");  // every pattern at batch 2-8 through the tensor-core SpMV
     for (const char* a : {"llama", "qwen3", "gemma3"}) {
       const QString arch = QString::fromLatin1(a);
       QTest::newRow(qPrintable(QStringLiteral("%1 cublas").arg(arch))) << arch << int(Linear::Cublas) << "" << false;
@@ -362,7 +362,7 @@ class TestEngineCuda : public QObject {
       for (const char* p : {"2:4", "4:8", "8:16", "16:32"})
         QTest::newRow(qPrintable(QStringLiteral("%1 sparse %2").arg(arch, p)))
             << arch << int(Linear::Sparse) << p << false;
-      for (const char* p : {"2:4", "4:8", "8:16"})  // the tensor cores from batch 2 (by default 3, 8:16 6)
+      for (const char* p : {"2:4", "4:8", "8:16", "16:32"})  // the tensor cores from batch 2 (by default 3, 8:16 5)
         QTest::newRow(qPrintable(QStringLiteral("%1 sparse %2 tensor cores").arg(arch, p)))
             << arch << int(Linear::Sparse) << p << true;
     }

@@ -13,6 +13,8 @@
 
 #include <QtTest>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <filesystem>
@@ -38,6 +40,25 @@ std::uint32_t prmtZeroModel(std::uint32_t a, std::uint32_t c, int* outOfRange) {
     d |= byte << (8 * i);
   }
   return d;
+}
+
+// The kernel's 8:16 expansion (tcExpandRow16) through that model: the low byte of `bits` from
+// the bottom of lo[0..3], the high byte from the top of hi[0..3].
+template <typename Prmt>
+void expandRow16Model(const kernels::TcSelectorTable16& tab, const std::uint32_t (&lo)[4], const std::uint32_t (&hi)[4],
+                      unsigned bits, Prmt prmt, std::uint32_t (&e)[8]) {
+  const std::uint32_t* L = tab.v + (bits & 255u) * 8;
+  const std::uint32_t* H = tab.v + (256 + ((bits >> 8) & 255u)) * 8;
+  const auto l = [&](int k) { return L[k / 2] >> (16 * (k & 1)); };
+  const auto h = [&](int k) { return H[k / 2] >> (16 * (k & 1)); };
+  e[0] = prmt(lo[0], l(0));
+  e[1] = prmt(lo[0], l(1)) | prmt(lo[1], l(2));
+  e[2] = prmt(lo[0], l(3)) | prmt(lo[1], l(4)) | prmt(lo[2], l(5));
+  e[3] = prmt(lo[0], l(6)) | prmt(lo[1], l(7)) | prmt(lo[2], l(8)) | prmt(lo[3], l(9));
+  e[4] = prmt(hi[0], h(0)) | prmt(hi[1], h(1)) | prmt(hi[2], h(2)) | prmt(hi[3], h(3));
+  e[5] = prmt(hi[1], h(4)) | prmt(hi[2], h(5)) | prmt(hi[3], h(6));
+  e[6] = prmt(hi[2], h(7)) | prmt(hi[3], h(8));
+  e[7] = prmt(hi[3], h(9));
 }
 
 // Whether the expanded 16-bit pairs `e` hold want(p) at every position p < n; QTest's
@@ -218,18 +239,8 @@ class TestSpmvCpu : public QObject {
     int masks = 0;
     for (unsigned bits = 0; bits < 65536; ++bits) {
       if (std::popcount(bits) != 8 && bits != 0xffffu) continue;
-      const std::uint32_t* L = tab.v + (bits & 255u) * 8;
-      const std::uint32_t* H = tab.v + (256 + (bits >> 8)) * 8;
-      const auto l = [&](int k) { return L[k / 2] >> (16 * (k & 1)); };
-      const auto h = [&](int k) { return H[k / 2] >> (16 * (k & 1)); };
-      const std::uint32_t e[8] = {prmt(v[0], l(0)),
-                                  prmt(v[0], l(1)) | prmt(v[1], l(2)),
-                                  prmt(v[0], l(3)) | prmt(v[1], l(4)) | prmt(v[2], l(5)),
-                                  prmt(v[0], l(6)) | prmt(v[1], l(7)) | prmt(v[2], l(8)) | prmt(v[3], l(9)),
-                                  prmt(v[0], h(0)) | prmt(v[1], h(1)) | prmt(v[2], h(2)) | prmt(v[3], h(3)),
-                                  prmt(v[1], h(4)) | prmt(v[2], h(5)) | prmt(v[3], h(6)),
-                                  prmt(v[2], h(7)) | prmt(v[3], h(8)),
-                                  prmt(v[3], h(9))};
+      std::uint32_t e[8];
+      expandRow16Model(tab, v, v, bits, prmt, e);
       // A padding row (0xffff) has zero values in the format; here only the range matters:
       // its high byte counts from the top of its own eight, value p - 8.
       int idx = 0;
@@ -244,8 +255,72 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(outOfRange, 0);
   }
 
+  // 16:32 on the tensor cores (SpmvConfig::tcM = 32): the lane of each 16-column half expands
+  // its outer byte from its own aligned 16 value bytes and its inner byte from the window
+  // tc32WindowOffset places (read as five 4-byte words and funnelled by 0 or 2 bytes, as
+  // tcRead and tcLoad do), through the 8:16 selectors. The row's 32 value bytes sit between
+  // 16 poisoned bytes on either side (where a window may reach): for every mask tried, both
+  // halves give each kept column its value in column order, zero elsewhere, never poison.
+  void tensorCoreSixteenOfThirtyTwoExpandsThroughWindows() {
+    static constexpr kernels::TcSelectorTable16 tab = kernels::makeTcSelectors16();
+    int outOfRange = 0;
+    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t c) { return prmtZeroModel(a, c, &outOfRange); };
+    std::uint16_t vals[16];
+    for (int i = 0; i < 16; ++i) vals[i] = static_cast<std::uint16_t>(0x1000 + 0x0101 * i);
+    std::uint32_t words[17];  // bytes 0-15 and 48-67 poison, 16-47 the row's values
+    for (auto& w : words) w = 0xdeadbeefu;
+    for (int i = 0; i < 8; ++i) words[4 + i] = vals[2 * i] | std::uint32_t(vals[2 * i + 1]) << 16;
+    const auto bytePerm = [](std::uint32_t a, std::uint32_t b, std::uint32_t sel) {  // __byte_perm
+      const std::uint64_t ab = a | std::uint64_t(b) << 32;
+      std::uint32_t d = 0;
+      for (int i = 0; i < 4; ++i) d |= std::uint32_t((ab >> (8 * ((sel >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
+      return d;
+    };
+    std::vector<std::uint32_t> masks = {0x0000ffffu, 0xffff0000u, 0x00ff00ffu, 0xff00ff00u,
+                                        0x0ff00ff0u, 0x55555555u, 0xaaaaaaaau, 0x000fffffu ^ 0x0000000fu,
+                                        0xf0000fffu};
+    std::mt19937 rng(1632);
+    std::array<int, 32> cols{};
+    for (int i = 0; i < 32; ++i) cols[std::size_t(i)] = i;
+    for (int k = 0; k < 200000; ++k) {
+      std::shuffle(cols.begin(), cols.end(), rng);
+      std::uint32_t m = 0;
+      for (int i = 0; i < 16; ++i) m |= 1u << cols[std::size_t(i)];
+      masks.push_back(m);
+    }
+    int checked = 0;
+    for (const std::uint32_t mask : masks) {
+      QCOMPARE(std::popcount(mask), 16);
+      for (int half = 0; half < 2; ++half) {
+        const int off = kernels::tc32WindowOffset(mask, half);
+        QVERIFY(off >= -16 && off <= 32 && off % 2 == 0);
+        const int at = (off + 16) & ~3;  // byte offset in `words`
+        std::uint32_t win[4], own[4];
+        const std::uint32_t sel = (off & 2) ? 0x5432u : 0x3210u;
+        for (int i = 0; i < 4; ++i) {
+          win[i] = bytePerm(words[at / 4 + i], words[at / 4 + i + 1], sel);
+          own[i] = words[4 + 4 * half + i];
+        }
+        std::uint32_t e[8];
+        if (half == 0) expandRow16Model(tab, own, win, mask & 0xffffu, prmt, e);
+        else expandRow16Model(tab, win, own, mask >> 16, prmt, e);
+        const auto want = [&](int p) -> std::uint16_t {
+          const int col = 16 * half + p;
+          if (!((mask >> col) & 1u)) return 0;
+          return vals[std::popcount(mask & ((1u << col) - 1u))];
+        };
+        if (!expandedAsWanted(e, 16, want, QStringLiteral("mask 0x%1 half %2").arg(mask, 8, 16, QChar('0')).arg(half)))
+          return;
+        ++checked;
+      }
+    }
+    QCOMPARE(checked, 2 * 200009);
+    QCOMPARE(outOfRange, 0);
+  }
+
   // Which projections take the tensor-core SpMV: 2:4 and 4:8 from batch 3 by default, 8:16
-  // from batch 5, all three from batch 2 when asked, never when refused, never at batch 1.
+  // from batch 5, all three from batch 2 when asked (16:32 only then), never when refused,
+  // never at batch 1.
   void tensorCoreSelection() {
     using kernels::spmvUseTensorCores;
     for (const int m : {4, 8}) {
@@ -255,13 +330,15 @@ class TestSpmvCpu : public QObject {
       QVERIFY(spmvUseTensorCores(1, 2, m) && spmvUseTensorCores(1, 8, m));
       QVERIFY(!spmvUseTensorCores(0, 4, m) && !spmvUseTensorCores(0, 8, m));
     }
-    // 8:16 from batch 5 (or 2 when asked for); 16:32 never (a lane's 16 columns hold 0-16 of
-    // its values).
+    // 8:16 from batch 5 (or 2 when asked for); 16:32 only when asked for (through windows of
+    // each row's values; not measured yet).
     QVERIFY(spmvUseTensorCores(1, 2, 16) && spmvUseTensorCores(1, 8, 16));
     QVERIFY(!spmvUseTensorCores(-1, 2, 16) && !spmvUseTensorCores(-1, 4, 16));
     QVERIFY(spmvUseTensorCores(-1, 5, 16) && spmvUseTensorCores(-1, 6, 16) && spmvUseTensorCores(-1, 8, 16));
     QVERIFY(!spmvUseTensorCores(0, 8, 16) && !spmvUseTensorCores(1, 1, 16));
-    for (const int m : {32, 0})
+    QVERIFY(spmvUseTensorCores(1, 2, 32) && spmvUseTensorCores(1, 8, 32) && !spmvUseTensorCores(1, 1, 32));
+    QVERIFY(!spmvUseTensorCores(-1, 5, 32) && !spmvUseTensorCores(-1, 8, 32) && !spmvUseTensorCores(0, 8, 32));
+    for (const int m : {64, 0})
       for (const int mode : {-1, 0, 1}) QVERIFY(!spmvUseTensorCores(mode, 8, m));
   }
 
