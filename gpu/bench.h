@@ -45,7 +45,7 @@ struct BenchSettings {
   bool layer = true;           // whole-layer sequences for model shapes
   bool forceCpu = false;       // the CPU kernels even when a GPU is present
   bool tune = false;           // sweep launch configurations per shape, keep the best
-  int sparseTensorCores = -1;  // 2:4 / 4:8 (8:16) on the tensor-core SpMV: 1 from batch 2, -1 from 3 (6), 0 never
+  int sparseTensorCores = -1;  // N:M on the tensor-core SpMV: 1 from batch 2, -1 spmvUseTensorCores's default, 0 never
   std::string tuningIn;        // tuning table to read (empty: heuristics)
   std::string tuningOut;       // with tune: where to write the table
   int cpuThreads = 0;

@@ -58,7 +58,7 @@ struct DecodeBenchOptions {
   bool eager = false;               // the eager LibTorch forward pass instead of the engine
   bool graph = true;                // capture the step (false: the engine's kernels launched one by one)
   bool pdl = true;                  // programmatic dependent launch between the step's kernels
-  int sparseTensorCores = -1;       // 2:4 / 4:8 (8:16) on the tensor-core SpMV: 1 from batch 2, -1 from 3 (6), 0 never
+  int sparseTensorCores = -1;  // N:M on the tensor-core SpMV: 1 from batch 2, -1 spmvUseTensorCores's default, 0 never
   std::filesystem::path tuningFile; // our kernels' launch configurations (empty: heuristics)
   // A real checkpoint instead of random weights from `config` (then `config` is read from it;
   // Linear::Sparse reads its model.sdwsparse).

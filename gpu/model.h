@@ -59,7 +59,7 @@ struct LoadOptions {
   bool decodeEngine = true;       // CUDA decode steps through the engine; false: the eager forward pass (the reference)
   bool cudaGraph = true;          // capture the decode step (CUDA); false: the same kernels launched one by one
   bool pdl = true;                // programmatic dependent launch between the step's kernels (sm_90)
-  int sparseTensorCores = -1;     // 2:4 / 4:8 (8:16) on the tensor-core SpMV: 1 from batch 2, -1 from 3 (6), 0 never
+  int sparseTensorCores = -1;  // N:M on the tensor-core SpMV: 1 from batch 2, -1 spmvUseTensorCores's default, 0 never
   std::filesystem::path tuningFile{};  // launch configurations of our kernels (empty: heuristics)
   // Activation sparsity at run time (DuoGPT's p_x, TEAL): per token, every
   // projection's input keeps its round((1 - p) * d_in) largest-magnitude

@@ -144,10 +144,10 @@ const RegisterBenchMode regKernels{BenchMode{
       "50%,col2:4,col4:8,dense"},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
      {"tensor-cores", "",
-      "2:4, 4:8 and 8:16 from batch 2: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 3, 8:16 from "
-      "batch 5)",
+      "every N:M pattern from batch 2: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 3, 8:16 from "
+      "batch 5, 16:32 never)",
       ""},
-     {"no-tensor-cores", "", "2:4, 4:8 and 8:16 at every batch: our SpMV on the CUDA cores", ""},
+     {"no-tensor-cores", "", "every N:M pattern at every batch: our SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "tuning table to use (default: resources/tuning/<gpu>.json)", ""},
      {"tuning-out", "FILE", "where --tune writes its table", "tuning.json"},
      {"cpu", "", "benchmark the CPU kernels even when a GPU is present", ""},

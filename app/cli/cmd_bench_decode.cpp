@@ -270,10 +270,10 @@ const RegisterBenchMode regDecode{BenchMode{
      {"no-graph", "", "launch the engine's kernels one by one instead of replaying a CUDA graph", ""},
      {"no-pdl", "", "no programmatic dependent launch between the engine's kernels", ""},
      {"tensor-cores", "",
-      "2:4, 4:8 and 8:16 from batch 2: the sparse engine's SpMV on the tensor cores (default: 2:4 and 4:8 from "
-      "batch 3, 8:16 from batch 5)",
+      "every N:M pattern from batch 2: the sparse engine's SpMV on the tensor cores (default: 2:4 and 4:8 from "
+      "batch 3, 8:16 from batch 5, 16:32 never)",
       ""},
-     {"no-tensor-cores", "", "2:4, 4:8 and 8:16 at every batch: the sparse engine's SpMV on the CUDA cores", ""},
+     {"no-tensor-cores", "", "every N:M pattern at every batch: the sparse engine's SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "launch configurations of our kernels (default: resources/tuning/<gpu>.json)", ""},
      {"context", "N", "tokens already in the KV cache", "512"},
      {"tokens", "N", "timed decode steps", "50"},
