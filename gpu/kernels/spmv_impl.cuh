@@ -557,7 +557,7 @@ __device__ __forceinline__ void tcExpandRow(const uint4& v, std::uint32_t bits, 
 // The same for 8:16 (SpmvConfig::tcM = 16): the lane's 16 columns are one group of eight
 // values; the low byte's from the bottom of vLo, the high byte's from the top of vHi
 // (makeTcSelectors16): for 8:16 both are the lane's 16 value bytes, for 16:32 one of them is
-// the window of the row's values that the byte draws on (tc32WindowOffset).
+// the window of the row's values that the byte draws on (tc32Window).
 // sel16: [side][byte] two uint4 each (five words of selectors used).
 __device__ __forceinline__ void tcExpandRow16(const uint4& vLo, const uint4& vHi, std::uint32_t bits,
                                               const uint4* sel16, std::uint32_t (&e)[8]) {
@@ -597,19 +597,26 @@ __device__ __forceinline__ void mma16816(float (&c)[4], std::uint32_t a0, std::u
 
 // A lane's share of one word pair: the 16 value bytes and the mask of each of its four rows
 // (tcLoad: straight from global memory, zero for a word at or past g1); for 16:32 (TM 32)
-// also each row's window (tc32WindowOffset), as the low or high source of the expansion.
+// also each row's window (tc32Window), as the low or high source of the expansion.
 struct TcPair {
   uint4 v[4];
   std::uint32_t m[4];
   uint4 w[4];  // TM 32 only
 };
 
-// The 16 bytes at byte offset `off` (even) of 4-byte aligned words a[0..4] (a[k] holding bytes
-// 4k..4k+3 from the first word's start, off in [0, 4)): a funnel of 0 or 2 bytes.
-__device__ __forceinline__ uint4 tcFunnel(const std::uint32_t (&a)[5], int off) {
-  const std::uint32_t sel = (off & 2) ? 0x5432u : 0x3210u;
-  return make_uint4(__byte_perm(a[0], a[1], sel), __byte_perm(a[1], a[2], sel), __byte_perm(a[2], a[3], sel),
-                    __byte_perm(a[3], a[4], sel));
+// c ? a : b word by word. (A conditional on two uint4 lvalues picks an address: the compiler then
+// keeps their arrays in local memory.)
+__device__ __forceinline__ uint4 pick4(bool c, uint4 a, uint4 b) {
+  return make_uint4(c ? a.x : b.x, c ? a.y : b.y, c ? a.z : b.z, c ? a.w : b.w);
+}
+
+// 16:32: the lane's own 16 value bytes of a row and its window, from the row's 32 (c0, c1).
+__device__ __forceinline__ void tc32Row(const uint4& c0, const uint4& c1, std::uint32_t mask, int half, uint4& v,
+                                        uint4& w) {
+  v = pick4(half, c1, c0);
+  const std::uint32_t r[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+  const Tc32Window win = tc32Window(r, tc32WindowStart(mask, half));
+  w = make_uint4(win.v[0], win.v[1], win.v[2], win.v[3]);
 }
 
 template <int TM = 8>
@@ -623,18 +630,8 @@ __device__ __forceinline__ TcPair tcLoad(const uint4* __restrict__ values, const
     const std::int64_t e = (tileBase + w) * 32 + grp + 8 * i;
     p.m[i] = ok ? __ldcg(masks + e) : 0u;
     if constexpr (TM == 32) {
-      // The row's 32 value bytes as words 4-11 of 16 (zeros around them: the window may reach
-      // 16 bytes before the row or after it), the window picked out of them; only an odd last
-      // word of a slice comes this way, so the local array's cost does not matter.
-      std::uint32_t a[17] = {};
-      if (ok) {
-        const uint4 c0 = __ldcg(values + 2 * e), c1 = __ldcg(values + 2 * e + 1);
-        a[4] = c0.x, a[5] = c0.y, a[6] = c0.z, a[7] = c0.w, a[8] = c1.x, a[9] = c1.y, a[10] = c1.z, a[11] = c1.w;
-      }
-      p.v[i] = (t & 1) ? make_uint4(a[8], a[9], a[10], a[11]) : make_uint4(a[4], a[5], a[6], a[7]);
-      const int off = tc32WindowOffset(p.m[i], t & 1) + 16;  // in [0, 48]
-      const std::uint32_t win[5] = {a[off / 4], a[off / 4 + 1], a[off / 4 + 2], a[off / 4 + 3], a[off / 4 + 4]};
-      p.w[i] = tcFunnel(win, off);
+      const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+      tc32Row(ok ? __ldcg(values + 2 * e) : z, ok ? __ldcg(values + 2 * e + 1) : z, p.m[i], t & 1, p.v[i], p.w[i]);
     } else {
       p.v[i] = ok ? __ldcg(values + 2 * e + (t & 1)) : make_uint4(0u, 0u, 0u, 0u);
     }
@@ -658,9 +655,9 @@ __device__ __forceinline__ void tcPair(const TcPair& p, const uint4* sel, const 
     std::uint32_t e0[8], e1[8];  // rows 16h + grp and 16h + grp + 8
     if constexpr (TM == 32) {    // half 0: own bytes low, window high; half 1 the other way round
       const bool h1 = t & 1;
-      tcExpandRow16(h1 ? p.w[2 * h] : p.v[2 * h], h1 ? p.v[2 * h] : p.w[2 * h],
+      tcExpandRow16(pick4(h1, p.w[2 * h], p.v[2 * h]), pick4(h1, p.v[2 * h], p.w[2 * h]),
                     (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
-      tcExpandRow16(h1 ? p.w[2 * h + 1] : p.v[2 * h + 1], h1 ? p.v[2 * h + 1] : p.w[2 * h + 1],
+      tcExpandRow16(pick4(h1, p.w[2 * h + 1], p.v[2 * h + 1]), pick4(h1, p.v[2 * h + 1], p.w[2 * h + 1]),
                     (p.m[2 * h + 1] >> (16 * (t & 1))) & 0xffffu, sel, e1);
     } else if constexpr (TM == 16) {
       tcExpandRow16(p.v[2 * h], p.v[2 * h], (p.m[2 * h] >> (16 * (t & 1))) & 0xffffu, sel, e0);
@@ -738,10 +735,7 @@ __device__ __forceinline__ void tcIssue(std::uint32_t dst, const uint4* __restri
 }
 
 // The lane's share of a staged word pair (its four rows' 16 value bytes and masks; for 16:32
-// also their windows, read as five 4-byte words and funnelled: a window reaches at most 16
-// bytes before the row, into the previous row, the padding before the ring or x's staging
-// area, and at most 16 after it, into the next row or the 64 bytes of padding after the
-// word's last row: always inside the block's shared memory, and never selected).
+// the rows' 32 value bytes, both 16-byte loads issued with the mask's, and their windows).
 template <int TM = 8>
 __device__ __forceinline__ TcPair tcRead(const unsigned char* stage, int grp, int t) {
   TcPair p;
@@ -749,13 +743,12 @@ __device__ __forceinline__ TcPair tcRead(const unsigned char* stage, int grp, in
   for (int i = 0; i < 4; ++i) {
     const int r = grp + 8 * i;
     const unsigned char* row = stage + (t >> 1) * kTcWordBytes + 32 * r;
-    p.v[i] = *reinterpret_cast<const uint4*>(row + 16 * (t & 1));
     p.m[i] = *reinterpret_cast<const std::uint32_t*>(stage + kTcMaskOffset + (t >> 1) * kTcMaskBytes + 4 * r);
     if constexpr (TM == 32) {
-      const int off = tc32WindowOffset(p.m[i], t & 1);  // even, in [-16, 32]
-      const auto* a = reinterpret_cast<const std::uint32_t*>(row + (off & ~3));
-      const std::uint32_t win[5] = {a[0], a[1], a[2], a[3], a[4]};
-      p.w[i] = tcFunnel(win, off);
+      const uint4* v = reinterpret_cast<const uint4*>(row);
+      tc32Row(v[0], v[1], p.m[i], t & 1, p.v[i], p.w[i]);
+    } else {
+      p.v[i] = *reinterpret_cast<const uint4*>(row + 16 * (t & 1));
     }
   }
   return p;

@@ -18,7 +18,7 @@ namespace sdw::kernels {
 // 905.5 / 1209.5 on the tensor cores (Llama-3.1-8B); Qwen3-14B 436.8 / 356.5 / 398.7 / 460.4
 // and 347.3 / 424.0 / 478.5 / 635.7 (8522a77): the CUDA cores ahead at batch 4 (by 3% and
 // 26%), the tensor cores from batch 5 (by 25% and 19%).
-// 16:32 (tcM = 32, the 8:16 expansion on a window of each row's values, tc32WindowOffset) only
+// 16:32 (tcM = 32, the 8:16 expansion on a window of each row's values, tc32Window) only
 // when asked for, until it is measured against the CUDA cores.
 constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
   if (batch < 2 || m <= 0 || (8 % m != 0 && m != 16 && m != 32)) return false;
@@ -95,18 +95,44 @@ constexpr TcSelectorTable16 makeTcSelectors16() {
 // 16:32 (SpmvConfig::tcM = 32): a 32-column word is one group of sixteen values, and the lane
 // that owns its low 16 columns (half 0) or its high 16 (half 1) finds a variable share of them
 // there: c = popc(mask & 0xffff) values in the low half, 16 - c in the high one. Its outer byte
-// (columns 0-7 of half 0, 24-31 of half 1) draws on the row's first or last eight values, the
-// lane's own aligned 16 bytes, as 8:16's low or high side does; its inner byte (columns 8-15
-// of half 0, counted from the top of the half's values; columns 16-23 of half 1, counted from
-// their bottom) on the eight values that end at value c (half 0) or start there (half 1). So
-// the 8:16 selectors expand both bytes, the low side on vLo and the high side on vHi:
-//   half 0: vLo = values 0-7,       vHi = values c - 8 .. c - 1 (the window),
+// (columns 0-7 of half 0, 24-31 of half 1) draws on the row's first or last eight values, as
+// 8:16's low or high side does; its inner byte (columns 8-15 of half 0, counted from the top
+// of the half's values; columns 16-23 of half 1, counted from their bottom) on the eight values
+// that end at value c (half 0) or start there (half 1). So the 8:16 selectors expand both
+// bytes, the low side on vLo and the high side on vHi:
+//   half 0: vLo = values 0-7,                vHi = values c - 8 .. c - 1 (the window),
 //   half 1: vLo = values c .. c + 7 (the window), vHi = values 8-15.
-// The window's byte offset from the row's first value byte, in [-16, 32]: 2 c - 16 + 16 half.
-// Window values outside the row (before value 0 or after value 15) are never selected: a
-// byte's selectors reach only as far as its own kept columns.
-constexpr int tc32WindowOffset(std::uint32_t mask, int half) {
-  return 2 * std::popcount(mask & 0xffffu) - 16 + 16 * half;
+// The window starts at value tc32WindowStart, in [-8, 16]; its values outside 0-15 are never
+// selected (a byte's selectors reach only as far as its own kept columns), so they may hold
+// anything.
+constexpr int tc32WindowStart(std::uint32_t mask, int half) { return std::popcount(mask & 0xffffu) - 8 + 8 * half; }
+
+// The window's four registers (16-bit pairs, the lower value in the low half) from the row's
+// sixteen values r[0..7] (value 2j in r[j]'s low half), without indexing registers by a run-time
+// value: window pair k is pair A[q + k] of A = {-, -, -, -, r0..r7, -, ...} with q = s / 2 + 4
+// (rounded down) in [0, 12], taken through shifts by 8, 4, 2 and 1 pairs, then funnelled by one
+// value where s is odd. The shift by 8 costs nothing: wherever its result is in range it is
+// B = {r4..r7, r0..r7} (position i < 4 is only in range shifted, 4-11 only unshifted). Then 8 +
+// 6 + 5 selects and 4 funnels; positions out of range come out as whatever they hold.
+struct Tc32Window {
+  std::uint32_t v[4];
+};
+constexpr Tc32Window tc32Window(const std::uint32_t (&r)[8], int s) {
+  // Written out, not looped: the device code must keep every one of these in registers.
+  const unsigned q = static_cast<unsigned>((s >> 1) + 4);
+  const bool s4 = q & 4u, s2 = q & 2u, s1 = q & 1u, odd = s & 1;
+  // d[i] = shift by 4 of b = {r4..r7, r0..r7}: b[i + 4] or b[i]
+  const std::uint32_t d0 = s4 ? r[0] : r[4], d1 = s4 ? r[1] : r[5], d2 = s4 ? r[2] : r[6], d3 = s4 ? r[3] : r[7];
+  const std::uint32_t d4 = s4 ? r[4] : r[0], d5 = s4 ? r[5] : r[1], d6 = s4 ? r[6] : r[2], d7 = s4 ? r[7] : r[3];
+  const std::uint32_t e0 = s2 ? d2 : d0, e1 = s2 ? d3 : d1, e2 = s2 ? d4 : d2, e3 = s2 ? d5 : d3;
+  const std::uint32_t e4 = s2 ? d6 : d4, e5 = s2 ? d7 : d5;
+  const std::uint32_t t0 = s1 ? e1 : e0, t1 = s1 ? e2 : e1, t2 = s1 ? e3 : e2, t3 = s1 ? e4 : e3, t4 = s1 ? e5 : e4;
+  Tc32Window w{};
+  w.v[0] = odd ? (t0 >> 16) | (t1 << 16) : t0;
+  w.v[1] = odd ? (t1 >> 16) | (t2 << 16) : t1;
+  w.v[2] = odd ? (t2 >> 16) | (t3 << 16) : t2;
+  w.v[3] = odd ? (t3 >> 16) | (t4 << 16) : t3;
+  return w;
 }
 
 }  // namespace sdw::kernels
