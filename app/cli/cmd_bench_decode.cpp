@@ -271,7 +271,7 @@ const RegisterBenchMode regDecode{BenchMode{
      {"no-pdl", "", "no programmatic dependent launch between the engine's kernels", ""},
      {"tensor-cores", "",
       "every N:M pattern from batch 2: the sparse engine's SpMV on the tensor cores (default: 2:4 and 4:8 from "
-      "batch 3, 8:16 from batch 5, 16:32 never)",
+      "batch 3, 8:16 and 16:32 from batch 5)",
       ""},
      {"no-tensor-cores", "", "every N:M pattern at every batch: the sparse engine's SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "launch configurations of our kernels (default: resources/tuning/<gpu>.json)", ""},

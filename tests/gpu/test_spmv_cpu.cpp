@@ -316,8 +316,7 @@ class TestSpmvCpu : public QObject {
   }
 
   // Which projections take the tensor-core SpMV: 2:4 and 4:8 from batch 3 by default, 8:16
-  // from batch 5, all three from batch 2 when asked (16:32 only then), never when refused,
-  // never at batch 1.
+  // and 16:32 from batch 5, all from batch 2 when asked, never when refused, never at batch 1.
   void tensorCoreSelection() {
     using kernels::spmvUseTensorCores;
     for (const int m : {4, 8}) {
@@ -327,14 +326,14 @@ class TestSpmvCpu : public QObject {
       QVERIFY(spmvUseTensorCores(1, 2, m) && spmvUseTensorCores(1, 8, m));
       QVERIFY(!spmvUseTensorCores(0, 4, m) && !spmvUseTensorCores(0, 8, m));
     }
-    // 8:16 from batch 5 (or 2 when asked for); 16:32 only when asked for (through windows of
-    // each row's values: not faster than the CUDA cores where measured).
+    // 8:16 and 16:32 from batch 5 (or 2 when asked for).
     QVERIFY(spmvUseTensorCores(1, 2, 16) && spmvUseTensorCores(1, 8, 16));
     QVERIFY(!spmvUseTensorCores(-1, 2, 16) && !spmvUseTensorCores(-1, 4, 16));
     QVERIFY(spmvUseTensorCores(-1, 5, 16) && spmvUseTensorCores(-1, 6, 16) && spmvUseTensorCores(-1, 8, 16));
     QVERIFY(!spmvUseTensorCores(0, 8, 16) && !spmvUseTensorCores(1, 1, 16));
     QVERIFY(spmvUseTensorCores(1, 2, 32) && spmvUseTensorCores(1, 8, 32) && !spmvUseTensorCores(1, 1, 32));
-    QVERIFY(!spmvUseTensorCores(-1, 5, 32) && !spmvUseTensorCores(-1, 8, 32) && !spmvUseTensorCores(0, 8, 32));
+    QVERIFY(!spmvUseTensorCores(-1, 2, 32) && !spmvUseTensorCores(-1, 4, 32) && !spmvUseTensorCores(0, 8, 32));
+    QVERIFY(spmvUseTensorCores(-1, 5, 32) && spmvUseTensorCores(-1, 8, 32));
     for (const int m : {64, 0})
       for (const int mode : {-1, 0, 1}) QVERIFY(!spmvUseTensorCores(mode, 8, m));
   }
