@@ -508,7 +508,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
                            static_cast<std::int64_t>(gridDim.x) * 32);
 }
 
-// ---- Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + S): patterns with M | 8 ------
+// ---- Batch 2-8 on the tensor cores (SpmvConfig::unroll 100 + S): every N:M pattern --------
 // Dense mma.sync m16n8k16 (fp32 accumulation) on weights expanded to zeros and values in
 // registers. A warp owns one 32-row tile (two m16 halves) over its split's words, two words
 // (64 columns) at a time; the W warps of a block own W consecutive tiles and share one x
@@ -523,8 +523,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 // lanes' columns (k step j of a lane: its columns 4j..4j+3), x staged as 16-bit
 // [batch row][column pair] so a lane's B fragments for two k steps are one 16-byte shared
 // load; batch rows >= B are zero operands. Padding rows (mask 0x0000ffff: bytes of 8 and 0)
-// have zero values, so whatever the selectors take is zero. Fragment layouts: PTX ISA,
-// "Matrix fragments for mma.m16n8k16 with floating point type".
+// have zero values, so whatever the selectors take is zero. 8:16 (TM 16) and 16:32 (TM 32)
+// expand the same 16 columns with longer selectors (tcExpandRow16; 16:32 through a window of
+// the row's values, spmv_tc.h). Fragment layouts: PTX ISA, "Matrix fragments for
+// mma.m16n8k16 with floating point type".
 
 // The byte selectors (gpu/kernels/spmv_tc.h), built at compile time; 8:16's per side.
 // [[maybe_unused]]: in the translation units without the tensor-core kernels (batch 1, the host side).
