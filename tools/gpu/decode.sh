@@ -4,7 +4,8 @@
 # suites, then the end-to-end decode benchmark. Logs and JSON go to $OUT (or out/gpu).
 #
 #   tools/gpu/decode.sh                 suites + Llama-3.1-8B shape, every engine, batch 1 and 8
-#   DECODE_FULL=1 tools/gpu/decode.sh   suites + the committed grid (bench/results/h200-decode-e2e.json:
+#   DECODE_FULL=1 tools/gpu/decode.sh   suites + the committed grid (bench/results/h200-decode-e2e.json, written as
+#                                       <card>-decode-e2e.json:
 #                                       3 shapes x cublas, dense, sparse x 4 patterns x batch 1, 2, 4, 8)
 #                                       and transformers + torch.compile on the Llama-3.1-8B shape
 #   DECODE_BREAKDOWN=1 ...              Llama-3.1-8B batch 1 with parts of the step left out
@@ -97,7 +98,11 @@ elif [ "${DECODE_DUAL:-0}" = 1 ]; then
     done
   done
 elif [ "${DECODE_FULL:-0}" = 1 ]; then
-  bench h200-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
+  # Named after the card (h200-decode-e2e.json is the committed file; an H100's run is not it).
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+    *H200*) card=h200 ;; *H100*) card=h100 ;; *) card=gpu ;;
+  esac
+  bench $card-decode-e2e.json --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
     --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8
   # The compiled step captured into a CUDA graph by hand first; where that fails, the
   # step under torch.compile's own CUDA graphs (mode reduce-overhead: a device-side
