@@ -17,6 +17,7 @@
 #include "core/name_table.h"
 #include "core/sparse_file.h"
 #include "gpu/device.h"
+#include "gpu/kernels/spmv_tc.h"  // spmvTensorCoresFromBatch (plain C++)
 #include "gpu/spmspv_file.h"
 #include "gpu/spmv_cpu.h"
 
@@ -1299,6 +1300,13 @@ std::string Model::engineDescription() const {
   if (lin == Linear::Sparse && m.engine) {
     const int total = static_cast<int>(m.config.numLayers * 7);
     s << " " << m.engine->pattern << " (" << m.engine->packedCount() << " of " << total << " projections packed)";
+    // The batches whose row N:M projections run on the tensor cores (16-bit types on a GPU).
+    if (gemv16 && !column && !m.engine->pattern.empty()) {
+      const int from =
+          kernels::spmvTensorCoresFromBatch(m.options.sparseTensorCores, sparse::parsePattern(m.engine->pattern).m);
+      if (from > 0) s << " on the tensor cores from batch " << from;
+      else s << " on the CUDA cores at every batch";
+    }
   }
   if (m.device.is_cuda()) {
     s << ", lm_head " << denseName;

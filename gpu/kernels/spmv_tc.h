@@ -28,6 +28,14 @@ constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
   return mode > 0 || (mode < 0 && batch >= 3);
 }
 
+// The first batch (2-8) at which an N:M projection takes the tensor cores, 0 for none: what a
+// run's description names.
+constexpr int spmvTensorCoresFromBatch(int mode, int m) {
+  for (int b = 2; b <= 8; ++b)
+    if (spmvUseTensorCores(mode, b, m)) return b;
+  return 0;
+}
+
 // Selectors of mask byte b, entries 4b + (0, 1, 2): A0 | B3 << 16, A1 | B1 << 16,
 // A2 | B2 << 16 (entry 4b + 3 unused). An (prmt's selector for `prmt.b32 d, lo, 0, An`)
 // places the byte's values from the low register (values 0, 1) into output register n

@@ -336,6 +336,15 @@ class TestSpmvCpu : public QObject {
     QVERIFY(spmvUseTensorCores(-1, 5, 32) && spmvUseTensorCores(-1, 8, 32));
     for (const int m : {64, 0})
       for (const int mode : {-1, 0, 1}) QVERIFY(!spmvUseTensorCores(mode, 8, m));
+    // What a run's description names: the first batch on the tensor cores.
+    using kernels::spmvTensorCoresFromBatch;
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 4), 3);
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 8), 3);
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 16), 5);
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 32), 5);
+    QCOMPARE(spmvTensorCoresFromBatch(1, 32), 2);
+    QCOMPARE(spmvTensorCoresFromBatch(0, 4), 0);
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 64), 0);
   }
 
   void rejectsBadSizes() {
