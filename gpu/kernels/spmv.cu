@@ -64,18 +64,12 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
   if (cfg.xRowMajor && (batch == 1 || !spmvTensorCores(cfg))) return cudaErrorInvalidValue;  // interleaved x only
   if (spmvTensorCores(cfg) && cfg.tcM != 2 && cfg.tcM != 4 && cfg.tcM != 8 && cfg.tcM != 16 && cfg.tcM != 32)
     return cudaErrorInvalidValue;
-  const detail::SpmvCall call{dtype, values, masks, rows, cols, x, y, ldy, cfg, workspace, counters, stream};
-  switch (batch) {
-    case 1: return detail::spmvBatch<1>(call);
-    case 2: return detail::spmvBatch<2>(call);
-    case 3: return detail::spmvBatch<3>(call);
-    case 4: return detail::spmvBatch<4>(call);
-    case 5: return detail::spmvBatch<5>(call);
-    case 6: return detail::spmvBatch<6>(call);
-    case 7: return detail::spmvBatch<7>(call);
-    case 8: return detail::spmvBatch<8>(call);
-    default: return cudaErrorInvalidValue;
-  }
+  const detail::SpmvCall call{dtype, values, masks, rows, cols, x, y, ldy, batch, cfg, workspace, counters, stream};
+  if (batch == 1) return detail::spmvBatch1(call);
+  if (batch <= 3) return detail::spmvBatches2to3(call);
+  if (batch <= 5) return detail::spmvBatches4to5(call);
+  if (batch <= 8) return detail::spmvBatches6to8(call);
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace sdw::kernels

@@ -4,9 +4,6 @@
 
 namespace sdw::kernels::detail {
 
-template <>
-cudaError_t spmvBatch<1>(const SpmvCall& c) {
-  return byType<1>(c);
-}
+cudaError_t spmvBatch1(const SpmvCall& c) { return byBatches<1, 1>(c); }
 
 }  // namespace sdw::kernels::detail

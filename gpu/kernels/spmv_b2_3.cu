@@ -4,14 +4,6 @@
 
 namespace sdw::kernels::detail {
 
-template <>
-cudaError_t spmvBatch<2>(const SpmvCall& c) {
-  return byType<2>(c);
-}
-
-template <>
-cudaError_t spmvBatch<3>(const SpmvCall& c) {
-  return byType<3>(c);
-}
+cudaError_t spmvBatches2to3(const SpmvCall& c) { return byBatches<2, 3>(c); }
 
 }  // namespace sdw::kernels::detail

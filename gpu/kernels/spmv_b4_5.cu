@@ -4,14 +4,6 @@
 
 namespace sdw::kernels::detail {
 
-template <>
-cudaError_t spmvBatch<4>(const SpmvCall& c) {
-  return byType<4>(c);
-}
-
-template <>
-cudaError_t spmvBatch<5>(const SpmvCall& c) {
-  return byType<5>(c);
-}
+cudaError_t spmvBatches4to5(const SpmvCall& c) { return byBatches<4, 5>(c); }
 
 }  // namespace sdw::kernels::detail

@@ -4,19 +4,6 @@
 
 namespace sdw::kernels::detail {
 
-template <>
-cudaError_t spmvBatch<6>(const SpmvCall& c) {
-  return byType<6>(c);
-}
-
-template <>
-cudaError_t spmvBatch<7>(const SpmvCall& c) {
-  return byType<7>(c);
-}
-
-template <>
-cudaError_t spmvBatch<8>(const SpmvCall& c) {
-  return byType<8>(c);
-}
+cudaError_t spmvBatches6to8(const SpmvCall& c) { return byBatches<6, 8>(c); }
 
 }  // namespace sdw::kernels::detail

@@ -24,8 +24,8 @@
 #include <type_traits>
 
 // The kernels and their launchers, internal to gpu/kernels: spmv.cu holds the host side and
-// launchBitmaskSpmv, which calls spmvBatch<B> for the batch; each batch size is compiled in a
-// translation unit of its own (spmv_b*.cu), so nvcc builds them side by side.
+// launchBitmaskSpmv, which calls the unit of the batch; the batch sizes are compiled in four
+// translation units (spmv_b*.cu), so nvcc builds them side by side.
 
 namespace sdw::kernels {
 namespace detail {
@@ -38,30 +38,18 @@ struct SpmvCall {
   const void* x;
   void* y;
   std::int64_t ldy;
+  int batch;
   const SpmvConfig& cfg;
   float* ws;
   unsigned* counters;
   cudaStream_t stream;
 };
-// Both 16-bit types at batch B (byUnroll); defined in spmv_b*.cu.
-template <int B>
-cudaError_t spmvBatch(const SpmvCall& c);
-template <>
-cudaError_t spmvBatch<1>(const SpmvCall& c);
-template <>
-cudaError_t spmvBatch<2>(const SpmvCall& c);
-template <>
-cudaError_t spmvBatch<3>(const SpmvCall& c);
-template <>
-cudaError_t spmvBatch<4>(const SpmvCall& c);
-template <>
-cudaError_t spmvBatch<5>(const SpmvCall& c);
-template <>
-cudaError_t spmvBatch<6>(const SpmvCall& c);
-template <>
-cudaError_t spmvBatch<7>(const SpmvCall& c);
-template <>
-cudaError_t spmvBatch<8>(const SpmvCall& c);
+// Both 16-bit types at the batches of one unit (byBatches): 1, 2-3, 4-5 and 6-8, each defined
+// in its spmv_b*.cu.
+cudaError_t spmvBatch1(const SpmvCall& c);
+cudaError_t spmvBatches2to3(const SpmvCall& c);
+cudaError_t spmvBatches4to5(const SpmvCall& c);
+cudaError_t spmvBatches6to8(const SpmvCall& c);
 }  // namespace detail
 
 namespace {
@@ -1013,6 +1001,14 @@ cudaError_t byType(const detail::SpmvCall& c) {
       return byUnroll<__half, B>(c.values, c.masks, c.rows, c.cols, c.x, c.y, c.ldy, c.cfg, c.ws, c.counters, c.stream);
     default: return cudaErrorInvalidValue;
   }
+}
+
+// The batches B0..B1 of one unit: c.batch's.
+template <int B0, int B1>
+cudaError_t byBatches(const detail::SpmvCall& c) {
+  if (c.batch == B0) return byType<B0>(c);
+  if constexpr (B0 < B1) return byBatches<B0 + 1, B1>(c);
+  else return cudaErrorInvalidValue;
 }
 
 }  // namespace
