@@ -252,8 +252,8 @@ std::vector<CaseConfig> spmvTuning(std::int64_t cols, int batch) {
   for (const kernels::SpmvConfig& kc : kernels::spmvTuningSpace(cols, batch)) out.push_back(kernels::toLaunch(kc));
   return out;
 }
-// Every (warps, unroll) valid at this batch with the given split-K; at batch 1 with split-K
-// the cluster path also requested on (1) and off (0) besides auto (-1).
+// Every (warps, unroll) valid at this batch with the given split-K; at batch 1 (and batch 2's
+// shuffle path) with split-K the cluster path also requested on (1) and off (0) besides auto (-1).
 std::vector<CaseConfig> spmvValid(std::int64_t, int batch, int splitK) {
   std::vector<kernels::SpmvConfig> cs;
   for (int w : kernels::kSpmvWarps)
@@ -261,7 +261,7 @@ std::vector<CaseConfig> spmvValid(std::int64_t, int batch, int splitK) {
       for (int cluster : {-1, 0, 1}) {
         const kernels::SpmvConfig c{w, u, splitK, cluster};
         if (!kernels::spmvValid(c, batch)) continue;
-        if (cluster != -1 && (batch != 1 || splitK == 1)) continue;
+        if (cluster != -1 && ((batch != 1 && !kernels::spmvXShuffle(c, batch)) || splitK == 1)) continue;
         cs.push_back(c);
       }
   return plainAndChained(cs);

@@ -27,17 +27,19 @@ inline gpu::SpmvLaunch toLaunch(const SpmvConfig& c) { return {c.warps, c.unroll
 inline gpu::GemvLaunch toLaunch(const GemvConfig& c) { return {c.warps, c.rowsPerWarp, c.unroll, c.splitK, c.pdl}; }
 
 // The axes of the sparse space. Unroll 10 S + U (41, 61, 81, 42, 34): the batch-1
-// bulk-copy pipeline (sm_90; elsewhere the register path with U words).
+// bulk-copy pipeline (sm_90; elsewhere the register path with U words); 200 + U (201,
+// 202, 203): batch 2 with x by shuffle.
 inline constexpr int kSpmvWarps[] = {4, 8, 16};
-inline constexpr int kSpmvUnrolls[] = {1, 2, 3, 4, 41, 61, 81, 42, 34};
+inline constexpr int kSpmvUnrolls[] = {1, 2, 3, 4, 41, 61, 81, 42, 34, 201, 202, 203};
 inline constexpr int kSpmvSplits[] = {1, 2, 3, 4, 6, 8, 16};
 inline constexpr int kSpmvBulkUnrolls[] = {41, 61, 81, 42, 34};
 
 // Whether (warps, unroll) is a configuration the kernels take at this batch:
-// 16 warps, unroll 3 and the bulk pipeline are batch-1 only. 16 warps x 3 stages x 4
-// words of the bulk pipeline (34) need 228 KiB of shared memory, over sm_90's 227 KiB.
+// 16 warps, unroll 3 and the bulk pipeline are batch-1 only (16 warps also batch 2's shuffle path). 16 warps x 3 stages
+// x 4 words of the bulk pipeline (34) need 228 KiB of shared memory, over sm_90's 227 KiB.
 inline bool spmvValid(const SpmvConfig& c, int batch) {
   if (c.warps == 16 && c.unroll == 34) return false;
+  if (c.unroll > 200) return spmvXShuffle(c, batch);  // batch 2's shuffle path: warps as at batch 1
   return batch == 1 || (c.warps <= 8 && c.unroll != 3 && c.unroll < 10);
 }
 

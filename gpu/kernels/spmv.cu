@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 namespace sdw::kernels {
 
@@ -17,13 +19,27 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   const bool tc = spmvTensorCores(cfg) && batch > 1;
   const int maxWords = tc ? (kMaxXsBytes / (64 * batch)) & ~1  // 16-bit x, an even number of words
                           : kMaxXsBytes / (32 * spmvXStride(batch) * static_cast<int>(sizeof(float)));
-  const int S = batch == 1 ? std::clamp(cfg.splitK, 1, G)  // batch 1: x is not staged
-                           : std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
+  const int S = batch == 1 || spmvXShuffle(cfg, batch)
+                    ? std::clamp(cfg.splitK, 1, G)  // x is not staged
+                    : std::max(std::clamp(cfg.splitK, 1, G), (G + maxWords - 1) / maxWords);
   const int per = (G + S - 1) / S;
   return tc ? (per + 1) & ~1 : per;  // the tensor-core kernel walks word pairs
 }
 
 bool pdlSupported() { return hopperLaunchSupported(); }
+
+SpmvConfig spmvShuffleFromBatch1(SpmvConfig cfg) {
+  const int u = cfg.unroll > 10 && cfg.unroll < 100 ? cfg.unroll % 10 : cfg.unroll;
+  cfg.unroll = 200 + std::clamp(u, 1, 3);
+  cfg.tail = {};
+  cfg.xRowMajor = false;
+  return cfg;
+}
+
+bool spmvBatch2Shuffle() {
+  const char* env = std::getenv("SDW_SPMV_B2");
+  return !(env && std::string(env) == "staged");
+}
 
 SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols) {
   // From the H200 sweep (tools/gpu/spmv-tc.sh): 8 tiles per block, a 2-stage ring, and about
@@ -40,7 +56,7 @@ SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t col
 }
 
 bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg) {
-  if (batch != 1 || cfg.cluster == 0) return false;
+  if ((batch != 1 && !spmvXShuffle(cfg, batch)) || cfg.cluster == 0) return false;
   const int G = static_cast<int>(cols / 32), per = spmvWordsPerSplit(cols, batch, cfg);
   const int splits = (G + per - 1) / per;
   return splits >= 2 && splits <= (cfg.cluster > 0 ? kMaxClusterB1 : 8);
@@ -57,8 +73,10 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
                               const SpmvConfig& cfg, float* workspace, unsigned* counters,
                               cudaStream_t stream) {
   if (rows <= 0 || cols <= 0 || cols % 32 || ldy < rows || batch < 1 || batch > 8) return cudaErrorInvalidValue;
-  if (cfg.warps < 1 || cfg.warps > (batch == 1 ? kMaxWarpsB1 : kMaxWarps) || spmvTiles(rows) > 2147483647)
+  const bool shuffle = spmvXShuffle(cfg, batch);
+  if (cfg.warps < 1 || cfg.warps > (batch == 1 || shuffle ? kMaxWarpsB1 : kMaxWarps) || spmvTiles(rows) > 2147483647)
     return cudaErrorInvalidValue;
+  if (cfg.unroll > 200 && (!shuffle || (reinterpret_cast<std::uintptr_t>(x) & 3))) return cudaErrorInvalidValue;
   if (spmvWorkspaceFloats(rows, cols, batch, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
   if (cfg.tail.on() && (batch != 1 || !cfg.tail.h || !cfg.tail.w || !cfg.tail.x)) return cudaErrorInvalidValue;
   if (cfg.xRowMajor && (batch == 1 || !spmvTensorCores(cfg))) return cudaErrorInvalidValue;  // interleaved x only

@@ -33,7 +33,10 @@ struct SpmvConfig {
                      // weights expanded in registers, sm_80+), each warp its own tile through an
                      // S-stage cp.async ring of word pairs; x 4-byte, values and masks 16-byte aligned;
                      // for patterns with M | 8 (2:4, 4:8) only: the expansion relies on every mask
-                     // byte holding four kept columns
+                     // byte holding four kept columns (8:16 and 16:32: tcM);
+                     // batch 2, 200 + U (201, 202, 203): the batch-1 kernel's walk with x by shuffle
+                     // from registers (x [cols][2], 4-byte aligned; both rows in one 32-bit shuffle),
+                     // no shared-memory copy of x, up to 16 warps and the cluster finish as at batch 1
   int splitK = 1;    // blocks per tile along the input dimension (two-pass reduction);
                      // raised where the x slice would not fit in shared memory
   int cluster = -1;  // batch 1 with splitK > 1 on sm_90+: the blocks of a tile form a thread-block
@@ -61,7 +64,18 @@ struct SpmvConfig {
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8
 // Whether a configuration takes the tensor-core path (unroll 100 + S; batch 2-8, M | 8).
-inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100; }
+inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100 && cfg.unroll < 200; }
+// Whether a configuration takes batch 2's shuffle path (unroll 200 + U, U = 1..3; batch 2 only).
+inline bool spmvXShuffle(const SpmvConfig& cfg, int batch) {
+  return batch == 2 && cfg.unroll > 200 && cfg.unroll <= 203;
+}
+// Batch 2 on the CUDA cores: the shuffle path in the shape's batch-1 configuration (warps,
+// split-K, cluster request and programmatic launch kept; U words in flight, at most 3: the
+// bulk pipeline's 10 S + U gives U). SDW_SPMV_B2=staged keeps the configuration as it is (the
+// kernel that stages x in shared memory; an A/B switch).
+SpmvConfig spmvShuffleFromBatch1(SpmvConfig batch1);
+// Whether batch 2 on the CUDA cores takes the shuffle path (not SDW_SPMV_B2=staged).
+bool spmvBatch2Shuffle();
 // The tensor-core configuration for a shape and batch (what the engine and the kernel
 // benchmark run): 8 warps (tiles) per block, a 2-stage ring, split-K to about 1.7 blocks per
 // SM with at least 16 words per slice; cfg's programmatic dependent launch kept.

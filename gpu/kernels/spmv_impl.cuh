@@ -132,14 +132,39 @@ __device__ __forceinline__ void stageX(float* xs, const unsigned short* xg, int 
   }
 }
 
-// Batch 1, one mask word, two independent chains: the top chain walks m from its
+// A lane's column of x at batch B on the shuffle path, and its products: batch 1, one 16-bit
+// value widened to fp32 before the shuffle; batch 2, x as [cols][2], both rows' values in one
+// 32-bit register (row 0 in the low half), shuffled once and widened after.
+template <int B>
+using XBits = std::conditional_t<B == 1, unsigned short, std::uint32_t>;
+template <typename T, int B>
+struct XLane;
+template <typename T>
+struct XLane<T, 1> {
+  using Reg = float;
+  static __device__ __forceinline__ Reg reg(XBits<1> b) { return lo16<T>(b); }
+  static __device__ __forceinline__ void fma(float v, Reg x, float (&acc)[1]) { acc[0] = fmaf(v, x, acc[0]); }
+};
+template <typename T>
+struct XLane<T, 2> {
+  using Reg = std::uint32_t;
+  static __device__ __forceinline__ Reg reg(XBits<2> b) { return b; }
+  static __device__ __forceinline__ void fma(float v, Reg x, float (&acc)[2]) {
+    acc[0] = fmaf(v, lo16<T>(x), acc[0]);
+    acc[1] = fmaf(v, hi16<T>(x), acc[1]);
+  }
+};
+
+// Batch 1 (and 2), one mask word, two independent chains: the top chain walks m from its
 // highest kept column down (values 15..8), the bottom chain walks brev(m) from its
 // highest bit down, i.e. m from its lowest kept column up (values 0..7). x comes
 // from registers by shuffle: lane c of xr holds x[32g + c], lane c of xq holds
-// x[32g + 31 - c]. Per kept value: FLO, SHF + LOP (clear), SHFL, widen, FFMA.
-template <typename T>
-__device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& vb, std::uint32_t m, float xr, float xq,
-                                                 float& acc0, float& acc1) {
+// x[32g + 31 - c]. Per kept value: FLO, SHF + LOP (clear), SHFL, widen, FFMA (batch 2:
+// one SHFL, two widenings of x and two FFMA).
+template <typename T, int B>
+__device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& vb, std::uint32_t m,
+                                                 typename XLane<T, B>::Reg xr, typename XLane<T, B>::Reg xq,
+                                                 float (&acc0)[B], float (&acc1)[B]) {
   const std::uint32_t w[8] = {va.x, va.y, va.z, va.w, vb.x, vb.y, vb.z, vb.w};
   std::uint32_t r = __brev(m);
 #pragma unroll
@@ -151,20 +176,20 @@ __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& v
     const int k = 15 - i;
     const float vh = (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
     const float vl = (i & 1) ? hi16<T>(w[i / 2]) : lo16<T>(w[i / 2]);
-    acc0 = fmaf(vh, __shfl_sync(0xffffffffu, xr, p), acc0);
-    acc1 = fmaf(vl, __shfl_sync(0xffffffffu, xq, q), acc1);
+    XLane<T, B>::fma(vh, __shfl_sync(0xffffffffu, xr, p), acc0);
+    XLane<T, B>::fma(vl, __shfl_sync(0xffffffffu, xq, q), acc1);
   }
 }
 
-template <int U>
-struct ChunkB1 {  // U mask words of one lane: values, mask, and its column of x (16-bit bits)
+template <int U, int B = 1>
+struct ChunkB1 {  // U mask words of one lane: values, mask, and its column of x (16-bit bits per batch row)
   uint4 va[U], vb[U];
   std::uint32_t mk[U];
-  unsigned short xv[U];
+  XBits<B> xv[U];
 };
 
-template <int U>
-__device__ __forceinline__ void loadWeightsB1(ChunkB1<U>& c, const uint4* __restrict__ values,
+template <int U, int B>
+__device__ __forceinline__ void loadWeightsB1(ChunkB1<U, B>& c, const uint4* __restrict__ values,
                                               const std::uint32_t* __restrict__ masks, std::int64_t tileBase, int g,
                                               int lane) {
 #pragma unroll
@@ -175,33 +200,39 @@ __device__ __forceinline__ void loadWeightsB1(ChunkB1<U>& c, const uint4* __rest
     c.mk[u] = __ldcg(masks + e);
   }
 }
-template <int U>
-__device__ __forceinline__ void loadXB1(ChunkB1<U>& c, const unsigned short* __restrict__ xg, int g, int lane) {
+template <int U, int B>
+__device__ __forceinline__ void loadXB1(ChunkB1<U, B>& c, const unsigned short* __restrict__ xg, int g, int lane) {
+  const XBits<B>* xb = reinterpret_cast<const XBits<B>*>(xg);  // batch 2: [cols][2], 4-byte aligned
 #pragma unroll
-  for (int u = 0; u < U; ++u) c.xv[u] = __ldca(xg + static_cast<std::int64_t>(g + u) * 32 + lane);
+  for (int u = 0; u < U; ++u) c.xv[u] = __ldca(xb + static_cast<std::int64_t>(g + u) * 32 + lane);
 }
-template <int U>
-__device__ __forceinline__ void loadChunkB1(ChunkB1<U>& c, const uint4* __restrict__ values,
+template <int U, int B>
+__device__ __forceinline__ void loadChunkB1(ChunkB1<U, B>& c, const uint4* __restrict__ values,
                                             const std::uint32_t* __restrict__ masks,
                                             const unsigned short* __restrict__ xg, std::int64_t tileBase, int g,
                                             int lane) {
-  loadWeightsB1<U>(c, values, masks, tileBase, g, lane);
-  loadXB1<U>(c, xg, g, lane);
+  loadWeightsB1<U, B>(c, values, masks, tileBase, g, lane);
+  loadXB1<U, B>(c, xg, g, lane);
 }
 
 // Adds the chunk's sums to acc when `keep` (a chunk past the end of the slice is
 // computed on a duplicate of a valid chunk and dropped: the shuffles stay in
 // block-uniform control flow).
-template <typename T, int U>
-__device__ __forceinline__ void computeChunkB1(const ChunkB1<U>& c, bool keep, float& acc0, float& acc1) {
-  float s0 = 0.f, s1 = 0.f;
+template <typename T, int U, int B>
+__device__ __forceinline__ void computeChunkB1(const ChunkB1<U, B>& c, bool keep, float (&acc0)[B], float (&acc1)[B]) {
+  float s0[B], s1[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) s0[b] = 0.f, s1[b] = 0.f;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const float xr = lo16<T>(c.xv[u]);
-    const float xq = __shfl_xor_sync(0xffffffffu, xr, 31);
-    accumulateWordB1<T>(c.va[u], c.vb[u], c.mk[u], xr, xq, s0, s1);
+    const auto xr = XLane<T, B>::reg(c.xv[u]);
+    const auto xq = __shfl_xor_sync(0xffffffffu, xr, 31);
+    accumulateWordB1<T, B>(c.va[u], c.vb[u], c.mk[u], xr, xq, s0, s1);
   }
-  if (keep) acc0 += s0, acc1 += s1;
+  if (keep) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) acc0[b] += s0[b], acc1[b] += s1[b];
+  }
 }
 
 // A batch-1 block's share of its tile's words: split blockIdx.y (wordsPerSplit words),
@@ -236,51 +267,66 @@ __device__ __forceinline__ SliceB1<U> sliceB1(int G, int wordsPerSplit) {
 }
 
 // The words after the slice's last whole chunk, one at a time: warp 0 keeps them.
-template <typename T, int U>
+template <typename T, int U, int B>
 __device__ __forceinline__ void tailWordsB1(const SliceB1<U>& sl, const uint4* __restrict__ values,
                                             const std::uint32_t* __restrict__ masks,
-                                            const unsigned short* __restrict__ xg, float& acc0, float& acc1) {
+                                            const unsigned short* __restrict__ xg, float (&acc0)[B], float (&acc1)[B]) {
   for (int g = sl.gs + sl.full * U; g < sl.g1; ++g) {
-    ChunkB1<1> c;
-    loadChunkB1<1>(c, values, masks, xg, sl.tileBase, g, sl.lane);
-    computeChunkB1<T, 1>(c, sl.warp == 0, acc0, acc1);
+    ChunkB1<1, B> c;
+    loadChunkB1<1, B>(c, values, masks, xg, sl.tileBase, g, sl.lane);
+    computeChunkB1<T, 1, B>(c, sl.warp == 0, acc0, acc1);
   }
 }
 
-// Batch 1: the block's warps add their sums (acc) in shared memory and the tile's
-// splits are reduced (cluster: through block 0's shared memory; else workspace +
-// ticket, splitk.cuh). Called by every thread of the block.
-template <typename T, bool CLUSTER, bool TAIL>
-__device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int64_t rows, float* __restrict__ ws,
-                                         unsigned* __restrict__ counters, const NormTail& tail) {
-  __shared__ float red[kMaxWarpsB1 * 32];
+// Batch 1 (and 2 on the shuffle path): the block's warps add their sums (acc) in shared
+// memory and the tile's splits are reduced (cluster: through block 0's shared memory; else
+// workspace + ticket, splitk.cuh). y: [B][ldy]. Called by every thread of the block.
+template <typename T, int B, bool CLUSTER, bool TAIL>
+__device__ __forceinline__ void finishB1(const float (&acc)[B], T* __restrict__ y, std::int64_t ldy, std::int64_t rows,
+                                         float* __restrict__ ws, unsigned* __restrict__ counters,
+                                         const NormTail& tail) {
+  static_assert(B == 1 || !TAIL, "the norm tail runs at batch 1 only");
+  __shared__ float red[kMaxWarpsB1 * 32 * B];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int W = static_cast<int>(blockDim.x >> 5);
   const std::int64_t tile = blockIdx.x;
-  red[warp * 32 + lane] = acc;
+#pragma unroll
+  for (int b = 0; b < B; ++b) red[(warp * B + b) * 32 + lane] = acc[b];
   __syncthreads();
   const std::int64_t row = tile * 32 + lane;
+  float tot[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) tot[b] = 0.f;
+  if (warp == 0)
+    for (int w = 0; w < W; ++w) {
+#pragma unroll
+      for (int b = 0; b < B; ++b) tot[b] += red[(w * B + b) * 32 + lane];
+    }
   if constexpr (CLUSTER) {
 #if __CUDA_ARCH__ >= 900
-    __shared__ float part[kMaxClusterB1 * 32];  // block 0: the row sums of every block of the cluster
-    float tot = 0.f;
-    if (warp == 0)
-      for (int w = 0; w < W; ++w) tot += red[w * 32 + lane];
+    __shared__ float part[kMaxClusterB1 * 32 * B];  // block 0: the row sums of every block of the cluster
     asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // every block of the cluster has started
     const unsigned rank = blockIdx.y;  // cluster dims (1, gridDim.y, 1): the rank is the split index
     if (warp == 0 && rank != 0) {
-      std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(part + rank * 32 + lane)), remote;
-      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;\n" : "=r"(remote) : "r"(local));
-      asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(tot) : "memory");
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(part + (rank * B + b) * 32 + lane)),
+                      remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, 0;\n" : "=r"(remote) : "r"(local));
+        asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(tot[b]) : "memory");
+      }
     }
     asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
     asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
     const bool wrote = warp == 0 && rank == 0;
     if (wrote) {
-      float s = 0.f;
-      s += tot;
-      for (unsigned k = 1; k < gridDim.y; ++k) s += part[k * 32 + lane];
-      if (row < rows) y[row] = detail::fromFloat<T>(s);
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        float s = 0.f;
+        s += tot[b];
+        for (unsigned k = 1; k < gridDim.y; ++k) s += part[(k * B + b) * 32 + lane];
+        if (row < rows) y[b * ldy + row] = detail::fromFloat<T>(s);
+      }
     }
     if constexpr (TAIL) detail::normTail<T>(tail, wrote, y, rows);
 #else
@@ -288,12 +334,9 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
 #endif
   } else {
     bool wrote = false;
-    if (warp == 0) {
-      float tot[1] = {0.f};
-      for (int w = 0; w < W; ++w) tot[0] += red[w * 32 + lane];
-      wrote = detail::finishRows<T, 1>(tot, true, row, row < rows, y, rows, ws, counters + tile, row,
+    if (warp == 0)
+      wrote = detail::finishRows<T, B>(tot, true, row, row < rows, y, ldy, ws, counters + tile, row,
                                        static_cast<std::int64_t>(gridDim.x) * 32);
-    }
     if constexpr (TAIL) detail::normTail<T>(tail, wrote, y, rows);
   }
 }
@@ -315,11 +358,11 @@ __device__ __forceinline__ void finishB1(float acc, T* __restrict__ y, std::int6
 // arrival at kernel start (relaxed, completed before the first remote store)
 // guarantees every block of the cluster is running before its shared memory is
 // written.
-template <typename T, int U, bool CLUSTER, bool PDL, bool TAIL>
+template <typename T, int B, int U, bool CLUSTER, bool PDL, bool TAIL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
-                        float* __restrict__ ws, unsigned* __restrict__ counters, NormTail tail) {
+                        std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters, NormTail tail) {
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
@@ -328,28 +371,33 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   const std::int64_t tileBase = sl.tileBase;
   const unsigned short* xg = reinterpret_cast<const unsigned short*>(x);
 
-  float acc0 = 0.f, acc1 = 0.f;
-  ChunkB1<U> a, b;
+  float acc0[B], acc1[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) acc0[b] = 0.f, acc1[b] = 0.f;
+  ChunkB1<U, B> a, c;
   if constexpr (PDL) {  // the first two chunks' weights before the wait; x and y after it
-    if (iters > 0) loadWeightsB1<U>(a, values, masks, tileBase, sl.word(0), lane);
-    if (iters > 1) loadWeightsB1<U>(b, values, masks, tileBase, sl.word(1), lane);
+    if (iters > 0) loadWeightsB1<U, B>(a, values, masks, tileBase, sl.word(0), lane);
+    if (iters > 1) loadWeightsB1<U, B>(c, values, masks, tileBase, sl.word(1), lane);
     pdlWait();
-    if (iters > 0) loadXB1<U>(a, xg, sl.word(0), lane);
-    if (iters > 1) loadXB1<U>(b, xg, sl.word(1), lane);
+    if (iters > 0) loadXB1<U, B>(a, xg, sl.word(0), lane);
+    if (iters > 1) loadXB1<U, B>(c, xg, sl.word(1), lane);
   } else {
-    if (iters > 0) loadChunkB1<U>(a, values, masks, xg, tileBase, sl.word(0), lane);
+    if (iters > 0) loadChunkB1<U, B>(a, values, masks, xg, tileBase, sl.word(0), lane);
   }
   for (int it = 0; it < iters; it += 2) {
-    if ((!PDL || it > 0) && it + 1 < iters) loadChunkB1<U>(b, values, masks, xg, tileBase, sl.word(it + 1), lane);
-    computeChunkB1<T, U>(a, sl.keeps(it), acc0, acc1);
+    if ((!PDL || it > 0) && it + 1 < iters) loadChunkB1<U, B>(c, values, masks, xg, tileBase, sl.word(it + 1), lane);
+    computeChunkB1<T, U, B>(a, sl.keeps(it), acc0, acc1);
     if (it + 1 >= iters) break;
-    if (it + 2 < iters) loadChunkB1<U>(a, values, masks, xg, tileBase, sl.word(it + 2), lane);
-    computeChunkB1<T, U>(b, sl.keeps(it + 1), acc0, acc1);
+    if (it + 2 < iters) loadChunkB1<U, B>(a, values, masks, xg, tileBase, sl.word(it + 2), lane);
+    computeChunkB1<T, U, B>(c, sl.keeps(it + 1), acc0, acc1);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  tailWordsB1<T, U>(sl, values, masks, xg, acc0, acc1);
+  tailWordsB1<T, U, B>(sl, values, masks, xg, acc0, acc1);
 
-  finishB1<T, CLUSTER, TAIL>(acc0 + acc1, y, rows, ws, counters, tail);
+  float acc[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) acc[b] = acc0[b] + acc1[b];
+  finishB1<T, B, CLUSTER, TAIL>(acc, y, ldy, rows, ws, counters, tail);
 }
 
 // Batch 1, sm_90, bulk-copy pipeline ("unroll" 10 S + U in SpmvConfig): each warp
@@ -409,27 +457,28 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     for (int i = 0; i < min(S, iters); ++i) issueWeights(i), issueX(i);
   }
 
-  float acc0 = 0.f, acc1 = 0.f;
+  float acc0[1] = {0.f}, acc1[1] = {0.f};
   for (int it = 0; it < iters; ++it) {
     const int s = it % S;
     detail::mbarWait(bar0 + 8 * s, (it / S) & 1);
     const unsigned char* st = stages + s * kStage;
-    float s0 = 0.f, s1 = 0.f;
+    float s0[1] = {0.f}, s1[1] = {0.f};
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const uint4* v = reinterpret_cast<const uint4*>(st + u * 1024) + 2 * lane;
       const std::uint32_t m = reinterpret_cast<const std::uint32_t*>(st + U * 1024)[u * 32 + lane];
       const float xr = lo16<T>(reinterpret_cast<const unsigned short*>(st + U * 1152)[u * 32 + lane]);
       const float xq = __shfl_xor_sync(0xffffffffu, xr, 31);
-      accumulateWordB1<T>(v[0], v[1], m, xr, xq, s0, s1);
+      accumulateWordB1<T, 1>(v[0], v[1], m, xr, xq, s0, s1);
     }
-    if (sl.keeps(it)) acc0 += s0, acc1 += s1;
+    if (sl.keeps(it)) acc0[0] += s0[0], acc1[0] += s1[0];
     __syncwarp();  // every lane has read stage s before it is refilled
     if (lane == 0 && it + S < iters) issueWeights(it + S), issueX(it + S);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  tailWordsB1<T, U>(sl, values, masks, xg, acc0, acc1);
-  finishB1<T, CLUSTER, TAIL>(acc0 + acc1, y, rows, ws, counters, tail);
+  tailWordsB1<T, U, 1>(sl, values, masks, xg, acc0, acc1);
+  const float acc[1] = {acc0[0] + acc1[0]};
+  finishB1<T, 1, CLUSTER, TAIL>(acc, y, rows, rows, ws, counters, tail);
 #else
   __trap();    // never launched below sm_90 (hopperLaunchSupported)
 #endif
@@ -871,12 +920,14 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
                           static_cast<T*>(y), ldy, ws, counters);
 }
 
-// The batch-1 kernels by (programmatic dependent launch, norm tail): the tail is compiled
-// only into the kernels that run it, so the others keep their register count.
-template <typename T, int U, bool CL>
+// The batch-1 kernels (and batch 2's shuffle path) by (programmatic dependent launch, norm
+// tail): the tail is compiled only into the kernels that run it (batch 1), so the others keep
+// their register count.
+template <typename T, int B, int U, bool CL>
 auto b1Kernel(bool pdl, bool tail) {
-  if (tail) return pdl ? bitmaskSpmvB1Kernel<T, U, CL, true, true> : bitmaskSpmvB1Kernel<T, U, CL, false, true>;
-  return pdl ? bitmaskSpmvB1Kernel<T, U, CL, true, false> : bitmaskSpmvB1Kernel<T, U, CL, false, false>;
+  if constexpr (B == 1)
+    if (tail) return pdl ? bitmaskSpmvB1Kernel<T, B, U, CL, true, true> : bitmaskSpmvB1Kernel<T, B, U, CL, false, true>;
+  return pdl ? bitmaskSpmvB1Kernel<T, B, U, CL, true, false> : bitmaskSpmvB1Kernel<T, B, U, CL, false, false>;
 }
 template <typename T, int U, int S, bool CL>
 auto bulkKernel(bool pdl, bool tail) {
@@ -885,30 +936,31 @@ auto bulkKernel(bool pdl, bool tail) {
   return pdl ? bitmaskSpmvB1BulkKernel<T, U, S, CL, true, false> : bitmaskSpmvB1BulkKernel<T, U, S, CL, false, false>;
 }
 
-template <typename T, int U>
+// Batch 1, and batch 2 with x by shuffle (SpmvConfig::unroll 200 + U): the register path.
+template <typename T, int B, int U>
 cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
-                     const void* x, void* y, const SpmvConfig& cfg, float* ws, unsigned* counters,
+                     const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
                      cudaStream_t stream) {
   const int G = static_cast<int>(cols / 32);
-  const int wordsPerSplit = spmvWordsPerSplit(cols, 1, cfg);
+  const int wordsPerSplit = spmvWordsPerSplit(cols, B, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
   dim3 grid(static_cast<unsigned>(spmvTiles(rows)), static_cast<unsigned>(splits));
   const auto* v = static_cast<const uint4*>(values);
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
   const dim3 block(static_cast<unsigned>(cfg.warps * 32));
-  const bool hopper = hopperLaunchSupported(), pdl = cfg.pdl && hopper, tail = cfg.tail.on();
-  if (spmvUsesCluster(cols, 1, cfg) && hopper) {
-    auto kernel = b1Kernel<T, U, true>(pdl, tail);
+  const bool hopper = hopperLaunchSupported(), pdl = cfg.pdl && hopper, tail = B == 1 && cfg.tail.on();
+  if (spmvUsesCluster(cols, B, cfg) && hopper) {
+    auto kernel = b1Kernel<T, B, U, true>(pdl, tail);
     if (splits > 8) {
       const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
       if (e != cudaSuccess) return e;
     }
     return detail::launchEx(kernel, grid, block, 0, stream, static_cast<unsigned>(splits), pdl, v, masks, G,
-                            wordsPerSplit, xt, rows, yt, ws, counters, cfg.tail);
+                            wordsPerSplit, xt, rows, yt, ldy, ws, counters, cfg.tail);
   }
-  return detail::launchEx(b1Kernel<T, U, false>(pdl, tail), grid, block, 0, stream, 0, pdl, v, masks, G, wordsPerSplit,
-                          xt, rows, yt, ws, counters, cfg.tail);
+  return detail::launchEx(b1Kernel<T, B, U, false>(pdl, tail), grid, block, 0, stream, 0, pdl, v, masks, G,
+                          wordsPerSplit, xt, rows, yt, ldy, ws, counters, cfg.tail);
 }
 
 // Batch 1 through the bulk-copy pipeline (sm_90, 16-byte aligned values, masks and x);
@@ -921,7 +973,7 @@ cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::in
                          reinterpret_cast<std::uintptr_t>(x)) &
                         15) == 0;
   if (!aligned || !hopperLaunchSupported())
-    return launchB1<T, U>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+    return launchB1<T, 1, U>(values, masks, rows, cols, x, y, rows, cfg, ws, counters, stream);
   const int G = static_cast<int>(cols / 32);
   const int wordsPerSplit = spmvWordsPerSplit(cols, 1, cfg);
   const int splits = (G + wordsPerSplit - 1) / wordsPerSplit;
@@ -951,10 +1003,10 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
                      cudaStream_t stream) {
   if constexpr (B == 1) {
     switch (cfg.unroll) {
-      case 1: return launchB1<T, 1>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
-      case 2: return launchB1<T, 2>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
-      case 3: return launchB1<T, 3>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
-      case 4: return launchB1<T, 4>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
+      case 1: return launchB1<T, 1, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 2: return launchB1<T, 1, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 3: return launchB1<T, 1, 3>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      case 4: return launchB1<T, 1, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
 #define SDW_SPMV_BULK(S, U) \
   case 10 * S + U: return launchB1Bulk<T, U, S>(values, masks, rows, cols, x, y, cfg, ws, counters, stream);
         SDW_SPMV_BULK(4, 1)
@@ -964,6 +1016,14 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
     }
   } else {
     constexpr int XS = B == 2 ? 2 : B <= 4 ? 4 : 8;
+    if constexpr (B == 2) {  // x by shuffle from registers, as at batch 1 (unroll 200 + U)
+      switch (cfg.unroll) {
+        case 201: return launchB1<T, 2, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+        case 202: return launchB1<T, 2, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+        case 203: return launchB1<T, 2, 3>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+        default: break;
+      }
+    }
     // 8:16 and 16:32 on the tensor cores: x as [batch, cols] and the 2-stage ring only (what
     // the engine and the benchmark run). Off the tensor cores tcM means nothing (the CUDA-core
     // kernel reads every pattern alike).

@@ -3,6 +3,11 @@
 # the GPU, not yet run on one", most needed first, each skipped when it would not finish by
 # PENDING_DEADLINE seconds from the start (default 560; give the call 600):
 #  1. build sdw-cli, test_spmv_cuda, test_engine_cuda (and test_spmspv_cuda on an H200);
+#  b2. batch 2 with x by shuffle (unroll 200 + U): test_spmv_cuda (every function: the batch-1
+#     kernel it shares changed too) and test_engine_cuda patternsAndBatches; the decode at batch 1
+#     and 2 (Llama-3.1-8B, Qwen3-14B; cuBLAS, dense GEMV, 2:4, 16:32) by default, then the sparse
+#     rows at batch 2 with SDW_SPMV_B2=staged (the kernel that stages x) and on the tensor cores;
+#     the kernel benchmark at batch 2 either way;
 #  2. tests: test_spmv_cuda tensorCoresMatchReference (every pattern, 16:32 through the windows of
 #     tcM 32 among them) and test_engine_cuda patternsAndBatches (every pattern on the tensor
 #     cores at batch 2-8 and on the CUDA cores);
@@ -14,7 +19,7 @@
 #     rows (16:32's windows read up to 16 bytes either side of a row in shared memory);
 #  6. dual (an H200 only): the dual-sparse decode at p_x 0.5 with TEAL's thresholds
 #     (Llama-3.1-8B), with programmatic launch of the column kernels (the default) and without.
-# PENDING_STEPS="tests bench decode sanitize dual" picks steps (default all, in that order; bench
+# PENDING_STEPS="b2 tests bench decode sanitize dual" picks steps (default all, in that order; bench
 # and dual run on an H200 only unless named in PENDING_STEPS).
 # Logs and JSON in $OUT/pending.tgz (or out/gpu), written again after every step.
 set -uo pipefail
@@ -27,7 +32,7 @@ pack() { tar -C "$out" -czf "$out/pending.tgz" pending; }
 deadline=${PENDING_DEADLINE:-560}  # for fits (env.sh)
 . tools/gpu/env.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-steps=" ${PENDING_STEPS:-tests bench decode sanitize dual} "
+steps=" ${PENDING_STEPS:-b2 tests bench decode sanitize dual} "
 h200only=" bench dual "
 want() {  # a step asked for (bench and dual by default on an H200 only)
   [[ "$steps" == *" $1 "* ]] || return 1
@@ -47,6 +52,37 @@ for r in json.load(open(sys.argv[1]))["rows"]:
     print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])' \
     "$1" "$2" 2>/dev/null || echo "$2: no result"
 }
+
+if want b2 && fits 250 "batch 2's shuffle path"; then
+  timeout 240 build-gpu/tests/test_spmv_cuda > "$O/test-spmv-all.log" 2>&1
+  echo "test_spmv_cuda rc $?: $(grep -E '^Totals' "$O/test-spmv-all.log")"
+  timeout 120 build-gpu/tests/test_engine_cuda patternsAndBatches > "$O/test-engine-b2.log" 2>&1
+  echo "test_engine_cuda patternsAndBatches rc $?: $(grep -E '^Totals' "$O/test-engine-b2.log")"
+  grep -hE "^FAIL|Loc:" "$O"/test-spmv-all.log "$O"/test-engine-b2.log | head -10
+  pack
+  d=(--config llama3-8b,qwen3-14b --json)
+  fits 120 "the decode at batch 1 and 2" &&
+    $cli bench decode "${d[@]}" --linear cublas,dense,sparse --patterns 2:4,16:32 --batch 1,2 --out "$O/b2-default.json" \
+      > /dev/null 2>> "$O/decode.log" && summary "$O/b2-default.json" default
+  fits 60 "the staged batch-2 kernel" &&
+    SDW_SPMV_B2=staged $cli bench decode "${d[@]}" --linear sparse --patterns 2:4,16:32 --batch 2 \
+      --out "$O/b2-staged.json" > /dev/null 2>> "$O/decode.log" && summary "$O/b2-staged.json" staged
+  fits 45 "batch 2 on the tensor cores" &&
+    $cli bench decode "${d[@]}" --linear sparse --patterns 2:4 --batch 2 --tensor-cores \
+      --out "$O/b2-tc.json" > /dev/null 2>> "$O/decode.log" && summary "$O/b2-tc.json" tensor-cores
+  pack
+  for v in shuffle staged; do
+    fits 60 "the kernel benchmark at batch 2 ($v)" || continue
+    env SDW_SPMV_B2=$([ $v = staged ] && echo staged || echo shuffle) $cli bench kernels --shapes llama3-8b,qwen3-14b \
+      --batch 2 --patterns 2:4 --no-cusparselt --no-tensor-cores --json --out "$O/k-b2-$v.json" > /dev/null 2>> "$O/bench.log"
+    python3 -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["kernel"] in ("sparse", "dense", "cublas"):
+        print(sys.argv[2], r["model"], r["module"], r["kernel"], "%.2f us" % r["us"], "chained %.2f" % r.get("us_chained", 0), r["config"])' \
+      "$O/k-b2-$v.json" $v 2>/dev/null
+    pack
+  done
+fi
 
 if want tests && fits 100 "the suites"; then
   timeout 120 build-gpu/tests/test_spmv_cuda tensorCoresMatchReference > "$O/test-spmv.log" 2>&1
