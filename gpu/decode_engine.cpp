@@ -654,11 +654,9 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
   const bool onTensorCores = op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m);
-  // Batch 2 on the CUDA cores: x by shuffle in the shape's batch-1 configuration (SDW_SPMV_B2=staged:
-  // the kernel that stages x in shared memory, in its batch-2 configuration).
-  if (op.mode == LinOp::Spmv && B == 2 && !onTensorCores && kernels::spmvBatch2Shuffle())
-    op.spmv = kernels::spmvShuffleFromBatch1(
-        kernels::toConfig(e.tuning.sparse(op.rows, op.cols, 1, tuningDtype(compute), smCount(), true), true));
+  if (op.mode == LinOp::Spmv && B == 2 && !onTensorCores)  // x by shuffle (kernels::spmvBatch2)
+    op.spmv = kernels::spmvBatch2(
+        op.spmv, kernels::toConfig(e.tuning.sparse(op.rows, op.cols, 1, tuningDtype(compute), smCount(), true), true));
   if (onTensorCores) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
     op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion
