@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # On the GPU machine, one call: a tuning table for this card under the name the engine and the
 # benchmarks look for (resources/tuning/<card name, lower case, dashes>.json), then the decode at
-# batch 1 and 2 without a table and with the new one, side by side:
+# batch 1 and 2 with the card's committed table (or the heuristics, where it has none) and with the
+# new one, side by side:
 #  1. build sdw-cli;
-#  2. `sdw-cli bench kernels --tune` per model shape (Llama-3.1-8B, Qwen3-14B, then Qwen3-32B where
-#     time allows; batch 1, 2, 4, 8; 2:4 tunes, the table serves the other patterns), each run starting
-#     from the table the one before wrote (and from the card's committed table, if it has one);
+#  2. `sdw-cli bench kernels --tune` per group of TUNE_SHAPES (groups separated by ';', each a
+#     --shapes list: models or ROWSxCOLS; default the three model shapes, one group each; batch 1, 2,
+#     4, 8; 2:4 tunes, the table serves the other patterns), each run starting from the table the
+#     one before wrote, the first from the card's committed table, if it has one;
 #  3. `sdw-cli bench decode` (cuBLAS, dense GEMV, sparse 2:4; batch 1 and 2; TUNE_DECODE_CONFIGS,
-#     default llama3-8b,qwen3-14b) with the heuristics (no table), then with the new table.
+#     default llama3-8b,qwen3-14b) with the committed table (decode-before.json), then with the new
+#     one (decode-after.json).
+# The engine's fused shapes and its lm_head (q|k|v, gate|up; Llama-3.1-8B, Qwen3-14B, Qwen3-32B):
+#   TUNE_SHAPES="6144x4096,28672x4096,7168x5120,34816x5120;10240x5120,51200x5120;128256x4096,151936x5120"
 # Everything in $OUT/tune.tgz (or out/gpu): the table to commit as resources/tuning/<card>.json, the
 # benchmark JSON of each step and a log. Steps are skipped when they would not end by
 # TUNE_DEADLINE seconds (default 560; give the call 600).
@@ -35,50 +40,52 @@ for r in json.load(open(sys.argv[1]))["rows"]:
     "$1" "$2" 2>/dev/null || echo "$2: no result"
 }
 
-# 2. The table, model by model.
+# 2. The table, group by group.
 prev=()
 [ -f "$table" ] && prev=(--tuning "$table") && cp "$table" "$O/committed-$name.json"
 tuned=""
-for m in llama3-8b qwen3-14b qwen3-32b; do
-  fits 150 "tuning $m" || continue
+IFS=';' read -r -a groups <<< "${TUNE_SHAPES:-llama3-8b;qwen3-14b;qwen3-32b}"
+i=0
+for g in "${groups[@]}"; do
+  i=$((i + 1))
+  fits 150 "tuning $g" || continue
   t0=$SECONDS
-  timeout 200 $cli bench kernels --shapes $m --batch 1,2,4,8 --patterns 2:4 --no-cusparselt --tune "${prev[@]}" \
-    --tuning-out "$O/$name-$m.json" --json --out "$O/tune-$m.json" > /dev/null 2>> "$O/tune.log" || {
-    echo "tuning $m failed or timed out"
+  timeout 240 $cli bench kernels --shapes "$g" --batch 1,2,4,8 --patterns 2:4 --no-cusparselt --tune "${prev[@]}" \
+    --tuning-out "$O/$name-$i.json" --json --out "$O/tune-$i.json" > /dev/null 2>> "$O/tune.log" || {
+    echo "tuning $g failed or timed out"
     continue
   }
-  tuned="$O/$name-$m.json"
+  tuned="$O/$name-$i.json"
   prev=(--tuning "$tuned")
-  echo "tuned $m in $((SECONDS - t0)) s"
+  echo "tuned $g in $((SECONDS - t0)) s (tune-$i.json)"
   pack
 done
 [ -n "$tuned" ] || { echo "no table"; pack; exit 1; }
 cp "$tuned" "$O/$name.json"
 pack
 
-# 3. The decode without a table, then with the new one.
+# 3. The decode with the committed table (or none), then with the new one.
 d=(--config "${TUNE_DECODE_CONFIGS:-llama3-8b,qwen3-14b}" --linear cublas,dense,sparse --patterns 2:4 --batch 1,2 --json)
-rm -f "$table"
-fits 100 "the decode without a table" &&
-  $cli bench decode "${d[@]}" --out "$O/decode-heuristics.json" > /dev/null 2>> "$O/decode.log" &&
-  summary "$O/decode-heuristics.json" heuristics
+fits 100 "the decode before" &&
+  $cli bench decode "${d[@]}" --out "$O/decode-before.json" > /dev/null 2>> "$O/decode.log" &&
+  summary "$O/decode-before.json" before
 pack
 cp "$O/$name.json" "$table"
-fits 100 "the decode with the table" &&
-  $cli bench decode "${d[@]}" --out "$O/decode-tuned.json" > /dev/null 2>> "$O/decode.log" &&
-  summary "$O/decode-tuned.json" tuned
+fits 100 "the decode after" &&
+  $cli bench decode "${d[@]}" --out "$O/decode-after.json" > /dev/null 2>> "$O/decode.log" &&
+  summary "$O/decode-after.json" after
 python3 - "$O" <<'PY' || true
 import json, os, sys
 rows = {}
-for m in ("heuristics", "tuned"):
+for m in ("before", "after"):
     f = os.path.join(sys.argv[1], "decode-%s.json" % m)
     if os.path.exists(f):
         for r in json.load(open(f))["rows"]:
             rows[(m, r["config"], r["linear"], r["pattern"], r["batch"])] = r["tokens_per_second"]
 for (m, c, l, p, b), v in sorted(rows.items()):
-    h = rows.get(("heuristics", c, l, p, b))
-    if m == "tuned" and h:
-        print("tuned / heuristics", c, l, p or "-", "batch", b, "%.1f / %.1f tok/s = %.3f" % (v, h, v / h))
+    h = rows.get(("before", c, l, p, b))
+    if m == "after" and h:
+        print("after / before", c, l, p or "-", "batch", b, "%.1f / %.1f tok/s = %.3f" % (v, h, v / h))
 PY
 echo "done at $SECONDS s"
 pack
