@@ -654,9 +654,12 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
   const bool onTensorCores = op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m);
-  if (op.mode == LinOp::Spmv && B == 2 && !onTensorCores)  // x by shuffle (kernels::spmvBatch2)
-    op.spmv = kernels::spmvBatch2(
-        op.spmv, kernels::toConfig(e.tuning.sparse(op.rows, op.cols, 1, tuningDtype(compute), smCount(), true), true));
+  if (op.mode == LinOp::Spmv && B == 2 && !onTensorCores)  // x by shuffle (gpu::batch2Launch)
+    op.spmv =
+        kernels::toConfig(batch2Launch(e.tuning.sparse(op.rows, op.cols, 2, tuningDtype(compute), smCount(), true),
+                                       e.tuning.sparse(op.rows, op.cols, 1, tuningDtype(compute), smCount(), true),
+                                       batch2ShuffleFromEnv()),
+                          true);
   if (onTensorCores) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
     op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <string>
 
 #ifdef SDW_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -33,6 +35,24 @@ SpmvLaunch defaultSpmvLaunch(std::int64_t rows, std::int64_t cols, int batch, in
                                                        std::max<std::int64_t>(1, std::min<std::int64_t>(16, words / 32))));
   c.unroll = batch <= 2 ? 2 : 1;
   return c;
+}
+
+SpmvLaunch batch2Launch(SpmvLaunch tuned2, const SpmvLaunch& tuned1, bool shuffle) {
+  const bool tunedShuffle = tuned2.unroll > 200;
+  if (!shuffle) {
+    if (tunedShuffle) tuned2.warps = std::min(tuned2.warps, 8), tuned2.unroll = 2, tuned2.cluster = -1;
+    return tuned2;
+  }
+  if (tunedShuffle) return tuned2;
+  SpmvLaunch c = tuned1;
+  const int u = c.unroll > 10 && c.unroll < 100 ? c.unroll % 10 : c.unroll;
+  c.unroll = 200 + std::clamp(u, 1, 3);
+  return c;
+}
+
+bool batch2ShuffleFromEnv() {
+  const char* env = std::getenv("SDW_SPMV_B2");
+  return !(env && std::string(env) == "staged");
 }
 
 GemvLaunch defaultGemvLaunch(std::int64_t rows, std::int64_t cols, int batch, int smCount) {

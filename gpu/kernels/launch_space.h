@@ -14,7 +14,6 @@
 #include "gpu/kernels/spmv.cuh"
 #include "gpu/spmv.h"  // SpmvLaunch, GemvLaunch (plain C++)
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -26,18 +25,6 @@ inline SpmvConfig toConfig(const gpu::SpmvLaunch& c, bool pdl) { return {c.warps
 inline GemvConfig toConfig(const gpu::GemvLaunch& c, bool pdl) { return {c.warps, c.rowsPerWarp, c.unroll, c.splitK, pdl}; }
 inline gpu::SpmvLaunch toLaunch(const SpmvConfig& c) { return {c.warps, c.unroll, c.splitK, c.cluster, c.pdl}; }
 inline gpu::GemvLaunch toLaunch(const GemvConfig& c) { return {c.warps, c.rowsPerWarp, c.unroll, c.splitK, c.pdl}; }
-
-// Batch 2 on the CUDA cores, as the engine and the kernel benchmark run it: the shuffle path
-// (unroll 200 + U) in the tuned batch-2 configuration where the table chose that path, else in
-// the shape's batch-1 configuration (spmvShuffleFromBatch1); SDW_SPMV_B2=staged: the kernel
-// that stages x, in the tuned batch-2 configuration (8 warps, 2 words where that is a shuffle one).
-inline SpmvConfig spmvBatch2(SpmvConfig tuned2, const SpmvConfig& tuned1) {
-  if (!spmvBatch2Shuffle()) {
-    if (spmvXShuffle(tuned2, 2)) tuned2.warps = std::min(tuned2.warps, 8), tuned2.unroll = 2, tuned2.cluster = -1;
-    return tuned2;
-  }
-  return spmvXShuffle(tuned2, 2) ? tuned2 : spmvShuffleFromBatch1(tuned1);
-}
 
 // The axes of the sparse space. Unroll 10 S + U (41, 61, 81, 42, 34): the batch-1
 // bulk-copy pipeline (sm_90; elsewhere the register path with U words); 200 + U (201,

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 namespace sdw::kernels {
 
@@ -27,33 +25,6 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
 }
 
 bool pdlSupported() { return hopperLaunchSupported(); }
-
-SpmvConfig spmvShuffleFromBatch1(SpmvConfig cfg) {
-  const int u = cfg.unroll > 10 && cfg.unroll < 100 ? cfg.unroll % 10 : cfg.unroll;
-  cfg.unroll = 200 + std::clamp(u, 1, 3);
-  cfg.tail = {};
-  cfg.xRowMajor = false;
-  return cfg;
-}
-
-bool spmvBatch2Shuffle() {
-  const char* env = std::getenv("SDW_SPMV_B2");
-  return !(env && std::string(env) == "staged");
-}
-
-SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols) {
-  // From the H200 sweep (tools/gpu/spmv-tc.sh): 8 tiles per block, a 2-stage ring, and about
-  // 224 blocks (split-K, at least 16 words per slice) did best or near it on most shapes.
-  cfg.warps = 8;
-  cfg.unroll = 102;
-  cfg.cluster = -1;
-  cfg.tail = {};
-  const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
-  const std::int64_t G = std::max<std::int64_t>(1, cols / 32);
-  const std::int64_t want = (224 * static_cast<std::int64_t>(detail::smCount()) / 132 + blocks / 2) / blocks;
-  cfg.splitK = static_cast<int>(std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(1, G / 16)));
-  return cfg;
-}
 
 bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   if ((batch != 1 && !spmvXShuffle(cfg, batch)) || cfg.cluster == 0) return false;

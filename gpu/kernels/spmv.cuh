@@ -69,13 +69,6 @@ inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100 && 
 inline bool spmvXShuffle(const SpmvConfig& cfg, int batch) {
   return batch == 2 && cfg.unroll > 200 && cfg.unroll <= 203;
 }
-// Batch 2 on the CUDA cores: the shuffle path in the shape's batch-1 configuration (warps,
-// split-K, cluster request and programmatic launch kept; U words in flight, at most 3: the
-// bulk pipeline's 10 S + U gives U). SDW_SPMV_B2=staged keeps the configuration as it is (the
-// kernel that stages x in shared memory; an A/B switch).
-SpmvConfig spmvShuffleFromBatch1(SpmvConfig batch1);
-// Whether batch 2 on the CUDA cores takes the shuffle path (not SDW_SPMV_B2=staged).
-bool spmvBatch2Shuffle();
 // The tensor-core configuration for a shape and batch (what the engine and the kernel
 // benchmark run): 8 warps (tiles) per block, a 2-stage ring, split-K to about 1.7 blocks per
 // SM with at least 16 words per slice; cfg's programmatic dependent launch kept.

@@ -347,6 +347,36 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(spmvTensorCoresFromBatch(-1, 64), 0);
   }
 
+  // Batch 2 on the CUDA cores: x by shuffle (unroll 200 + U) in the tuned batch-2 configuration
+  // where the table chose that path, else in the batch-1 one with its words in flight (at most
+  // 3); staged (the A/B switch): the batch-2 configuration, a shuffle one cut to 8 warps, 2 words.
+  void batchTwoTakesTheShufflePath() {
+    using gpu::SpmvLaunch;
+    const auto same = [](const SpmvLaunch& a, const SpmvLaunch& b) {
+      return a.warps == b.warps && a.unroll == b.unroll && a.splitK == b.splitK && a.cluster == b.cluster &&
+             a.pdl == b.pdl;
+    };
+    const SpmvLaunch staged{8, 2, 4, 0, true};
+    QVERIFY(same(gpu::batch2Launch(staged, {16, 42, 1, 0, true}, true), {16, 202, 1, 0, true}));  // bulk 4 x 2 words
+    QVERIFY(same(gpu::batch2Launch(staged, {4, 41, 8, 1, false}, true), {4, 201, 8, 1, false}));
+    QVERIFY(same(gpu::batch2Launch(staged, {16, 4, 2, 1, true}, true), {16, 203, 2, 1, true}));  // 4 words: 3
+    QVERIFY(same(gpu::batch2Launch(staged, {8, 3, 1, -1, true}, true), {8, 203, 1, -1, true}));
+    const SpmvLaunch tuned{4, 201, 6, 1, true};
+    QVERIFY(same(gpu::batch2Launch(tuned, {16, 42, 1, 0, true}, true), tuned));
+    QVERIFY(same(gpu::batch2Launch(staged, {16, 42, 1, 0, true}, false), staged));
+    QVERIFY(same(gpu::batch2Launch({16, 202, 1, 0, true}, {16, 42, 1, 0, true}, false), {8, 2, 1, -1, true}));
+    // The H100 table tuned the shuffle path at batch 2 on every shape it holds.
+    const auto h100 =
+        gpu::TuningTable::load(std::filesystem::path(SDW_SOURCE_DIR) / "resources/tuning/nvidia-h100-80gb-hbm3.json");
+    int b2 = 0;
+    for (const auto& e : h100.entries()) {
+      if (e.batch != 2) continue;
+      ++b2;
+      QVERIFY2(e.sparse.unroll > 200 && e.sparse.unroll <= 203, qPrintable(QString::number(e.rows)));
+    }
+    QCOMPARE(b2, 20);
+  }
+
   void rejectsBadSizes() {
     auto w = std::vector<float>(64, 0.f);
     const auto p = sparse::packDense(w, 2, 32, {2, 4}, DType::BF16);
