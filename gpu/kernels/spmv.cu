@@ -26,6 +26,20 @@ int spmvWordsPerSplit(std::int64_t cols, int batch, const SpmvConfig& cfg) {
 
 bool pdlSupported() { return hopperLaunchSupported(); }
 
+SpmvConfig spmvOnTensorCores(SpmvConfig cfg, std::int64_t rows, std::int64_t cols) {
+  // From the H200 sweep (tools/gpu/spmv-tc.sh): 8 tiles per block, a 2-stage ring, and about
+  // 224 blocks (split-K, at least 16 words per slice) did best or near it on most shapes.
+  cfg.warps = 8;
+  cfg.unroll = 102;
+  cfg.cluster = -1;
+  cfg.tail = {};
+  const std::int64_t blocks = (spmvTiles(rows) + cfg.warps - 1) / cfg.warps;
+  const std::int64_t G = std::max<std::int64_t>(1, cols / 32);
+  const std::int64_t want = (224 * static_cast<std::int64_t>(detail::smCount()) / 132 + blocks / 2) / blocks;
+  cfg.splitK = static_cast<int>(std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(1, G / 16)));
+  return cfg;
+}
+
 bool spmvUsesCluster(std::int64_t cols, int batch, const SpmvConfig& cfg) {
   if ((batch != 1 && !spmvXShuffle(cfg, batch)) || cfg.cluster == 0) return false;
   const int G = static_cast<int>(cols / 32), per = spmvWordsPerSplit(cols, batch, cfg);
