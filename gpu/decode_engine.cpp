@@ -1313,6 +1313,7 @@ std::string Model::engineDescription() const {
           kernels::spmvTensorCoresFromBatch(m.options.sparseTensorCores, sparse::parsePattern(m.engine->pattern).m);
       if (from > 0) s << " on the tensor cores from batch " << from;
       else s << " on the CUDA cores at every batch";
+      if (from != 2) s << (batch2ShuffleFromEnv() ? " (batch 2: x by shuffle)" : " (batch 2: x staged)");
     }
   }
   if (m.device.is_cuda()) {
