@@ -10,7 +10,8 @@
 // on sm_90, by block 0 of a thread-block cluster through distributed shared memory.
 //
 // Batch 1 (bitmaskSpmvB1Kernel): x by shuffle from registers, two traversal
-// chains per word, block-uniform trip counts, next chunk prefetched.
+// chains per word, block-uniform trip counts, next chunk prefetched. Batch 2 with
+// SpmvConfig::unroll 200 + U: the same kernel, both rows' x in one 32-bit shuffle.
 // Batch 2-8 (bitmaskSpmvKernel): x staged per block in shared memory as fp32,
 // batch-interleaved; one traversal from the top bit:
 //   p = 31 - clz(m); acc += v[15 - i] * x[32g + p]; m ^= 1 << p
