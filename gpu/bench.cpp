@@ -505,15 +505,11 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
       }
       // 2:4 and 4:8 on the tensor cores from batch 3, 8:16 and 16:32 from 5 (--tensor-cores: from batch 2), in the
       // configuration spmvOnTensorCores picks for the shape (the tuning space does not hold that path).
-      // Batch 2 on the CUDA cores: x by shuffle, as the engine runs it (batch2Launch).
       const auto onTensorCores = [&](CaseConfig c) {
-        if (kc.id != KernelId::Sparse) return c;
+        if (kc.id != KernelId::Sparse ||
+            !kernels::spmvUseTensorCores(s.sparseTensorCores, b, sparse::parsePattern(pattern).m))
+          return c;
         const auto& l = std::get<SpmvLaunch>(c);
-        if (!kernels::spmvUseTensorCores(s.sparseTensorCores, b, sparse::parsePattern(pattern).m)) {
-          if (b != 2) return c;
-          const SpmvLaunch b1 = std::get<SpmvLaunch>(kc.space->lookup(table, sh.rows, sh.cols, 1, s.dtype, sms, l.pdl));
-          return CaseConfig{batch2Launch(l, b1, batch2ShuffleFromEnv())};
-        }
         return CaseConfig{kernels::toLaunch(kernels::spmvOnTensorCores(kernels::toConfig(l, l.pdl), sh.rows, sh.cols))};
       };
       cfg = onTensorCores(cfg);

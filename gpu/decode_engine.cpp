@@ -653,14 +653,7 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  const bool onTensorCores = op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m);
-  if (op.mode == LinOp::Spmv && B == 2 && !onTensorCores)  // x by shuffle (gpu::batch2Launch)
-    op.spmv =
-        kernels::toConfig(batch2Launch(e.tuning.sparse(op.rows, op.cols, 2, tuningDtype(compute), smCount(), true),
-                                       e.tuning.sparse(op.rows, op.cols, 1, tuningDtype(compute), smCount(), true),
-                                       batch2ShuffleFromEnv()),
-                          true);
-  if (onTensorCores) {
+  if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m)) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
     op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion
     // x as the step's other kernels write it ([batch, cols]): the norms, the SwiGLU and the

@@ -179,6 +179,7 @@ SpmvLaunch TuningTable::sparse(std::int64_t rows, std::int64_t cols, int batch, 
   SpmvLaunch c = !e ? defaultSpmvLaunch(rows, cols, batch, smCount)
                     : chained && e->sparseChained ? *e->sparseChained : e->sparse;
   c.pdl = chained;
+  if (batch == 2) c = batch2Launch(c, sparse(rows, cols, 1, dtype, smCount, chained), batch2ShuffleFromEnv());
   return c;
 }
 

@@ -365,6 +365,21 @@ class TestSpmvCpu : public QObject {
     QVERIFY(same(gpu::batch2Launch(tuned, {16, 42, 1, 0, true}, true), tuned));
     QVERIFY(same(gpu::batch2Launch(staged, {16, 42, 1, 0, true}, false), staged));
     QVERIFY(same(gpu::batch2Launch({16, 202, 1, 0, true}, {16, 42, 1, 0, true}, false), {8, 2, 1, -1, true}));
+    // The table's lookup applies it: a staged batch-2 entry gives way to the batch-1 one.
+    gpu::TuningTable t;
+    gpu::TuningEntry e1;
+    e1.rows = 4096, e1.cols = 4096, e1.batch = 1, e1.sparse = {16, 42, 1, 0};
+    e1.sparseChained = gpu::SpmvLaunch{8, 3, 2, 1, true};
+    gpu::TuningEntry e2 = e1;
+    e2.batch = 2, e2.sparse = staged, e2.sparseChained.reset();
+    t.put(e1), t.put(e2);
+    QVERIFY(same(t.sparse(4096, 4096, 2, "bf16", 132), {16, 202, 1, 0, false}));
+    QVERIFY(same(t.sparse(4096, 4096, 2, "bf16", 132, true), {8, 203, 2, 1, true}));
+    QVERIFY(same(t.sparse(4096, 4096, 1, "bf16", 132), {16, 42, 1, 0, false}));
+    // Without a table: the batch-1 heuristic's configuration, on the shuffle path.
+    const SpmvLaunch h1 = gpu::defaultSpmvLaunch(4096, 4096, 1, 132);
+    QVERIFY(same(gpu::TuningTable{}.sparse(4096, 4096, 2, "bf16", 132),
+                 {h1.warps, 200 + h1.unroll, h1.splitK, h1.cluster, false}));
     // The H100 table tuned the shuffle path at batch 2 on every shape it holds.
     const auto h100 =
         gpu::TuningTable::load(std::filesystem::path(SDW_SOURCE_DIR) / "resources/tuning/nvidia-h100-80gb-hbm3.json");
@@ -414,8 +429,8 @@ class TestSpmvCpu : public QObject {
     e.sparseChained = gpu::SpmvLaunch{8, 34, 1, 0, true}, e.sparseChainedUs = 7.1;
     e.denseChained = gpu::GemvLaunch{8, 2, 4, 1, true}, e.denseChainedUs = 9.7;
     t.put(e);
-    gpu::TuningEntry f = e;  // batch 2: no chained entries
-    f.batch = 2, f.sparseChained.reset(), f.denseChained.reset();
+    gpu::TuningEntry f = e;  // batch 2 (x by shuffle): no chained entries
+    f.batch = 2, f.sparse.unroll = 202, f.sparseChained.reset(), f.denseChained.reset();
     t.put(f);
     const auto path = std::filesystem::temp_directory_path() / "sdw-test-tuning.json";
     t.save(path);
