@@ -60,6 +60,21 @@ fits() {
   return 1
 }
 
+# sdw_machine_txt FILE [NOTE]: the card, its driver and memory, and the commit (SDW_COMMIT) with
+# NOTE after it, into FILE and on the screen.
+sdw_machine_txt() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$1"
+  echo "commit ${SDW_COMMIT:-unknown}${2:+; $2}" | tee -a "$1"
+}
+
+# sdw_decode_summary FILE TAG: one line per row of a `sdw-cli bench decode --json` file.
+sdw_decode_summary() {
+  python3 -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])' \
+    "$1" "$2" 2>/dev/null || echo "$2: no result"
+}
+
 # Configures the gpu preset against that LibTorch and the unpacked packages, then builds
 # the targets given (keeping going past a failed one); the logs go to DIR/configure.log
 # and DIR/build.log, and on failure the first errors are printed and it returns 1.

@@ -38,20 +38,13 @@ want() {  # a step asked for (bench and dual by default on an H200 only)
   [[ "$steps" == *" $1 "* ]] || return 1
   [ -n "${PENDING_STEPS:-}" ] || [[ "$h200only" != *" $1 "* ]] || [[ "$gpu" == *H200* ]]
 }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
-echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
+sdw_machine_txt "$O/machine.txt"
 targets="sdw-cli test_spmv_cuda test_engine_cuda"
 want bench && targets="$targets test_spmspv_cuda"
 sdw_gpu_build "$O" $targets || { pack; exit 1; }
 echo "built at $SECONDS s" | tee -a "$O/machine.txt"
 pack
 cli=build-gpu/bin/sdw-cli
-summary() {  # summary FILE TAG: one line per decode row
-  python3 -c 'import json,sys
-for r in json.load(open(sys.argv[1]))["rows"]:
-    print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])' \
-    "$1" "$2" 2>/dev/null || echo "$2: no result"
-}
 
 if want b2 && fits 250 "batch 2's shuffle path"; then
   timeout 240 build-gpu/tests/test_spmv_cuda > "$O/test-spmv-all.log" 2>&1
@@ -63,13 +56,13 @@ if want b2 && fits 250 "batch 2's shuffle path"; then
   d=(--config llama3-8b,qwen3-14b --json)
   fits 120 "the decode at batch 1 and 2" &&
     $cli bench decode "${d[@]}" --linear cublas,dense,sparse --patterns 2:4,16:32 --batch 1,2 --out "$O/b2-default.json" \
-      > /dev/null 2>> "$O/decode.log" && summary "$O/b2-default.json" default
+      > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/b2-default.json" default
   fits 60 "the staged batch-2 kernel" &&
     SDW_SPMV_B2=staged $cli bench decode "${d[@]}" --linear sparse --patterns 2:4,16:32 --batch 2 \
-      --out "$O/b2-staged.json" > /dev/null 2>> "$O/decode.log" && summary "$O/b2-staged.json" staged
+      --out "$O/b2-staged.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/b2-staged.json" staged
   fits 45 "batch 2 on the tensor cores" &&
     $cli bench decode "${d[@]}" --linear sparse --patterns 2:4 --batch 2 --tensor-cores \
-      --out "$O/b2-tc.json" > /dev/null 2>> "$O/decode.log" && summary "$O/b2-tc.json" tensor-cores
+      --out "$O/b2-tc.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/b2-tc.json" tensor-cores
   pack
   for v in shuffle staged; do
     fits 60 "the kernel benchmark at batch 2 ($v)" || continue
@@ -112,7 +105,7 @@ if want decode; then
     [ $m = tc ] && a=(--tensor-cores)
     $cli bench decode --config llama3-8b,qwen3-14b --linear sparse --patterns 8:16,16:32 --batch 2,4,5,6,8 "${a[@]}" \
       --json --out "$O/decode-$m.json" > /dev/null 2>> "$O/decode.log"
-    summary "$O/decode-$m.json" "$m"
+    sdw_decode_summary "$O/decode-$m.json" "$m"
     pack
   done
   # Per shape, pattern and batch: the tensor cores against the CUDA cores.
@@ -148,7 +141,7 @@ if want dual; then
     env SDW_SPMSPV_PDL=$([ $v = pdl ] && echo 1 || echo 0) $cli bench decode --config llama3-8b --linear dense,sparse \
       --patterns 2:4,col2:4,col4:8 --batch 1 --activation-sparsity 0.5 --activation-selection thresholds --json \
       --out "$O/dual-thresholds-$v.json" > /dev/null 2>> "$O/decode.log"
-    summary "$O/dual-thresholds-$v.json" "$v"
+    sdw_decode_summary "$O/dual-thresholds-$v.json" "$v"
     pack
   done
 fi

@@ -36,8 +36,7 @@ mkdir -p "$O"
 pack() { tar -C "$out" -czf "$out/spmspv-ab.tgz" ab; }
 deadline=${SPMSPV_AB_DEADLINE:-540}  # for fits (env.sh)
 . tools/gpu/env.sh
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
-echo "commit ${SDW_COMMIT:-unknown}" | tee -a "$O/machine.txt"
+sdw_machine_txt "$O/machine.txt"
 quick=${SPMSPV_AB_QUICK:-0}
 B=${SPMSPV_AB_B:-SDW_SPMSPV_WAVEFIT=0}
 echo "B: $B" | tee -a "$O/machine.txt"

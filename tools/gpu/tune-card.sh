@@ -28,17 +28,10 @@ deadline=${TUNE_DEADLINE:-560}  # for fits (env.sh)
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 name=$(echo "$card" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
 table=resources/tuning/$name.json
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$O/machine.txt"
-echo "commit ${SDW_COMMIT:-unknown}; table $table" | tee -a "$O/machine.txt"
+sdw_machine_txt "$O/machine.txt" "table $table"
 sdw_gpu_build "$O" sdw-cli || { pack; exit 1; }
 echo "built at $SECONDS s" | tee -a "$O/machine.txt"
 cli=build-gpu/bin/sdw-cli
-summary() {  # summary FILE TAG: one line per decode row
-  python3 -c 'import json,sys
-for r in json.load(open(sys.argv[1]))["rows"]:
-    print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])' \
-    "$1" "$2" 2>/dev/null || echo "$2: no result"
-}
 
 # 2. The table, group by group.
 prev=()
@@ -68,12 +61,12 @@ pack
 d=(--config "${TUNE_DECODE_CONFIGS:-llama3-8b,qwen3-14b}" --linear cublas,dense,sparse --patterns 2:4 --batch 1,2 --json)
 fits 100 "the decode before" &&
   $cli bench decode "${d[@]}" --out "$O/decode-before.json" > /dev/null 2>> "$O/decode.log" &&
-  summary "$O/decode-before.json" before
+  sdw_decode_summary "$O/decode-before.json" before
 pack
 cp "$O/$name.json" "$table"
 fits 100 "the decode after" &&
   $cli bench decode "${d[@]}" --out "$O/decode-after.json" > /dev/null 2>> "$O/decode.log" &&
-  summary "$O/decode-after.json" after
+  sdw_decode_summary "$O/decode-after.json" after
 python3 - "$O" <<'PY' || true
 import json, os, sys
 rows = {}
