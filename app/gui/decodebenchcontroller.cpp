@@ -239,17 +239,29 @@ widgets::DecodeSpeedupBars speedupBars(const nlohmann::json& summary, widgets::D
   return bars;
 }
 
+// A grid of more than this many (configuration, batch) groups is summed up one line per
+// configuration (the bars and the table hold the rest); up to it, every pattern of every group.
+constexpr int kSummaryGroupsInFull = 4;
+
 QString summaryLine(const nlohmann::json& summary, double readGBs, widgets::DecodeBaseline baseline) {
   if (!summary.is_array() || summary.empty()) return {};
   const bool best = baseline == widgets::DecodeBaseline::BestDense;
-  QStringList groups;
+  struct Group {  // one (configuration, batch): its speed-ups by pattern over one baseline
+    QString config, over;
+    int batch = 1;
+    QStringList parts;
+    double lo = 0, hi = 0, limitLo = 0, limitHi = 0;
+  };
+  std::vector<Group> groups;
+  QStringList patternNames;
   bool anySparse = false;
   for (const auto& s : summary) {
     const auto sp = s.find("sparse");
     if (sp == s.end() || !sp->is_object()) continue;
     anySparse = true;
-    QStringList parts;
-    QString over;
+    Group g;
+    g.config = qs(s.value("config", std::string()));
+    g.batch = s.value("batch", 1);
     for (const std::string& p : sortedPatterns(*sp)) {
       const nlohmann::json& e = (*sp)[p];
       double v = best ? 0.0 : number(e, "speedup_over_dense_engine");
@@ -259,20 +271,63 @@ QString summaryLine(const nlohmann::json& summary, double readGBs, widgets::Deco
         base = linearTitle(s.value("best_dense_linear", std::string()));
       }
       if (v <= 0) continue;
-      over = base;
+      g.over = base;
+      if (!patternNames.contains(qs(p))) patternNames << qs(p);
       const double limit = number(e, "speedup_limit");
-      parts << (limit > 0 ? QObject::tr("%1 %2x (limit %3x)").arg(qs(p)).arg(v, 0, 'f', 2).arg(limit, 0, 'f', 2)
-                          : QObject::tr("%1 %2x").arg(qs(p)).arg(v, 0, 'f', 2));
+      g.parts << (limit > 0 ? QObject::tr("%1 %2x (limit %3x)").arg(qs(p)).arg(v, 0, 'f', 2).arg(limit, 0, 'f', 2)
+                            : QObject::tr("%1 %2x").arg(qs(p)).arg(v, 0, 'f', 2));
+      g.lo = g.parts.size() == 1 ? v : std::min(g.lo, v), g.hi = std::max(g.hi, v);
+      if (limit > 0)
+        g.limitLo = g.limitLo > 0 ? std::min(g.limitLo, limit) : limit, g.limitHi = std::max(g.limitHi, limit);
     }
-    const QString where = QObject::tr("%1 batch %2").arg(qs(s.value("config", std::string()))).arg(s.value("batch", 1));
-    groups << (parts.isEmpty() ? QObject::tr("%1: no dense engine to compare with").arg(where)
-                               : QObject::tr("%1, over %2: %3").arg(where, over, parts.join(QStringLiteral(" · "))));
+    groups.push_back(g);
   }
   QString line =
       readGBs > 0 ? QObject::tr("Read bandwidth %1 GB/s. ").arg(readGBs, 0, 'f', readGBs < 100 ? 1 : 0) : QString();
   if (!anySparse)
     return line + QObject::tr("No sparse engine measured: speed-ups need the sparse engine and a dense one.");
-  return line + QObject::tr("Sparse speed-up (median step) — %1.").arg(groups.join(QStringLiteral("; ")));
+  const auto range = [](double lo, double hi) {
+    const QString a = QString::number(lo, 'f', 2), b = QString::number(hi, 'f', 2);
+    return a == b ? b + QLatin1Char('x') : QStringLiteral("%1-%2x").arg(a, b);
+  };
+
+  QStringList out;
+  if (static_cast<int>(groups.size()) <= kSummaryGroupsInFull) {
+    for (const Group& g : groups) {
+      const QString where = QObject::tr("%1 batch %2").arg(g.config).arg(g.batch);
+      out << (g.parts.isEmpty()
+                  ? QObject::tr("%1: no dense engine to compare with").arg(where)
+                  : QObject::tr("%1, over %2: %3").arg(where, g.over, g.parts.join(QStringLiteral(" · "))));
+    }
+    return line + QObject::tr("Sparse speed-up (median step) — %1.").arg(out.join(QStringLiteral("; ")));
+  }
+  // One line per configuration: each batch's range over the patterns, and over which dense engine
+  // where that is not the same for every batch.
+  QStringList configs;
+  for (const Group& g : groups)
+    if (!configs.contains(g.config)) configs << g.config;
+  for (const QString& c : configs) {
+    QStringList batches, overs;
+    double limitLo = 0, limitHi = 0;
+    for (const Group& g : groups)
+      if (g.config == c && !g.parts.isEmpty() && !overs.contains(g.over)) overs << g.over;
+    for (const Group& g : groups) {
+      if (g.config != c) continue;
+      if (g.parts.isEmpty()) {
+        batches << QObject::tr("batch %1 no dense engine").arg(g.batch);
+        continue;
+      }
+      batches << QObject::tr("batch %1 %2").arg(g.batch).arg(range(g.lo, g.hi)) +
+                     (overs.size() > 1 ? QObject::tr(" (over %1)").arg(g.over) : QString());
+      if (g.limitHi > 0)
+        limitLo = limitLo > 0 ? std::min(limitLo, g.limitLo) : g.limitLo, limitHi = std::max(limitHi, g.limitHi);
+    }
+    const QString over = overs.size() == 1 ? overs.front() : QObject::tr("the best dense run");
+    out << QObject::tr("%1 over %2: %3").arg(c, over, batches.join(QStringLiteral(", "))) +
+               (limitHi > 0 ? QObject::tr(" (limit %1)").arg(range(limitLo, limitHi)) : QString());
+  }
+  return line + QObject::tr("Sparse speed-up (median step, the range over %1) — %2.")
+                    .arg(patternNames.join(QStringLiteral(", ")), out.join(QStringLiteral("; ")));
 }
 
 Results parseResults(const nlohmann::json& doc, const std::string& source) {

@@ -584,6 +584,25 @@ class TestDecodeView : public QObject {
     QCOMPARE(m->index(0, DecodeResultsModel::GBs).data().toString(), QStringLiteral("1600"));
   }
 
+  // A whole grid (three shapes x four batches x four patterns) is summed up one line per shape,
+  // each batch's range over the patterns, so the text stays a few lines under the bars.
+  void summarisesAWholeGridPerShape() {
+    QVERIFY(open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h100-decode-e2e-f62ad7d.json")));
+    const QString own = view_->summaryText();
+    QVERIFY2(own.contains(QStringLiteral("(median step, the range over 2:4, 4:8, 8:16, 16:32)")), qPrintable(own));
+    QVERIFY2(own.contains(QStringLiteral("llama-3.1-8b over our dense engine: batch 1 1.47x, batch 2 1.32-1.33x, "
+                                         "batch 4 1.08-1.25x, batch 8 1.05-1.32x (limit 1.65-1.68x)")),
+             qPrintable(own));
+    QVERIFY2(own.count(QStringLiteral("; ")) == 2, qPrintable(own));  // three shapes
+    QVERIFY(!own.contains(QStringLiteral("2:4 1.47x (limit")));
+    view_->setBaseline(DecodeBaseline::BestDense);
+    const QString best = view_->summaryText();
+    QVERIFY2(best.contains(QStringLiteral("llama-3.1-8b over the best dense run: batch 1 1.47x (over ")) &&
+                 best.contains(QStringLiteral("batch 8 0.93-1.18x (over cuBLAS)")),
+             qPrintable(best));
+    view_->setBaseline(DecodeBaseline::OwnDense);
+  }
+
   void opensTheCommittedSingleRowResult() {
     // The single-cell form, written before the engine's linears: the eager forward pass.
     QVERIFY(open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h200-decode-llama3-8b.json")));
