@@ -167,6 +167,16 @@ __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& v
                                                  typename XLane<T, B>::Reg xr, typename XLane<T, B>::Reg xq,
                                                  float (&acc0)[B], float (&acc1)[B]) {
   const std::uint32_t w[8] = {va.x, va.y, va.z, va.w, vb.x, vb.y, vb.z, vb.w};
+#ifdef SDW_SPMV_LOADS_ONLY  // timing experiment only (wrong results): the loads without the walk or the exchange
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int k = 15 - i;
+    XLane<T, B>::fma((k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]), xr, acc0);
+    XLane<T, B>::fma((i & 1) ? hi16<T>(w[i / 2]) : lo16<T>(w[i / 2]), xq, acc1);
+  }
+  acc0[0] = fmaf(__uint_as_float(m), 0.f, acc0[0]);  // keeps the mask load
+  return;
+#endif
   std::uint32_t r = __brev(m);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -196,8 +206,16 @@ __device__ __forceinline__ void loadWeightsB1(ChunkB1<U, B>& c, const uint4* __r
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const std::int64_t e = (tileBase + g + u) * 32 + lane;
+#if defined(SDW_SPMV_SPLIT_HALVES)  // timing experiment only (wrong results with this layout): each load 512 B whole
+    c.va[u] = __ldcg(values + 2 * (e - lane) + lane);
+    c.vb[u] = __ldcg(values + 2 * (e - lane) + 32 + lane);
+#elif defined(SDW_SPMV_VALUES_LDCA)  // experiment: values through L1 (the second half of each sector a hit)
+    c.va[u] = __ldca(values + 2 * e);
+    c.vb[u] = __ldca(values + 2 * e + 1);
+#else
     c.va[u] = __ldcg(values + 2 * e);
     c.vb[u] = __ldcg(values + 2 * e + 1);
+#endif
     c.mk[u] = __ldcg(masks + e);
   }
 }

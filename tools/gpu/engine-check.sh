@@ -39,6 +39,9 @@
 #                                 2:4) with SDW_ATTENTION=cluster, SDW_ATTENTION_LANES=2 and 4, SDW_ATTENTION=ticket,
 #                                 empty (the launch alone) and without the attention; then the attention-only step
 #                                 (linears, norms, SwiGLU left out) the same ways
+#   ENGINE_CHECK_SPLIT=1 ...      the batch-1 step (dense GEMV, sparse 2:4) whole, with the projections and lm_head
+#                                 alone (SDW_ENGINE_SKIP=others) and with everything else alone (=linears), on
+#                                 ENGINE_CHECK_SPLIT_CONFIGS (default llama3-8b,qwen3-14b)
 #   ENGINE_CHECK_FUSE=1 ...       the norms as projection tails or folded: test_spmv_cuda normTailMatchesLaunch and
 #                                 normFoldMatchesLaunch, then the batch-1 step of FUSE_CONFIGS (default "llama3-8b
 #                                 qwen3-14b"; dense, sparse 2:4) for FUSE_VARIANTS (default "0 1 ticket fold"):
@@ -95,6 +98,17 @@ if [ "${ENGINE_CHECK_ATTN:-0}" = 1 ]; then
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(sys.argv[2], r["linear"], r.get("pattern") or "-", "%.1f tok/s" % r["tokens_per_second"], "%.1f us/step" % (1e6 / r["tokens_per_second"])) for r in d.get("rows", [d])]' \
         "$O/attn-$part-$v.json" "$part $v" | tee -a "$O/attn.txt"
     done
+  done
+fi
+if [ "${ENGINE_CHECK_SPLIT:-0}" = 1 ]; then  # the batch-1 step, the projections alone, the rest alone
+  for part in step projections rest; do
+    skip=""
+    [ $part = projections ] && skip=others
+    [ $part = rest ] && skip=linears
+    SDW_ENGINE_SKIP=$skip build-gpu/bin/sdw-cli bench decode --config ${ENGINE_CHECK_SPLIT_CONFIGS:-llama3-8b,qwen3-14b} \
+      --linear dense,sparse --patterns 2:4 --batch 1 --json --out "$O/split-$part.json" > /dev/null 2>> "$O/split.log"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(sys.argv[2], r["config"], r["linear"], r.get("pattern") or "-", "%.1f tok/s" % r["tokens_per_second"], "%.1f us/step" % (1e6 / r["tokens_per_second"]), "limit %.1f" % r["limit_tokens_per_second"]) for r in d["rows"]]' \
+      "$O/split-$part.json" "$part" | tee -a "$O/split.txt"
   done
 fi
 if [ "${ENGINE_CHECK_FUSE:-0}" = 1 ]; then

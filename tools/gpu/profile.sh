@@ -16,11 +16,11 @@ mkdir -p "$out" /tmp/prof
 
 # Registers, spills and shared memory of every kernel instantiation.
 for f in $(cd gpu/kernels && ls spmv*.cu | sed "s/\.cu$//"); do  # spmv.cu, spmv_b*.cu (per batch)
-  nvcc -std=c++20 -O3 -arch=sm_90 -I. -Xptxas -v -c "gpu/kernels/$f.cu" -o "/tmp/prof/$f.o" 2>"/tmp/prof/ptxas-$f.txt" &
+  nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. -Xptxas -v -c "gpu/kernels/$f.cu" -o "/tmp/prof/$f.o" 2>"/tmp/prof/ptxas-$f.txt" &
 done
-nvcc -std=c++20 -O3 -arch=sm_90 -I. -Xptxas -v -c gpu/kernels/gemv.cu -o /tmp/prof/gemv.o 2>"$out/ptxas-gemv.txt" &
-for f in hbm benchfill; do nvcc -std=c++20 -O3 -arch=sm_90 -I. -c "gpu/kernels/$f.cu" -o "/tmp/prof/$f.o" & done
-nvcc -std=c++20 -O3 -arch=sm_90 -I. -c tools/gpu/spmv_probe.cu -o /tmp/prof/main.o
+nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. -Xptxas -v -c gpu/kernels/gemv.cu -o /tmp/prof/gemv.o 2>"$out/ptxas-gemv.txt" &
+for f in hbm benchfill; do nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. -c "gpu/kernels/$f.cu" -o "/tmp/prof/$f.o" & done
+nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. -c tools/gpu/spmv_probe.cu -o /tmp/prof/main.o
 wait
 cat /tmp/prof/ptxas-spmv*.txt >"$out/ptxas-spmv.txt"
 nvcc -arch=sm_90 /tmp/prof/*.o -o /tmp/prof/probe || { echo "probe build failed"; exit 1; }

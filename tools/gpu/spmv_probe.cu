@@ -637,45 +637,59 @@ int main(int argc, char** argv) {
                 blocks, plain, pdl);
   }
 
+  // Knobs for A/B runs of a variant (tools/gpu/probe-ab.sh): SDW_PROBE_SHAPES="14336x4096,..." times those
+  // shapes only; SDW_PROBE_NO_CHECKS=1 skips the correctness checks (a timing-only variant fails them);
+  // SDW_PROBE_NO_DENSE=1 skips the dense GEMV's sweep.
+  const char* onlyShapes = std::getenv("SDW_PROBE_SHAPES");
+  const bool noChecks = std::getenv("SDW_PROBE_NO_CHECKS") != nullptr;
+  const bool noDense = std::getenv("SDW_PROBE_NO_DENSE") != nullptr;
+
   // Correctness.
   int fails = 0;
-  for (DType dt : {DType::BF16, DType::F16})
-    for (int b : {1, 2, 3, 4, 5, 8})
-      for (SpmvConfig c : {SpmvConfig{8, 2, 1}, SpmvConfig{4, 4, 3}, SpmvConfig{2, 1, 8}, SpmvConfig{b == 1 ? 16 : 8, 4, 2}}) {
-        fails += !checkSparse(37, 96, b, dt, c, 2, 4);
-        fails += !checkSparse(100, 1056, b, dt, c, 8, 16);
-        fails += !checkSparse(33, 32, b, dt, c, 16, 32);
-      }
-  for (DType dt : {DType::BF16, DType::F16})
-    for (int b : {1, 2, 3, 8})
-      for (GemvConfig c : {GemvConfig{4, 2, 2, 1}, GemvConfig{8, 4, 1, 3}, GemvConfig{2, 1, 1, 5}}) {
-        fails += !checkDense(37, 96, b, dt, c);
-        fails += !checkDense(70, 2056, b, dt, c);
-        fails += !checkDense(33, 32, b, dt, c);
-      }
+  if (!noChecks)
+    for (DType dt : {DType::BF16, DType::F16})
+      for (int b : {1, 2, 3, 4, 5, 8})
+        for (SpmvConfig c :
+             {SpmvConfig{8, 2, 1}, SpmvConfig{4, 4, 3}, SpmvConfig{2, 1, 8}, SpmvConfig{b == 1 ? 16 : 8, 4, 2}}) {
+          fails += !checkSparse(37, 96, b, dt, c, 2, 4);
+          fails += !checkSparse(100, 1056, b, dt, c, 8, 16);
+          fails += !checkSparse(33, 32, b, dt, c, 16, 32);
+        }
+  if (!noChecks)
+    for (DType dt : {DType::BF16, DType::F16})
+      for (int b : {1, 2, 3, 8})
+        for (GemvConfig c : {GemvConfig{4, 2, 2, 1}, GemvConfig{8, 4, 1, 3}, GemvConfig{2, 1, 1, 5}}) {
+          fails += !checkDense(37, 96, b, dt, c);
+          fails += !checkDense(70, 2056, b, dt, c);
+          fails += !checkDense(33, 32, b, dt, c);
+        }
   // Batch 1 through a thread-block cluster (2..16 blocks, uneven splits: 127 and 33 words) and
   // unroll 3, against the workspace path.
   int clusterChecks = 0;
-  for (DType dt : {DType::BF16, DType::F16})
-    for (SpmvConfig c : {SpmvConfig{16, 4, 8, 1}, SpmvConfig{8, 3, 3, 1}, SpmvConfig{4, 1, 16, 1},
-                         SpmvConfig{16, 2, 2, -1}, SpmvConfig{8, 3, 7, 0}, SpmvConfig{16, 1, 6, 1},
-                         SpmvConfig{4, 4, 4, 1}, SpmvConfig{8, 2, 16, 0}}) {
-      for (auto [r, k] : {std::pair<long, long>{65, 4064}, {100, 1056}, {37, 96}, {1024, 4096}, {33, 32}}) {
-        fails += !checkSparse(r, k, 1, dt, c, r % 2 ? 4 : 2, r % 2 ? 8 : 4);
-        clusterChecks += spmvUsesCluster(k, 1, c);
+  if (!noChecks)
+    for (DType dt : {DType::BF16, DType::F16})
+      for (SpmvConfig c :
+           {SpmvConfig{16, 4, 8, 1}, SpmvConfig{8, 3, 3, 1}, SpmvConfig{4, 1, 16, 1}, SpmvConfig{16, 2, 2, -1},
+            SpmvConfig{8, 3, 7, 0}, SpmvConfig{16, 1, 6, 1}, SpmvConfig{4, 4, 4, 1}, SpmvConfig{8, 2, 16, 0}}) {
+        for (auto [r, k] : {std::pair<long, long>{65, 4064}, {100, 1056}, {37, 96}, {1024, 4096}, {33, 32}}) {
+          fails += !checkSparse(r, k, 1, dt, c, r % 2 ? 4 : 2, r % 2 ? 8 : 4);
+          clusterChecks += spmvUsesCluster(k, 1, c);
+        }
       }
-    }
   // Batch 1 through the bulk-copy pipeline (unroll 10 S + U; sm_90), all four patterns, odd rows,
   // K = 32, uneven and clustered splits, large K.
   int bulkChecks = 0;
-  for (DType dt : {DType::BF16, DType::F16})
-    for (SpmvConfig c : {SpmvConfig{4, 41, 1}, SpmvConfig{16, 61, 2}, SpmvConfig{8, 81, 3, 1}, SpmvConfig{8, 42, 7, 0},
-                         SpmvConfig{4, 34, 4, -1}, SpmvConfig{16, 41, 16, 1}, SpmvConfig{2, 42, 1}}) {
-      for (auto [r, k] : {std::pair<long, long>{65, 4064}, {100, 1056}, {37, 96}, {1024, 4096}, {33, 32}, {70, 14336}}) {
-        for (int pm : {4, 8, 16, 32}) fails += !checkSparse(r, k, 1, dt, c, pm / 2, pm), ++bulkChecks;
-        clusterChecks += spmvUsesCluster(k, 1, c);
+  if (!noChecks)
+    for (DType dt : {DType::BF16, DType::F16})
+      for (SpmvConfig c :
+           {SpmvConfig{4, 41, 1}, SpmvConfig{16, 61, 2}, SpmvConfig{8, 81, 3, 1}, SpmvConfig{8, 42, 7, 0},
+            SpmvConfig{4, 34, 4, -1}, SpmvConfig{16, 41, 16, 1}, SpmvConfig{2, 42, 1}}) {
+        for (auto [r, k] :
+             {std::pair<long, long>{65, 4064}, {100, 1056}, {37, 96}, {1024, 4096}, {33, 32}, {70, 14336}}) {
+          for (int pm : {4, 8, 16, 32}) fails += !checkSparse(r, k, 1, dt, c, pm / 2, pm), ++bulkChecks;
+          clusterChecks += spmvUsesCluster(k, 1, c);
+        }
       }
-    }
   std::printf("correctness: %d failures (%d cluster launches checked, %d bulk-pipeline checks)\n", fails, clusterChecks,
               bulkChecks);
 
@@ -690,6 +704,7 @@ int main(int argc, char** argv) {
   std::printf("%-11s %2s | %8s %8s %5s %-10s | %8s %8s %5s %-15s | %5s | %8s %-11s | %5s | %8s %s\n", "shape", "b", "dense us",
               "GB/s", "%hbm", "cfg", "sparse us", "GB/s", "%hbm", "cfg", "x", "v6 set", "cfg", "gain", "any", "cfg");
   for (const Shape& s : shapes) {
+    if (onlyShapes && !std::strstr(onlyShapes, s.name)) continue;
     ShapeBuffers buf(s.rows, s.cols);
     auto &dw = buf.dw, &sv = buf.sv;
     auto& sm = buf.sm;
@@ -703,19 +718,19 @@ int main(int argc, char** argv) {
       GemvConfig bd, bdp;
       SpmvConfig bsp;
       SpmvConfig bs;
-      for (const GemvConfig c : gemvTuningSpace(b)) {  // the table sdw-cli bench kernels --tune sweeps too
-              const double t = timeGraph(copies, launches, 5, [&](int i) {
-                return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
-              });
-              if (t < bestD) bestD = t, bd = c;
-              if (b == 1) {
-                GemvConfig cp = c;
-                cp.pdl = true;
-                const double tp = timeGraph(copies, launches, 5, [&](int i) {
-                  return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, cp, ws, cnt, gStream);
-                });
-                if (tp < bestDP) bestDP = tp, bdp = cp;
-              }
+      for (const GemvConfig c : noDense ? std::vector<GemvConfig>{} : gemvTuningSpace(b)) {  // as bench kernels --tune
+        const double t = timeGraph(copies, launches, 5, [&](int i) {
+          return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
+        });
+        if (t < bestD) bestD = t, bd = c;
+        if (b == 1) {
+          GemvConfig cp = c;
+          cp.pdl = true;
+          const double tp = timeGraph(copies, launches, 5, [&](int i) {
+            return launchDenseGemv(dw[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, cp, ws, cnt, gStream);
+          });
+          if (tp < bestDP) bestDP = tp, bdp = cp;
+        }
       }
       // bestS: over the configurations the engine and the harness reproduce from (warps, unroll,
       // split_k) with the cluster request agreeing with auto (recorded as "cluster": 0/1, the request

@@ -39,9 +39,9 @@ build_pid=$!
 mkdir -p /tmp/probe
 spmv_units=$(cd gpu/kernels && ls spmv*.cu | sed "s/\.cu$//")  # spmv.cu (host side) and spmv_b*.cu (per batch)
 for f in $spmv_units gemv hbm benchfill; do
-  nvcc -std=c++20 -O3 -arch=sm_90 -I. -c "gpu/kernels/$f.cu" -o "/tmp/probe/$f.o" &
+  nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. -c "gpu/kernels/$f.cu" -o "/tmp/probe/$f.o" &
 done
-nvcc -std=c++20 -O3 -arch=sm_90 -I. -c tools/gpu/spmv_probe.cu -o /tmp/probe/main.o
+nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. -c tools/gpu/spmv_probe.cu -o /tmp/probe/main.o
 wait $(jobs -p | grep -v "^$build_pid$")
 nvcc -arch=sm_90 /tmp/probe/*.o -o /tmp/probe/probe && log "probe built" || log "probe build FAILED"
 if command -v cuobjdump >/dev/null; then
@@ -72,8 +72,8 @@ ab_s=0
 if [ -n "${PROBE_AB:-}" ] && [ -x /tmp/probe/probe ]; then
   ab_s=${PROBE_AB_S:-110}
   mkdir -p /tmp/probe-ab
-  for f in $spmv_units; do nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c "gpu/kernels/$f.cu" -o "/tmp/probe-ab/$f.o" & done
-  nvcc -std=c++20 -O3 -arch=sm_90 -I. $PROBE_AB -c tools/gpu/spmv_probe.cu -o /tmp/probe-ab/main.o
+  for f in $spmv_units; do nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. $PROBE_AB -c "gpu/kernels/$f.cu" -o "/tmp/probe-ab/$f.o" & done
+  nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -I. $PROBE_AB -c tools/gpu/spmv_probe.cu -o /tmp/probe-ab/main.o
   wait $(jobs -p | grep -v "^$build_pid$") && nvcc -arch=sm_90 /tmp/probe-ab/*.o \
     $(ls /tmp/probe/*.o | grep -v -e "/spmv[_.]" -e /main.o) -o /tmp/probe-ab/probe &&
     log "probe with $PROBE_AB built" || ab_s=0
