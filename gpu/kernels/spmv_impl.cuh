@@ -178,6 +178,27 @@ __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& v
   return;
 #endif
   std::uint32_t r = __brev(m);
+#ifdef SDW_SPMV_FOUR_CHAINS  // experiment: patterns with M <= 16 only (8 kept columns in each half of a word)
+  {
+    std::uint32_t mh = m & 0xffff0000u, ml = m & 0xffffu, rl = r & 0xffffu, rh = r & 0xffff0000u;
+    float a2[B], a3[B];
+#pragma unroll
+    for (int b = 0; b < B; ++b) a2[b] = 0.f, a3[b] = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int p0 = topBit(mh), p2 = topBit(ml), q1 = topBit(rl), q3 = topBit(rh);
+      mh ^= 1u << p0, ml ^= 1u << p2, rl ^= 1u << q1, rh ^= 1u << q3;
+      const int k0 = 15 - i, k2 = 7 - i, k1 = 8 + i, k3 = i;
+      XLane<T, B>::fma((k0 & 1) ? hi16<T>(w[k0 / 2]) : lo16<T>(w[k0 / 2]), __shfl_sync(0xffffffffu, xr, p0), acc0);
+      XLane<T, B>::fma((k2 & 1) ? hi16<T>(w[k2 / 2]) : lo16<T>(w[k2 / 2]), __shfl_sync(0xffffffffu, xr, p2), a2);
+      XLane<T, B>::fma((k1 & 1) ? hi16<T>(w[k1 / 2]) : lo16<T>(w[k1 / 2]), __shfl_sync(0xffffffffu, xq, q1), acc1);
+      XLane<T, B>::fma((k3 & 1) ? hi16<T>(w[k3 / 2]) : lo16<T>(w[k3 / 2]), __shfl_sync(0xffffffffu, xq, q3), a3);
+    }
+#pragma unroll
+    for (int b = 0; b < B; ++b) acc0[b] += a2[b], acc1[b] += a3[b];
+    return;
+  }
+#endif
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int p = topBit(m);
