@@ -98,6 +98,7 @@ struct Shape {
 
 // ---- correctness ------------------------------------------------------------
 static bool checkSparse(long rows, long cols, int batch, DType dt, SpmvConfig cfg, int n, int m) {
+  cfg.fourChains = spmvFourChains(m);  // as the engine launches it (16:32: the two-chain walk)
   const bool bf = dt == DType::BF16;
   const long tiles = spmvTiles(rows), G = cols / 32;
   const size_t nv = tiles * 32 * cols / 2, nw = tiles * 32 * G;
@@ -307,7 +308,8 @@ static int profileMain(int argc, char** argv) {
     return 2;
   }
   const long rows = std::atol(argv[3]), cols = std::atol(argv[4]);
-  const SpmvConfig sc{std::atoi(argv[5]), std::atoi(argv[6]), std::atoi(argv[7])};
+  SpmvConfig sc{std::atoi(argv[5]), std::atoi(argv[6]), std::atoi(argv[7])};
+  sc.fourChains = spmvFourChains(4);  // 2:4 weights
   const GemvConfig dc{std::atoi(argv[8]), std::atoi(argv[9]), std::atoi(argv[10]), std::atoi(argv[11])};
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
   const size_t dBytes = size_t(rows) * cols * 2, vBytes = size_t(spmvTiles(rows)) * 32 * cols;
@@ -739,34 +741,33 @@ int main(int argc, char** argv) {
       double bestOld = 1e30, bestAny = 1e30, bestReg = 1e30;  // bestReg: batch 1, v7 set (register path)
       SpmvConfig bo, ba, br;
       // The shared tuning space (gpu/kernels/launch_space.h), with the requests that disagree with auto.
-      for (const SpmvConfig c : spmvTuningSpace(s.cols, b, true)) {
-              const int w = c.warps, u = c.unroll, k = c.splitK, cl = c.cluster;
-              // A cluster shape the device cannot co-schedule fails at launch: skip it.
-              if (launchBitmaskSpmv(sv[0], sm[0], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt,
-                                    gStream) != cudaSuccess ||
-                  cudaStreamSynchronize(gStream) != cudaSuccess) {
-                std::printf("  skip w%d u%d s%d c%d: %s\n", w, u, k, cl, cudaGetErrorString(cudaGetLastError()));
-                continue;
-              }
-              const double t = timeGraph(copies, launches, 5, [&](int i) {
-                return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt,
-                                         gStream);
-              });
-              const bool asAuto = (cl == 1) == spmvUsesCluster(s.cols, b, SpmvConfig{w, u, k, -1});
-              if (asAuto && t < bestS) bestS = t, bs = c;
-              if (b == 1 && asAuto) {
-                SpmvConfig cp = c;
-                cp.pdl = true;
-                const double tp = timeGraph(copies, launches, 5, [&](int i) {
-                  return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, cp, ws, cnt,
-                                           gStream);
-                });
-                if (tp < bestSP) bestSP = tp, bsp = cp;
-              }
-              if (!cl && u != 3 && u < 10 && t < bestOld) bestOld = t, bo = c;
-              if (b == 1 && u < 10 && asAuto && t < bestReg) bestReg = t, br = c;
-              if (t < bestAny) bestAny = t, ba = c;
-            }
+      for (SpmvConfig c : spmvTuningSpace(s.cols, b, true)) {
+        c.fourChains = spmvFourChains(4);  // 2:4 weights, as the engine launches them
+        const int w = c.warps, u = c.unroll, k = c.splitK, cl = c.cluster;
+        // A cluster shape the device cannot co-schedule fails at launch: skip it.
+        if (launchBitmaskSpmv(sv[0], sm[0], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream) !=
+                cudaSuccess ||
+            cudaStreamSynchronize(gStream) != cudaSuccess) {
+          std::printf("  skip w%d u%d s%d c%d: %s\n", w, u, k, cl, cudaGetErrorString(cudaGetLastError()));
+          continue;
+        }
+        const double t = timeGraph(copies, launches, 5, [&](int i) {
+          return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream);
+        });
+        const bool asAuto = (cl == 1) == spmvUsesCluster(s.cols, b, SpmvConfig{w, u, k, -1});
+        if (asAuto && t < bestS) bestS = t, bs = c;
+        if (b == 1 && asAuto) {
+          SpmvConfig cp = c;
+          cp.pdl = true;
+          const double tp = timeGraph(copies, launches, 5, [&](int i) {
+            return launchBitmaskSpmv(sv[i], sm[i], DType::BF16, s.rows, s.cols, x, b, y, s.rows, cp, ws, cnt, gStream);
+          });
+          if (tp < bestSP) bestSP = tp, bsp = cp;
+        }
+        if (!cl && u != 3 && u < 10 && t < bestOld) bestOld = t, bo = c;
+        if (b == 1 && u < 10 && asAuto && t < bestReg) bestReg = t, br = c;
+        if (t < bestAny) bestAny = t, ba = c;
+      }
       const double dg = dBytes / (bestD * 1e-6) / 1e9, sg = sBytes / (bestS * 1e-6) / 1e9;
       std::printf("%-11s %2d | %8.2f %8.0f %5.1f w%d r%d u%d s%-2d | %8.2f %8.0f %5.1f w%-2d u%d s%-2d c%d | %5.2f | %8.2f w%-2d u%d s%-2d "
                   "| %5.2f | %8.2f w%-2d u%d s%-2d c%d\n",
