@@ -653,7 +653,6 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  op.spmv.fourChains = kernels::spmvFourChains(d.pattern.m);  // the CUDA-core walk at batch 1 and 2
   if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m)) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
     op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion

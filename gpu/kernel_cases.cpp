@@ -237,7 +237,6 @@ const char* launchSpmv(CaseInputs& in, int copy, const CaseConfig& cfg) {
   kernels::SpmvConfig kc = kernels::toConfig(c, c.pdl);
   kc.xRowMajor = in.batch > 1 && kernels::spmvTensorCores(kc);
   kc.tcM = in.problem.pattern.m;  // on the tensor cores: 8:16's longer expansion
-  kc.fourChains = kernels::spmvFourChains(in.problem.pattern.m);  // on the CUDA cores at batch 1 and 2
   return status(kernels::launchBitmaskSpmv(
       in.w[i].data_ptr(), reinterpret_cast<const std::uint32_t*>(in.masks[i].data_ptr()), kernelDType(in.problem.dtype),
       in.problem.rows, in.problem.cols, (kc.xRowMajor ? in.xr : in.x).data_ptr(), in.batch, in.y.data_ptr(),

@@ -247,8 +247,7 @@ void bitmaskSpmvInto(const DeviceBitmask& w, const at::Tensor& x, at::Tensor& y,
   const c10::cuda::CUDAGuard guard(x.device());
   const auto xi = interleaveBatch(x);
   const int batch = static_cast<int>(x.size(0));
-  kernels::SpmvConfig kc = kernels::toConfig(cfg, cfg.pdl);
-  kc.fourChains = kernels::spmvFourChains(w.pattern.m);
+  const kernels::SpmvConfig kc = kernels::toConfig(cfg, cfg.pdl);
   const auto wsN = kernels::spmvWorkspaceFloats(w.rows, w.cols, batch, kc);
   auto ws = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(wsN, 1))}, x.options().dtype(at::kFloat));
   auto counters = at::zeros({kernels::spmvTiles(w.rows)}, x.options().dtype(at::kInt));

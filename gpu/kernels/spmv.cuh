@@ -60,12 +60,6 @@ struct SpmvConfig {
   // instead of 4). Bitwise the same sums; never with programmatic dependent launch; ignored
   // on the other paths. An A/B switch until measured (SDW_TC_SEL=copies in the engine).
   bool tcSelectorCopies = false;
-  // Batch 1 and batch 2's shuffle path (CUDA cores): every 16-column half of a mask word holds eight kept
-  // columns (patterns with M <= 16: 2:4, 4:8, 8:16), so the walk runs as four chains of four values
-  // instead of two of eight (a shorter dependent chain per word; the same instructions per value). The
-  // packed format does not say which: with 16:32 a word whose halves do not hold eight each gives a
-  // wrong sum. spmvFourChains(M) (spmv_tc.h) is the rule the engine and the benchmarks apply.
-  bool fourChains = false;
 };
 
 int spmvXStride(int batch);  // 1, 2, 4 or 8

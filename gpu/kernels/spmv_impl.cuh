@@ -10,8 +10,7 @@
 // on sm_90, by block 0 of a thread-block cluster through distributed shared memory.
 //
 // Batch 1 (bitmaskSpmvB1Kernel): x by shuffle from registers, two traversal
-// chains per word (four where each half of a word holds eight kept columns, M <= 16),
-// block-uniform trip counts, next chunk prefetched. Batch 2 with
+// chains per word, block-uniform trip counts, next chunk prefetched. Batch 2 with
 // SpmvConfig::unroll 200 + U: the same kernel, both rows' x in one 32-bit shuffle.
 // Batch 2-8 (bitmaskSpmvKernel): x staged per block in shared memory as fp32,
 // batch-interleaved; one traversal from the top bit:
@@ -163,49 +162,23 @@ struct XLane<T, 2> {
 // from registers by shuffle: lane c of xr holds x[32g + c], lane c of xq holds
 // x[32g + 31 - c]. Per kept value: FLO, SHF + LOP (clear), SHFL, widen, FFMA (batch 2:
 // one SHFL, two widenings of x and two FFMA).
-//
-// fourChains (patterns with M <= 16, where each 16-column half of a word holds eight kept
-// columns; SpmvConfig::fourChains): the same per value, as four chains of four, each half
-// walked from both ends (values 15..12 and 7..4 from the top of each half, 8..11 and 0..3
-// from the bottom), so the dependent chain of a word is half as long. The flag is the same
-// for the whole grid (no divergence around the shuffles); a word of 16:32 whose halves do
-// not hold eight each gives a wrong sum with it.
-template <typename T>
-__device__ __forceinline__ float keptValue(const std::uint32_t (&w)[8], int k) {
-  return (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
-}
 template <typename T, int B>
 __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& vb, std::uint32_t m,
                                                  typename XLane<T, B>::Reg xr, typename XLane<T, B>::Reg xq,
-                                                 float (&acc0)[B], float (&acc1)[B], bool fourChains) {
+                                                 float (&acc0)[B], float (&acc1)[B]) {
   const std::uint32_t w[8] = {va.x, va.y, va.z, va.w, vb.x, vb.y, vb.z, vb.w};
   std::uint32_t r = __brev(m);
-  if (fourChains) {
-    std::uint32_t mh = m & 0xffff0000u, ml = m & 0xffffu, rl = r & 0xffffu, rh = r & 0xffff0000u;
-    float a2[B], a3[B];
-#pragma unroll
-    for (int b = 0; b < B; ++b) a2[b] = 0.f, a3[b] = 0.f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int p0 = topBit(mh), p2 = topBit(ml), q1 = topBit(rl), q3 = topBit(rh);
-      mh ^= 1u << p0, ml ^= 1u << p2, rl ^= 1u << q1, rh ^= 1u << q3;
-      XLane<T, B>::fma(keptValue<T>(w, 15 - i), __shfl_sync(0xffffffffu, xr, p0), acc0);
-      XLane<T, B>::fma(keptValue<T>(w, 7 - i), __shfl_sync(0xffffffffu, xr, p2), a2);
-      XLane<T, B>::fma(keptValue<T>(w, 8 + i), __shfl_sync(0xffffffffu, xq, q1), acc1);
-      XLane<T, B>::fma(keptValue<T>(w, i), __shfl_sync(0xffffffffu, xq, q3), a3);
-    }
-#pragma unroll
-    for (int b = 0; b < B; ++b) acc0[b] += a2[b], acc1[b] += a3[b];
-    return;
-  }
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int p = topBit(m);
     m ^= 1u << p;
     const int q = topBit(r);
     r ^= 1u << q;
-    XLane<T, B>::fma(keptValue<T>(w, 15 - i), __shfl_sync(0xffffffffu, xr, p), acc0);
-    XLane<T, B>::fma(keptValue<T>(w, i), __shfl_sync(0xffffffffu, xq, q), acc1);
+    const int k = 15 - i;
+    const float vh = (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
+    const float vl = (i & 1) ? hi16<T>(w[i / 2]) : lo16<T>(w[i / 2]);
+    XLane<T, B>::fma(vh, __shfl_sync(0xffffffffu, xr, p), acc0);
+    XLane<T, B>::fma(vl, __shfl_sync(0xffffffffu, xq, q), acc1);
   }
 }
 
@@ -247,8 +220,7 @@ __device__ __forceinline__ void loadChunkB1(ChunkB1<U, B>& c, const uint4* __res
 // computed on a duplicate of a valid chunk and dropped: the shuffles stay in
 // block-uniform control flow).
 template <typename T, int U, int B>
-__device__ __forceinline__ void computeChunkB1(const ChunkB1<U, B>& c, bool keep, float (&acc0)[B], float (&acc1)[B],
-                                               bool fourChains) {
+__device__ __forceinline__ void computeChunkB1(const ChunkB1<U, B>& c, bool keep, float (&acc0)[B], float (&acc1)[B]) {
   float s0[B], s1[B];
 #pragma unroll
   for (int b = 0; b < B; ++b) s0[b] = 0.f, s1[b] = 0.f;
@@ -256,7 +228,7 @@ __device__ __forceinline__ void computeChunkB1(const ChunkB1<U, B>& c, bool keep
   for (int u = 0; u < U; ++u) {
     const auto xr = XLane<T, B>::reg(c.xv[u]);
     const auto xq = __shfl_xor_sync(0xffffffffu, xr, 31);
-    accumulateWordB1<T, B>(c.va[u], c.vb[u], c.mk[u], xr, xq, s0, s1, fourChains);
+    accumulateWordB1<T, B>(c.va[u], c.vb[u], c.mk[u], xr, xq, s0, s1);
   }
   if (keep) {
 #pragma unroll
@@ -299,12 +271,11 @@ __device__ __forceinline__ SliceB1<U> sliceB1(int G, int wordsPerSplit) {
 template <typename T, int U, int B>
 __device__ __forceinline__ void tailWordsB1(const SliceB1<U>& sl, const uint4* __restrict__ values,
                                             const std::uint32_t* __restrict__ masks,
-                                            const unsigned short* __restrict__ xg, float (&acc0)[B], float (&acc1)[B],
-                                            bool fourChains) {
+                                            const unsigned short* __restrict__ xg, float (&acc0)[B], float (&acc1)[B]) {
   for (int g = sl.gs + sl.full * U; g < sl.g1; ++g) {
     ChunkB1<1, B> c;
     loadChunkB1<1, B>(c, values, masks, xg, sl.tileBase, g, sl.lane);
-    computeChunkB1<T, 1, B>(c, sl.warp == 0, acc0, acc1, fourChains);
+    computeChunkB1<T, 1, B>(c, sl.warp == 0, acc0, acc1);
   }
 }
 
@@ -392,8 +363,7 @@ template <typename T, int B, int U, bool CLUSTER, bool PDL, bool TAIL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1Kernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                         int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
-                        std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters, NormTail tail,
-                        bool fourChains) {
+                        std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters, NormTail tail) {
 #if __CUDA_ARCH__ >= 900
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 #endif
@@ -417,13 +387,13 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
   }
   for (int it = 0; it < iters; it += 2) {
     if ((!PDL || it > 0) && it + 1 < iters) loadChunkB1<U, B>(c, values, masks, xg, tileBase, sl.word(it + 1), lane);
-    computeChunkB1<T, U, B>(a, sl.keeps(it), acc0, acc1, fourChains);
+    computeChunkB1<T, U, B>(a, sl.keeps(it), acc0, acc1);
     if (it + 1 >= iters) break;
     if (it + 2 < iters) loadChunkB1<U, B>(a, values, masks, xg, tileBase, sl.word(it + 2), lane);
-    computeChunkB1<T, U, B>(c, sl.keeps(it + 1), acc0, acc1, fourChains);
+    computeChunkB1<T, U, B>(c, sl.keeps(it + 1), acc0, acc1);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  tailWordsB1<T, U, B>(sl, values, masks, xg, acc0, acc1, fourChains);
+  tailWordsB1<T, U, B>(sl, values, masks, xg, acc0, acc1);
 
   float acc[B];
 #pragma unroll
@@ -444,7 +414,7 @@ template <typename T, int U, int S, bool CLUSTER, bool PDL, bool TAIL>
 __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
     bitmaskSpmvB1BulkKernel(const uint4* __restrict__ values, const std::uint32_t* __restrict__ masks, int G,
                             int wordsPerSplit, const T* __restrict__ x, std::int64_t rows, T* __restrict__ y,
-                            float* __restrict__ ws, unsigned* __restrict__ counters, NormTail tail, bool fourChains) {
+                            float* __restrict__ ws, unsigned* __restrict__ counters, NormTail tail) {
 #if __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char bulkRaw[];
   if constexpr (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
@@ -500,14 +470,14 @@ __global__ void __launch_bounds__(kMaxWarpsB1 * 32)
       const std::uint32_t m = reinterpret_cast<const std::uint32_t*>(st + U * 1024)[u * 32 + lane];
       const float xr = lo16<T>(reinterpret_cast<const unsigned short*>(st + U * 1152)[u * 32 + lane]);
       const float xq = __shfl_xor_sync(0xffffffffu, xr, 31);
-      accumulateWordB1<T, 1>(v[0], v[1], m, xr, xq, s0, s1, fourChains);
+      accumulateWordB1<T, 1>(v[0], v[1], m, xr, xq, s0, s1);
     }
     if (sl.keeps(it)) acc0[0] += s0[0], acc1[0] += s1[0];
     __syncwarp();  // every lane has read stage s before it is refilled
     if (lane == 0 && it + S < iters) issueWeights(it + S), issueX(it + S);
   }
   if constexpr (PDL) pdlLaunchDependents();  // the next kernel may start during this one's tail
-  tailWordsB1<T, U, 1>(sl, values, masks, xg, acc0, acc1, fourChains);
+  tailWordsB1<T, U, 1>(sl, values, masks, xg, acc0, acc1);
   const float acc[1] = {acc0[0] + acc1[0]};
   finishB1<T, 1, CLUSTER, TAIL>(acc, y, rows, rows, ws, counters, tail);
 #else
@@ -988,10 +958,10 @@ cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_
       if (e != cudaSuccess) return e;
     }
     return detail::launchEx(kernel, grid, block, 0, stream, static_cast<unsigned>(splits), pdl, v, masks, G,
-                            wordsPerSplit, xt, rows, yt, ldy, ws, counters, cfg.tail, cfg.fourChains);
+                            wordsPerSplit, xt, rows, yt, ldy, ws, counters, cfg.tail);
   }
   return detail::launchEx(b1Kernel<T, B, U, false>(pdl, tail), grid, block, 0, stream, 0, pdl, v, masks, G,
-                          wordsPerSplit, xt, rows, yt, ldy, ws, counters, cfg.tail, cfg.fourChains);
+                          wordsPerSplit, xt, rows, yt, ldy, ws, counters, cfg.tail);
 }
 
 // Batch 1 through the bulk-copy pipeline (sm_90, 16-byte aligned values, masks and x);
@@ -1025,7 +995,7 @@ cudaError_t launchB1Bulk(const void* values, const std::uint32_t* masks, std::in
   }
   return detail::launchEx(kernel, grid, dim3(static_cast<unsigned>(cfg.warps * 32)), smem, stream,
                           cl ? static_cast<unsigned>(splits) : 0u, cfg.pdl, v, masks, G, wordsPerSplit, xt, rows, yt,
-                          ws, counters, cfg.tail, cfg.fourChains);
+                          ws, counters, cfg.tail);
 }
 
 template <typename T, int B>

@@ -1,27 +1,12 @@
 #pragma once
-// The SpMV's host-visible pieces (gpu/kernels/spmv_impl.cuh, docs/kernels.md): which walk the
-// CUDA-core kernel takes, which projections take the tensor-core kernel, and the byte selectors
-// that expand a mask byte's four kept values to their columns. Plain C++ (no CUDA): the CPU tests
-// check them.
+// The tensor-core SpMV's host-visible pieces (gpu/kernels/spmv_impl.cuh, docs/kernels.md): which
+// projections take it, and the byte selectors that expand a mask byte's four kept values
+// to their columns. Plain C++ (no CUDA): the CPU tests check them.
 
 #include <bit>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 namespace sdw::kernels {
-
-// Whether an N:M projection takes the CUDA-core kernel's four-chain walk at batch 1 and 2
-// (SpmvConfig::fourChains): patterns with M <= 16, where each 16-column half of a mask word
-// holds eight kept columns; 16:32 keeps the two-chain walk. SDW_SPMV_CHAINS=2 (read once per
-// process) takes the two-chain walk everywhere, for A/B runs.
-inline bool spmvFourChains(int m) {
-  static const bool two = [] {
-    const char* e = std::getenv("SDW_SPMV_CHAINS");
-    return e && std::strcmp(e, "2") == 0;
-  }();
-  return m > 0 && m <= 16 && !two;
-}
 
 // Whether an N:M projection at this batch takes the tensor-core path: mode 1 from batch 2,
 // -1 (the default) from batch 3, where the engines were as fast or faster with it on the

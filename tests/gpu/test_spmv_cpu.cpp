@@ -350,23 +350,6 @@ class TestSpmvCpu : public QObject {
   // Batch 2 on the CUDA cores: x by shuffle (unroll 200 + U) in the tuned batch-2 configuration
   // where the table chose that path, else in the batch-1 one with its words in flight (at most
   // 3); staged (the A/B switch): the batch-2 configuration, a shuffle one cut to 8 warps, 2 words.
-  // The CUDA-core walk as four chains where each half of a mask word holds eight kept columns.
-  void fourChainsWhereHalvesHoldEight() {
-    for (const char* p : {"2:4", "4:8", "8:16"}) QVERIFY2(kernels::spmvFourChains(sparse::parsePattern(p).m), p);
-    QVERIFY(!kernels::spmvFourChains(sparse::parsePattern("16:32").m));
-    QVERIFY(!kernels::spmvFourChains(0));
-    // What the walk relies on is what a packed matrix of those patterns is checked for: a word
-    // with all sixteen kept columns in one half is refused as 8:16 and taken as 16:32.
-    sparse::PackedMatrix p;
-    p.rows = 1, p.cols = 32, p.dtype = sparse::DType::BF16;
-    p.values.assign(16, 0x3f80);
-    p.masks = {0x0000ffffu};
-    p.pattern = sparse::parsePattern("8:16");
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sparse::validate(p));
-    p.pattern = sparse::parsePattern("16:32");
-    sparse::validate(p);
-  }
-
   void batchTwoTakesTheShufflePath() {
     using gpu::SpmvLaunch;
     const auto same = [](const SpmvLaunch& a, const SpmvLaunch& b) {

@@ -19,11 +19,6 @@
 #     rows (16:32's windows read up to 16 bytes either side of a row in shared memory);
 #  6. dual (an H200 only): the dual-sparse decode at p_x 0.5 with TEAL's thresholds
 #     (Llama-3.1-8B), with programmatic launch of the column kernels (the default) and without.
-#  chains: the four-chain walk (SpmvConfig::fourChains; 2:4, 4:8, 8:16 at batch 1 and 2 on the CUDA
-#     cores): test_spmv_cuda and test_engine_cuda (every function); the decode at batch 1 and 2
-#     (Llama-3.1-8B, Qwen3-14B, Qwen3-32B; dense GEMV, 2:4, 16:32) by default, then the 2:4 rows with
-#     SDW_SPMV_CHAINS=2 (the two-chain walk); then, if it fits, the whole grid (the committed
-#     <card>-decode-e2e.json's command) as grid.json. Asked for by name only.
 # PENDING_STEPS="b2 tests bench decode sanitize dual" picks steps (default all, in that order; bench
 # and dual run on an H200 only unless named in PENDING_STEPS).
 # Logs and JSON in $OUT/pending.tgz (or out/gpu), written again after every step.
@@ -80,27 +75,6 @@ for r in json.load(open(sys.argv[1]))["rows"]:
       "$O/k-b2-$v.json" $v 2>/dev/null
     pack
   done
-fi
-
-if [[ "$steps" == *" chains "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 200 "the four-chain walk"; then
-  timeout 120 build-gpu/tests/test_spmv_cuda > "$O/test-spmv-all.log" 2>&1
-  echo "test_spmv_cuda rc $?: $(grep -E '^Totals' "$O/test-spmv-all.log")"
-  timeout 200 build-gpu/tests/test_engine_cuda > "$O/test-engine-all.log" 2>&1
-  echo "test_engine_cuda rc $?: $(grep -E '^Totals' "$O/test-engine-all.log")"
-  grep -hE "^FAIL|Loc:" "$O"/test-spmv-all.log "$O"/test-engine-all.log | head -10
-  pack
-  d=(--config llama3-8b,qwen3-14b,qwen3-32b --batch 1,2 --json)
-  fits 110 "the decode at batch 1 and 2" &&
-    $cli bench decode "${d[@]}" --linear dense,sparse --patterns 2:4,16:32 --out "$O/chains-four.json" \
-      > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/chains-four.json" four
-  fits 70 "the two-chain walk" &&
-    SDW_SPMV_CHAINS=2 $cli bench decode "${d[@]}" --linear sparse --patterns 2:4 --out "$O/chains-two.json" \
-      > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/chains-two.json" two
-  pack
-  fits 240 "the whole grid" &&
-    $cli bench decode --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse --patterns 2:4,4:8,8:16,16:32 \
-      --batch 1,2,4,8 --json --out "$O/grid.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/grid.json" grid
-  pack
 fi
 
 if want tests && fits 100 "the suites"; then

@@ -98,7 +98,6 @@ struct Shape {
 
 // ---- correctness ------------------------------------------------------------
 static bool checkSparse(long rows, long cols, int batch, DType dt, SpmvConfig cfg, int n, int m) {
-  cfg.fourChains = spmvFourChains(m);  // as the engine launches it (16:32: the two-chain walk)
   const bool bf = dt == DType::BF16;
   const long tiles = spmvTiles(rows), G = cols / 32;
   const size_t nv = tiles * 32 * cols / 2, nw = tiles * 32 * G;
@@ -308,8 +307,7 @@ static int profileMain(int argc, char** argv) {
     return 2;
   }
   const long rows = std::atol(argv[3]), cols = std::atol(argv[4]);
-  SpmvConfig sc{std::atoi(argv[5]), std::atoi(argv[6]), std::atoi(argv[7])};
-  sc.fourChains = spmvFourChains(4);  // 2:4 weights
+  const SpmvConfig sc{std::atoi(argv[5]), std::atoi(argv[6]), std::atoi(argv[7])};
   const GemvConfig dc{std::atoi(argv[8]), std::atoi(argv[9]), std::atoi(argv[10]), std::atoi(argv[11])};
   CK(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
   const size_t dBytes = size_t(rows) * cols * 2, vBytes = size_t(spmvTiles(rows)) * 32 * cols;
@@ -741,8 +739,7 @@ int main(int argc, char** argv) {
       double bestOld = 1e30, bestAny = 1e30, bestReg = 1e30;  // bestReg: batch 1, v7 set (register path)
       SpmvConfig bo, ba, br;
       // The shared tuning space (gpu/kernels/launch_space.h), with the requests that disagree with auto.
-      for (SpmvConfig c : spmvTuningSpace(s.cols, b, true)) {
-        c.fourChains = spmvFourChains(4);  // 2:4 weights, as the engine launches them
+      for (const SpmvConfig c : spmvTuningSpace(s.cols, b, true)) {
         const int w = c.warps, u = c.unroll, k = c.splitK, cl = c.cluster;
         // A cluster shape the device cannot co-schedule fails at launch: skip it.
         if (launchBitmaskSpmv(sv[0], sm[0], DType::BF16, s.rows, s.cols, x, b, y, s.rows, c, ws, cnt, gStream) !=
