@@ -4,7 +4,10 @@
 # other, then the baseline again; a table of the best batch-1 sparse time per shape and variant
 # (probe-ab-summary.txt) and each probe's log, in $OUT/probe-ab (or out/gpu/probe-ab).
 #
-#   PROBE_VARIANTS="loads:-DSDW_SPMV_LOADS_ONLY halves:-DSDW_SPMV_SPLIT_HALVES" tools/gpu/probe-ab.sh
+#   PROBE_VARIANTS="name:-DMACRO[,-DMACRO2] ..." tools/gpu/probe-ab.sh
+#   (the macros a commit adds to the kernels for the run: at 8ac1207 "loads:-DSDW_SPMV_LOADS_ONLY
+#   halves:-DSDW_SPMV_SPLIT_HALVES ldca:-DSDW_SPMV_VALUES_LDCA", at 4f63423 "four:-DSDW_SPMV_FOUR_CHAINS";
+#   docs/kernels.md, "The walk against the loads")
 #   PROBE_SHAPES="4096x4096,14336x4096"  (default: six Llama-3.1-8B and Qwen3-14B shapes)
 #   PROBE_CHECK="ldca"                    (variants whose correctness checks run; the others skip them)
 set -uo pipefail
