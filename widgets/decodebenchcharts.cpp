@@ -147,6 +147,9 @@ void DecodeBenchCharts::clear() {
   stepView_->plot()->clearGraphs();
   graphs_.clear();
   cells_.clear();
+  legendEngines_.clear();
+  legendShades_.clear();
+  legendGraphs_.clear();
   strip_->setEntries({});
   lastIndex_ = -1;
   setSpeedupBars({});
@@ -163,19 +166,39 @@ QCPGraph* DecodeBenchCharts::graphFor(const DecodeStepPoint& p) {
   g->setPen(QPen(c, 1.5));
   g->setLineStyle(QCPGraph::lsLine);
   g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, c, 3));
+  g->removeFromLegend();
   graphs_[p.cell] = g;
   cells_ << p.cell;
-  // One legend entry per colour (engine and batch): the configs of a run share
-  // the colours and follow each other along the step axis, so naming every
-  // (config, engine, batch) cell would only repeat the engines.
+  // One legend entry per engine, with a shade per batch: the configs of a run share the
+  // colours and follow each other along the step axis, so naming every (config, engine,
+  // batch) cell would only repeat the engines, and an entry per (engine, batch) fills five
+  // lines for a whole grid. "sparse 2:4 · batch 1, 2, 4, 8" and its four shades, light to
+  // dark; an engine run at one batch keeps the one sample ("dense · batch 1").
   const qsizetype sep = p.cell.indexOf(QStringLiteral(" · "));
   const QString name = sep >= 0 ? p.cell.mid(sep + 3) : p.cell;
-  QVector<LegendStrip::Entry> entries = strip_->entries();
-  const bool known = std::any_of(entries.begin(), entries.end(), [&](const LegendStrip::Entry& e) { return e.name == name; });
-  if (!known) {
-    entries.push_back({name, c, true, false});
-    strip_->setEntries(entries);
+  const qsizetype cut = name.lastIndexOf(QStringLiteral(" · batch "));
+  const QString engine = cut >= 0 ? name.left(cut) : name;
+  if (!legendEngines_.contains(engine)) legendEngines_ << engine;
+  legendShades_[engine][p.batch] = c;
+  QVector<LegendStrip::Entry> entries;
+  for (const QString& e : legendEngines_) {
+    const std::map<int, QColor>& shades = legendShades_[e];
+    QStringList batches;
+    QVector<QColor> colors;
+    for (const auto& [batch, color] : shades) batches << QString::number(batch), colors << color;
+    LegendStrip::Entry entry{e + QStringLiteral(" · batch ") + batches.join(QStringLiteral(", ")), colors.first(), true,
+                             false};
+    if (colors.size() > 1) entry.shades = colors;
+    entries.push_back(entry);
+    QCPGraph*& lg = legendGraphs_[e];
+    if (!lg) {
+      lg = stepView_->plot()->addGraph();
+      lg->setPen(QPen(colors.first(), 1.5));
+      lg->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colors.first(), colors.first(), 3));
+    }
+    lg->setName(colors.size() > 1 ? entry.name + tr(" (light to dark)") : entry.name);
   }
+  strip_->setEntries(entries);
   return g;
 }
 
@@ -258,6 +281,19 @@ QStringList DecodeBenchCharts::cellSeries() const { return cells_; }
 int DecodeBenchCharts::pointCount(const QString& cell) const {
   const auto it = graphs_.find(cell);
   return it == graphs_.end() ? 0 : it->second->dataCount();
+}
+
+QStringList DecodeBenchCharts::pictureLegend() const {
+  QStringList out;
+  const QCPLegend* legend = stepView_->plot()->legend;
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i))) out << item->plottable()->name();
+  return out;
+}
+
+QColor DecodeBenchCharts::seriesColor(const QString& cell) const {
+  const auto it = graphs_.find(cell);
+  return it == graphs_.end() ? QColor() : it->second->pen().color();
 }
 
 QVector<QPointF> DecodeBenchCharts::points(const QString& cell) const {

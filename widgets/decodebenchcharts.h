@@ -11,6 +11,7 @@
 
 #include "widgets/decodebenchdata.h"
 
+#include <QColor>
 #include <QPair>
 #include <QPointF>
 #include <QString>
@@ -53,6 +54,8 @@ class DecodeBenchCharts : public QWidget {
   QStringList cellSeries() const;  // in the order they first appeared
   int pointCount(const QString& cell) const;
   QVector<QPointF> points(const QString& cell) const;  // (step index, tokens/s)
+  QColor seriesColor(const QString& cell) const;       // its line's colour (invalid if none)
+  QStringList pictureLegend() const;                   // the step chart's legend in an exported picture, in order
   bool isFollowing() const { return following_; }
   int barCount() const;  // bars with a value
   QVector<QColor> barColors() const;  // each pattern's bars, in the legend's order
@@ -84,6 +87,12 @@ class DecodeBenchCharts : public QWidget {
   LegendStrip* strip_ = nullptr;
   std::map<QString, QCPGraph*> graphs_;
   QStringList cells_;
+  // The legend: per engine (in the order they first ran) its batches and their shades.
+  QStringList legendEngines_;
+  std::map<QString, std::map<int, QColor>> legendShades_;
+  // A picture of the step chart alone carries the strip's entries as its legend: one empty
+  // graph per engine, named as the strip names it (the cells' own graphs stay out of it).
+  std::map<QString, QCPGraph*> legendGraphs_;
   QVector<QCPBars*> barPlottables_;
   QVector<QCPItemLine*> limitLines_;
   QVector<double> limitValues_;

@@ -12,6 +12,13 @@ constexpr int kSample = 22;  // the line sample's length
 constexpr int kGap = 5;      // sample to text
 constexpr int kSpacing = 16; // entry to entry
 constexpr int kMargin = 4;
+constexpr int kShade = 9;     // one shade's sample
+constexpr int kShadeGap = 2;  // between shades
+
+int sampleWidth(const LegendStrip::Entry& e) {
+  const auto n = static_cast<int>(e.shades.size());
+  return n == 0 ? kSample : n * kShade + (n - 1) * kShadeGap;
+}
 }  // namespace
 
 LegendStrip::LegendStrip(QWidget* parent) : QWidget(parent) {
@@ -36,7 +43,7 @@ QStringList LegendStrip::names() const {
 }
 
 int LegendStrip::entryWidth(const Entry& e) const {
-  return kSample + kGap + fontMetrics().horizontalAdvance(e.name);
+  return sampleWidth(e) + kGap + fontMetrics().horizontalAdvance(e.name);
 }
 
 QVector<QRect> LegendStrip::layoutFor(int width) const {
@@ -96,6 +103,18 @@ void LegendStrip::paintEvent(QPaintEvent*) {
     const Entry& e = entries_[i];
     const QRect& r = rects[i];
     const int y = r.center().y();
+    const int sample = sampleWidth(e);
+    if (!e.shades.isEmpty()) {  // a short thick line per shade
+      for (int k = 0; k < e.shades.size(); ++k) {
+        p.setPen(QPen(e.shades[k], 3.0, Qt::SolidLine, Qt::FlatCap));
+        const int x = r.left() + k * (kShade + kShadeGap);
+        p.drawLine(x, y, x + kShade, y);
+      }
+      p.setPen(palette().color(QPalette::WindowText));
+      p.drawText(QRect(r.left() + sample + kGap, r.top(), r.width() - sample - kGap, r.height()),
+                 Qt::AlignLeft | Qt::AlignVCenter, e.name);
+      continue;
+    }
     p.setPen(QPen(e.color, 1.5, e.style));
     if (e.line) p.drawLine(r.left(), y, r.left() + kSample, y);
     p.setPen(QPen(e.color, 1.5));

@@ -367,9 +367,15 @@ class TestDecodeView : public QObject {
     const QStringList cells = charts->cellSeries();
     QCOMPARE(cells, (QStringList{"bench-tiny · dense · batch 1", "bench-tiny · dense · batch 2",
                                  "bench-tiny · sparse 2:4 · batch 1", "bench-tiny · sparse 2:4 · batch 2"}));
-    // The legend names engines and batches (the configs share their colours).
-    QCOMPARE(charts->legendStrip()->names(), (QStringList{"dense · batch 1", "dense · batch 2", "sparse 2:4 · batch 1",
-                                                         "sparse 2:4 · batch 2"}));
+    // The legend names each engine once with its batches, a shade per batch (the configs
+    // share their colours): the shades are the lines' colours, in batch order.
+    QCOMPARE(charts->legendStrip()->names(), (QStringList{"dense · batch 1, 2", "sparse 2:4 · batch 1, 2"}));
+    for (int e = 0; e < 2; ++e) {
+      const auto& entry = charts->legendStrip()->entries()[e];
+      QCOMPARE(entry.shades.size(), 2);
+      for (int b = 0; b < 2; ++b) QCOMPARE(entry.shades[b], charts->seriesColor(cells[2 * e + b]));
+      QVERIFY(entry.shades[0] != entry.shades[1]);
+    }
     int x = 0;
     for (int i = 0; i < 4; ++i) {
       const QVector<QPointF> pts = charts->points(cells[i]);
@@ -601,6 +607,30 @@ class TestDecodeView : public QObject {
                  best.contains(QStringLiteral("batch 8 0.93-1.18x (over cuBLAS)")),
              qPrintable(best));
     view_->setBaseline(DecodeBaseline::OwnDense);
+    // The strip names the grid's six engines on two lines at the main window's width, each
+    // with its four batch shades; a picture of the step chart carries the same six entries
+    // as its legend (not one per cell: 72 would leave the axes no height).
+    DecodeBenchCharts* charts = view_->charts();
+    const QStringList engines = charts->legendStrip()->names();
+    QCOMPARE(engines.size(), 6);
+    QCOMPARE(engines[2], QStringLiteral("sparse 2:4 · batch 1, 2, 4, 8"));
+    for (const auto& e : charts->legendStrip()->entries()) QCOMPARE(e.shades.size(), 4);
+    QStringList picture;
+    for (const QString& e : engines) picture << e + QStringLiteral(" (light to dark)");
+    QCOMPARE(charts->pictureLegend(), picture);
+    const QString png = tmp_.filePath(QStringLiteral("grid-steps.png"));
+    QCOMPARE(charts->stepView()->exportTo(png), QString());
+    QVERIFY(!QImage(png).isNull());
+    QCOMPARE(charts->pictureLegend(), picture);
+    // CSV: every cell's steps, nothing from the legend's empty graphs.
+    const QString csv = tmp_.filePath(QStringLiteral("grid-steps.csv"));
+    QCOMPARE(charts->stepView()->exportTo(csv), QString());
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    int points = 0;
+    for (const QString& c : charts->cellSeries()) points += charts->pointCount(c);
+    QCOMPARE(charts->cellSeries().size(), 72);
+    QCOMPARE(QString::fromUtf8(f.readAll()).count(QLatin1Char('\n')), 1 + points);
   }
 
   void opensTheCommittedSingleRowResult() {
