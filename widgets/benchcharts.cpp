@@ -203,6 +203,8 @@ void BenchCharts::clear() {
   for (PlotView* v : {timeView_, bwView_}) v->plot()->clearGraphs();
   timeGraphs_.clear();
   bwGraphs_.clear();
+  stripKeys_.clear();
+  spmspvShades_.clear();
   strip_->setEntries({});
   lastIndex_ = -1;
   setSpeedupBars({});
@@ -233,9 +235,34 @@ QCPGraph* BenchCharts::graphFor(PlotView* view, std::map<QString, QCPGraph*>& gr
   g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, c, 5));
   graphs[kernel] = g;
   if (view == timeView_) {
-    // The strip lists the kernels in the order they first appeared.
-    QVector<LegendStrip::Entry> entries = strip_->entries();
-    entries.push_back({kernel, c, false, true});
+    // The strip lists the kernels in the order they first appeared; the spMspV kernels of one
+    // layout share an entry, a shade per p_x ("spmspv col2:4 · p_x 0, 0.25, 0.5, 0.75"): an
+    // entry each took five lines for a four-p_x, four-layout run.
+    QString key = kernel;
+    double px = 0;
+    const qsizetype at = kernel.indexOf(QLatin1String(" p_x "));
+    if (kernel.startsWith(QLatin1String("spmspv")) && at >= 0) {
+      const QString value = kernel.mid(at + 5).section(QLatin1Char(' '), 0, 0);
+      px = value.toDouble();
+      key = (kernel.left(at) + kernel.mid(at + 5 + value.size())).simplified();
+      spmspvShades_[key][px] = {value, c};
+    }
+    if (!stripKeys_.contains(key)) stripKeys_ << key;
+    QVector<LegendStrip::Entry> entries;
+    for (const QString& k : stripKeys_) {
+      const auto it = spmspvShades_.find(k);
+      if (it == spmspvShades_.end()) {
+        entries.push_back({k, colorFor(k), false, true});
+        continue;
+      }
+      QStringList values;
+      QVector<QColor> shades;
+      for (const auto& [p, vc] : it->second) values << vc.first, shades << vc.second;
+      LegendStrip::Entry e{k + QStringLiteral(" · p_x ") + values.join(QStringLiteral(", ")), shades.first(), false,
+                           true};
+      if (shades.size() > 1) e.shades = shades;
+      entries.push_back(e);
+    }
     strip_->setEntries(entries);
   }
   return g;
@@ -359,6 +386,11 @@ void BenchCharts::setBandwidthLimit(double speedup) {
 
 QString BenchCharts::bandwidthLimitLabel() const {
   return tr("bandwidth limit %1x").arg(limit_, 0, 'f', 2);
+}
+
+QColor BenchCharts::seriesColor(const QString& kernel) const {
+  const auto it = timeGraphs_.find(kernel);
+  return it == timeGraphs_.end() ? QColor() : it->second->pen().color();
 }
 
 QStringList BenchCharts::kernelSeries() const {

@@ -92,6 +92,7 @@ class BenchCharts : public QWidget {
   // For tests and exports.
   QStringList kernelSeries() const;
   int pointCount(const QString& kernel) const;  // in the time chart
+  QColor seriesColor(const QString& kernel) const;  // its points' colour in the time chart (invalid if none)
   int barCount() const;                          // bars with a value
   double bandwidthLimit() const { return limit_; }
   QString bandwidthLimitLabel() const;
@@ -124,6 +125,10 @@ class BenchCharts : public QWidget {
   QSplitter* bottom_ = nullptr;  // the bars | the activation chart
   LegendStrip* strip_ = nullptr;
   std::map<QString, QCPGraph*> timeGraphs_, bwGraphs_;
+  // The strip's entries in the order they first appeared: a kernel's name, or for the spMspV
+  // kernels one family per layout ("spmspv col2:4") with its p_x values and their shades.
+  QStringList stripKeys_;
+  std::map<QString, std::map<double, std::pair<QString, QColor>>> spmspvShades_;
   QVector<QCPBars*> barPlottables_;
   QCPAxis* groupAxis_ = nullptr;     // a second bottom axis under the shapes: model names
   QCPGraph* limitLegend_ = nullptr;  // no data: the limit line's entry in the legend

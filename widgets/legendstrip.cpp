@@ -104,11 +104,17 @@ void LegendStrip::paintEvent(QPaintEvent*) {
     const QRect& r = rects[i];
     const int y = r.center().y();
     const int sample = sampleWidth(e);
-    if (!e.shades.isEmpty()) {  // a short thick line per shade
+    if (!e.shades.isEmpty()) {  // per shade a short thick line, or a dot where the charts draw points only
       for (int k = 0; k < e.shades.size(); ++k) {
-        p.setPen(QPen(e.shades[k], 3.0, Qt::SolidLine, Qt::FlatCap));
         const int x = r.left() + k * (kShade + kShadeGap);
-        p.drawLine(x, y, x + kShade, y);
+        if (e.line) {
+          p.setPen(QPen(e.shades[k], 3.0, Qt::SolidLine, Qt::FlatCap));
+          p.drawLine(x, y, x + kShade, y);
+        } else {
+          p.setPen(Qt::NoPen);
+          p.setBrush(e.shades[k]);
+          p.drawEllipse(QPointF(x + kShade / 2.0, y), 3.5, 3.5);
+        }
       }
       p.setPen(palette().color(QPalette::WindowText));
       p.drawText(QRect(r.left() + sample + kGap, r.top(), r.width() - sample - kGap, r.height()),

@@ -21,7 +21,8 @@ class LegendStrip : public QWidget {
     bool marker = true;  // a dot, as the charts draw points
     Qt::PenStyle style = Qt::SolidLine;  // the line sample's dash, as the chart draws the line
     // Several colours of one series family (e.g. an engine's shade per batch): short line
-    // samples side by side, in this order, instead of the one sample in `color`.
+    // samples (or dots, without `line`) side by side, in this order, instead of the one
+    // sample in `color`.
     QVector<QColor> shades = {};
   };
 

@@ -488,6 +488,16 @@ class TestBenchmarkPanel : public QObject {
     // In the live charts each p_x is a series of its own; the table says p_x too.
     QCOMPARE(charts->pointCount(QStringLiteral("spmspv p_x 0")), 2);
     QCOMPARE(charts->pointCount(QStringLiteral("spmspv p_x 0.5")), 2);
+    // The strip names the layout once, a shade per p_x (the series' own colours, in p_x order).
+    const QStringList stripNames = charts->legendStrip()->names();
+    QCOMPARE(stripNames.count(QStringLiteral("spmspv · p_x 0, 0.5")), 1);
+    QVERIFY(!stripNames.contains(QStringLiteral("spmspv p_x 0")));
+    for (const auto& e : charts->legendStrip()->entries()) {
+      if (e.name != QStringLiteral("spmspv · p_x 0, 0.5")) continue;
+      QCOMPARE(e.shades.size(), 2);
+      QCOMPARE(e.shades[0], charts->seriesColor(QStringLiteral("spmspv p_x 0")));
+      QCOMPARE(e.shades[1], charts->seriesColor(QStringLiteral("spmspv p_x 0.5")));
+    }
     const BenchResultsModel* m = panel_->resultsModel();
     QCOMPARE(m->data(m->index(7, BenchResultsModel::Pattern)).toString(), QStringLiteral("50%, p_x 0.5"));
     QCOMPARE(m->data(m->index(1, BenchResultsModel::Pattern)).toString(), QStringLiteral("-"));
