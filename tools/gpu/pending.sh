@@ -19,6 +19,11 @@
 #     rows (16:32's windows read up to 16 bytes either side of a row in shared memory);
 #  6. dual (an H200 only): the dual-sparse decode at p_x 0.5 with TEAL's thresholds
 #     (Llama-3.1-8B), with programmatic launch of the column kernels (the default) and without.
+#  chain (asked for by name only): the CUDA-core SpMV's launch in the engine's chain at batch 1
+#     (Llama-3.1-8B, Qwen3-14B, Qwen3-32B): the dense GEMV and sparse 2:4 step as it is, then the
+#     sparse step with SDW_SPMV_TABLE=plain (the table's plain-launch configurations), with
+#     SDW_SPMV_PDL=0 and with both; each way the whole step and the projections alone
+#     (SDW_ENGINE_SKIP=others).
 # PENDING_STEPS="b2 tests bench decode sanitize dual" picks steps (default all, in that order; bench
 # and dual run on an H200 only unless named in PENDING_STEPS).
 # Logs and JSON in $OUT/pending.tgz (or out/gpu), written again after every step.
@@ -73,6 +78,26 @@ for r in json.load(open(sys.argv[1]))["rows"]:
     if r["kernel"] in ("sparse", "dense", "cublas"):
         print(sys.argv[2], r["model"], r["module"], r["kernel"], "%.2f us" % r["us"], "chained %.2f" % r.get("us_chained", 0), r["config"])' \
       "$O/k-b2-$v.json" $v 2>/dev/null
+    pack
+  done
+fi
+
+if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 120 "the SpMV's launch in the engine's chain"; then
+  d=(--config llama3-8b,qwen3-14b,qwen3-32b --patterns 2:4 --batch 1 --json)
+  for part in step projections; do
+    skip=""
+    [ $part = projections ] && skip=others
+    fits 40 "the $part as it is" && SDW_ENGINE_SKIP=$skip $cli bench decode "${d[@]}" --linear dense,sparse \
+      --out "$O/chain-$part-default.json" > /dev/null 2>> "$O/decode.log" &&
+      sdw_decode_summary "$O/chain-$part-default.json" "$part default"
+    for v in plain nopdl plain-nopdl; do
+      fits 30 "the $part, $v" || continue
+      table="" pdl=""
+      [[ $v == plain* ]] && table=plain
+      [[ $v == *nopdl ]] && pdl=0
+      SDW_ENGINE_SKIP=$skip SDW_SPMV_TABLE=$table SDW_SPMV_PDL=$pdl $cli bench decode "${d[@]}" --linear sparse \
+        --out "$O/chain-$part-$v.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/chain-$part-$v.json" "$part $v"
+    done
     pack
   done
 fi
