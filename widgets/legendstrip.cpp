@@ -116,21 +116,18 @@ void LegendStrip::paintEvent(QPaintEvent*) {
           p.drawEllipse(QPointF(x + kShade / 2.0, y), 3.5, 3.5);
         }
       }
-      p.setPen(palette().color(QPalette::WindowText));
-      p.drawText(QRect(r.left() + sample + kGap, r.top(), r.width() - sample - kGap, r.height()),
-                 Qt::AlignLeft | Qt::AlignVCenter, e.name);
-      continue;
-    }
-    p.setPen(QPen(e.color, 1.5, e.style));
-    if (e.line) p.drawLine(r.left(), y, r.left() + kSample, y);
-    p.setPen(QPen(e.color, 1.5));
-    if (e.marker) {
-      p.setBrush(e.color);
-      const double radius = e.line ? 2.5 : 3.5;
-      p.drawEllipse(QPointF(r.left() + kSample / 2.0, y), radius, radius);
+    } else {
+      p.setPen(QPen(e.color, 1.5, e.style));
+      if (e.line) p.drawLine(r.left(), y, r.left() + kSample, y);
+      p.setPen(QPen(e.color, 1.5));
+      if (e.marker) {
+        p.setBrush(e.color);
+        const double radius = e.line ? 2.5 : 3.5;
+        p.drawEllipse(QPointF(r.left() + kSample / 2.0, y), radius, radius);
+      }
     }
     p.setPen(palette().color(QPalette::WindowText));
-    p.drawText(QRect(r.left() + kSample + kGap, r.top(), r.width() - kSample - kGap, r.height()),
+    p.drawText(QRect(r.left() + sample + kGap, r.top(), r.width() - sample - kGap, r.height()),
                Qt::AlignLeft | Qt::AlignVCenter, e.name);
   }
 }
