@@ -60,6 +60,18 @@ fits() {
   return 1
 }
 
+# sdw_out DIR [ARCHIVE]: the call's results folder, O=${OUT:-out/gpu}/DIR (made; run from the
+# repository root), and pack, which writes it into ${OUT:-out/gpu}/ARCHIVE.tgz (default DIR.tgz):
+# called after every step, so a call cut short still brings back the steps before.
+sdw_out() {
+  _sdw_out=${OUT:-$PWD/out/gpu}
+  _sdw_dir=$1
+  _sdw_archive=${2:-$1}
+  O=$_sdw_out/$_sdw_dir
+  mkdir -p "$O"
+}
+pack() { tar -C "$_sdw_out" -czf "$_sdw_out/$_sdw_archive.tgz" "$_sdw_dir"; }
+
 # sdw_machine_txt FILE [NOTE]: the card, its driver and memory, and the commit (SDW_COMMIT) with
 # NOTE after it, into FILE and on the screen.
 sdw_machine_txt() {

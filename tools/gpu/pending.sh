@@ -30,12 +30,9 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-out=${OUT:-$root/out/gpu}
-O=$out/pending
-mkdir -p "$O"
-pack() { tar -C "$out" -czf "$out/pending.tgz" pending; }
 deadline=${PENDING_DEADLINE:-560}  # for fits (env.sh)
 . tools/gpu/env.sh
+sdw_out pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 steps=" ${PENDING_STEPS:-b2 tests bench decode sanitize dual} "
 h200only=" bench dual "

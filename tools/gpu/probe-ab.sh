@@ -13,10 +13,9 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-out=${OUT:-$root/out/gpu}/probe-ab
-mkdir -p "$out"
 . tools/gpu/env.sh
-sdw_machine_txt "$out/machine.txt"
+sdw_out probe-ab
+sdw_machine_txt "$O/machine.txt"
 export SDW_PROBE_SHAPES=${PROBE_SHAPES:-4096x4096,1024x4096,14336x4096,4096x14336,5120x5120,17408x5120}
 variants="base: ${PROBE_VARIANTS:-}"
 units=$(cd gpu/kernels && ls spmv*.cu | sed "s/\.cu$//")
@@ -36,7 +35,7 @@ for v in $variants; do
   name=${v%%:*}
   nvcc -arch=sm_90 /tmp/pab/$name/*.o $common/*.o -o "/tmp/pab/$name/probe" || echo "$name: link failed"
 done
-echo "built at $SECONDS s" | tee -a "$out/machine.txt"
+echo "built at $SECONDS s" | tee -a "$O/machine.txt"
 run() {  # name, log
   local name=$1 log=$2 checks=
   [[ " ${PROBE_CHECK:-} " == *" $name "* ]] || checks=1
@@ -46,9 +45,9 @@ run() {  # name, log
       timeout "${PROBE_RUN_S:-100}" "/tmp/pab/$name/probe" "/tmp/pab/$name/tuning.json" quick; } > "$log" 2>&1
   echo "$name rc $? at $SECONDS s"
 }
-for v in $variants; do run "${v%%:*}" "$out/probe-${v%%:*}.log" "${v#*:}"; done
-run base "$out/probe-base-again.log"
-python3 - "$out" $variants > "$out/probe-ab-summary.txt" <<'EOF'
+for v in $variants; do run "${v%%:*}" "$O/probe-${v%%:*}.log" "${v#*:}"; done
+run base "$O/probe-base-again.log"
+python3 - "$O" $variants > "$O/probe-ab-summary.txt" <<'EOF'
 import re, sys, os
 out, names = sys.argv[1], [v.split(":")[0] for v in sys.argv[2:]]
 logs = [(n, f"{out}/probe-{n}.log") for n in names] + [("base again", f"{out}/probe-base-again.log")]
@@ -77,5 +76,5 @@ for s in order:
     cells = [f"{r[c]['reg']:.2f} ({r[c]['reg_hbm']:.1f}%) {r[c]['reg_cfg']}" if c in r and "reg" in r[c] else "" for c in cols]
     print(f"| {s} | {d.get('dense', 0):.2f} ({d.get('dense_hbm', 0):.1f}%) | " + " | ".join(cells) + " |")
 EOF
-cat "$out/probe-ab-summary.txt"
-tar -C "$out/.." -czf "$out/../probe-ab.tgz" probe-ab
+cat "$O/probe-ab-summary.txt"
+pack

@@ -27,15 +27,12 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-out=${OUT:-$root/out/gpu}
-O=$out/ab
-mkdir -p "$O"
 # What has run so far goes into the archive after every step, so a call cut short by its time
 # limit still brings back the steps before; a step that would not finish by SPMSPV_AB_DEADLINE
 # seconds from the start (default 540) is skipped.
-pack() { tar -C "$out" -czf "$out/spmspv-ab.tgz" ab; }
 deadline=${SPMSPV_AB_DEADLINE:-540}  # for fits (env.sh)
 . tools/gpu/env.sh
+sdw_out ab spmspv-ab
 sdw_machine_txt "$O/machine.txt"
 quick=${SPMSPV_AB_QUICK:-0}
 B=${SPMSPV_AB_B:-SDW_SPMSPV_WAVEFIT=0}

@@ -19,12 +19,9 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-out=${OUT:-$root/out/gpu}
-O=$out/tune
-mkdir -p "$O"
-pack() { tar -C "$out" -czf "$out/tune.tgz" tune; }
 deadline=${TUNE_DEADLINE:-560}  # for fits (env.sh)
 . tools/gpu/env.sh
+sdw_out tune
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 name=$(echo "$card" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
 table=resources/tuning/$name.json
