@@ -20,10 +20,10 @@
 #  6. dual (an H200 only): the dual-sparse decode at p_x 0.5 with TEAL's thresholds
 #     (Llama-3.1-8B), with programmatic launch of the column kernels (the default) and without.
 #  chain (asked for by name only): the CUDA-core SpMV's launch in the engine's chain at batch 1
-#     (Llama-3.1-8B, Qwen3-14B, Qwen3-32B): the dense GEMV and sparse 2:4 step as it is, then the
-#     sparse step with SDW_SPMV_TABLE=plain (the table's plain-launch configurations), with
-#     SDW_SPMV_PDL=0 and with both; each way the whole step and the projections alone
-#     (SDW_ENGINE_SKIP=others).
+#     (CHAIN_CONFIGS, default Llama-3.1-8B, Qwen3-14B, Qwen3-32B): the dense GEMV and sparse 2:4
+#     step as it is, then the sparse step with SDW_SPMV_TABLE=plain (the table's plain-launch
+#     configurations), with SDW_SPMV_PDL=0 and with both; each way the projections alone
+#     (SDW_ENGINE_SKIP=others), then the whole step.
 # PENDING_STEPS="b2 tests bench decode sanitize dual" picks steps (default all, in that order; bench
 # and dual run on an H200 only unless named in PENDING_STEPS).
 # Logs and JSON in $OUT/pending.tgz (or out/gpu), written again after every step.
@@ -80,8 +80,8 @@ for r in json.load(open(sys.argv[1]))["rows"]:
 fi
 
 if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 120 "the SpMV's launch in the engine's chain"; then
-  d=(--config llama3-8b,qwen3-14b,qwen3-32b --patterns 2:4 --batch 1 --json)
-  for part in step projections; do
+  d=(--config "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" --patterns 2:4 --batch 1 --json)
+  for part in projections step; do
     skip=""
     [ $part = projections ] && skip=others
     fits 40 "the $part as it is" && SDW_ENGINE_SKIP=$skip $cli bench decode "${d[@]}" --linear dense,sparse \
@@ -94,6 +94,7 @@ if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 120 "the
       [[ $v == *nopdl ]] && pdl=0
       SDW_ENGINE_SKIP=$skip SDW_SPMV_TABLE=$table SDW_SPMV_PDL=$pdl $cli bench decode "${d[@]}" --linear sparse \
         --out "$O/chain-$part-$v.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/chain-$part-$v.json" "$part $v"
+      echo "  (at $SECONDS s)"
     done
     pack
   done
