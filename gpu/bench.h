@@ -22,8 +22,12 @@ struct BenchShape {
   std::int64_t rows = 0, cols = 0;  // out features, in features
 };
 
-// The seven projections of one layer of a known model, in execution order.
-// Throws std::invalid_argument for unknown names (have: llama3-8b, qwen3-14b, qwen3-32b).
+// The seven projections of one layer of a known model, in execution order; "NAME:engine":
+// the four launches of the decode engine's layer instead (qkv_proj and gate_up_proj fused, as
+// gpu/decode_engine.cpp stores them; model "NAME:engine"), so a layer row times the engine's
+// chain of projections. Throws std::invalid_argument for unknown names (have: llama3-8b,
+// qwen3-14b, qwen3-32b).
+inline constexpr char kEngineSuffix[] = ":engine";
 std::vector<BenchShape> modelShapes(const std::string& model);
 std::vector<std::string> knownModels();
 // "llama3-8b,qwen3-14b", or custom shapes "ROWSxCOLS[,...]" (model "custom").
@@ -45,6 +49,11 @@ struct BenchSettings {
   bool layer = true;           // whole-layer sequences for model shapes
   bool forceCpu = false;       // the CPU kernels even when a GPU is present
   bool tune = false;           // sweep launch configurations per shape, keep the best
+  // With tune, batch 1, sm_90: each shape's chained configuration chosen again in its layer's
+  // chain (the projections back to back, as the engine launches them) instead of in a chain of
+  // its own shape: coordinate descent over each shape's fastest self-chained candidates and its
+  // plain configuration, timing the whole layer (BenchResult::notes says what moved).
+  bool tuneLayer = false;
   int sparseTensorCores = -1;  // N:M on the tensor-core SpMV: 1 from batch 2, -1 spmvUseTensorCores's default, 0 never
   std::string tuningIn;        // tuning table to read (empty: heuristics)
   std::string tuningOut;       // with tune: where to write the table

@@ -21,6 +21,7 @@ struct SpmvLaunch {
                      // -1 auto (up to 8 blocks), 0 never (workspace + ticket), 1 up to 16
   bool pdl = false;  // programmatic dependent launch (sm_90): start and first weight loads overlap the
                      // previous kernel of the stream (a launch option, not kept in the tuning table)
+  bool operator==(const SpmvLaunch&) const = default;
 };
 
 struct GemvLaunch {
@@ -29,6 +30,7 @@ struct GemvLaunch {
   int unroll = 2;
   int splitK = 1;
   bool pdl = false;  // as SpmvLaunch::pdl
+  bool operator==(const GemvLaunch&) const = default;
 };
 
 struct TuningEntry {

@@ -463,6 +463,26 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132, true).unroll, 34);
   }
 
+  // A model's seven projections, and NAME:engine: the decode engine's four launches per layer
+  // (q|k|v and gate|up fused), one group of their own for the layer rows.
+  void engineShapesAreTheFusedLaunches() {
+    const auto seven = gpu::parseShapes("llama3-8b");
+    QCOMPARE(seven.size(), std::size_t(7));
+    const auto four = gpu::parseShapes("llama3-8b:engine,qwen3-32b:engine");
+    QCOMPARE(four.size(), std::size_t(8));
+    const std::int64_t rows[] = {6144, 4096, 28672, 4096, 10240, 5120, 51200, 5120};
+    const std::int64_t cols[] = {4096, 4096, 4096, 14336, 5120, 8192, 5120, 25600};
+    for (std::size_t i = 0; i < four.size(); ++i) {
+      QCOMPARE(four[i].rows, rows[i]);
+      QCOMPARE(four[i].cols, cols[i]);
+      QCOMPARE(four[i].model, std::string(i < 4 ? "llama3-8b:engine" : "qwen3-32b:engine"));
+    }
+    QCOMPARE(four[0].module, std::string("qkv_proj"));
+    QCOMPARE(four[2].module, std::string("gate_up_proj"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::parseShapes("llama3-8b:fused"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::parseShapes(":engine"));
+  }
+
   // One name per kernel, both ways; unknown names have no id.
   void kernelNamesRoundTrip() {
     for (auto id : {gpu::KernelId::Sparse, gpu::KernelId::Dense, gpu::KernelId::Cublas, gpu::KernelId::Cusparselt,

@@ -23,7 +23,10 @@
 #     (CHAIN_CONFIGS, default Llama-3.1-8B, Qwen3-14B, Qwen3-32B): the dense GEMV and sparse 2:4
 #     step as it is, then the sparse step with SDW_SPMV_TABLE=plain (the table's plain-launch
 #     configurations), with SDW_SPMV_PDL=0 and with both; each way the projections alone
-#     (SDW_ENGINE_SKIP=others), then the whole step.
+#     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS, CHAIN_VARIANTS pick);
+#  layer (asked for by name only): `bench kernels --tune-layer` on the engine's launches
+#     (NAME:engine, CHAIN_CONFIGS, batch 1, 2:4) from the card's table, then the decode's projections
+#     alone and whole step with the table it wrote, and the whole step with the committed one.
 # PENDING_STEPS="b2 tests bench decode sanitize dual" picks steps (default all, in that order; bench
 # and dual run on an H200 only unless named in PENDING_STEPS).
 # Logs and JSON in $OUT/pending.tgz (or out/gpu), written again after every step.
@@ -81,13 +84,13 @@ fi
 
 if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 120 "the SpMV's launch in the engine's chain"; then
   d=(--config "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" --patterns 2:4 --batch 1 --json)
-  for part in projections step; do
+  for part in ${CHAIN_PARTS:-projections step}; do
     skip=""
     [ $part = projections ] && skip=others
     fits 40 "the $part as it is" && SDW_ENGINE_SKIP=$skip $cli bench decode "${d[@]}" --linear dense,sparse \
       --out "$O/chain-$part-default.json" > /dev/null 2>> "$O/decode.log" &&
       sdw_decode_summary "$O/chain-$part-default.json" "$part default"
-    for v in plain nopdl plain-nopdl; do
+    for v in ${CHAIN_VARIANTS:-plain nopdl plain-nopdl}; do
       fits 30 "the $part, $v" || continue
       table="" pdl=""
       [[ $v == plain* ]] && table=plain
@@ -98,6 +101,42 @@ if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 120 "the
     done
     pack
   done
+fi
+
+if [[ "$steps" == *" layer "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 150 "the chained configurations tuned in the layer"; then
+  # The engine's four launches per layer (NAME:engine), batch 1, 2:4: each shape tuned, then its
+  # chained configuration chosen again in the layer's chain (--tune-layer), starting from the card's
+  # table; then the decode (CHAIN_CONFIGS; dense GEMV and sparse 2:4, batch 1) with that table, the
+  # projections alone and the whole step, beside the committed table's whole step.
+  card=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
+  prev=()
+  [ -f "resources/tuning/$card.json" ] && prev=(--tuning "resources/tuning/$card.json")
+  t0=$SECONDS
+  timeout 200 $cli bench kernels --shapes "$(echo "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" | sed 's/,/:engine,/g; s/$/:engine/')" \
+    --batch 1 --patterns 2:4 --no-cusparselt --tune-layer "${prev[@]}" --tuning-out "$O/layer-$card.json" --json \
+    --out "$O/layer-tune.json" > /dev/null 2>> "$O/bench.log" && echo "tuned in the layer in $((SECONDS - t0)) s"
+  python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+for n in d["notes"]:
+    if "layer" in n and "chained" in n: print(n)
+for r in d["rows"]:
+    if r["module"] == "layer": print(r["model"], r["kernel"], "layer %.2f us, chained %.2f us" % (r["us"], r["us_chained"]))' \
+    "$O/layer-tune.json" 2>/dev/null
+  pack
+  if [ -f "$O/layer-$card.json" ]; then
+    d=(--config "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" --patterns 2:4 --batch 1 --linear dense,sparse --json)
+    fits 45 "the projections with the layer's table" && SDW_ENGINE_SKIP=others $cli bench decode "${d[@]}" \
+      --tuning "$O/layer-$card.json" --out "$O/layer-projections.json" > /dev/null 2>> "$O/decode.log" &&
+      sdw_decode_summary "$O/layer-projections.json" "projections, layer table"
+    echo "  (at $SECONDS s)"
+    fits 45 "the step with the committed table" && $cli bench decode "${d[@]}" --out "$O/layer-step-committed.json" \
+      > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/layer-step-committed.json" "step, committed table"
+    echo "  (at $SECONDS s)"
+    fits 45 "the step with the layer's table" && $cli bench decode "${d[@]}" --tuning "$O/layer-$card.json" \
+      --out "$O/layer-step.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/layer-step.json" "step, layer table"
+    echo "  (at $SECONDS s)"
+    pack
+  fi
 fi
 
 if want tests && fits 100 "the suites"; then
