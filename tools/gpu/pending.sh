@@ -24,6 +24,9 @@
 #     step as it is, then the sparse step with SDW_SPMV_TABLE=plain (the table's plain-launch
 #     configurations), with SDW_SPMV_PDL=0 and with both; each way the projections alone
 #     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS, CHAIN_VARIANTS pick);
+#  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
+#     command; GRID_TUNING: a table, or "layer" for the layer step's), then transformers +
+#     torch.compile on the Llama-3.1-8B shape;
 #  layer (asked for by name only): `bench kernels --tune-layer` on the engine's launches
 #     (NAME:engine, CHAIN_CONFIGS, batch 1, 2:4) from the card's table, then the decode's projections
 #     alone and whole step with the table it wrote, and the whole step with the committed one.
@@ -38,7 +41,7 @@ deadline=${PENDING_DEADLINE:-560}  # for fits (env.sh)
 sdw_out pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 steps=" ${PENDING_STEPS:-b2 tests bench decode sanitize dual} "
-h200only=" bench dual "
+h200only=" bench dual grid "
 want() {  # a step asked for (bench and dual by default on an H200 only)
   [[ "$steps" == *" $1 "* ]] || return 1
   [ -n "${PENDING_STEPS:-}" ] || [[ "$h200only" != *" $1 "* ]] || [[ "$gpu" == *H200* ]]
@@ -113,7 +116,7 @@ if [[ "$steps" == *" layer "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 150 "the
   [ -f "resources/tuning/$card.json" ] && prev=(--tuning "resources/tuning/$card.json")
   t0=$SECONDS
   timeout 200 $cli bench kernels --shapes "$(echo "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" | sed 's/,/:engine,/g; s/$/:engine/')" \
-    --batch 1 --patterns 2:4 --no-cusparselt --tune-layer "${prev[@]}" --tuning-out "$O/layer-$card.json" --json \
+    --batch "${LAYER_BATCHES:-1}" --patterns 2:4 --no-cusparselt --tune-layer "${prev[@]}" --tuning-out "$O/layer-$card.json" --json \
     --out "$O/layer-tune.json" > /dev/null 2>> "$O/bench.log" && echo "tuned in the layer in $((SECONDS - t0)) s"
   python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
@@ -125,18 +128,49 @@ for r in d["rows"]:
   pack
   if [ -f "$O/layer-$card.json" ]; then
     d=(--config "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" --patterns 2:4 --batch 1 --linear dense,sparse --json)
-    fits 45 "the projections with the layer's table" && SDW_ENGINE_SKIP=others $cli bench decode "${d[@]}" \
-      --tuning "$O/layer-$card.json" --out "$O/layer-projections.json" > /dev/null 2>> "$O/decode.log" &&
-      sdw_decode_summary "$O/layer-projections.json" "projections, layer table"
-    echo "  (at $SECONDS s)"
-    fits 45 "the step with the committed table" && $cli bench decode "${d[@]}" --out "$O/layer-step-committed.json" \
-      > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/layer-step-committed.json" "step, committed table"
-    echo "  (at $SECONDS s)"
-    fits 45 "the step with the layer's table" && $cli bench decode "${d[@]}" --tuning "$O/layer-$card.json" \
-      --out "$O/layer-step.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/layer-step.json" "step, layer table"
-    echo "  (at $SECONDS s)"
+    decodes=" ${LAYER_DECODES:-projections committed layer} "
+    [[ "$decodes" == *" projections "* ]] && fits 45 "the projections with the layer's table" &&
+      SDW_ENGINE_SKIP=others $cli bench decode "${d[@]}" --tuning "$O/layer-$card.json" \
+      --out "$O/layer-projections.json" > /dev/null 2>> "$O/decode.log" &&
+      sdw_decode_summary "$O/layer-projections.json" "projections, layer table" && echo "  (at $SECONDS s)"
+    [[ "$decodes" == *" committed "* ]] && fits 45 "the step with the committed table" && $cli bench decode "${d[@]}" \
+      --out "$O/layer-step-committed.json" > /dev/null 2>> "$O/decode.log" &&
+      sdw_decode_summary "$O/layer-step-committed.json" "step, committed table" && echo "  (at $SECONDS s)"
+    [[ "$decodes" == *" layer "* ]] && fits 45 "the step with the layer's table" && $cli bench decode "${d[@]}" \
+      --tuning "$O/layer-$card.json" --out "$O/layer-step.json" > /dev/null 2>> "$O/decode.log" &&
+      sdw_decode_summary "$O/layer-step.json" "step, layer table" && echo "  (at $SECONDS s)"
     pack
   fi
+fi
+
+if want grid && fits 200 "the committed decode grid"; then
+  # bench/results/h200-decode-e2e.json's command (docs/decode-engine.md), with GRID_TUNING's table
+  # (a path, or "layer": the table the layer step wrote) where given; then transformers +
+  # torch.compile on the Llama-3.1-8B shape where time is left.
+  card=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
+  tuning=()
+  case "${GRID_TUNING:-}" in
+    "") ;;
+    layer) [ -f "$O/layer-$card.json" ] && tuning=(--tuning "$O/layer-$card.json") ;;
+    *) tuning=(--tuning "$GRID_TUNING") ;;
+  esac
+  echo "grid tuning: ${tuning[*]:-the committed table}"
+  t0=$SECONDS
+  timeout $((deadline - SECONDS - 5)) $cli bench decode --config llama3-8b,qwen3-14b,qwen3-32b --linear cublas,dense,sparse \
+    --patterns 2:4,4:8,8:16,16:32 --batch 1,2,4,8 "${tuning[@]}" --json --out "$O/$card-decode-e2e.json" \
+    > /dev/null 2>> "$O/decode.log" && echo "grid in $((SECONDS - t0)) s" && python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+for s in d["summary"]:
+    sp = s.get("sparse", {})
+    print(s["config"], "b%d" % s["batch"], "cublas %.1f dense %.1f (%.1f%% of limit)" % (s.get("cublas_tokens_per_second", 0),
+          s.get("dense_tokens_per_second", 0), 100 * s.get("dense_ratio_to_bandwidth_limit", 0)),
+          " ".join("%s %.1f %.2fx" % (p, v["tokens_per_second"], v["speedup_over_best_dense"]) for p, v in sorted(sp.items())))' \
+    "$O/$card-decode-e2e.json"
+  pack
+  fits 120 "transformers + torch.compile" &&
+    timeout 110 python3 tools/gpu/hf_decode_baseline.py "$O/hf-decode-llama3-8b.json" --method graph \
+      --config resources/configs/llama-3.1-8b.json > "$O/hf.log" 2>&1 && tail -2 "$O/hf.log"
+  pack
 fi
 
 if want tests && fits 100 "the suites"; then
