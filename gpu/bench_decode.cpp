@@ -16,6 +16,8 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <span>
 #include <stdexcept>
 #include <tuple>
@@ -130,6 +132,50 @@ std::pair<double, double> measureBandwidth(const c10::Device& device, std::uint6
   }
   const double b = static_cast<double>(n * elem);
   return {b / (stats::median(readMs, 0.0) * 1e6), 2.0 * b / (stats::median(copyMs, 0.0) * 1e6)};
+}
+
+// --tune-step: the projections' launches chosen in the step (engineTuneStep), written into
+// `file` as step entries (the file's table where it exists, else the model's). Returns the
+// row's step_tuning text.
+std::string tuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids, std::int64_t slot,
+                     const std::filesystem::path& file, Progress& p, const ProgressFn& progress) {
+  const std::vector<StepTuned> tuned = engineTuneStep(m, cache, ids, slot, [&](const std::string& stage) {
+    p.stage = stage;
+    reportOrThrow(progress, p);
+  });
+  if (tuned.empty()) return "nothing to tune (no CUDA-core SpMV launch in every layer)";
+  TuningTable out = std::filesystem::exists(file) ? TuningTable::load(file) : m.engine->tuning;
+  int sms = 132;
+#ifdef SDW_TORCH_CUDA
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) sms = prop.multiProcessorCount;
+#endif
+  std::string text;
+  const auto launch = [](const SpmvLaunch& l) {
+    return "w" + std::to_string(l.warps) + " u" + std::to_string(l.unroll) + " s" + std::to_string(l.splitK) + " c" +
+           std::to_string(l.cluster) + (l.pdl ? " pdl" : " no-pdl");
+  };
+  for (const StepTuned& t : tuned) {
+    // A shape the table has no entry of gets one holding what its lookups give now, so the
+    // step entry changes nothing else.
+    bool exact = false;
+    for (const auto& x : out.entries())
+      exact = exact || (x.rows == t.rows && x.cols == t.cols && x.batch == 1 && x.dtype == t.dtype);
+    TuningEntry e = out.entry(t.rows, t.cols, 1, t.dtype, sms);
+    if (!exact) {
+      e.sparseChained = out.sparse(t.rows, t.cols, 1, t.dtype, sms, true);
+      e.denseChained = out.dense(t.rows, t.cols, 1, t.dtype, sms, true);
+    }
+    e.sparseStep = t.after;
+    e.sparseStepUs = t.afterUs;
+    out.put(e);
+    char us[64];
+    std::snprintf(us, sizeof us, ": %.1f -> %.1f us", t.beforeUs, t.afterUs);
+    text += (text.empty() ? "" : "; ") + std::to_string(t.rows) + "x" + std::to_string(t.cols) + " " +
+            launch(t.before) + " -> " + launch(t.after) + us + " (" + std::to_string(t.candidates) + " launches)";
+  }
+  out.save(file);
+  return text;
 }
 
 }  // namespace
@@ -265,6 +311,8 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
         // The engine: the captured step replayed, its argmax fed back on the device.
         const at::Tensor first = next.view({B}).to(at::kCPU, at::kInt).contiguous();
         const std::vector<std::int32_t> ids(first.data_ptr<std::int32_t>(), first.data_ptr<std::int32_t>() + B);
+        if (!o.tuneStepOut.empty() && sparse && B == 1)
+          r.stepTuning = tuneStep(m, cache, ids, ctx, o.tuneStepOut, p, progress);
         engineGreedyLoop(m, cache, ids, ctx, stepsPerBatch, [&](int i, bool begin) {
           const bool timed = i >= o.warmup;
           if (begin) {

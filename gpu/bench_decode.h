@@ -60,6 +60,10 @@ struct DecodeBenchOptions {
   bool pdl = true;                  // programmatic dependent launch between the step's kernels
   int sparseTensorCores = -1;  // N:M on the tensor-core SpMV: 1 from batch 2, -1 spmvUseTensorCores's default, 0 never
   std::filesystem::path tuningFile; // our kernels' launch configurations (empty: heuristics)
+  // Sparse engine, batch 1: before the warm-up, each projection's SpMV launch chosen by the whole
+  // step's time (engineTuneStep); the timed steps run the winners, which go into this table as
+  // TuningEntry::sparseStep (read first where the file exists, else the model's table). Empty: off.
+  std::filesystem::path tuneStepOut;
   // A real checkpoint instead of random weights from `config` (then `config` is read from it;
   // Linear::Sparse reads its model.sdwsparse).
   std::filesystem::path checkpoint;
@@ -77,6 +81,7 @@ struct DecodeBenchResult {
   std::string activationSelection;  // with p_x: "top-k", "thresholds (prefill)" or "thresholds (RUN's file name)"
   double thresholdsAchieved = 0;    // thresholds: mean over the inputs of the ranked entries' share at or below them
   std::string engine;               // Model::engineDescription()
+  std::string stepTuning;           // tuneStepOut: per projection shape, the launch before -> after and the step's us
   std::uint64_t gpuMemoryBytes = 0; // Model::deviceBytes() after the timed steps (weights, packed, cache, buffers)
   int packedProjections = 0;
   int context = 0, tokens = 0, warmup = 0, batch = 0;

@@ -560,6 +560,7 @@ struct LinOp {
   std::int64_t rows = 0, cols = 0, yOff = 0;
   kernels::GemvConfig gemv;
   kernels::SpmvConfig spmv;
+  int stepPdl = -1;  // Spmv: the tuning table's step-tuned launch (TuningEntry::sparseStep) sets pdl (0 / 1)
   // Spmspv: a column-layout projection, one launch per row of the batch reading x's nonzero
   // entries (activation sparsity's zeros are skipped with their weight bytes).
   at::Tensor colChunks;
@@ -661,6 +662,12 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   }();
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), !plainTable), true);
+  // At batch 1 a launch chosen in the whole step (`bench decode --tune-step`) comes first.
+  if (op.mode == LinOp::Spmv && B == 1 && !plainTable)
+    if (const auto step = e.tuning.sparseStep(op.rows, op.cols, 1, tuningDtype(compute))) {
+      op.spmv = kernels::toConfig(*step, step->pdl);
+      op.stepPdl = step->pdl ? 1 : 0;
+    }
   if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m)) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
     op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion
@@ -925,6 +932,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     op.gemv.pdl = op.spmv.pdl = m.options.pdl;
     if (op.mode == LinOp::Spmv && kernels::spmvTensorCores(op.spmv) && !tcPdlOn) op.spmv.pdl = false;
     if (op.mode == LinOp::Spmv && !kernels::spmvTensorCores(op.spmv) && spmvPdlOff) op.spmv.pdl = false;
+    if (op.mode == LinOp::Spmv && op.stepPdl >= 0) op.spmv.pdl = op.stepPdl == 1 && m.options.pdl;
     op.spmspv.pdl = op.spmspv.pdl && m.options.pdl;  // column 2:4 / 4:8 unless SDW_SPMSPV_PDL=0, and the option
   };
   for (auto& layer : g->ops)
@@ -1218,6 +1226,130 @@ at::Tensor engineStep(Model::Impl& m, KvCache& cache, const std::vector<std::int
   return g.logits;
 }
 
+std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids,
+                                      std::int64_t slot, const std::function<void(const std::string&)>& stage) {
+  std::vector<StepTuned> out;
+  if (ids.size() != 1 || !m.options.cudaGraph) return out;
+  DecodeGraph& g = prepare(m, cache, 1, {});
+  if (g.ops.empty()) return out;
+  EngineState& e = *m.engine;
+  const auto stream = [] { return c10::cuda::getCurrentCUDAStream().stream(); };
+  // The step's median time over `replays` replays of a fresh capture (us).
+  const auto stepUs = [&](int replays) {
+    g.graph.reset();
+    setInputs(g, ids, slot);
+    launchStep(m, g, cache, ids);
+    ck(cudaStreamSynchronize(stream()), "step tuning");
+    cudaEvent_t a, b;
+    ck(cudaEventCreate(&a), "event");
+    ck(cudaEventCreate(&b), "event");
+    std::vector<double> t;
+    for (int r = 0; r < replays; ++r) {
+      ck(cudaEventRecord(a, stream()), "event");
+      g.graph->replay();
+      ck(cudaEventRecord(b, stream()), "event");
+      ck(cudaEventSynchronize(b), "event");
+      float ms = 0;
+      ck(cudaEventElapsedTime(&ms, a, b), "event");
+      t.push_back(ms * 1000.0);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  // Whether the step runs with the launches as they are (a cluster the device cannot
+  // co-schedule is refused at launch).
+  const auto runs = [&] {
+    g.graph.reset();
+    try {
+      runStep(m, g, cache);
+      ck(cudaStreamSynchronize(stream()), "step tuning");
+      return true;
+    } catch (const std::exception&) {
+      (void)cudaGetLastError();
+      return false;
+    }
+  };
+  // Per projection of the layer (q|k|v, o, gate|up, down; each member where not fused): the
+  // CUDA-core SpMV launches of every layer, of one shape.
+  for (std::size_t k = 0; k < g.ops.front().size(); ++k)
+    for (std::size_t i = 0; i < g.ops.front()[k].size(); ++i) {
+      const LinOp& first = g.ops.front()[k][i];
+      bool uniform = first.mode == LinOp::Spmv && !kernels::spmvTensorCores(first.spmv);
+      for (const auto& layer : g.ops)
+        uniform = uniform && i < layer[k].size() && layer[k][i].mode == LinOp::Spmv && layer[k][i].rows == first.rows &&
+                  layer[k][i].cols == first.cols;
+      if (!uniform) continue;
+      const std::int64_t rows = first.rows, cols = first.cols;
+      const std::string dt = tuningDtype(scalarOf(first.packed.dtype));
+      const auto apply = [&](const kernels::SpmvConfig& c) {
+        for (auto& layer : g.ops) {
+          kernels::SpmvConfig& s = layer[k][i].spmv;
+          s.warps = c.warps, s.unroll = c.unroll, s.splitK = c.splitK, s.cluster = c.cluster;
+          s.pdl = c.pdl && m.options.pdl;
+        }
+      };
+      const kernels::SpmvConfig base = first.spmv;
+      // Candidates: the table's chained and plain launches, each with and without programmatic
+      // launch, and the tuning space's launches (unroll 1, 2, 4 and the bulk pipeline 41, 42;
+      // split-K up to 6) with it.
+      std::vector<kernels::SpmvConfig> cands{base};
+      const auto add = [&](kernels::SpmvConfig c) {
+        for (const auto& x : cands)
+          if (x.warps == c.warps && x.unroll == c.unroll && x.splitK == c.splitK && x.cluster == c.cluster &&
+              x.pdl == c.pdl)
+            return;
+        cands.push_back(c);
+      };
+      for (bool chained : {true, false})
+        for (bool pdl : {true, false})
+          add(kernels::toConfig(e.tuning.sparse(rows, cols, 1, dt, smCount(), chained), pdl));
+      for (kernels::SpmvConfig c : kernels::spmvTuningSpace(cols, 1)) {
+        const bool unrollOk = c.unroll == 1 || c.unroll == 2 || c.unroll == 4 || c.unroll == 41 || c.unroll == 42;
+        if (!unrollOk || c.splitK > 6) continue;
+        c.pdl = true;
+        add(c);
+      }
+      std::size_t wsN = static_cast<std::size_t>(g.splitWs.numel());
+      for (const auto& c : cands) wsN = std::max(wsN, kernels::spmvWorkspaceFloats(rows, cols, 1, c));
+      if (wsN > static_cast<std::size_t>(g.splitWs.numel()))
+        g.splitWs = at::empty({static_cast<std::int64_t>(wsN)}, g.splitWs.options());
+      if (stage)
+        stage("tuning " + shapeText(rows, cols) + " in the step: " + std::to_string(cands.size()) + " launches");
+      // Every candidate over 5 replays, then the five fastest and the current one over 25.
+      std::vector<std::pair<double, std::size_t>> quick;
+      for (std::size_t c = 0; c < cands.size(); ++c) {
+        apply(cands[c]);
+        if (!runs()) continue;
+        quick.emplace_back(stepUs(5), c);
+      }
+      std::sort(quick.begin(), quick.end());
+      std::vector<std::size_t> finalists{0};
+      for (std::size_t q = 0; q < quick.size() && finalists.size() < 6; ++q)
+        if (quick[q].second != 0) finalists.push_back(quick[q].second);
+      std::size_t best = 0;
+      double bestUs = 0, baseUs = 0;
+      for (std::size_t f : finalists) {
+        apply(cands[f]);
+        const double t = stepUs(25);
+        if (f == 0) baseUs = t;
+        if (f == 0 || t < bestUs) bestUs = t, best = f;
+      }
+      if (bestUs > baseUs * 0.997) best = 0, bestUs = baseUs;  // keep what was there unless it gains
+      apply(cands[best]);
+      StepTuned r;
+      r.rows = rows, r.cols = cols, r.dtype = dt;
+      r.before = kernels::toLaunch(base);
+      r.after = kernels::toLaunch(cands[best]);
+      r.beforeUs = baseUs, r.afterUs = bestUs;
+      r.candidates = static_cast<int>(cands.size());
+      out.push_back(r);
+    }
+  g.graph.reset();
+  return out;
+}
+
 void engineGreedyLoop(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids, std::int64_t slot,
                       int steps, const std::function<void(int, bool)>& bracket) {
   DecodeGraph& g = prepare(m, cache, static_cast<std::int64_t>(ids.size()), {});
@@ -1240,6 +1372,10 @@ at::Tensor engineStep(Model::Impl&, KvCache&, const std::vector<std::int32_t>&, 
   throw std::runtime_error("decode engine: this build has no CUDA kernels");
 }
 
+std::vector<StepTuned> engineTuneStep(Model::Impl&, KvCache&, const std::vector<std::int32_t>&, std::int64_t,
+                                      const std::function<void(const std::string&)>&) {
+  return {};
+}
 void engineGreedyLoop(Model::Impl&, KvCache&, const std::vector<std::int32_t>&, std::int64_t, int,
                       const std::function<void(int, bool)>&) {
   throw std::runtime_error("decode engine: this build has no CUDA kernels");

@@ -102,6 +102,8 @@ TuningTable TuningTable::load(const std::filesystem::path& path) {
         te.sparseChained = sparse(*it, true), te.sparseChainedUs = it->value("us", 0.0);
       if (const auto it = e.find("dense_chained"); it != e.end())
         te.denseChained = dense(*it, true), te.denseChainedUs = it->value("us", 0.0);
+      if (const auto it = e.find("sparse_step"); it != e.end())
+        te.sparseStep = sparse(*it, it->value("pdl", true)), te.sparseStepUs = it->value("us", 0.0);
       t.entries_.push_back(te);
     }
   } catch (const nlohmann::json::exception& e) {
@@ -131,6 +133,10 @@ void TuningTable::save(const std::filesystem::path& path) const {
                      {"dense", denseJson(e.dense, e.denseUs)}};
     if (e.sparseChained) o["sparse_chained"] = sparseJson(*e.sparseChained, e.sparseChainedUs);
     if (e.denseChained) o["dense_chained"] = denseJson(*e.denseChained, e.denseChainedUs);
+    if (e.sparseStep) {
+      o["sparse_step"] = sparseJson(*e.sparseStep, e.sparseStepUs);
+      o["sparse_step"]["pdl"] = e.sparseStep->pdl;
+    }
     j["entries"].push_back(o);
   }
   std::ofstream out(path);
@@ -144,6 +150,7 @@ void TuningTable::put(const TuningEntry& e) {
       TuningEntry merged = e;  // chained configurations the new entry lacks are kept
       if (!merged.sparseChained) merged.sparseChained = x.sparseChained, merged.sparseChainedUs = x.sparseChainedUs;
       if (!merged.denseChained) merged.denseChained = x.denseChained, merged.denseChainedUs = x.denseChainedUs;
+      if (!merged.sparseStep) merged.sparseStep = x.sparseStep, merged.sparseStepUs = x.sparseStepUs;
       x = merged;
       return;
     }
@@ -181,6 +188,13 @@ SpmvLaunch TuningTable::sparse(std::int64_t rows, std::int64_t cols, int batch, 
   c.pdl = chained;
   if (batch == 2) c = batch2Launch(c, sparse(rows, cols, 1, dtype, smCount, chained), batch2ShuffleFromEnv());
   return c;
+}
+
+std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_t cols, int batch,
+                                                  const std::string& dtype) const {
+  for (const auto& e : entries_)
+    if (e.rows == rows && e.cols == cols && e.batch == batch && e.dtype == dtype) return e.sparseStep;
+  return std::nullopt;
 }
 
 GemvLaunch TuningTable::dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,

@@ -45,6 +45,12 @@ struct TuningEntry {
   std::optional<SpmvLaunch> sparseChained;
   std::optional<GemvLaunch> denseChained;
   double sparseChainedUs = 0, denseChainedUs = 0;
+  // The sparse launch chosen by the decode engine's whole batch-1 step (`sdw-cli bench decode
+  // --tune-step`): its neighbours there are the step's other kernels, not launches of its own
+  // shape. JSON "sparse_step", its "pdl" kept (the step may run it without programmatic
+  // launch); "us" is the step's time with it. The engine prefers it at batch 1, exact shape only.
+  std::optional<SpmvLaunch> sparseStep;
+  double sparseStepUs = 0;
 };
 
 // Best launch configuration per (rows, cols, batch, dtype). Lookup falls back to
@@ -61,6 +67,9 @@ class TuningTable {
                     bool chained = false) const;
   GemvLaunch dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount,
                    bool chained = false) const;
+  // The step-tuned sparse launch of exactly (rows, cols, batch, dtype), pdl as tuned; none
+  // where the table has no such entry.
+  std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;
   // The entry of exactly (rows, cols, batch, dtype), or a new one holding the configurations
   // a lookup gives now (for tuning to overwrite part of it and put back).
   TuningEntry entry(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount) const;

@@ -55,6 +55,7 @@ int runDecode(const Args& a) {
   if (a.has("tuning")) o.tuningFile = a.get("tuning");
   else if (device != "cpu")
     o.tuningFile = gpu::defaultTuningPath(std::filesystem::path(SDW_SOURCE_DIR) / "resources", gpu::deviceInfo().name);
+  if (a.has("tune-step")) o.tuneStepOut = a.get("tune-step");
   if (o.context < 1 || o.tokens < 1 || o.warmup < 0) throw UsageError("--context and --tokens must be >= 1, --warmup >= 0");
   std::vector<int> batches;
   for (const auto& b : splitComma(a.get("batch", "1"))) {
@@ -239,7 +240,7 @@ const RegisterBenchMode regDecode{BenchMode{
     "bench decode [--config llama3-8b,...] [--linear cublas,dense,sparse,eager] [--patterns 2:4,...] [--batch 1,2,...] "
     "[--model DIR] [--context 512] [--tokens 50] [--warmup 50] [--dtype bfloat16] [--device cuda|cpu] [--no-graph] "
     "[--no-pdl] [--tensor-cores|--no-tensor-cores] [--activation-sparsity P] [--activation-selection topk|thresholds] "
-    "[--activation-thresholds RUN] "
+    "[--activation-thresholds RUN] [--tuning FILE] [--tune-step FILE] "
     "[--out FILE] [--json]",
     {{"config", "NAMES",
       "model shapes, comma-separated: llama3-8b, names in resources/configs/ (qwen3-14b, qwen3-32b, bench-tiny) or "
@@ -275,6 +276,10 @@ const RegisterBenchMode regDecode{BenchMode{
       ""},
      {"no-tensor-cores", "", "every N:M pattern at every batch: the sparse engine's SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "launch configurations of our kernels (default: resources/tuning/<gpu>.json)", ""},
+     {"tune-step", "FILE",
+      "sparse engine, batch 1: first choose each projection's SpMV launch by the whole step's time, run the "
+      "timed steps with them, and write them into FILE (a tuning table; read first where it exists)",
+      ""},
      {"context", "N", "tokens already in the KV cache", "512"},
      {"tokens", "N", "timed decode steps", "50"},
      {"warmup", "N", "untimed decode steps first", "50"},

@@ -428,9 +428,10 @@ class TestSpmvCpu : public QObject {
     e.dense = {8, 4, 2, 4}, e.denseUs = 10.9;
     e.sparseChained = gpu::SpmvLaunch{8, 34, 1, 0, true}, e.sparseChainedUs = 7.1;
     e.denseChained = gpu::GemvLaunch{8, 2, 4, 1, true}, e.denseChainedUs = 9.7;
+    e.sparseStep = gpu::SpmvLaunch{4, 1, 3, 1, false}, e.sparseStepUs = 3800.0;  // chosen in a step, no pdl
     t.put(e);
     gpu::TuningEntry f = e;  // batch 2 (x by shuffle): no chained entries
-    f.batch = 2, f.sparse.unroll = 202, f.sparseChained.reset(), f.denseChained.reset();
+    f.batch = 2, f.sparse.unroll = 202, f.sparseChained.reset(), f.denseChained.reset(), f.sparseStep.reset();
     t.put(f);
     const auto path = std::filesystem::temp_directory_path() / "sdw-test-tuning.json";
     t.save(path);
@@ -451,6 +452,15 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(dc.unroll, 4);
     QCOMPARE(dc.splitK, 1);
     QVERIFY(dc.pdl);
+    // The step-tuned launch: exact shape only, its pdl flag as tuned.
+    const auto step = u.sparseStep(4096, 4096, 1, "bf16");
+    QVERIFY(step.has_value());
+    QCOMPARE(step->warps, 4);
+    QCOMPARE(step->splitK, 3);
+    QCOMPARE(step->cluster, 1);
+    QVERIFY(!step->pdl);
+    QVERIFY(!u.sparseStep(4096, 4100, 1, "bf16"));  // a lookup near it gives no step entry
+    QVERIFY(!u.sparseStep(4096, 4096, 2, "bf16"));
     const auto b2 = u.sparse(4096, 4096, 2, "bf16", 132, true);  // no chained entry: the plain one, chained
     QCOMPARE(b2.warps, 16);
     QVERIFY(b2.pdl);
@@ -461,6 +471,7 @@ class TestSpmvCpu : public QObject {
     v.put(g);
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132).warps, 4);
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132, true).unroll, 34);
+    QCOMPARE(v.sparseStep(4096, 4096, 1, "bf16")->warps, 4);  // and the step's
   }
 
   // A model's seven projections, and NAME:engine: the decode engine's four launches per layer

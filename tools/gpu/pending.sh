@@ -27,6 +27,8 @@
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
 #     command; GRID_TUNING: a table, or "layer" for the layer step's), then transformers +
 #     torch.compile on the Llama-3.1-8B shape;
+#  step (asked for by name only): the sparse 2:4 engine at batch 1 with its SpMV launches chosen in
+#     the whole step (bench decode --tune-step), per shape of STEP_CONFIGS;
 #  layer (asked for by name only): `bench kernels --tune-layer` on the engine's launches
 #     (NAME:engine, CHAIN_CONFIGS, batch 1, 2:4) from the card's table, then the decode's projections
 #     alone and whole step with the table it wrote, and the whole step with the committed one.
@@ -47,7 +49,7 @@ want() {  # a step asked for (bench and dual by default on an H200 only)
   [ -n "${PENDING_STEPS:-}" ] || [[ "$h200only" != *" $1 "* ]] || [[ "$gpu" == *H200* ]]
 }
 sdw_machine_txt "$O/machine.txt"
-targets="sdw-cli test_spmv_cuda test_engine_cuda"
+targets=${PENDING_TARGETS:-sdw-cli test_spmv_cuda test_engine_cuda}
 want bench && targets="$targets test_spmspv_cuda"
 sdw_gpu_build "$O" $targets || { pack; exit 1; }
 echo "built at $SECONDS s" | tee -a "$O/machine.txt"
@@ -141,6 +143,24 @@ for r in d["rows"]:
       sdw_decode_summary "$O/layer-step.json" "step, layer table" && echo "  (at $SECONDS s)"
     pack
   fi
+fi
+
+if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
+  # The sparse 2:4 engine at batch 1 with each projection's SpMV launch chosen in the whole step
+  # (bench decode --tune-step), per shape of STEP_CONFIGS, from the card's committed table; the
+  # table it writes is step-<card>.json.
+  card=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
+  for c in ${STEP_CONFIGS:-llama3-8b qwen3-14b qwen3-32b}; do
+    fits 75 "the step tuning of $c" || continue
+    t0=$SECONDS
+    $cli bench decode --config $c --linear sparse --patterns 2:4 --batch 1 --tune-step "$O/step-$card.json" --json \
+      --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    print(r["config"], "sparse", r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
+    for t in r.get("step_tuning", "").split("; "): print("   ", t)' "$O/step-$c.json"
+    echo "  ($c in $((SECONDS - t0)) s, at $SECONDS s)"
+    pack
+  done
 fi
 
 if want grid && fits 200 "the committed decode grid"; then
