@@ -82,7 +82,8 @@ sdw_machine_txt() {
 # sdw_decode_summary FILE TAG: one line per row of a `sdw-cli bench decode --json` file.
 sdw_decode_summary() {
   python3 -c 'import json,sys
-for r in json.load(open(sys.argv[1]))["rows"]:
+d = json.load(open(sys.argv[1]))
+for r in d.get("rows", [d]):  # one configuration and batch: the row itself
     print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])' \
     "$1" "$2" 2>/dev/null || echo "$2: no result"
 }

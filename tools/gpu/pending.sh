@@ -155,7 +155,8 @@ if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
     t0=$SECONDS
     $cli bench decode --config $c --linear sparse --patterns 2:4 --batch 1 --tune-step "$O/step-$card.json" --json \
       --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c 'import json,sys
-for r in json.load(open(sys.argv[1]))["rows"]:
+d = json.load(open(sys.argv[1]))
+for r in d.get("rows", [d]):  # one configuration: the row itself
     print(r["config"], "sparse", r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
     for t in r.get("step_tuning", "").split("; "): print("   ", t)' "$O/step-$c.json"
     echo "  ($c in $((SECONDS - t0)) s, at $SECONDS s)"
