@@ -25,7 +25,7 @@
 #     configurations), with SDW_SPMV_PDL=0 and with both; each way the projections alone
 #     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS, CHAIN_VARIANTS pick);
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
-#     command; GRID_TUNING: a table, or "layer" for the layer step's), then transformers +
+#     command; GRID_TUNING: a table, or "layer" / "step" for the table that step wrote), then transformers +
 #     torch.compile on the Llama-3.1-8B shape;
 #  step (asked for by name only): the sparse 2:4 engine at batch 1 with its SpMV launches chosen in
 #     the whole step (bench decode --tune-step), per shape of STEP_CONFIGS;
@@ -173,6 +173,7 @@ if want grid && fits 200 "the committed decode grid"; then
   case "${GRID_TUNING:-}" in
     "") ;;
     layer) [ -f "$O/layer-$card.json" ] && tuning=(--tuning "$O/layer-$card.json") ;;
+    step) [ -f "$O/step-$card.json" ] && tuning=(--tuning "$O/step-$card.json") ;;
     *) tuning=(--tuning "$GRID_TUNING") ;;
   esac
   echo "grid tuning: ${tuning[*]:-the committed table}"
