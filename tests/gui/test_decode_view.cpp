@@ -659,6 +659,24 @@ class TestDecodeView : public QObject {
     QVERIFY(!j["rows"][0].contains("benchmark"));
   }
 
+  // A run with the launches chosen in the step (bench decode --tune-step): one row, its
+  // step_tuning kept in the JSON rows the benchmark writes and absent elsewhere.
+  void opensAStepTunedRun() {
+    QVERIFY(open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h100-decode-tune-step-llama3-8b-ed3e724.json")));
+    const QVector<DecodeRowData>& rows = view_->resultsModel()->rows();
+    QCOMPARE(rows.size(), 1);
+    QCOMPARE(rows[0].linear, QStringLiteral("sparse"));
+    QCOMPARE(rows[0].pattern, QStringLiteral("2:4"));
+    QVERIFY(near(rows[0].tokensPerSecond, 268.1195125462399, 1e-9));
+    const nlohmann::json f = readJson(QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h100-decode-tune-step-llama3-8b-ed3e724.json"));
+    QVERIFY(f["step_tuning"].get<std::string>().find("4096x4096") != std::string::npos);
+    sdw::gpu::DecodeBenchResult r;
+    r.configName = "x";
+    QVERIFY(!sdw::gpu::decodeRowJson(r, "LlamaForCausalLM").contains("step_tuning"));
+    r.stepTuning = "4096x4096 w16 u1 s1 c0 pdl -> w8 u42 s2 c1 pdl: 3849.8 -> 3729.5 us (77 launches)";
+    QVERIFY(sdw::gpu::decodeRowJson(r, "LlamaForCausalLM")["step_tuning"] == r.stepTuning);
+  }
+
   void opensTheCommittedGrid() {
     // The H200 grid of bench/results: 3 shapes x (cuBLAS, dense, 4 patterns) x 4 batches.
     QVERIFY(open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/h200-decode-e2e.json")));
