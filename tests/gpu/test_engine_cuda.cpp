@@ -6,8 +6,10 @@
 // prompts), on Llama, Qwen3 and Gemma 3 shapes; Gemma 3 (gemma3-tiny, with final
 // logit soft-capping gemma3-softcap-tiny, a pruned copy) through the engine against the
 // eager pass in fp32 and bf16; the captured graph bitwise equal to the same kernels
-// launched one by one. Label: gpu. Skips without a usable device.
+// launched one by one; the sparse launches chosen in the step (bench decode --tune-step)
+// written to a table and decoded from it. Label: gpu. Skips without a usable device.
 
+#include "gpu/bench_decode.h"
 #include "gpu/device.h"
 #include "gpu/model.h"
 #include "gpu/spmv.h"
@@ -404,6 +406,44 @@ class TestEngineCuda : public QObject {
       QVERIFY(minSteps >= 1);
       QVERIFY2(worst <= 0.03, qPrintable(QStringLiteral("batch %1: %2").arg(batch).arg(worst)));
     }
+  }
+
+  // The sparse engine's launches chosen in its step (bench decode --tune-step): the table it
+  // writes holds a step entry for each projection of the layer (q|k|v, o, gate|up, down), and a
+  // model built on that table decodes within bf16 tolerance of the eager pass, as the
+  // patterns-and-batches rows do (the launches compute the same products; split-K changes only
+  // the order of the sums).
+  void stepTunedLaunchesDecode() {
+    const ModelConfig c = shape("llama");  // hidden 512, intermediate 1024, 8 x 128 query and 2 x 128 KV heads
+    const QString table = tmp_.filePath("step.json");
+    DecodeBenchOptions b;
+    b.config = c;
+    b.configName = "llama-shape";
+    b.linear = Linear::Sparse;
+    b.pattern = "2:4";
+    b.context = 64;
+    b.tokens = 4;
+    b.warmup = 2;
+    b.readGBs = 1000;  // no bandwidth probe
+    b.tuningFile = opts("bfloat16", Linear::Sparse).tuningFile;
+    b.tuneStepOut = table.toStdString();
+    const DecodeBenchResult r = runDecodeBench(b);
+    qInfo("step tuning: %s", r.stepTuning.c_str());
+    QVERIFY(r.tokensPerSecond > 0);
+    const TuningTable t = TuningTable::load(table.toStdString());
+    const std::int64_t shapes[4][2] = {{8 * 128 + 2 * 2 * 128, 512}, {512, 8 * 128}, {2 * 1024, 512}, {512, 1024}};
+    for (const auto& sh : shapes) {
+      QVERIFY2(r.stepTuning.find(std::to_string(sh[0]) + "x" + std::to_string(sh[1])) != std::string::npos,
+               r.stepTuning.c_str());
+      QVERIFY2(t.sparseStep(sh[0], sh[1], 1, "bf16").has_value(), qPrintable(QString::number(sh[0])));
+    }
+    LoadOptions eo = opts("bfloat16", Linear::Sparse, false), go_ = opts("bfloat16", Linear::Sparse);
+    eo.randomPattern = go_.randomPattern = "2:4";
+    go_.tuningFile = table.toStdString();
+    const auto eager = Model::randomInit(c, eo, 7, 0.05);
+    const auto m = Model::randomInit(c, go_, 7, 0.05);
+    const QString why = bf16WithinTolerance(*eager, *m);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
   }
 
   // Small enough for compute-sanitizer (tools/gpu/engine-check.sh): every kernel of the
