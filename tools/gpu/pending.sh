@@ -150,6 +150,11 @@ if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
   # (bench decode --tune-step), per shape of STEP_CONFIGS, from the card's committed table; the
   # table it writes is step-<card>.json.
   card=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
+  if [ -x build-gpu/tests/test_engine_cuda ] && fits 60 "the step tuning's test"; then
+    timeout 90 build-gpu/tests/test_engine_cuda stepTunedLaunchesDecode > "$O/test-step.log" 2>&1
+    echo "test_engine_cuda stepTunedLaunchesDecode rc $?: $(grep -E '^Totals' "$O/test-step.log")"
+    grep -E "^FAIL|Loc:|step tuning:" "$O/test-step.log" | head -5
+  fi
   for c in ${STEP_CONFIGS:-llama3-8b qwen3-14b qwen3-32b}; do
     fits 75 "the step tuning of $c" || continue
     t0=$SECONDS
