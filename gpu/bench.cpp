@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <random>
 #include <sstream>
@@ -344,14 +343,6 @@ bool launchRuns(Fn launchOnce, cudaStream_t stream) {
 constexpr double kRotateBytes = 256.0 * 1024 * 1024;  // >= 5x the H200's L2
 int copiesFor(double bytes) { return std::max(4, static_cast<int>(std::ceil(kRotateBytes / bytes))); }
 
-// What one shape's row ran: its plain and chained configurations and, where it tuned the
-// chained one, its fastest candidates in a chain of its own shape (median us, configuration).
-struct Used {
-  CaseConfig plain, chained;
-  std::vector<std::pair<double, CaseConfig>> candidates;
-};
-constexpr std::size_t kLayerCandidates = 6;
-
 // Median microseconds per call of fn(copy) over graph replays.
 template <typename Fn>
 double timeGraph(int copies, int repeats, Fn fn) {
@@ -491,13 +482,11 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
     };
 
     // One row: kc on one shape at the inputs' batch, tuned first where asked. Returns the
-    // plain and the chained configuration it ran (the layer runs them again) and, where it
-    // tuned the chained one, the fastest candidates in its own chain (the layer's tuning).
+    // plain and the chained configuration it ran (the layer runs them again).
     auto measure = [&](const KernelCase& kc, CaseInputs& in, const BenchShape& sh, const std::string& pattern,
-                       bool tune) -> Used {
+                       bool tune) -> std::pair<CaseConfig, CaseConfig> {
       const int b = in.batch;
       CaseConfig cfg;
-      Used used;
       if (kc.space) cfg = kc.space->lookup(table, sh.rows, sh.cols, b, s.dtype, sms, false);
       if (tune && kc.space) {
         // The probe's space (gpu/kernels/launch_space.h; sparse: cluster requests agreeing with
@@ -506,7 +495,6 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         const bool tuneChained = chained && kc.chained && b == 1;
         double best = 1e300, bestChained = 1e300;
         CaseConfig cfgChained;
-        std::vector<std::pair<double, CaseConfig>> ranked;
         for (const CaseConfig& c : kc.space->tuning(sh.cols, b)) {
           if (kc.reserve) kc.reserve(in, {c});
           if (!launchRuns([&] { return kc.launch(in, 0, c) == nullptr; }, stream)) continue;
@@ -514,16 +502,12 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
           if (t < best) best = t, cfg = c;
           if (!tuneChained) continue;
           const double tc = timeCase(kc, in, withPdl(c, true), s.repeats);
-          ranked.emplace_back(tc, c);
           if (tc < bestChained) bestChained = tc, cfgChained = c;
         }
         TuningEntry e = table.entry(sh.rows, sh.cols, b, s.dtype, sms);
         const bool haveChained = tuneChained && bestChained < 1e300;
         kc.space->store(e, cfg, best, haveChained ? &cfgChained : nullptr, bestChained);
         table.put(e);
-        std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-        if (ranked.size() > kLayerCandidates) ranked.resize(kLayerCandidates);
-        used.candidates = std::move(ranked);
       }
       // 2:4 and 4:8 on the tensor cores from batch 3, 8:16 and 16:32 from 5 (--tensor-cores: from batch 2), in the
       // configuration spmvOnTensorCores picks for the shape (the tuning space does not hold that path).
@@ -546,81 +530,29 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         r.config += " | chained " + kc.describe(in, cfgChained);
       }
       rec.add(r);
-      used.plain = cfg;
-      used.chained = cfgChained;
-      return used;
+      return {cfg, cfgChained};
     };
 
     // The whole layer: the projections back to back, each with the configurations of its row.
-    // Microseconds per layer of the given configurations, each launched as configured.
-    auto layerTime = [&](const KernelCase& kc, std::vector<CaseInputs>& ins, const std::vector<CaseConfig>& cfgs) {
+    auto measureLayer = [&](const KernelCase& kc, std::vector<CaseInputs>& ins,
+                            const std::vector<std::pair<CaseConfig, CaseConfig>>& cfgs, const std::string& pattern,
+                            int b) {
+      BenchRow r = makeRow(model, kLayerModule, 0, 0, pattern, b, kc.id);
       int copies = 1;
       for (std::size_t j = 0; j < ins.size(); ++j) {
-        copies = std::max(copies, ins[j].copies());
-        if (kc.reserve) kc.reserve(ins[j], {cfgs[j]});
-      }
-      return timeGraph(copies, s.repeats, [&](int i) {
-        for (std::size_t j = 0; j < ins.size(); ++j) ckLaunch(kc, kc.launch(ins[j], i % ins[j].copies(), cfgs[j]));
-      });
-    };
-    auto measureLayer = [&](const KernelCase& kc, std::vector<CaseInputs>& ins, const std::vector<Used>& used,
-                            const std::string& pattern, int b) {
-      BenchRow r = makeRow(model, kLayerModule, 0, 0, pattern, b, kc.id);
-      std::vector<CaseConfig> plain, chain;
-      for (std::size_t j = 0; j < ins.size(); ++j) {
         r.bytes += kc.bytes(group[j], b);
-        plain.push_back(withPdl(used[j].plain, false));
-        chain.push_back(withPdl(used[j].chained, true));
+        copies = std::max(copies, ins[j].copies());
+        if (kc.reserve) kc.reserve(ins[j], {cfgs[j].first, cfgs[j].second});  // sized for both
       }
-      r.us = layerTime(kc, ins, plain);
-      if (chained && kc.chained) r.usChained = layerTime(kc, ins, chain);
+      auto layerTime = [&](bool pdl) {
+        return timeGraph(copies, s.repeats, [&](int i) {
+          for (std::size_t j = 0; j < ins.size(); ++j)
+            ckLaunch(kc, kc.launch(ins[j], i % ins[j].copies(), withPdl(pdl ? cfgs[j].second : cfgs[j].first, pdl)));
+        });
+      };
+      r.us = layerTime(false);
+      if (chained && kc.chained) r.usChained = layerTime(true);
       rec.add(r);
-    };
-    // --tune-layer: each shape's chained configuration chosen again in the layer's chain, one
-    // shape at a time (the others as they stand), among its fastest self-chained candidates and
-    // its plain configuration; a move is kept where the layer gains more than 1%; two sweeps.
-    // The table's chained entries take the winners.
-    auto tuneLayerChain = [&](const KernelCase& kc, std::vector<CaseInputs>& ins, std::vector<Used>& used) {
-      std::vector<CaseConfig> chain;
-      for (const Used& u : used) chain.push_back(withPdl(u.chained, true));
-      const double before = layerTime(kc, ins, chain);
-      double best = before;
-      std::vector<std::string> moved;
-      for (int sweep = 0; sweep < 2; ++sweep) {
-        bool any = false;
-        for (std::size_t j = 0; j < ins.size(); ++j) {
-          std::vector<CaseConfig> cands{withPdl(used[j].plain, true)};
-          for (const auto& [us, c] : used[j].candidates) cands.push_back(withPdl(c, true));
-          for (const CaseConfig& c : cands) {
-            if (c == chain[j]) continue;
-            std::vector<CaseConfig> trial = chain;
-            trial[j] = c;
-            const double t = layerTime(kc, ins, trial);
-            if (t < best * 0.99) best = t, chain[j] = c, any = true;
-          }
-        }
-        if (!any) break;
-      }
-      for (std::size_t j = 0; j < ins.size(); ++j) {
-        if (chain[j] == withPdl(used[j].chained, true)) continue;
-        moved.push_back(group[j].module + " " + kc.describe(ins[j], used[j].chained) + " -> " +
-                        kc.describe(ins[j], chain[j]));
-        used[j].chained = chain[j];
-        TuningEntry e = table.entry(group[j].rows, group[j].cols, 1, s.dtype, sms);
-        double selfUs = 0;
-        for (const auto& [us, c] : used[j].candidates)
-          if (withPdl(c, true) == chain[j]) selfUs = us;
-        const CaseConfig plainCfg = used[j].plain;
-        kc.space->store(e, plainCfg, kc.id == KernelId::Dense ? e.denseUs : e.sparseUs, &chain[j], selfUs);
-        table.put(e);
-      }
-      char times[64];
-      std::snprintf(times, sizeof times, "%.2f -> %.2f us", before, best);
-      std::string note = std::string(kernelInfo(kc.id).label) + " " + model +
-                         " layer, chained configurations tuned in the layer's chain: " + times;
-      for (const std::string& m : moved) note += "; " + m;
-      if (moved.empty()) note += "; none moved";
-      res.notes.push_back(note);
     };
 
     for (const Pass& pass : passes) {
@@ -648,19 +580,15 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         for (std::size_t c = 0; c < pass.cases.size(); ++c)
           for (const auto& sh : group) in[c].push_back(prepare(*pass.cases[c], sh, pat));
         for (int b : s.batches) {
-          std::vector<std::vector<Used>> used(pass.cases.size());
+          std::vector<std::vector<std::pair<CaseConfig, CaseConfig>>> used(pass.cases.size());
           for (std::size_t j = 0; j < group.size(); ++j)
             for (std::size_t c = 0; c < pass.cases.size(); ++c) {
               pass.cases[c]->setBatch(in[c][j], b);
               used[c].push_back(measure(*pass.cases[c], in[c][j], group[j], pattern, tune));
             }
           if (!layer) continue;
-          for (std::size_t c = 0; c < pass.cases.size(); ++c) {
-            const KernelCase& kc = *pass.cases[c];
-            if (!kc.layer) continue;
-            if (tune && s.tuneLayer && chained && kc.chained && kc.space && b == 1) tuneLayerChain(kc, in[c], used[c]);
-            measureLayer(kc, in[c], used[c], pattern, b);
-          }
+          for (std::size_t c = 0; c < pass.cases.size(); ++c)
+            if (pass.cases[c]->layer) measureLayer(*pass.cases[c], in[c], used[c], pattern, b);
         }
       }
     }
@@ -857,7 +785,6 @@ std::string toJson(const BenchResult& r, const std::string& commandLine, const B
   j["cusparselt"] = r.cusparseltStatus;
   j["settings"] = {{"dtype", s.dtype},     {"patterns", s.patterns}, {"batches", s.batches},
                    {"repeats", s.repeats}, {"tuning", s.tuningIn},   {"tune", s.tune}};
-  if (s.tuneLayer) j["settings"]["tune_layer"] = true;
   if (!s.activationSparsities.empty()) {
     j["settings"]["activation_sparsities"] = s.activationSparsities;
     j["settings"]["spmspv_layouts"] = s.spmspvLayouts.empty() ? spmspvLayoutNames() : s.spmspvLayouts;

@@ -49,11 +49,6 @@ struct BenchSettings {
   bool layer = true;           // whole-layer sequences for model shapes
   bool forceCpu = false;       // the CPU kernels even when a GPU is present
   bool tune = false;           // sweep launch configurations per shape, keep the best
-  // With tune, batch 1, sm_90: each shape's chained configuration chosen again in its layer's
-  // chain (the projections back to back, as the engine launches them) instead of in a chain of
-  // its own shape: coordinate descent over each shape's fastest self-chained candidates and its
-  // plain configuration, timing the whole layer (BenchResult::notes says what moved).
-  bool tuneLayer = false;
   int sparseTensorCores = -1;  // N:M on the tensor-core SpMV: 1 from batch 2, -1 spmvUseTensorCores's default, 0 never
   std::string tuningIn;        // tuning table to read (empty: heuristics)
   std::string tuningOut;       // with tune: where to write the table

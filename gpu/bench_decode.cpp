@@ -158,9 +158,7 @@ std::string tuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int3
   for (const StepTuned& t : tuned) {
     // A shape the table has no entry of gets one holding what its lookups give now, so the
     // step entry changes nothing else.
-    bool exact = false;
-    for (const auto& x : out.entries())
-      exact = exact || (x.rows == t.rows && x.cols == t.cols && x.batch == 1 && x.dtype == t.dtype);
+    const bool exact = out.exact(t.rows, t.cols, 1, t.dtype) != nullptr;
     TuningEntry e = out.entry(t.rows, t.cols, 1, t.dtype, sms);
     if (!exact) {
       e.sparseChained = out.sparse(t.rows, t.cols, 1, t.dtype, sms, true);

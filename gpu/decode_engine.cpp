@@ -652,18 +652,12 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.cols = d.cols;
   op.yOff = yOff;
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
-  // The tuning table's chained configurations (each chosen in a chain of launches of one shape);
-  // SDW_SPMV_TABLE=plain takes the plain-launch ones: in a chain of different shapes (a layer,
-  // the engine's step) the chained ones lost 3-9% on the H100 (docs/decode-engine.md, "What
-  // limits it"). An A/B switch until measured in the engine.
-  static const bool plainTable = [] {
-    const char* env = std::getenv("SDW_SPMV_TABLE");
-    return env && std::string(env) == "plain";
-  }();
+  // The tuning table's chained configurations (each chosen in a chain of launches of one shape)
+  // or, at batch 1, first the one chosen in the whole step (`bench decode --tune-step`): in the
+  // step the chained ones lost 3-7% on the H100 (docs/decode-engine.md, "What limits it").
   if (op.mode == LinOp::Spmv)
-    op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), !plainTable), true);
-  // At batch 1 a launch chosen in the whole step (`bench decode --tune-step`) comes first.
-  if (op.mode == LinOp::Spmv && B == 1 && !plainTable)
+    op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
+  if (op.mode == LinOp::Spmv && B == 1)
     if (const auto step = e.tuning.sparseStep(op.rows, op.cols, 1, tuningDtype(compute))) {
       op.spmv = kernels::toConfig(*step, step->pdl);
       op.stepPdl = step->pdl ? 1 : 0;
@@ -925,13 +919,9 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
   // 15% slower at batch 4 and 8 (docs/decode-engine.md, "Batch 8"); SDW_TC_PDL=1 keeps it.
   const char* tcPdl = std::getenv("SDW_TC_PDL");
   const bool tcPdlOn = tcPdl && std::string(tcPdl) == "1";
-  // SDW_SPMV_PDL=0: the CUDA-core SpMV without it too (an A/B switch, with SDW_SPMV_TABLE above).
-  const char* spmvPdl = std::getenv("SDW_SPMV_PDL");
-  const bool spmvPdlOff = spmvPdl && std::string(spmvPdl) == "0";
   const auto setPdl = [&](LinOp& op) {
     op.gemv.pdl = op.spmv.pdl = m.options.pdl;
     if (op.mode == LinOp::Spmv && kernels::spmvTensorCores(op.spmv) && !tcPdlOn) op.spmv.pdl = false;
-    if (op.mode == LinOp::Spmv && !kernels::spmvTensorCores(op.spmv) && spmvPdlOff) op.spmv.pdl = false;
     if (op.mode == LinOp::Spmv && op.stepPdl >= 0) op.spmv.pdl = op.stepPdl == 1 && m.options.pdl;
     op.spmspv.pdl = op.spmspv.pdl && m.options.pdl;  // column 2:4 / 4:8 unless SDW_SPMSPV_PDL=0, and the option
   };

@@ -169,10 +169,15 @@ const TuningEntry* TuningTable::find(std::int64_t rows, std::int64_t cols, int b
   return best && bestDist < 0.7 ? best : nullptr;  // within about 2x per dimension
 }
 
+const TuningEntry* TuningTable::exact(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const {
+  for (const auto& e : entries_)
+    if (e.rows == rows && e.cols == cols && e.batch == batch && e.dtype == dtype) return &e;
+  return nullptr;
+}
+
 TuningEntry TuningTable::entry(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
                                int smCount) const {
-  for (const auto& e : entries_)
-    if (e.rows == rows && e.cols == cols && e.batch == batch && e.dtype == dtype) return e;
+  if (const TuningEntry* x = exact(rows, cols, batch, dtype)) return *x;
   TuningEntry e;
   e.rows = rows, e.cols = cols, e.batch = batch, e.dtype = dtype;
   e.sparse = sparse(rows, cols, batch, dtype, smCount);
@@ -192,9 +197,8 @@ SpmvLaunch TuningTable::sparse(std::int64_t rows, std::int64_t cols, int batch, 
 
 std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_t cols, int batch,
                                                   const std::string& dtype) const {
-  for (const auto& e : entries_)
-    if (e.rows == rows && e.cols == cols && e.batch == batch && e.dtype == dtype) return e.sparseStep;
-  return std::nullopt;
+  const TuningEntry* e = exact(rows, cols, batch, dtype);
+  return e ? e->sparseStep : std::nullopt;
 }
 
 GemvLaunch TuningTable::dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,

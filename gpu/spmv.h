@@ -21,7 +21,6 @@ struct SpmvLaunch {
                      // -1 auto (up to 8 blocks), 0 never (workspace + ticket), 1 up to 16
   bool pdl = false;  // programmatic dependent launch (sm_90): start and first weight loads overlap the
                      // previous kernel of the stream (a launch option, not kept in the tuning table)
-  bool operator==(const SpmvLaunch&) const = default;
 };
 
 struct GemvLaunch {
@@ -30,7 +29,6 @@ struct GemvLaunch {
   int unroll = 2;
   int splitK = 1;
   bool pdl = false;  // as SpmvLaunch::pdl
-  bool operator==(const GemvLaunch&) const = default;
 };
 
 struct TuningEntry {
@@ -67,6 +65,8 @@ class TuningTable {
                     bool chained = false) const;
   GemvLaunch dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount,
                    bool chained = false) const;
+  // The entry of exactly (rows, cols, batch, dtype), or null.
+  const TuningEntry* exact(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;
   // The step-tuned sparse launch of exactly (rows, cols, batch, dtype), pdl as tuned; none
   // where the table has no such entry.
   std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;

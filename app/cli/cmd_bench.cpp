@@ -41,8 +41,7 @@ int runKernels(const Args& a) {
   }
   s.dtype = a.get("dtype", "bf16");
   s.repeats = static_cast<int>(a.getInt("repeats", 7));
-  s.tune = a.has("tune") || a.has("tune-layer");
-  s.tuneLayer = a.has("tune-layer");
+  s.tune = a.has("tune");
   s.sparseTensorCores = a.has("tensor-cores") ? 1 : a.has("no-tensor-cores") ? 0 : -1;
   s.forceCpu = a.has("cpu");
   s.layer = !a.has("no-layer");
@@ -129,7 +128,6 @@ const RegisterBenchMode regKernels{BenchMode{
     "the bitmask N:M SpMV kernels against dense and 2:4 baselines",
     "bench kernels [--shapes llama3-8b,qwen3-14b,qwen3-32b|RxC] [--patterns 2:4,...] [--batch 1,2,4,8] "
     "[--dtype bf16|fp16] [--repeats N] [--activation-sparsity 0,0.25,0.5,0.75] [--spmspv-layouts LIST] [--tune] "
-    "[--tune-layer] "
     "[--tensor-cores|--no-tensor-cores] [--json] "
     "[--out FILE]",
     {{"shapes", "LIST",
@@ -147,10 +145,6 @@ const RegisterBenchMode regKernels{BenchMode{
      {"spmspv-layouts", "LIST", "with --activation-sparsity: the spMspV weight layouts to time",
       "50%,col2:4,col4:8,dense"},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
-     {"tune-layer", "",
-      "--tune, then choose each shape's chained configuration (batch 1, sm_90) again in its model's layer: the "
-      "projections back to back (NAME:engine shapes: the decode engine's four launches)",
-      ""},
      {"tensor-cores", "",
       "every N:M pattern from batch 2: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 3, 8:16 and 16:32 "
       "from batch 5)",

@@ -662,14 +662,15 @@ class TestDecodeView : public QObject {
   // A run with the launches chosen in the step (bench decode --tune-step): one row, its
   // step_tuning kept in the JSON rows the benchmark writes and absent elsewhere.
   void opensAStepTunedRun() {
-    QVERIFY(open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h100-decode-tune-step-llama3-8b-ed3e724.json")));
+    const QString path =
+        QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h100-decode-tune-step-llama3-8b-ed3e724.json");
+    QVERIFY(open(path));
     const QVector<DecodeRowData>& rows = view_->resultsModel()->rows();
     QCOMPARE(rows.size(), 1);
     QCOMPARE(rows[0].linear, QStringLiteral("sparse"));
     QCOMPARE(rows[0].pattern, QStringLiteral("2:4"));
     QVERIFY(near(rows[0].tokensPerSecond, 268.1195125462399, 1e-9));
-    const nlohmann::json f = readJson(QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h100-decode-tune-step-llama3-8b-ed3e724.json"));
-    QVERIFY(f["step_tuning"].get<std::string>().find("4096x4096") != std::string::npos);
+    QVERIFY(readJson(path)["step_tuning"].get<std::string>().find("4096x4096") != std::string::npos);
     sdw::gpu::DecodeBenchResult r;
     r.configName = "x";
     QVERIFY(!sdw::gpu::decodeRowJson(r, "LlamaForCausalLM").contains("step_tuning"));

@@ -19,19 +19,14 @@
 #     rows (16:32's windows read up to 16 bytes either side of a row in shared memory);
 #  6. dual (an H200 only): the dual-sparse decode at p_x 0.5 with TEAL's thresholds
 #     (Llama-3.1-8B), with programmatic launch of the column kernels (the default) and without.
-#  chain (asked for by name only): the CUDA-core SpMV's launch in the engine's chain at batch 1
-#     (CHAIN_CONFIGS, default Llama-3.1-8B, Qwen3-14B, Qwen3-32B): the dense GEMV and sparse 2:4
-#     step as it is, then the sparse step with SDW_SPMV_TABLE=plain (the table's plain-launch
-#     configurations), with SDW_SPMV_PDL=0 and with both; each way the projections alone
-#     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS, CHAIN_VARIANTS pick);
+#  chain (asked for by name only): the engine's batch-1 step as the card's table sets it up (CHAIN_CONFIGS,
+#     default Llama-3.1-8B, Qwen3-14B, Qwen3-32B; dense GEMV and sparse 2:4), the projections alone
+#     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS picks);
+#  step (asked for by name only): its test, then the sparse 2:4 engine at batch 1 with its SpMV
+#     launches chosen in the whole step (bench decode --tune-step), per shape of STEP_CONFIGS;
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
-#     command; GRID_TUNING: a table, or "layer" / "step" for the table that step wrote), then transformers +
-#     torch.compile on the Llama-3.1-8B shape;
-#  step (asked for by name only): the sparse 2:4 engine at batch 1 with its SpMV launches chosen in
-#     the whole step (bench decode --tune-step), per shape of STEP_CONFIGS;
-#  layer (asked for by name only): `bench kernels --tune-layer` on the engine's launches
-#     (NAME:engine, CHAIN_CONFIGS, batch 1, 2:4) from the card's table, then the decode's projections
-#     alone and whole step with the table it wrote, and the whole step with the committed one.
+#     command; GRID_TUNING: a table, or "step" for the table the step step wrote), then transformers +
+#     torch.compile on the Llama-3.1-8B shape.
 # PENDING_STEPS="b2 tests bench decode sanitize dual" picks steps (default all, in that order; bench
 # and dual run on an H200 only unless named in PENDING_STEPS).
 # Logs and JSON in $OUT/pending.tgz (or out/gpu), written again after every step.
@@ -42,6 +37,7 @@ deadline=${PENDING_DEADLINE:-560}  # for fits (env.sh)
 . tools/gpu/env.sh
 sdw_out pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+card=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')  # its tuning table's name
 steps=" ${PENDING_STEPS:-b2 tests bench decode sanitize dual} "
 h200only=" bench dual grid "
 want() {  # a step asked for (bench and dual by default on an H200 only)
@@ -87,75 +83,28 @@ for r in json.load(open(sys.argv[1]))["rows"]:
   done
 fi
 
-if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 120 "the SpMV's launch in the engine's chain"; then
-  d=(--config "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" --patterns 2:4 --batch 1 --json)
+if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 60 "the batch-1 step as the table sets it up"; then
+  d=(--config "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" --patterns 2:4 --batch 1 --linear dense,sparse --json)
   for part in ${CHAIN_PARTS:-projections step}; do
     skip=""
     [ $part = projections ] && skip=others
-    fits 40 "the $part as it is" && SDW_ENGINE_SKIP=$skip $cli bench decode "${d[@]}" --linear dense,sparse \
-      --out "$O/chain-$part-default.json" > /dev/null 2>> "$O/decode.log" &&
-      sdw_decode_summary "$O/chain-$part-default.json" "$part default"
-    for v in ${CHAIN_VARIANTS:-plain nopdl plain-nopdl}; do
-      fits 30 "the $part, $v" || continue
-      table="" pdl=""
-      [[ $v == plain* ]] && table=plain
-      [[ $v == *nopdl ]] && pdl=0
-      SDW_ENGINE_SKIP=$skip SDW_SPMV_TABLE=$table SDW_SPMV_PDL=$pdl $cli bench decode "${d[@]}" --linear sparse \
-        --out "$O/chain-$part-$v.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/chain-$part-$v.json" "$part $v"
-      echo "  (at $SECONDS s)"
-    done
+    fits 40 "the $part" && SDW_ENGINE_SKIP=$skip $cli bench decode "${d[@]}" --out "$O/chain-$part.json" \
+      > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/chain-$part.json" "$part"
+    echo "  (at $SECONDS s)"
     pack
   done
-fi
-
-if [[ "$steps" == *" layer "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 150 "the chained configurations tuned in the layer"; then
-  # The engine's four launches per layer (NAME:engine), batch 1, 2:4: each shape tuned, then its
-  # chained configuration chosen again in the layer's chain (--tune-layer), starting from the card's
-  # table; then the decode (CHAIN_CONFIGS; dense GEMV and sparse 2:4, batch 1) with that table, the
-  # projections alone and the whole step, beside the committed table's whole step.
-  card=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
-  prev=()
-  [ -f "resources/tuning/$card.json" ] && prev=(--tuning "resources/tuning/$card.json")
-  t0=$SECONDS
-  timeout 200 $cli bench kernels --shapes "$(echo "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" | sed 's/,/:engine,/g; s/$/:engine/')" \
-    --batch "${LAYER_BATCHES:-1}" --patterns 2:4 --no-cusparselt --tune-layer "${prev[@]}" --tuning-out "$O/layer-$card.json" --json \
-    --out "$O/layer-tune.json" > /dev/null 2>> "$O/bench.log" && echo "tuned in the layer in $((SECONDS - t0)) s"
-  python3 -c 'import json,sys
-d = json.load(open(sys.argv[1]))
-for n in d["notes"]:
-    if "layer" in n and "chained" in n: print(n)
-for r in d["rows"]:
-    if r["module"] == "layer": print(r["model"], r["kernel"], "layer %.2f us, chained %.2f us" % (r["us"], r["us_chained"]))' \
-    "$O/layer-tune.json" 2>/dev/null
-  pack
-  if [ -f "$O/layer-$card.json" ]; then
-    d=(--config "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" --patterns 2:4 --batch 1 --linear dense,sparse --json)
-    decodes=" ${LAYER_DECODES:-projections committed layer} "
-    [[ "$decodes" == *" projections "* ]] && fits 45 "the projections with the layer's table" &&
-      SDW_ENGINE_SKIP=others $cli bench decode "${d[@]}" --tuning "$O/layer-$card.json" \
-      --out "$O/layer-projections.json" > /dev/null 2>> "$O/decode.log" &&
-      sdw_decode_summary "$O/layer-projections.json" "projections, layer table" && echo "  (at $SECONDS s)"
-    [[ "$decodes" == *" committed "* ]] && fits 45 "the step with the committed table" && $cli bench decode "${d[@]}" \
-      --out "$O/layer-step-committed.json" > /dev/null 2>> "$O/decode.log" &&
-      sdw_decode_summary "$O/layer-step-committed.json" "step, committed table" && echo "  (at $SECONDS s)"
-    [[ "$decodes" == *" layer "* ]] && fits 45 "the step with the layer's table" && $cli bench decode "${d[@]}" \
-      --tuning "$O/layer-$card.json" --out "$O/layer-step.json" > /dev/null 2>> "$O/decode.log" &&
-      sdw_decode_summary "$O/layer-step.json" "step, layer table" && echo "  (at $SECONDS s)"
-    pack
-  fi
 fi
 
 if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
   # The sparse 2:4 engine at batch 1 with each projection's SpMV launch chosen in the whole step
   # (bench decode --tune-step), per shape of STEP_CONFIGS, from the card's committed table; the
   # table it writes is step-<card>.json.
-  card=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
   if [ -x build-gpu/tests/test_engine_cuda ] && fits 60 "the step tuning's test"; then
     timeout 90 build-gpu/tests/test_engine_cuda stepTunedLaunchesDecode > "$O/test-step.log" 2>&1
     echo "test_engine_cuda stepTunedLaunchesDecode rc $?: $(grep -E '^Totals' "$O/test-step.log")"
     grep -E "^FAIL|Loc:|step tuning:" "$O/test-step.log" | head -5
   fi
-  for c in ${STEP_CONFIGS:-llama3-8b qwen3-14b qwen3-32b}; do
+  for c in ${STEP_CONFIGS-llama3-8b qwen3-14b qwen3-32b}; do  # STEP_CONFIGS= : the test alone
     fits 75 "the step tuning of $c" || continue
     t0=$SECONDS
     $cli bench decode --config $c --linear sparse --patterns 2:4 --batch 1 --tune-step "$O/step-$card.json" --json \
@@ -171,13 +120,11 @@ fi
 
 if want grid && fits 200 "the committed decode grid"; then
   # bench/results/h200-decode-e2e.json's command (docs/decode-engine.md), with GRID_TUNING's table
-  # (a path, or "layer": the table the layer step wrote) where given; then transformers +
+  # (a path, or "step": the table the step step wrote) where given; then transformers +
   # torch.compile on the Llama-3.1-8B shape where time is left.
-  card=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/-/g')
   tuning=()
   case "${GRID_TUNING:-}" in
     "") ;;
-    layer) [ -f "$O/layer-$card.json" ] && tuning=(--tuning "$O/layer-$card.json") ;;
     step) [ -f "$O/step-$card.json" ] && tuning=(--tuning "$O/step-$card.json") ;;
     *) tuning=(--tuning "$GRID_TUNING") ;;
   esac
