@@ -258,10 +258,7 @@ QCPGraph* BenchCharts::graphFor(PlotView* view, std::map<QString, QCPGraph*>& gr
       QStringList values;
       QVector<QColor> shades;
       for (const auto& [p, vc] : it->second) values << vc.first, shades << vc.second;
-      LegendStrip::Entry e{k + QStringLiteral(" · p_x ") + values.join(QStringLiteral(", ")), shades.first(), false,
-                           true};
-      if (shades.size() > 1) e.shades = shades;
-      entries.push_back(e);
+      entries.push_back(LegendStrip::shaded(k, QStringLiteral("p_x"), values, shades, false, true));
     }
     strip_->setEntries(entries);
   }

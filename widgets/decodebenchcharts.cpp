@@ -186,9 +186,7 @@ QCPGraph* DecodeBenchCharts::graphFor(const DecodeStepPoint& p) {
     QStringList batches;
     QVector<QColor> colors;
     for (const auto& [batch, color] : shades) batches << QString::number(batch), colors << color;
-    LegendStrip::Entry entry{e + QStringLiteral(" · batch ") + batches.join(QStringLiteral(", ")), colors.first(), true,
-                             false};
-    if (colors.size() > 1) entry.shades = colors;
+    const LegendStrip::Entry entry = LegendStrip::shaded(e, QStringLiteral("batch"), batches, colors, true, false);
     entries.push_back(entry);
     QCPGraph*& lg = legendGraphs_[e];
     if (!lg) {

@@ -21,6 +21,14 @@ int sampleWidth(const LegendStrip::Entry& e) {
 }
 }  // namespace
 
+LegendStrip::Entry LegendStrip::shaded(const QString& name, const QString& axis, const QStringList& values,
+                                       const QVector<QColor>& colors, bool line, bool marker) {
+  Entry e{name + QStringLiteral(" · ") + axis + QLatin1Char(' ') + values.join(QStringLiteral(", ")), colors.value(0),
+          line, marker};
+  if (colors.size() > 1) e.shades = colors;
+  return e;
+}
+
 LegendStrip::LegendStrip(QWidget* parent) : QWidget(parent) {
   QFont f = font();
   f.setPointSizeF(f.pointSizeF() * 0.9);

@@ -25,6 +25,10 @@ class LegendStrip : public QWidget {
     // sample in `color`.
     QVector<QColor> shades = {};
   };
+  // One entry for a family of series that differ along one axis: "NAME · AXIS v1, v2, ..." with
+  // a shade per value (in the order given), or the one sample where there is one value.
+  static Entry shaded(const QString& name, const QString& axis, const QStringList& values,
+                      const QVector<QColor>& colors, bool line, bool marker);
 
   explicit LegendStrip(QWidget* parent = nullptr);
 
