@@ -158,11 +158,11 @@ std::string tuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int3
   for (const StepTuned& t : tuned) {
     // A shape the table has no entry of gets one holding what its lookups give now, so the
     // step entry changes nothing else.
-    const bool exact = out.exact(t.rows, t.cols, 1, t.dtype) != nullptr;
-    TuningEntry e = out.entry(t.rows, t.cols, 1, t.dtype, sms);
+    const bool exact = out.exact(t.rows, t.cols, t.batch, t.dtype) != nullptr;
+    TuningEntry e = out.entry(t.rows, t.cols, t.batch, t.dtype, sms);
     if (!exact) {
-      e.sparseChained = out.sparse(t.rows, t.cols, 1, t.dtype, sms, true);
-      e.denseChained = out.dense(t.rows, t.cols, 1, t.dtype, sms, true);
+      e.sparseChained = out.sparse(t.rows, t.cols, t.batch, t.dtype, sms, true);
+      e.denseChained = out.dense(t.rows, t.cols, t.batch, t.dtype, sms, true);
     }
     e.sparseStep = t.after;
     e.sparseStepUs = t.afterUs;
@@ -309,8 +309,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
         // The engine: the captured step replayed, its argmax fed back on the device.
         const at::Tensor first = next.view({B}).to(at::kCPU, at::kInt).contiguous();
         const std::vector<std::int32_t> ids(first.data_ptr<std::int32_t>(), first.data_ptr<std::int32_t>() + B);
-        if (!o.tuneStepOut.empty() && sparse && B == 1)
-          r.stepTuning = tuneStep(m, cache, ids, ctx, o.tuneStepOut, p, progress);
+        if (!o.tuneStepOut.empty() && sparse) r.stepTuning = tuneStep(m, cache, ids, ctx, o.tuneStepOut, p, progress);
         engineGreedyLoop(m, cache, ids, ctx, stepsPerBatch, [&](int i, bool begin) {
           const bool timed = i >= o.warmup;
           if (begin) {

@@ -653,16 +653,18 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.yOff = yOff;
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   // The tuning table's chained configurations (each chosen in a chain of launches of one shape)
-  // or, at batch 1, first the one chosen in the whole step (`bench decode --tune-step`): in the
-  // step the chained ones lost 3-7% on the H100 (docs/decode-engine.md, "What limits it").
+  // or, on the CUDA cores, first the one chosen in the whole step at this batch (`bench decode
+  // --tune-step`): in the step the chained ones lost 3-7% on the H100 (docs/decode-engine.md,
+  // "What limits it").
+  const bool tensorCoresUsed = op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m);
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  if (op.mode == LinOp::Spmv && B == 1)
-    if (const auto step = e.tuning.sparseStep(op.rows, op.cols, 1, tuningDtype(compute))) {
+  if (op.mode == LinOp::Spmv && !tensorCoresUsed)
+    if (const auto step = e.tuning.sparseStep(op.rows, op.cols, B, tuningDtype(compute))) {
       op.spmv = kernels::toConfig(*step, step->pdl);
       op.stepPdl = step->pdl ? 1 : 0;
     }
-  if (op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m)) {
+  if (tensorCoresUsed) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
     op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion
     // x as the step's other kernels write it ([batch, cols]): the norms, the SwiGLU and the
@@ -1219,8 +1221,9 @@ at::Tensor engineStep(Model::Impl& m, KvCache& cache, const std::vector<std::int
 std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids,
                                       std::int64_t slot, const std::function<void(const std::string&)>& stage) {
   std::vector<StepTuned> out;
-  if (ids.size() != 1 || !m.options.cudaGraph) return out;
-  DecodeGraph& g = prepare(m, cache, 1, {});
+  const int B = static_cast<int>(ids.size());
+  if (B < 1 || B > 8 || !m.options.cudaGraph) return out;
+  DecodeGraph& g = prepare(m, cache, B, {});
   if (g.ops.empty()) return out;
   EngineState& e = *m.engine;
   const auto stream = [] { return c10::cuda::getCurrentCUDAStream().stream(); };
@@ -1294,15 +1297,16 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
       };
       for (bool chained : {true, false})
         for (bool pdl : {true, false})
-          add(kernels::toConfig(e.tuning.sparse(rows, cols, 1, dt, smCount(), chained), pdl));
-      for (kernels::SpmvConfig c : kernels::spmvTuningSpace(cols, 1)) {
-        const bool unrollOk = c.unroll == 1 || c.unroll == 2 || c.unroll == 4 || c.unroll == 41 || c.unroll == 42;
-        if (!unrollOk || c.splitK > 6) continue;
+          add(kernels::toConfig(e.tuning.sparse(rows, cols, B, dt, smCount(), chained), pdl));
+      for (kernels::SpmvConfig c : kernels::spmvTuningSpace(cols, B)) {
+        const bool unrollOk =
+            B > 1 || c.unroll == 1 || c.unroll == 2 || c.unroll == 4 || c.unroll == 41 || c.unroll == 42;
+        if (!unrollOk || c.splitK > (B == 1 ? 6 : 8)) continue;
         c.pdl = true;
         add(c);
       }
       std::size_t wsN = static_cast<std::size_t>(g.splitWs.numel());
-      for (const auto& c : cands) wsN = std::max(wsN, kernels::spmvWorkspaceFloats(rows, cols, 1, c));
+      for (const auto& c : cands) wsN = std::max(wsN, kernels::spmvWorkspaceFloats(rows, cols, B, c));
       if (wsN > static_cast<std::size_t>(g.splitWs.numel()))
         g.splitWs = at::empty({static_cast<std::int64_t>(wsN)}, g.splitWs.options());
       if (stage)
@@ -1329,7 +1333,7 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
       if (bestUs > baseUs * 0.997) best = 0, bestUs = baseUs;  // keep what was there unless it gains
       apply(cands[best]);
       StepTuned r;
-      r.rows = rows, r.cols = cols, r.dtype = dt;
+      r.rows = rows, r.cols = cols, r.batch = B, r.dtype = dt;
       r.before = kernels::toLaunch(base);
       r.after = kernels::toLaunch(cands[best]);
       r.beforeUs = baseUs, r.afterUs = bestUs;

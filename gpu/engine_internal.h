@@ -94,18 +94,21 @@ void engineGreedyLoop(Model::Impl& m, KvCache& cache, const std::vector<std::int
 // One projection shape's launch as chosen in the whole step.
 struct StepTuned {
   std::int64_t rows = 0, cols = 0;
+  int batch = 1;
   std::string dtype;
   SpmvLaunch before, after;          // pdl: whether launched with programmatic dependent launch
   double beforeUs = 0, afterUs = 0;  // the step's median time with each (25 replays)
   int candidates = 0;
 };
-// Batch 1 (one id), captured step: per projection of the layer whose launches are the CUDA-core
-// bitmask SpMV in every layer (q|k|v, o, gate|up, down), its launch chosen by the whole step's
-// time, one projection after the other: the table's chained and plain launches with and without
-// programmatic launch and the tuning space's (unroll 1, 2, 4, 41, 42, split-K up to 6) with it,
-// each over 5 replays, the five fastest and the one it had over 25; a change is kept where the
-// step gains over 0.3%. The step keeps the winners (until the graph is rebuilt); the caller puts
-// them into a table as TuningEntry::sparseStep. `stage` reports progress. Empty elsewhere.
+// Captured step of ids.size() rows (1-8): per projection of the layer whose launches are the
+// CUDA-core bitmask SpMV in every layer (q|k|v, o, gate|up, down; at batch 3-8 only with the
+// tensor cores off), its launch chosen by the whole step's time, one projection after the other:
+// the table's chained and plain launches with and without programmatic launch and the tuning
+// space's with it (batch 1: unroll 1, 2, 4, 41, 42, split-K up to 6; batch 2-8: every swept launch
+// of that batch, batch 2's shuffle path among them, split-K up to 8), each over 5 replays, the
+// five fastest and the one it had over 25; a change is kept where the step gains over 0.3%. The
+// step keeps the winners (until the graph is rebuilt); the caller puts them into a table as
+// TuningEntry::sparseStep of that batch. `stage` reports progress. Empty elsewhere.
 std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids,
                                       std::int64_t slot, const std::function<void(const std::string&)>& stage);
 

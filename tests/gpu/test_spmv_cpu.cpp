@@ -472,6 +472,21 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132).warps, 4);
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132, true).unroll, 34);
     QCOMPARE(v.sparseStep(4096, 4096, 1, "bf16")->warps, 4);  // and the step's
+    // A step entry of batch 2 (x by shuffle) is its batch's alone, and round trips.
+    gpu::TuningEntry h = f;
+    h.sparseStep = gpu::SpmvLaunch{8, 203, 2, 0, true}, h.sparseStepUs = 4300.0;
+    v.put(h);
+    const auto path2 = std::filesystem::temp_directory_path() / "sdw-test-tuning-b2.json";
+    v.save(path2);
+    const auto w = gpu::TuningTable::load(path2);
+    std::filesystem::remove(path2);
+    const auto step2 = w.sparseStep(4096, 4096, 2, "bf16");
+    QVERIFY(step2.has_value());
+    QCOMPARE(step2->unroll, 203);
+    QCOMPARE(step2->splitK, 2);
+    QVERIFY(step2->pdl);
+    QCOMPARE(w.sparseStep(4096, 4096, 1, "bf16")->unroll, 1);    // batch 1's unchanged
+    QCOMPARE(w.sparse(4096, 4096, 2, "bf16", 132).unroll, 202);  // the plain entry kept
   }
 
   // A model's seven projections, and NAME:engine: the decode engine's four launches per layer

@@ -22,8 +22,9 @@
 #  chain (asked for by name only): the engine's batch-1 step as the card's table sets it up (CHAIN_CONFIGS,
 #     default Llama-3.1-8B, Qwen3-14B, Qwen3-32B; dense GEMV and sparse 2:4), the projections alone
 #     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS picks);
-#  step (asked for by name only): its test, then the sparse 2:4 engine at batch 1 with its SpMV
-#     launches chosen in the whole step (bench decode --tune-step), per shape of STEP_CONFIGS;
+#  step (asked for by name only): its test, then the sparse 2:4 engine at STEP_BATCHES (default 1,2)
+#     with its SpMV launches chosen in the whole step (bench decode --tune-step), per shape of
+#     STEP_CONFIGS;
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
 #     command; GRID_TUNING: a table, or "step" for the table the step step wrote), then transformers +
 #     torch.compile on the Llama-3.1-8B shape.
@@ -96,7 +97,7 @@ if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 60 "the 
 fi
 
 if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
-  # The sparse 2:4 engine at batch 1 with each projection's SpMV launch chosen in the whole step
+  # The sparse 2:4 engine at STEP_BATCHES with each projection's SpMV launch chosen in the whole step
   # (bench decode --tune-step), per shape of STEP_CONFIGS, from the card's committed table; the
   # table it writes is step-<card>.json.
   if [ -x build-gpu/tests/test_engine_cuda ] && fits 60 "the step tuning's test"; then
@@ -105,9 +106,9 @@ if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
     grep -E "^FAIL|Loc:|step tuning:" "$O/test-step.log" | head -5
   fi
   for c in ${STEP_CONFIGS-llama3-8b qwen3-14b qwen3-32b}; do  # STEP_CONFIGS= : the test alone
-    fits 75 "the step tuning of $c" || continue
+    fits 100 "the step tuning of $c" || continue
     t0=$SECONDS
-    $cli bench decode --config $c --linear sparse --patterns 2:4 --batch 1 --tune-step "$O/step-$card.json" --json \
+    $cli bench decode --config $c --linear sparse --patterns 2:4 --batch "${STEP_BATCHES:-1,2}" --tune-step "$O/step-$card.json" --json \
       --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
 for r in d.get("rows", [d]):  # one configuration: the row itself
