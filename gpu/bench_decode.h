@@ -60,7 +60,7 @@ struct DecodeBenchOptions {
   bool pdl = true;                  // programmatic dependent launch between the step's kernels
   int sparseTensorCores = -1;  // N:M on the tensor-core SpMV: 1 from batch 2, -1 spmvUseTensorCores's default, 0 never
   std::filesystem::path tuningFile; // our kernels' launch configurations (empty: heuristics)
-  // Sparse engine, per batch: before the warm-up, each projection's CUDA-core SpMV launch chosen
+  // Sparse engine, per batch: before the warm-up, each projection's SpMV launch chosen
   // by the whole step's time (engineTuneStep); the timed steps run the winners, which go into this
   // table as TuningEntry::sparseStep of that batch (read first where the file exists, else the
   // model's table). Empty: off.

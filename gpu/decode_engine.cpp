@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -659,11 +660,17 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   const bool tensorCoresUsed = op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m);
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  if (op.mode == LinOp::Spmv && !tensorCoresUsed)
-    if (const auto step = e.tuning.sparseStep(op.rows, op.cols, B, tuningDtype(compute))) {
-      op.spmv = kernels::toConfig(*step, step->pdl);
-      op.stepPdl = step->pdl ? 1 : 0;
-    }
+  std::optional<SpmvLaunch> step;
+  if (op.mode == LinOp::Spmv) step = e.tuning.sparseStep(op.rows, op.cols, B, tuningDtype(compute));
+  // A step entry of the other path (tuned with the tensor cores on or off), or a deeper ring than
+  // 8:16 and 16:32 take (the table's entries do not name the pattern), is not used.
+  if (step && (kernels::spmvTensorCores(kernels::toConfig(*step, false)) != tensorCoresUsed ||
+               (tensorCoresUsed && d.pattern.m >= 16 && step->unroll != 102)))
+    step.reset();
+  if (step && !tensorCoresUsed) {
+    op.spmv = kernels::toConfig(*step, step->pdl);
+    op.stepPdl = step->pdl ? 1 : 0;
+  }
   if (tensorCoresUsed) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
     op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion
@@ -677,6 +684,10 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
     // SDW_TC_SEL=copies: the selector table in 8 copies (SpmvConfig::tcSelectorCopies; an A/B switch).
     const char* sel = std::getenv("SDW_TC_SEL");
     op.spmv.tcSelectorCopies = sel && std::string(sel) == "copies" && op.spmv.tcM < 16;
+    if (step) {  // chosen in the step (bench decode --tune-step): tiles a block, ring, split-K, launch
+      op.spmv.warps = step->warps, op.spmv.unroll = step->unroll, op.spmv.splitK = step->splitK;
+      op.stepPdl = step->pdl ? 1 : 0;
+    }
   }
   return op;
 }
@@ -1269,10 +1280,11 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
   for (std::size_t k = 0; k < g.ops.front().size(); ++k)
     for (std::size_t i = 0; i < g.ops.front()[k].size(); ++i) {
       const LinOp& first = g.ops.front()[k][i];
-      bool uniform = first.mode == LinOp::Spmv && !kernels::spmvTensorCores(first.spmv);
+      const bool tc = kernels::spmvTensorCores(first.spmv);
+      bool uniform = first.mode == LinOp::Spmv;
       for (const auto& layer : g.ops)
         uniform = uniform && i < layer[k].size() && layer[k][i].mode == LinOp::Spmv && layer[k][i].rows == first.rows &&
-                  layer[k][i].cols == first.cols;
+                  layer[k][i].cols == first.cols && kernels::spmvTensorCores(layer[k][i].spmv) == tc;
       if (!uniform) continue;
       const std::int64_t rows = first.rows, cols = first.cols;
       const std::string dt = tuningDtype(scalarOf(first.packed.dtype));
@@ -1295,10 +1307,28 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
             return;
         cands.push_back(c);
       };
+      if (tc) {
+        // On the tensor cores (batch 2-8): 4 or 8 tiles a block, a ring of 2-4 stages (8:16 and
+        // 16:32: 2), split-K from half to twice the heuristic's, with and without programmatic
+        // launch; x's layout and the pattern's expansion stay as the step set them up.
+        const int most = std::max(1, static_cast<int>(cols / 32) / 16);
+        for (int w : {8, 4})
+          for (int u : {102, 103, 104})
+            for (int num : {2, 3, 4, 6, 8})
+              for (bool pdl : {false, true}) {
+                if (u != 102 && first.spmv.tcM >= 16) continue;
+                kernels::SpmvConfig c = base;
+                c.warps = w, c.unroll = u, c.pdl = pdl;
+                c.splitK = std::clamp((base.splitK * num + 2) / 4, 1, most);
+                add(c);
+              }
+      }
       for (bool chained : {true, false})
-        for (bool pdl : {true, false})
+        for (bool pdl : {true, false}) {
+          if (tc) break;
           add(kernels::toConfig(e.tuning.sparse(rows, cols, B, dt, smCount(), chained), pdl));
-      for (kernels::SpmvConfig c : kernels::spmvTuningSpace(cols, B)) {
+        }
+      for (kernels::SpmvConfig c : tc ? std::vector<kernels::SpmvConfig>{} : kernels::spmvTuningSpace(cols, B)) {
         const bool unrollOk =
             B > 1 || c.unroll == 1 || c.unroll == 2 || c.unroll == 4 || c.unroll == 41 || c.unroll == 42;
         if (!unrollOk || c.splitK > (B == 1 ? 6 : 8)) continue;

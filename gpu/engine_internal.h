@@ -101,11 +101,13 @@ struct StepTuned {
   int candidates = 0;
 };
 // Captured step of ids.size() rows (1-8): per projection of the layer whose launches are the
-// CUDA-core bitmask SpMV in every layer (q|k|v, o, gate|up, down; at batch 3-8 only with the
-// tensor cores off), its launch chosen by the whole step's time, one projection after the other:
-// the table's chained and plain launches with and without programmatic launch and the tuning
-// space's with it (batch 1: unroll 1, 2, 4, 41, 42, split-K up to 6; batch 2-8: every swept launch
-// of that batch, batch 2's shuffle path among them, split-K up to 8), each over 5 replays, the
+// bitmask SpMV in every layer (q|k|v, o, gate|up, down), its launch chosen by the whole step's
+// time, one projection after the other. On the CUDA cores: the table's chained and plain launches
+// with and without programmatic launch and the tuning space's with it (batch 1: unroll 1, 2, 4,
+// 41, 42, split-K up to 6; batch 2-8: every swept launch of that batch, batch 2's shuffle path
+// among them, split-K up to 8); on the tensor cores: 4 or 8 tiles a block, a ring of 2-4 stages,
+// split-K from half to twice the heuristic's, with and without programmatic launch (x's layout
+// and the pattern's expansion kept). Each candidate over 5 replays, the
 // five fastest and the one it had over 25; a change is kept where the step gains over 0.3%. The
 // step keeps the winners (until the graph is rebuilt); the caller puts them into a table as
 // TuningEntry::sparseStep of that batch. `stage` reports progress. Empty elsewhere.

@@ -409,10 +409,11 @@ class TestEngineCuda : public QObject {
     }
   }
 
-  // The sparse engine's launches chosen in its step (bench decode --tune-step), at batch 1 and
-  // batch 2 (x by shuffle among the candidates): the table it writes holds a step entry of that
-  // batch for each projection of the layer (q|k|v, o, gate|up, down), and a model built on that
-  // table decodes within bf16 tolerance of the eager pass at both batches, as the
+  // The sparse engine's launches chosen in its step (bench decode --tune-step), at batch 1,
+  // batch 2 (x by shuffle among the candidates) and batch 4 (on the tensor cores): the table it
+  // writes holds a step entry of that batch for each projection of the layer (q|k|v, o, gate|up,
+  // down), and a model built on that table decodes within bf16 tolerance of the eager pass at
+  // those batches, as the
   // patterns-and-batches rows do (the launches compute the same products; split-K changes only
   // the order of the sums).
   void stepTunedLaunchesDecode() {
@@ -429,8 +430,8 @@ class TestEngineCuda : public QObject {
     b.readGBs = 1000;  // no bandwidth probe
     b.tuningFile = opts("bfloat16", Linear::Sparse).tuningFile;
     b.tuneStepOut = table.toStdString();
-    const std::vector<DecodeBenchResult> rs = runDecodeBenchBatches(b, {1, 2});
-    QCOMPARE(rs.size(), std::size_t{2});
+    const std::vector<DecodeBenchResult> rs = runDecodeBenchBatches(b, {1, 2, 4});
+    QCOMPARE(rs.size(), std::size_t{3});
     const TuningTable t = TuningTable::load(table.toStdString());
     const std::int64_t shapes[4][2] = {{8 * 128 + 2 * 2 * 128, 512}, {512, 8 * 128}, {2 * 1024, 512}, {512, 1024}};
     for (const DecodeBenchResult& r : rs) {
@@ -448,7 +449,7 @@ class TestEngineCuda : public QObject {
     go_.tuningFile = table.toStdString();
     const auto eager = Model::randomInit(c, eo, 7, 0.05);
     const auto m = Model::randomInit(c, go_, 7, 0.05);
-    const QString why = bf16WithinTolerance(*eager, *m, 0.03, true, {1, 2});
+    const QString why = bf16WithinTolerance(*eager, *m, 0.03, true, {1, 2, 4});
     QVERIFY2(why.isEmpty(), qPrintable(why));
   }
 

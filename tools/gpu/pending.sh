@@ -22,7 +22,7 @@
 #  chain (asked for by name only): the engine's batch-1 step as the card's table sets it up (CHAIN_CONFIGS,
 #     default Llama-3.1-8B, Qwen3-14B, Qwen3-32B; dense GEMV and sparse 2:4), the projections alone
 #     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS picks);
-#  step (asked for by name only): its test, then the sparse 2:4 engine at STEP_BATCHES (default 1,2)
+#  step (asked for by name only): its test, then the sparse 2:4 engine at STEP_BATCHES (default 1,2,4,8)
 #     with its SpMV launches chosen in the whole step (bench decode --tune-step), per shape of
 #     STEP_CONFIGS;
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
@@ -108,7 +108,7 @@ if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
   for c in ${STEP_CONFIGS-llama3-8b qwen3-14b qwen3-32b}; do  # STEP_CONFIGS= : the test alone
     fits 100 "the step tuning of $c" || continue
     t0=$SECONDS
-    $cli bench decode --config $c --linear sparse --patterns 2:4 --batch "${STEP_BATCHES:-1,2}" --tune-step "$O/step-$card.json" --json \
+    $cli bench decode --config $c --linear sparse --patterns 2:4 --batch "${STEP_BATCHES:-1,2,4,8}" --tune-step "$O/step-$card.json" --json \
       --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
 for r in d.get("rows", [d]):  # one configuration: the row itself

@@ -9,7 +9,7 @@
 #     4, 8; 2:4 tunes, the table serves the other patterns), each run starting from the table the
 #     one before wrote, the first from the card's committed table, if it has one;
 #  2b. with TUNE_STEP_CONFIGS (e.g. "llama3-8b qwen3-14b qwen3-32b"): `sdw-cli bench decode --tune-step`
-#     per shape, the sparse engine's launches at batch 1 and 2 (TUNE_STEP_BATCHES) chosen in its whole
+#     per shape, the sparse engine's launches at batch 1, 2, 4, 8 (TUNE_STEP_BATCHES) chosen in its whole
 #     step, into the new table;
 #  3. `sdw-cli bench decode` (cuBLAS, dense GEMV, sparse 2:4; batch 1 and 2; TUNE_DECODE_CONFIGS,
 #     default llama3-8b,qwen3-14b) with the committed table (decode-before.json), then with the new
@@ -57,12 +57,12 @@ done
 cp "$tuned" "$O/$name.json"
 pack
 
-# 2b. The sparse engine's launches chosen in its step at batch 1 and 2 (bench decode --tune-step), per shape of
+# 2b. The sparse engine's launches chosen in its step at batch 1, 2, 4, 8 (bench decode --tune-step), per shape of
 # TUNE_STEP_CONFIGS (default none; e.g. "llama3-8b qwen3-14b qwen3-32b"), into the new table.
 for c in ${TUNE_STEP_CONFIGS:-}; do
   fits 90 "the step tuning of $c" || continue
   t0=$SECONDS
-  $cli bench decode --config "$c" --linear sparse --patterns 2:4 --batch "${TUNE_STEP_BATCHES:-1,2}" --tuning "$O/$name.json" \
+  $cli bench decode --config "$c" --linear sparse --patterns 2:4 --batch "${TUNE_STEP_BATCHES:-1,2,4,8}" --tuning "$O/$name.json" \
     --tune-step "$O/$name.json" --json --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" &&
     echo "step-tuned $c in $((SECONDS - t0)) s" && sdw_decode_summary "$O/step-$c.json" "step-tuned"
   pack
