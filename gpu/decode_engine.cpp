@@ -1329,8 +1329,9 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
           add(kernels::toConfig(e.tuning.sparse(rows, cols, B, dt, smCount(), chained), pdl));
         }
       for (kernels::SpmvConfig c : tc ? std::vector<kernels::SpmvConfig>{} : kernels::spmvTuningSpace(cols, B)) {
-        const bool unrollOk =
-            B > 1 || c.unroll == 1 || c.unroll == 2 || c.unroll == 4 || c.unroll == 41 || c.unroll == 42;
+        // Batch 1: the register path's 1, 2, 4 words and every depth of the bulk pipeline (with
+        // programmatic launch each stage's weights are requested before the wait).
+        const bool unrollOk = B > 1 || c.unroll != 3;
         if (!unrollOk || c.splitK > (B == 1 ? 6 : 8)) continue;
         c.pdl = true;
         add(c);

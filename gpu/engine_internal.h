@@ -31,8 +31,8 @@ struct PackedProj {
   DeviceBitmask dev;          // CUDA: device layout (a view into the group's storage where fused)
   sparse::PackedMatrix host;  // CPU: row-major packed matrix for the CPU SpMV
   bool column = false;
-  SpmspvMatrix col;      // the column layout (CUDA: its shape, format and dtype; chunks on the device)
-  at::Tensor colChunks;  // CUDA: the chunk buffer, int16 elements
+  SpmspvMatrix col;                      // the column layout (CUDA: its shape, format and dtype; chunks on the device)
+  at::Tensor colChunks;                  // CUDA: the chunk buffer, int16 elements
   at::Tensor colWorkspace, colCounters;  // CUDA, the eager pass's launches: made on first use
 };
 
@@ -40,17 +40,17 @@ struct DecodeGraph;  // gpu/decode_engine.cpp (CUDA)
 
 struct EngineState {
   Linear linear = Linear::Cublas;
-  std::string pattern;                              // of the packed projections, "" when none ("col2:4": column file)
-  std::vector<std::array<PackedProj, 7>> packed;    // [layer][kind]
+  std::string pattern;                            // of the packed projections, "" when none ("col2:4": column file)
+  std::vector<std::array<PackedProj, 7>> packed;  // [layer][kind]
   // Fused groups per layer: dense storage whose rows the LayerWeights q/k/v (gate/up)
   // are views of, or packed storage whose row tiles the members' DeviceBitmask views are.
   std::vector<at::Tensor> qkvDense, guDense;
-  std::vector<DeviceBitmask> qkvPacked, guPacked;   // values undefined where not fused
+  std::vector<DeviceBitmask> qkvPacked, guPacked;  // values undefined where not fused
   // Column-layout members fused the same way (CUDA; rows of each a multiple of 256): the
   // chunk buffers of row tiles one after another are the fused matrix's; not present where
   // not fused.
   std::vector<PackedProj> qkvColumn, guColumn;
-  std::vector<at::Tensor> qkvBias;                  // [layer] q|k|v biases in one vector (Qwen2), else undefined
+  std::vector<at::Tensor> qkvBias;  // [layer] q|k|v biases in one vector (Qwen2), else undefined
   TuningTable tuning;
   bool haveTuning = false;
   std::shared_ptr<DecodeGraph> graph;
@@ -102,15 +102,15 @@ struct StepTuned {
 };
 // Captured step of ids.size() rows (1-8): per projection of the layer whose launches are the
 // bitmask SpMV in every layer (q|k|v, o, gate|up, down), its launch chosen by the whole step's
-// time, one projection after the other. On the CUDA cores: the table's chained and plain launches
-// with and without programmatic launch and the tuning space's with it (batch 1: unroll 1, 2, 4,
-// 41, 42, split-K up to 6; batch 2-8: every swept launch of that batch, batch 2's shuffle path
-// among them, split-K up to 8); on the tensor cores: 4 or 8 tiles a block, a ring of 2-4 stages,
-// split-K from half to twice the heuristic's, with and without programmatic launch (x's layout
-// and the pattern's expansion kept). Each candidate over 5 replays, the
-// five fastest and the one it had over 25; a change is kept where the step gains over 0.3%. The
-// step keeps the winners (until the graph is rebuilt); the caller puts them into a table as
-// TuningEntry::sparseStep of that batch. `stage` reports progress. Empty elsewhere.
+// time, one projection after the other. On the CUDA cores: the table's chained and plain
+// launches with and without programmatic launch and the tuning space's with it (batch 1: unroll
+// 1, 2, 4 and every depth of the bulk pipeline, split-K up to 6; batch 2-8: every swept launch of
+// that batch, batch 2's shuffle path among them, split-K up to 8). On the tensor cores: 4 or 8
+// tiles a block, a ring of 2-4 stages, split-K from half to twice the heuristic's, with and
+// without programmatic launch (x's layout and the pattern's expansion kept). Each candidate over
+// 5 replays, the five fastest and the one it had over 25; a change is kept where the step gains
+// over 0.3%. The step keeps the winners (until the graph is rebuilt); the caller puts them into
+// a table as TuningEntry::sparseStep of that batch. `stage` reports progress. Empty elsewhere.
 std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids,
                                       std::int64_t slot, const std::function<void(const std::string&)>& stage);
 
