@@ -164,13 +164,14 @@ std::string tuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int3
       e.sparseChained = out.sparse(t.rows, t.cols, t.batch, t.dtype, sms, true);
       e.denseChained = out.dense(t.rows, t.cols, t.batch, t.dtype, sms, true);
     }
-    e.sparseStep = t.after;
-    e.sparseStepUs = t.afterUs;
+    (t.m16 ? e.sparseStepM16 : e.sparseStep) = t.after;
+    (t.m16 ? e.sparseStepM16Us : e.sparseStepUs) = t.afterUs;
     out.put(e);
     char us[64];
     std::snprintf(us, sizeof us, ": %.1f -> %.1f us", t.beforeUs, t.afterUs);
-    text += (text.empty() ? "" : "; ") + std::to_string(t.rows) + "x" + std::to_string(t.cols) + " " +
-            launch(t.before) + " -> " + launch(t.after) + us + " (" + std::to_string(t.candidates) + " launches)";
+    text += (text.empty() ? "" : "; ") + std::to_string(t.rows) + "x" + std::to_string(t.cols) +
+            (t.m16 ? " m16 " : " ") + launch(t.before) + " -> " + launch(t.after) + us + " (" +
+            std::to_string(t.candidates) + " launches)";
   }
   out.save(file);
   return text;

@@ -660,13 +660,11 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   const bool tensorCoresUsed = op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m);
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
+  // (8:16 and 16:32 on the tensor cores have step entries of their own; one tuned on the other
+  // path is not used.)
   std::optional<SpmvLaunch> step;
-  if (op.mode == LinOp::Spmv) step = e.tuning.sparseStep(op.rows, op.cols, B, tuningDtype(compute));
-  // A step entry of the other path (tuned with the tensor cores on or off), or a deeper ring than
-  // 8:16 and 16:32 take (the table's entries do not name the pattern), is not used.
-  if (step && (kernels::spmvTensorCores(kernels::toConfig(*step, false)) != tensorCoresUsed ||
-               (tensorCoresUsed && d.pattern.m >= 16 && step->unroll != 102)))
-    step.reset();
+  if (op.mode == LinOp::Spmv)
+    step = e.tuning.sparseStep(op.rows, op.cols, B, tuningDtype(compute), tensorCoresUsed, d.pattern.m);
   if (step && !tensorCoresUsed) {
     op.spmv = kernels::toConfig(*step, step->pdl);
     op.stepPdl = step->pdl ? 1 : 0;
@@ -1365,6 +1363,7 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
       apply(cands[best]);
       StepTuned r;
       r.rows = rows, r.cols = cols, r.batch = B, r.dtype = dt;
+      r.m16 = tc && first.spmv.tcM >= 16;
       r.before = kernels::toLaunch(base);
       r.after = kernels::toLaunch(cands[best]);
       r.beforeUs = baseUs, r.afterUs = bestUs;

@@ -95,6 +95,7 @@ void engineGreedyLoop(Model::Impl& m, KvCache& cache, const std::vector<std::int
 struct StepTuned {
   std::int64_t rows = 0, cols = 0;
   int batch = 1;
+  bool m16 = false;  // 8:16 or 16:32 on the tensor cores: TuningEntry::sparseStepM16
   std::string dtype;
   SpmvLaunch before, after;          // pdl: whether launched with programmatic dependent launch
   double beforeUs = 0, afterUs = 0;  // the step's median time with each (25 replays)

@@ -104,6 +104,8 @@ TuningTable TuningTable::load(const std::filesystem::path& path) {
         te.denseChained = dense(*it, true), te.denseChainedUs = it->value("us", 0.0);
       if (const auto it = e.find("sparse_step"); it != e.end())
         te.sparseStep = sparse(*it, it->value("pdl", true)), te.sparseStepUs = it->value("us", 0.0);
+      if (const auto it = e.find("sparse_step_m16"); it != e.end())
+        te.sparseStepM16 = sparse(*it, it->value("pdl", true)), te.sparseStepM16Us = it->value("us", 0.0);
       t.entries_.push_back(te);
     }
   } catch (const nlohmann::json::exception& e) {
@@ -137,6 +139,10 @@ void TuningTable::save(const std::filesystem::path& path) const {
       o["sparse_step"] = sparseJson(*e.sparseStep, e.sparseStepUs);
       o["sparse_step"]["pdl"] = e.sparseStep->pdl;
     }
+    if (e.sparseStepM16) {
+      o["sparse_step_m16"] = sparseJson(*e.sparseStepM16, e.sparseStepM16Us);
+      o["sparse_step_m16"]["pdl"] = e.sparseStepM16->pdl;
+    }
     j["entries"].push_back(o);
   }
   std::ofstream out(path);
@@ -151,6 +157,7 @@ void TuningTable::put(const TuningEntry& e) {
       if (!merged.sparseChained) merged.sparseChained = x.sparseChained, merged.sparseChainedUs = x.sparseChainedUs;
       if (!merged.denseChained) merged.denseChained = x.denseChained, merged.denseChainedUs = x.denseChainedUs;
       if (!merged.sparseStep) merged.sparseStep = x.sparseStep, merged.sparseStepUs = x.sparseStepUs;
+      if (!merged.sparseStepM16) merged.sparseStepM16 = x.sparseStepM16, merged.sparseStepM16Us = x.sparseStepM16Us;
       x = merged;
       return;
     }
@@ -199,6 +206,16 @@ std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_
                                                   const std::string& dtype) const {
   const TuningEntry* e = exact(rows, cols, batch, dtype);
   return e ? e->sparseStep : std::nullopt;
+}
+
+std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_t cols, int batch,
+                                                  const std::string& dtype, bool tensorCores, int patternM) const {
+  const TuningEntry* e = exact(rows, cols, batch, dtype);
+  if (!e) return std::nullopt;
+  const bool wide = tensorCores && patternM >= 16;
+  const std::optional<SpmvLaunch>& s = wide ? e->sparseStepM16 : e->sparseStep;
+  if (!s || onTensorCores(*s) != tensorCores || (wide && s->unroll != 102)) return std::nullopt;
+  return s;
 }
 
 GemvLaunch TuningTable::dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,

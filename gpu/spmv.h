@@ -43,13 +43,21 @@ struct TuningEntry {
   std::optional<SpmvLaunch> sparseChained;
   std::optional<GemvLaunch> denseChained;
   double sparseChainedUs = 0, denseChainedUs = 0;
-  // The sparse launch chosen by the decode engine's whole batch-1 step (`sdw-cli bench decode
-  // --tune-step`): its neighbours there are the step's other kernels, not launches of its own
-  // shape. JSON "sparse_step", its "pdl" kept (the step may run it without programmatic
-  // launch); "us" is the step's time with it. The engine prefers it at batch 1, exact shape only.
+  // The sparse launch chosen by the decode engine's whole step at this batch (`sdw-cli bench
+  // decode --tune-step`): its neighbours there are the step's other kernels, not launches of its
+  // own shape. JSON "sparse_step", its "pdl" kept (the step may run it without programmatic
+  // launch); "us" is the step's time with it. The engine prefers it, exact shape and batch only,
+  // on the path it was tuned on (CUDA cores, or the tensor cores for 2:4 and 4:8).
   std::optional<SpmvLaunch> sparseStep;
   double sparseStepUs = 0;
+  // The same for 8:16 and 16:32 on the tensor cores (their longer expansion, a 2-stage ring
+  // only): JSON "sparse_step_m16".
+  std::optional<SpmvLaunch> sparseStepM16;
+  double sparseStepM16Us = 0;
 };
+
+// Whether a launch runs the tensor-core SpMV (unroll 100 + S).
+inline bool onTensorCores(const SpmvLaunch& l) { return l.unroll > 100 && l.unroll < 200; }
 
 // Best launch configuration per (rows, cols, batch, dtype). Lookup falls back to
 // the entry of the same batch with the nearest size, then to a heuristic; at batch 2 the
@@ -70,6 +78,11 @@ class TuningTable {
   // The step-tuned sparse launch of exactly (rows, cols, batch, dtype), pdl as tuned; none
   // where the table has no such entry.
   std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;
+  // The one for a projection of pattern N:M whose SpMV runs on the tensor cores or not: for 8:16
+  // and 16:32 on the tensor cores the entry's sparseStepM16, else its sparseStep; none where that
+  // was tuned on the other path (or, for M >= 16, is not a 2-stage ring).
+  std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
+                                       bool tensorCores, int patternM) const;
   // The entry of exactly (rows, cols, batch, dtype), or a new one holding the configurations
   // a lookup gives now (for tuning to overwrite part of it and put back).
   TuningEntry entry(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount) const;

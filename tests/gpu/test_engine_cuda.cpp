@@ -409,47 +409,59 @@ class TestEngineCuda : public QObject {
     }
   }
 
-  // The sparse engine's launches chosen in its step (bench decode --tune-step), at batch 1,
-  // batch 2 (x by shuffle among the candidates) and batch 4 (on the tensor cores): the table it
-  // writes holds a step entry of that batch for each projection of the layer (q|k|v, o, gate|up,
+  // The sparse engine's launches chosen in its step (bench decode --tune-step): 2:4 at batch 1,
+  // batch 2 (x by shuffle among the candidates) and batch 4 (on the tensor cores), and 16:32 at
+  // batch 5 (the tensor cores' longer expansion, entries of their own). The table it writes holds
+  // a step entry of that batch and path for each projection of the layer (q|k|v, o, gate|up,
   // down), and a model built on that table decodes within bf16 tolerance of the eager pass at
-  // those batches, as the
-  // patterns-and-batches rows do (the launches compute the same products; split-K changes only
-  // the order of the sums).
+  // those batches, as the patterns-and-batches rows do (the launches compute the same products;
+  // split-K changes only the order of the sums).
+  void stepTunedLaunchesDecode_data() {
+    QTest::addColumn<QString>("pattern");
+    QTest::addColumn<QList<int>>("batches");
+    QTest::addRow("2:4") << QStringLiteral("2:4") << QList<int>{1, 2, 4};
+    QTest::addRow("16:32") << QStringLiteral("16:32") << QList<int>{5};
+  }
   void stepTunedLaunchesDecode() {
+    QFETCH(QString, pattern);
+    QFETCH(QList<int>, batches);
+    const int M = pattern == "16:32" ? 32 : 4;
     const ModelConfig c = shape("llama");  // hidden 512, intermediate 1024, 8 x 128 query and 2 x 128 KV heads
-    const QString table = tmp_.filePath("step.json");
+    const QString table = tmp_.filePath("step-" + QString(pattern).replace(':', '-') + ".json");
     DecodeBenchOptions b;
     b.config = c;
     b.configName = "llama-shape";
     b.linear = Linear::Sparse;
-    b.pattern = "2:4";
+    b.pattern = pattern.toStdString();
     b.context = 64;
     b.tokens = 4;
     b.warmup = 2;
     b.readGBs = 1000;  // no bandwidth probe
     b.tuningFile = opts("bfloat16", Linear::Sparse).tuningFile;
     b.tuneStepOut = table.toStdString();
-    const std::vector<DecodeBenchResult> rs = runDecodeBenchBatches(b, {1, 2, 4});
-    QCOMPARE(rs.size(), std::size_t{3});
+    const std::vector<DecodeBenchResult> rs = runDecodeBenchBatches(b, {batches.begin(), batches.end()});
+    QCOMPARE(rs.size(), static_cast<std::size_t>(batches.size()));
     const TuningTable t = TuningTable::load(table.toStdString());
     const std::int64_t shapes[4][2] = {{8 * 128 + 2 * 2 * 128, 512}, {512, 8 * 128}, {2 * 1024, 512}, {512, 1024}};
     for (const DecodeBenchResult& r : rs) {
-      qInfo("step tuning, batch %d: %s", r.batch, r.stepTuning.c_str());
+      qInfo("step tuning, %s batch %d: %s", qPrintable(pattern), r.batch, r.stepTuning.c_str());
       QVERIFY(r.tokensPerSecond > 0);
+      const bool tc = r.batch >= (M >= 16 ? 5 : 3);  // the engine's default paths
       for (const auto& sh : shapes) {
         QVERIFY2(r.stepTuning.find(std::to_string(sh[0]) + "x" + std::to_string(sh[1])) != std::string::npos,
                  r.stepTuning.c_str());
-        QVERIFY2(t.sparseStep(sh[0], sh[1], r.batch, "bf16").has_value(),
-                 qPrintable(QStringLiteral("%1 at batch %2").arg(sh[0]).arg(r.batch)));
+        const auto step = t.sparseStep(sh[0], sh[1], r.batch, "bf16", tc, M);
+        QVERIFY2(step.has_value(), qPrintable(QStringLiteral("%1 at batch %2").arg(sh[0]).arg(r.batch)));
+        QCOMPARE(onTensorCores(*step), tc);
+        QVERIFY(!t.sparseStep(sh[0], sh[1], r.batch, "bf16", !tc, M));  // not on the other path
       }
     }
     LoadOptions eo = opts("bfloat16", Linear::Sparse, false), go_ = opts("bfloat16", Linear::Sparse);
-    eo.randomPattern = go_.randomPattern = "2:4";
+    eo.randomPattern = go_.randomPattern = pattern.toStdString();
     go_.tuningFile = table.toStdString();
     const auto eager = Model::randomInit(c, eo, 7, 0.05);
     const auto m = Model::randomInit(c, go_, 7, 0.05);
-    const QString why = bf16WithinTolerance(*eager, *m, 0.03, true, {1, 2, 4});
+    const QString why = bf16WithinTolerance(*eager, *m, 0.03, true, {batches.begin(), batches.end()});
     QVERIFY2(why.isEmpty(), qPrintable(why));
   }
 

@@ -487,6 +487,37 @@ class TestSpmvCpu : public QObject {
     QVERIFY(step2->pdl);
     QCOMPARE(w.sparseStep(4096, 4096, 1, "bf16")->unroll, 1);    // batch 1's unchanged
     QCOMPARE(w.sparse(4096, 4096, 2, "bf16", 132).unroll, 202);  // the plain entry kept
+    // By path and pattern: a CUDA-core step entry serves every pattern off the tensor cores and
+    // none on them.
+    QCOMPARE(w.sparseStep(4096, 4096, 2, "bf16", false, 32)->unroll, 203);
+    QVERIFY(!w.sparseStep(4096, 4096, 2, "bf16", true, 4));
+    // At batch 8 a tensor-core entry for 2:4 and 4:8 (a 3-stage ring) and one for 8:16 and 16:32
+    // (the 2-stage ring their expansion takes): each pattern gets its own, neither off the
+    // tensor cores; both round trip.
+    gpu::TuningEntry k = f;
+    k.batch = 8, k.sparse = {8, 102, 4, -1};
+    k.sparseStep = gpu::SpmvLaunch{8, 103, 3, -1, true}, k.sparseStepUs = 5000.0;
+    k.sparseStepM16 = gpu::SpmvLaunch{4, 102, 6, -1, false}, k.sparseStepM16Us = 5200.0;
+    gpu::TuningTable w8 = w;
+    w8.put(k);
+    w8.save(path2);
+    const auto x = gpu::TuningTable::load(path2);
+    std::filesystem::remove(path2);
+    QCOMPARE(x.sparseStep(4096, 4096, 8, "bf16", true, 4)->unroll, 103);
+    QCOMPARE(x.sparseStep(4096, 4096, 8, "bf16", true, 8)->splitK, 3);
+    const auto wide = x.sparseStep(4096, 4096, 8, "bf16", true, 16);
+    QVERIFY(wide.has_value());
+    QCOMPARE(wide->warps, 4);
+    QCOMPARE(wide->splitK, 6);
+    QVERIFY(!wide->pdl);
+    QCOMPARE(x.sparseStep(4096, 4096, 8, "bf16", true, 32)->splitK, 6);
+    QVERIFY(!x.sparseStep(4096, 4096, 8, "bf16", false, 4));
+    QVERIFY(!x.sparseStep(4096, 4096, 8, "bf16", false, 16));
+    // An M >= 16 entry with a deeper ring than its expansion takes is not used.
+    gpu::TuningTable y = x;
+    k.sparseStepM16->unroll = 103;
+    y.put(k);
+    QVERIFY(!y.sparseStep(4096, 4096, 8, "bf16", true, 16));
   }
 
   // A model's seven projections, and NAME:engine: the decode engine's four launches per layer

@@ -24,7 +24,8 @@
 #     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS picks);
 #  step (asked for by name only): its test, then the sparse 2:4 engine at STEP_BATCHES (default 1,2,4,8)
 #     with its SpMV launches chosen in the whole step (bench decode --tune-step), per shape of
-#     STEP_CONFIGS;
+#     STEP_CONFIGS, then 16:32 at STEP_M16_BATCHES (default 8: the tensor cores' entries of 8:16 and
+#     16:32);
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
 #     command; GRID_TUNING: a table, or "step" for the table the step step wrote), then transformers +
 #     torch.compile on the Llama-3.1-8B shape.
@@ -105,16 +106,24 @@ if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
     echo "test_engine_cuda stepTunedLaunchesDecode rc $?: $(grep -E '^Totals' "$O/test-step.log")"
     grep -E "^FAIL|Loc:|step tuning:" "$O/test-step.log" | head -5
   fi
+  stepSummary='import json,sys
+d = json.load(open(sys.argv[1]))
+for r in d.get("rows", [d]):  # one configuration: the row itself
+    print(r["config"], "sparse", r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
+    for t in r.get("step_tuning", "").split("; "): print("   ", t)'
   for c in ${STEP_CONFIGS-llama3-8b qwen3-14b qwen3-32b}; do  # STEP_CONFIGS= : the test alone
     fits 100 "the step tuning of $c" || continue
     t0=$SECONDS
     $cli bench decode --config $c --linear sparse --patterns 2:4 --batch "${STEP_BATCHES:-1,2,4,8}" --tune-step "$O/step-$card.json" --json \
-      --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c 'import json,sys
-d = json.load(open(sys.argv[1]))
-for r in d.get("rows", [d]):  # one configuration: the row itself
-    print(r["config"], "sparse", r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
-    for t in r.get("step_tuning", "").split("; "): print("   ", t)' "$O/step-$c.json"
+      --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c.json"
     echo "  ($c in $((SECONDS - t0)) s, at $SECONDS s)"
+    pack
+    # 8:16 and 16:32 on the tensor cores (their own entries) at STEP_M16_BATCHES (default 8; empty: none)
+    [ -n "${STEP_M16_BATCHES-8}" ] && fits 60 "the 16:32 step tuning of $c" || continue
+    t0=$SECONDS
+    $cli bench decode --config $c --linear sparse --patterns 16:32 --batch "${STEP_M16_BATCHES-8}" --tune-step "$O/step-$card.json" \
+      --json --out "$O/step-$c-m16.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c-m16.json"
+    echo "  ($c 16:32 in $((SECONDS - t0)) s, at $SECONDS s)"
     pack
   done
 fi

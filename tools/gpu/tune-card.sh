@@ -10,7 +10,8 @@
 #     one before wrote, the first from the card's committed table, if it has one;
 #  2b. with TUNE_STEP_CONFIGS (e.g. "llama3-8b qwen3-14b qwen3-32b"): `sdw-cli bench decode --tune-step`
 #     per shape, the sparse engine's launches at batch 1, 2, 4, 8 (TUNE_STEP_BATCHES) chosen in its whole
-#     step, into the new table;
+#     step, into the new table, then 16:32 at TUNE_STEP_M16_BATCHES (default 8; 8:16 and 16:32 on the
+#     tensor cores have entries of their own);
 #  3. `sdw-cli bench decode` (cuBLAS, dense GEMV, sparse 2:4; batch 1 and 2; TUNE_DECODE_CONFIGS,
 #     default llama3-8b,qwen3-14b) with the committed table (decode-before.json), then with the new
 #     one (decode-after.json).
@@ -65,6 +66,12 @@ for c in ${TUNE_STEP_CONFIGS:-}; do
   $cli bench decode --config "$c" --linear sparse --patterns 2:4 --batch "${TUNE_STEP_BATCHES:-1,2,4,8}" --tuning "$O/$name.json" \
     --tune-step "$O/$name.json" --json --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" &&
     echo "step-tuned $c in $((SECONDS - t0)) s" && sdw_decode_summary "$O/step-$c.json" "step-tuned"
+  pack
+  # 8:16 and 16:32 on the tensor cores have entries of their own (TUNE_STEP_M16_BATCHES, default 8)
+  [ -n "${TUNE_STEP_M16_BATCHES-8}" ] && fits 60 "the 16:32 step tuning of $c" || continue
+  $cli bench decode --config "$c" --linear sparse --patterns 16:32 --batch "${TUNE_STEP_M16_BATCHES-8}" \
+    --tuning "$O/$name.json" --tune-step "$O/$name.json" --json --out "$O/step-$c-m16.json" > /dev/null 2>> "$O/decode.log" &&
+    sdw_decode_summary "$O/step-$c-m16.json" "step-tuned 16:32"
   pack
 done
 
