@@ -143,7 +143,7 @@ std::string tuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int3
     p.stage = stage;
     reportOrThrow(progress, p);
   });
-  if (tuned.empty()) return "nothing to tune (no CUDA-core SpMV launch in every layer)";
+  if (tuned.empty()) return "nothing to tune (no SpMV or dense GEMV launch of ours in every layer)";
   TuningTable out = std::filesystem::exists(file) ? TuningTable::load(file) : m.engine->tuning;
   int sms = 132;
 #ifdef SDW_TORCH_CUDA
@@ -155,6 +155,10 @@ std::string tuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int3
     return "w" + std::to_string(l.warps) + " u" + std::to_string(l.unroll) + " s" + std::to_string(l.splitK) + " c" +
            std::to_string(l.cluster) + (l.pdl ? " pdl" : " no-pdl");
   };
+  const auto gemv = [](const GemvLaunch& l) {
+    return "w" + std::to_string(l.warps) + " r" + std::to_string(l.rowsPerWarp) + " u" + std::to_string(l.unroll) +
+           " s" + std::to_string(l.splitK) + (l.pdl ? " pdl" : " no-pdl");
+  };
   for (const StepTuned& t : tuned) {
     // A shape the table has no entry of gets one holding what its lookups give now, so the
     // step entry changes nothing else.
@@ -164,14 +168,20 @@ std::string tuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int3
       e.sparseChained = out.sparse(t.rows, t.cols, t.batch, t.dtype, sms, true);
       e.denseChained = out.dense(t.rows, t.cols, t.batch, t.dtype, sms, true);
     }
-    (t.m16 ? e.sparseStepM16 : e.sparseStep) = t.after;
-    (t.m16 ? e.sparseStepM16Us : e.sparseStepUs) = t.afterUs;
+    if (t.dense) {
+      e.denseStep = t.denseAfter;
+      e.denseStepUs = t.afterUs;
+    } else {
+      (t.m16 ? e.sparseStepM16 : e.sparseStep) = t.after;
+      (t.m16 ? e.sparseStepM16Us : e.sparseStepUs) = t.afterUs;
+    }
     out.put(e);
     char us[64];
     std::snprintf(us, sizeof us, ": %.1f -> %.1f us", t.beforeUs, t.afterUs);
     text += (text.empty() ? "" : "; ") + std::to_string(t.rows) + "x" + std::to_string(t.cols) +
-            (t.m16 ? " m16 " : " ") + launch(t.before) + " -> " + launch(t.after) + us + " (" +
-            std::to_string(t.candidates) + " launches)";
+            (t.dense ? " gemv " + gemv(t.denseBefore) + " -> " + gemv(t.denseAfter)
+                     : (t.m16 ? " m16 " : " ") + launch(t.before) + " -> " + launch(t.after)) +
+            us + " (" + std::to_string(t.candidates) + " launches)";
   }
   out.save(file);
   return text;
@@ -310,7 +320,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
         // The engine: the captured step replayed, its argmax fed back on the device.
         const at::Tensor first = next.view({B}).to(at::kCPU, at::kInt).contiguous();
         const std::vector<std::int32_t> ids(first.data_ptr<std::int32_t>(), first.data_ptr<std::int32_t>() + B);
-        if (!o.tuneStepOut.empty() && sparse) r.stepTuning = tuneStep(m, cache, ids, ctx, o.tuneStepOut, p, progress);
+        if (!o.tuneStepOut.empty()) r.stepTuning = tuneStep(m, cache, ids, ctx, o.tuneStepOut, p, progress);
         engineGreedyLoop(m, cache, ids, ctx, stepsPerBatch, [&](int i, bool begin) {
           const bool timed = i >= o.warmup;
           if (begin) {

@@ -60,10 +60,10 @@ struct DecodeBenchOptions {
   bool pdl = true;                  // programmatic dependent launch between the step's kernels
   int sparseTensorCores = -1;  // N:M on the tensor-core SpMV: 1 from batch 2, -1 spmvUseTensorCores's default, 0 never
   std::filesystem::path tuningFile; // our kernels' launch configurations (empty: heuristics)
-  // Sparse engine, per batch: before the warm-up, each projection's SpMV launch chosen
-  // by the whole step's time (engineTuneStep); the timed steps run the winners, which go into this
-  // table as TuningEntry::sparseStep of that batch (read first where the file exists, else the
-  // model's table). Empty: off.
+  // Per batch: before the warm-up, each projection's SpMV or dense GEMV launch (and lm_head's)
+  // chosen by the whole step's time (engineTuneStep); the timed steps run the winners, which go
+  // into this table as TuningEntry::sparseStep / denseStep of that batch (read first where the
+  // file exists, else the model's table). Empty: off.
   std::filesystem::path tuneStepOut;
   // A real checkpoint instead of random weights from `config` (then `config` is read from it;
   // Linear::Sparse reads its model.sdwsparse).

@@ -28,10 +28,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #if defined(SDW_TORCH_CUDA) && defined(SDW_HAVE_CUDA_KERNELS)
 #define SDW_ENGINE_CUDA 1
@@ -561,7 +563,7 @@ struct LinOp {
   std::int64_t rows = 0, cols = 0, yOff = 0;
   kernels::GemvConfig gemv;
   kernels::SpmvConfig spmv;
-  int stepPdl = -1;  // Spmv: the tuning table's step-tuned launch (TuningEntry::sparseStep) sets pdl (0 / 1)
+  int stepPdl = -1;  // the tuning table's step-tuned launch (TuningEntry::sparseStep / denseStep) sets pdl (0 / 1)
   // Spmspv: a column-layout projection, one launch per row of the batch reading x's nonzero
   // entries (activation sparsity's zeros are skipped with their weight bytes).
   at::Tensor colChunks;
@@ -640,8 +642,14 @@ LinOp denseOp(const EngineState& e, const at::Tensor& w, std::int64_t yOff, int 
   op.yOff = yOff;
   const bool gemvOk = w.scalar_type() != at::kFloat && op.cols % 8 == 0;
   op.mode = (e.linear == Linear::Cublas || forceCublas || !gemvOk) ? LinOp::Cublas : LinOp::Gemv;
-  if (op.mode == LinOp::Gemv)
+  if (op.mode == LinOp::Gemv) {
     op.gemv = kernels::toConfig(e.tuning.dense(op.rows, op.cols, B, tuningDtype(w.scalar_type()), smCount(), true), true);
+    // First the launch chosen in the whole step at this batch (`bench decode --tune-step`).
+    if (const auto step = e.tuning.denseStep(op.rows, op.cols, B, tuningDtype(w.scalar_type()))) {
+      op.gemv = kernels::toConfig(*step, step->pdl);
+      op.stepPdl = step->pdl ? 1 : 0;
+    }
+  }
   return op;
 }
 
@@ -934,6 +942,7 @@ std::unique_ptr<DecodeGraph> buildGraph(Model::Impl& m, KvCache& cache, std::int
     op.gemv.pdl = op.spmv.pdl = m.options.pdl;
     if (op.mode == LinOp::Spmv && kernels::spmvTensorCores(op.spmv) && !tcPdlOn) op.spmv.pdl = false;
     if (op.mode == LinOp::Spmv && op.stepPdl >= 0) op.spmv.pdl = op.stepPdl == 1 && m.options.pdl;
+    if (op.mode == LinOp::Gemv && op.stepPdl >= 0) op.gemv.pdl = op.stepPdl == 1 && m.options.pdl;
     op.spmspv.pdl = op.spmspv.pdl && m.options.pdl;  // column 2:4 / 4:8 unless SDW_SPMSPV_PDL=0, and the option
   };
   for (auto& layer : g->ops)
@@ -1273,6 +1282,32 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
       return false;
     }
   };
+  // Candidate 0 is the launch there now. Every candidate over 5 replays, then the five fastest
+  // and the current one over 25; the winner is kept where the step gains over 0.3%, and applied.
+  // Returns (winner, the step's us with candidate 0, with the winner).
+  const auto choose = [&](std::size_t n, const std::function<void(std::size_t)>& apply) {
+    std::vector<std::pair<double, std::size_t>> quick;
+    for (std::size_t c = 0; c < n; ++c) {
+      apply(c);
+      if (!runs()) continue;
+      quick.emplace_back(stepUs(5), c);
+    }
+    std::sort(quick.begin(), quick.end());
+    std::vector<std::size_t> finalists{0};
+    for (std::size_t q = 0; q < quick.size() && finalists.size() < 6; ++q)
+      if (quick[q].second != 0) finalists.push_back(quick[q].second);
+    std::size_t best = 0;
+    double bestUs = 0, baseUs = 0;
+    for (std::size_t f : finalists) {
+      apply(f);
+      const double t = stepUs(25);
+      if (f == 0) baseUs = t;
+      if (f == 0 || t < bestUs) bestUs = t, best = f;
+    }
+    if (bestUs > baseUs * 0.997) best = 0, bestUs = baseUs;  // keep what was there unless it gains
+    apply(best);
+    return std::make_tuple(best, baseUs, bestUs);
+  };
   // Per projection of the layer (q|k|v, o, gate|up, down; each member where not fused): the
   // CUDA-core SpMV launches of every layer, of one shape.
   for (std::size_t k = 0; k < g.ops.front().size(); ++k)
@@ -1340,27 +1375,7 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
         g.splitWs = at::empty({static_cast<std::int64_t>(wsN)}, g.splitWs.options());
       if (stage)
         stage("tuning " + shapeText(rows, cols) + " in the step: " + std::to_string(cands.size()) + " launches");
-      // Every candidate over 5 replays, then the five fastest and the current one over 25.
-      std::vector<std::pair<double, std::size_t>> quick;
-      for (std::size_t c = 0; c < cands.size(); ++c) {
-        apply(cands[c]);
-        if (!runs()) continue;
-        quick.emplace_back(stepUs(5), c);
-      }
-      std::sort(quick.begin(), quick.end());
-      std::vector<std::size_t> finalists{0};
-      for (std::size_t q = 0; q < quick.size() && finalists.size() < 6; ++q)
-        if (quick[q].second != 0) finalists.push_back(quick[q].second);
-      std::size_t best = 0;
-      double bestUs = 0, baseUs = 0;
-      for (std::size_t f : finalists) {
-        apply(cands[f]);
-        const double t = stepUs(25);
-        if (f == 0) baseUs = t;
-        if (f == 0 || t < bestUs) bestUs = t, best = f;
-      }
-      if (bestUs > baseUs * 0.997) best = 0, bestUs = baseUs;  // keep what was there unless it gains
-      apply(cands[best]);
+      const auto [best, baseUs, bestUs] = choose(cands.size(), [&](std::size_t c) { apply(cands[c]); });
       StepTuned r;
       r.rows = rows, r.cols = cols, r.batch = B, r.dtype = dt;
       r.m16 = tc && first.spmv.tcM >= 16;
@@ -1370,6 +1385,71 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
       r.candidates = static_cast<int>(cands.size());
       out.push_back(r);
     }
+  // Our dense GEMV's launches (the dense engine's projections, and either engine's lm_head): per
+  // projection of the layer, of one shape in every layer, then lm_head; the table's chained and
+  // plain launches with and without programmatic launch and the tuning space's with it. Not where
+  // a norm is run by, or folded into, the projections (SDW_FUSE_NORMS, SDW_FOLD_NORMS).
+  std::vector<std::vector<LinOp*>> gemvs;
+  for (std::size_t k = 0; k < g.ops.front().size(); ++k)
+    for (std::size_t i = 0; i < g.ops.front()[k].size(); ++i) {
+      std::vector<LinOp*> ops;
+      for (auto& layer : g.ops)
+        if (i < layer[k].size()) ops.push_back(&layer[k][i]);
+      gemvs.push_back(ops);
+    }
+  gemvs.push_back({&g.lmHead});
+  for (const std::vector<LinOp*>& ops : gemvs) {
+    const LinOp& first = *ops.front();
+    bool uniform = ops.size() == (ops.front() == &g.lmHead ? 1 : g.ops.size());
+    for (const LinOp* op : ops)
+      uniform = uniform && op->mode == LinOp::Gemv && op->rows == first.rows && op->cols == first.cols &&
+                !op->gemv.tail.on() && !op->gemv.fold.on();
+    if (!uniform) continue;
+    const std::int64_t rows = first.rows, cols = first.cols;
+    const std::string dt = tuningDtype(first.w.scalar_type());
+    const kernels::GemvConfig base = first.gemv;
+    std::vector<kernels::GemvConfig> cands{base};
+    const auto add = [&](kernels::GemvConfig c) {
+      for (const auto& x : cands)
+        if (x.warps == c.warps && x.rowsPerWarp == c.rowsPerWarp && x.unroll == c.unroll && x.splitK == c.splitK &&
+            x.pdl == c.pdl)
+          return;
+      cands.push_back(c);
+    };
+    for (bool chained : {true, false})
+      for (bool pdl : {true, false}) add(kernels::toConfig(e.tuning.dense(rows, cols, B, dt, smCount(), chained), pdl));
+    for (kernels::GemvConfig c : kernels::gemvTuningSpace(B)) {
+      c.pdl = true;
+      add(c);
+    }
+    std::size_t wsN = static_cast<std::size_t>(g.splitWs.numel());
+    std::int64_t counters = g.counters.numel();
+    for (const auto& c : cands) {
+      wsN = std::max(wsN, kernels::gemvWorkspaceFloats(rows, B, c));
+      counters = std::max(counters, kernels::gemvCounters(rows, c));
+    }
+    if (wsN > static_cast<std::size_t>(g.splitWs.numel()))
+      g.splitWs = at::empty({static_cast<std::int64_t>(wsN)}, g.splitWs.options());
+    if (counters > g.counters.numel()) g.counters = at::zeros({counters}, g.counters.options());
+    if (stage)
+      stage("tuning " + shapeText(rows, cols) + " (dense GEMV) in the step: " + std::to_string(cands.size()) +
+            " launches");
+    const auto [best, baseUs, bestUs] = choose(cands.size(), [&](std::size_t c) {
+      for (LinOp* op : ops) {
+        kernels::GemvConfig& x = op->gemv;
+        x.warps = cands[c].warps, x.rowsPerWarp = cands[c].rowsPerWarp, x.unroll = cands[c].unroll;
+        x.splitK = cands[c].splitK, x.pdl = cands[c].pdl && m.options.pdl;
+      }
+    });
+    StepTuned r;
+    r.rows = rows, r.cols = cols, r.batch = B, r.dtype = dt;
+    r.dense = true;
+    r.denseBefore = kernels::toLaunch(base);
+    r.denseAfter = kernels::toLaunch(cands[best]);
+    r.beforeUs = baseUs, r.afterUs = bestUs;
+    r.candidates = static_cast<int>(cands.size());
+    out.push_back(r);
+  }
   g.graph.reset();
   return out;
 }

@@ -98,6 +98,8 @@ struct StepTuned {
   bool m16 = false;  // 8:16 or 16:32 on the tensor cores: TuningEntry::sparseStepM16
   std::string dtype;
   SpmvLaunch before, after;          // pdl: whether launched with programmatic dependent launch
+  bool dense = false;                // our dense GEMV (denseBefore, denseAfter) instead of the SpMV
+  GemvLaunch denseBefore, denseAfter;
   double beforeUs = 0, afterUs = 0;  // the step's median time with each (25 replays)
   int candidates = 0;
 };
@@ -110,8 +112,11 @@ struct StepTuned {
 // tiles a block, a ring of 2-4 stages, split-K from half to twice the heuristic's, with and
 // without programmatic launch (x's layout and the pattern's expansion kept). Each candidate over
 // 5 replays, the five fastest and the one it had over 25; a change is kept where the step gains
-// over 0.3%. The step keeps the winners (until the graph is rebuilt); the caller puts them into
-// a table as TuningEntry::sparseStep of that batch. `stage` reports progress. Empty elsewhere.
+// over 0.3%. Then the same for our dense GEMV's launches (the dense engine's projections, either
+// engine's lm_head): the table's chained and plain launches with and without programmatic launch
+// and the tuning space's with it. The step keeps the winners (until the graph is rebuilt); the
+// caller puts them into a table as TuningEntry::sparseStep / denseStep of that batch. `stage`
+// reports progress. Empty elsewhere.
 std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids,
                                       std::int64_t slot, const std::function<void(const std::string&)>& stage);
 

@@ -106,6 +106,8 @@ TuningTable TuningTable::load(const std::filesystem::path& path) {
         te.sparseStep = sparse(*it, it->value("pdl", true)), te.sparseStepUs = it->value("us", 0.0);
       if (const auto it = e.find("sparse_step_m16"); it != e.end())
         te.sparseStepM16 = sparse(*it, it->value("pdl", true)), te.sparseStepM16Us = it->value("us", 0.0);
+      if (const auto it = e.find("dense_step"); it != e.end())
+        te.denseStep = dense(*it, it->value("pdl", true)), te.denseStepUs = it->value("us", 0.0);
       t.entries_.push_back(te);
     }
   } catch (const nlohmann::json::exception& e) {
@@ -143,6 +145,10 @@ void TuningTable::save(const std::filesystem::path& path) const {
       o["sparse_step_m16"] = sparseJson(*e.sparseStepM16, e.sparseStepM16Us);
       o["sparse_step_m16"]["pdl"] = e.sparseStepM16->pdl;
     }
+    if (e.denseStep) {
+      o["dense_step"] = denseJson(*e.denseStep, e.denseStepUs);
+      o["dense_step"]["pdl"] = e.denseStep->pdl;
+    }
     j["entries"].push_back(o);
   }
   std::ofstream out(path);
@@ -158,6 +164,7 @@ void TuningTable::put(const TuningEntry& e) {
       if (!merged.denseChained) merged.denseChained = x.denseChained, merged.denseChainedUs = x.denseChainedUs;
       if (!merged.sparseStep) merged.sparseStep = x.sparseStep, merged.sparseStepUs = x.sparseStepUs;
       if (!merged.sparseStepM16) merged.sparseStepM16 = x.sparseStepM16, merged.sparseStepM16Us = x.sparseStepM16Us;
+      if (!merged.denseStep) merged.denseStep = x.denseStep, merged.denseStepUs = x.denseStepUs;
       x = merged;
       return;
     }
@@ -216,6 +223,12 @@ std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_
   const std::optional<SpmvLaunch>& s = wide ? e->sparseStepM16 : e->sparseStep;
   if (!s || onTensorCores(*s) != tensorCores || (wide && s->unroll != 102)) return std::nullopt;
   return s;
+}
+
+std::optional<GemvLaunch> TuningTable::denseStep(std::int64_t rows, std::int64_t cols, int batch,
+                                                 const std::string& dtype) const {
+  const TuningEntry* e = exact(rows, cols, batch, dtype);
+  return e ? e->denseStep : std::nullopt;
 }
 
 GemvLaunch TuningTable::dense(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,

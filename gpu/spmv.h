@@ -54,6 +54,10 @@ struct TuningEntry {
   // only): JSON "sparse_step_m16".
   std::optional<SpmvLaunch> sparseStepM16;
   double sparseStepM16Us = 0;
+  // Our dense GEMV's launch chosen in the whole step (the dense engine's projections, either
+  // engine's lm_head): JSON "dense_step", as "sparse_step".
+  std::optional<GemvLaunch> denseStep;
+  double denseStepUs = 0;
 };
 
 // Whether a launch runs the tensor-core SpMV (unroll 100 + S).
@@ -83,6 +87,8 @@ class TuningTable {
   // was tuned on the other path (or, for M >= 16, is not a 2-stage ring).
   std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
                                        bool tensorCores, int patternM) const;
+  // The step-tuned dense GEMV launch of exactly (rows, cols, batch, dtype), pdl as tuned.
+  std::optional<GemvLaunch> denseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;
   // The entry of exactly (rows, cols, batch, dtype), or a new one holding the configurations
   // a lookup gives now (for tuning to overwrite part of it and put back).
   TuningEntry entry(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype, int smCount) const;

@@ -277,7 +277,7 @@ const RegisterBenchMode regDecode{BenchMode{
      {"no-tensor-cores", "", "every N:M pattern at every batch: the sparse engine's SpMV on the CUDA cores", ""},
      {"tuning", "FILE", "launch configurations of our kernels (default: resources/tuning/<gpu>.json)", ""},
      {"tune-step", "FILE",
-      "sparse engine, each batch: first choose each projection's SpMV launch by the whole step's "
+      "each batch: first choose each projection's SpMV or dense GEMV launch (and lm_head's) by the whole step's "
       "time, run the timed steps with them, and write them into FILE (a tuning table; read first where it "
       "exists)",
       ""},

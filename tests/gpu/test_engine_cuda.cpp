@@ -411,33 +411,38 @@ class TestEngineCuda : public QObject {
 
   // The sparse engine's launches chosen in its step (bench decode --tune-step): 2:4 at batch 1,
   // batch 2 (x by shuffle among the candidates) and batch 4 (on the tensor cores), and 16:32 at
-  // batch 5 (the tensor cores' longer expansion, entries of their own). The table it writes holds
-  // a step entry of that batch and path for each projection of the layer (q|k|v, o, gate|up,
-  // down), and a model built on that table decodes within bf16 tolerance of the eager pass at
-  // those batches, as the patterns-and-batches rows do (the launches compute the same products;
-  // split-K changes only the order of the sums).
+  // batch 5 (the tensor cores' longer expansion, entries of their own), and our dense GEMV (the
+  // dense engine) at batch 1 and 2. The table it writes holds a step entry of that batch and path
+  // for each projection of the layer (q|k|v, o, gate|up, down; the dense engine's lm_head too),
+  // and a model built on that table decodes within bf16 tolerance of the eager pass at those
+  // batches, as the patterns-and-batches rows do (the launches compute the same products; split-K
+  // changes only the order of the sums).
   void stepTunedLaunchesDecode_data() {
     QTest::addColumn<QString>("pattern");
     QTest::addColumn<QList<int>>("batches");
     QTest::addRow("2:4") << QStringLiteral("2:4") << QList<int>{1, 2, 4};
     QTest::addRow("16:32") << QStringLiteral("16:32") << QList<int>{5};
+    QTest::addRow("dense") << QString() << QList<int>{1, 2};
   }
   void stepTunedLaunchesDecode() {
     QFETCH(QString, pattern);
     QFETCH(QList<int>, batches);
+    const bool dense = pattern.isEmpty();
+    const Linear linear = dense ? Linear::Dense : Linear::Sparse;
     const int M = pattern == "16:32" ? 32 : 4;
     const ModelConfig c = shape("llama");  // hidden 512, intermediate 1024, 8 x 128 query and 2 x 128 KV heads
-    const QString table = tmp_.filePath("step-" + QString(pattern).replace(':', '-') + ".json");
+    const QString table =
+        tmp_.filePath("step-" + (dense ? QStringLiteral("dense") : QString(pattern).replace(':', '-')) + ".json");
     DecodeBenchOptions b;
     b.config = c;
     b.configName = "llama-shape";
-    b.linear = Linear::Sparse;
+    b.linear = linear;
     b.pattern = pattern.toStdString();
     b.context = 64;
     b.tokens = 4;
     b.warmup = 2;
     b.readGBs = 1000;  // no bandwidth probe
-    b.tuningFile = opts("bfloat16", Linear::Sparse).tuningFile;
+    b.tuningFile = opts("bfloat16", linear).tuningFile;
     b.tuneStepOut = table.toStdString();
     const std::vector<DecodeBenchResult> rs = runDecodeBenchBatches(b, {batches.begin(), batches.end()});
     QCOMPARE(rs.size(), static_cast<std::size_t>(batches.size()));
@@ -450,14 +455,22 @@ class TestEngineCuda : public QObject {
       for (const auto& sh : shapes) {
         QVERIFY2(r.stepTuning.find(std::to_string(sh[0]) + "x" + std::to_string(sh[1])) != std::string::npos,
                  r.stepTuning.c_str());
+        if (dense) {
+          QVERIFY2(t.denseStep(sh[0], sh[1], r.batch, "bf16").has_value(),
+                   qPrintable(QStringLiteral("%1 at batch %2").arg(sh[0]).arg(r.batch)));
+          QVERIFY(!t.sparseStep(sh[0], sh[1], r.batch, "bf16"));
+          continue;
+        }
         const auto step = t.sparseStep(sh[0], sh[1], r.batch, "bf16", tc, M);
         QVERIFY2(step.has_value(), qPrintable(QStringLiteral("%1 at batch %2").arg(sh[0]).arg(r.batch)));
         QCOMPARE(onTensorCores(*step), tc);
         QVERIFY(!t.sparseStep(sh[0], sh[1], r.batch, "bf16", !tc, M));  // not on the other path
       }
+      // lm_head (our dense GEMV in both engines at batch 1 and 2)
+      if (r.batch <= 2) QVERIFY(t.denseStep(c.vocabSize, c.hiddenSize, r.batch, "bf16").has_value());
     }
-    LoadOptions eo = opts("bfloat16", Linear::Sparse, false), go_ = opts("bfloat16", Linear::Sparse);
-    eo.randomPattern = go_.randomPattern = pattern.toStdString();
+    LoadOptions eo = opts("bfloat16", linear, false), go_ = opts("bfloat16", linear);
+    if (!dense) eo.randomPattern = go_.randomPattern = pattern.toStdString();
     go_.tuningFile = table.toStdString();
     const auto eager = Model::randomInit(c, eo, 7, 0.05);
     const auto m = Model::randomInit(c, go_, 7, 0.05);

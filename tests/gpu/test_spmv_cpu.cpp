@@ -513,6 +513,21 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(x.sparseStep(4096, 4096, 8, "bf16", true, 32)->splitK, 6);
     QVERIFY(!x.sparseStep(4096, 4096, 8, "bf16", false, 4));
     QVERIFY(!x.sparseStep(4096, 4096, 8, "bf16", false, 16));
+    // A dense GEMV step entry round trips, its batch's alone, pdl as tuned.
+    gpu::TuningTable d = x;
+    gpu::TuningEntry de = f;
+    de.denseStep = gpu::GemvLaunch{4, 2, 1, 4, false}, de.denseStepUs = 5600.0;
+    d.put(de);
+    d.save(path2);
+    const auto dl = gpu::TuningTable::load(path2);
+    std::filesystem::remove(path2);
+    const auto ds = dl.denseStep(4096, 4096, 2, "bf16");
+    QVERIFY(ds.has_value());
+    QCOMPARE(ds->rowsPerWarp, 2);
+    QCOMPARE(ds->splitK, 4);
+    QVERIFY(!ds->pdl);
+    QVERIFY(!dl.denseStep(4096, 4096, 1, "bf16"));
+    QCOMPARE(dl.sparseStep(4096, 4096, 2, "bf16")->unroll, 203);  // the sparse one kept beside it
     // An M >= 16 entry with a deeper ring than its expansion takes is not used.
     gpu::TuningTable y = x;
     k.sparseStepM16->unroll = 103;

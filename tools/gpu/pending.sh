@@ -25,7 +25,7 @@
 #  step (asked for by name only): its test, then the sparse 2:4 engine at STEP_BATCHES (default 1,2,4,8)
 #     with its SpMV launches chosen in the whole step (bench decode --tune-step), per shape of
 #     STEP_CONFIGS, then 16:32 at STEP_M16_BATCHES (default 8: the tensor cores' entries of 8:16 and
-#     16:32);
+#     16:32); STEP_LINEARS="dense sparse" first tunes the dense GEMV engine's launches the same way;
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
 #     command; GRID_TUNING: a table, or "step" for the table the step step wrote), then transformers +
 #     torch.compile on the Llama-3.1-8B shape.
@@ -109,10 +109,17 @@ if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
   stepSummary='import json,sys
 d = json.load(open(sys.argv[1]))
 for r in d.get("rows", [d]):  # one configuration: the row itself
-    print(r["config"], "sparse", r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
+    print(r["config"], r["linear"], r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
     for t in r.get("step_tuning", "").split("; "): print("   ", t)'
   for c in ${STEP_CONFIGS-llama3-8b qwen3-14b qwen3-32b}; do  # STEP_CONFIGS= : the test alone
-    fits 100 "the step tuning of $c" || continue
+    if [[ " ${STEP_LINEARS:-sparse} " == *" dense "* ]] && fits 100 "the dense step tuning of $c"; then
+      t0=$SECONDS
+      $cli bench decode --config $c --linear dense --batch "${STEP_BATCHES:-1,2,4,8}" --tune-step "$O/step-$card.json" \
+        --json --out "$O/step-$c-dense.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c-dense.json"
+      echo "  ($c dense in $((SECONDS - t0)) s, at $SECONDS s)"
+      pack
+    fi
+    [[ " ${STEP_LINEARS:-sparse} " == *" sparse "* ]] && fits 100 "the step tuning of $c" || continue
     t0=$SECONDS
     $cli bench decode --config $c --linear sparse --patterns 2:4 --batch "${STEP_BATCHES:-1,2,4,8}" --tune-step "$O/step-$card.json" --json \
       --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c.json"
