@@ -662,9 +662,9 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   op.yOff = yOff;
   op.mode = compute == scalarOf(d.dtype) ? LinOp::Spmv : LinOp::Unpack;
   // The tuning table's chained configurations (each chosen in a chain of launches of one shape)
-  // or, on the CUDA cores, first the one chosen in the whole step at this batch (`bench decode
+  // or first the one chosen in the whole step at this batch on this path (`bench decode
   // --tune-step`): in the step the chained ones lost 3-7% on the H100 (docs/decode-engine.md,
-  // "What limits it").
+  // "What limits it"); on the tensor cores the heuristic's launch (spmvOnTensorCores) otherwise.
   const bool tensorCoresUsed = op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m);
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
@@ -1309,7 +1309,7 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
     return std::make_tuple(best, baseUs, bestUs);
   };
   // Per projection of the layer (q|k|v, o, gate|up, down; each member where not fused): the
-  // CUDA-core SpMV launches of every layer, of one shape.
+  // SpMV launches of every layer, of one shape and path (CUDA cores or tensor cores).
   for (std::size_t k = 0; k < g.ops.front().size(); ++k)
     for (std::size_t i = 0; i < g.ops.front()[k].size(); ++i) {
       const LinOp& first = g.ops.front()[k][i];
