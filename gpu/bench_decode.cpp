@@ -333,6 +333,7 @@ std::vector<DecodeBenchResult> runDecodeBenchBatches(const DecodeBenchOptions& o
           } else if (i + 1 == o.warmup) (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();  // drain
           tick(i, timed);
         });
+        std::tie(r.stepEntryLaunches, r.engineLaunches) = engineStepEntriesUsed(m);
       } else {
         ForwardInput d;
         d.ids = next;

@@ -83,6 +83,8 @@ struct DecodeBenchResult {
   double thresholdsAchieved = 0;    // thresholds: mean over the inputs of the ranked entries' share at or below them
   std::string engine;               // Model::engineDescription()
   std::string stepTuning;           // tuneStepOut: per projection shape, the launch before -> after and the step's us
+  int stepEntryLaunches = 0;        // engine: launches of ours set by the table's step entries (engineStepEntriesUsed)
+  int engineLaunches = 0;           // engine: its SpMV / dense GEMV launches per step (projections, lm_head)
   std::uint64_t gpuMemoryBytes = 0; // Model::deviceBytes() after the timed steps (weights, packed, cache, buffers)
   int packedProjections = 0;
   int context = 0, tokens = 0, warmup = 0, batch = 0;

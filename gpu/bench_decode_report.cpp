@@ -43,6 +43,10 @@ nlohmann::json decodeRowJson(const DecodeBenchResult& r, const std::string& arch
                       {"step_ms", r.stepMs},
                       {"method", r.method}};
   if (!r.stepTuning.empty()) j["step_tuning"] = r.stepTuning;
+  if (r.engineLaunches > 0) {  // the engine's SpMV / GEMV launches, and those its table's step entries set
+    j["engine_launches"] = r.engineLaunches;
+    j["step_entry_launches"] = r.stepEntryLaunches;
+  }
   return j;
 }
 

@@ -1454,6 +1454,22 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
   return out;
 }
 
+std::pair<int, int> engineStepEntriesUsed(const Model::Impl& m) {
+  std::pair<int, int> n{0, 0};
+  if (!m.engine || !m.engine->graph) return n;
+  const DecodeGraph& g = *m.engine->graph;
+  const auto count = [&](const LinOp& op) {
+    if (op.mode != LinOp::Spmv && op.mode != LinOp::Gemv) return;
+    ++n.second;
+    if (op.stepPdl >= 0) ++n.first;
+  };
+  for (const auto& layer : g.ops)
+    for (const auto& grp : layer)
+      for (const auto& op : grp) count(op);
+  count(g.lmHead);
+  return n;
+}
+
 void engineGreedyLoop(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids, std::int64_t slot,
                       int steps, const std::function<void(int, bool)>& bracket) {
   DecodeGraph& g = prepare(m, cache, static_cast<std::int64_t>(ids.size()), {});
@@ -1480,6 +1496,7 @@ std::vector<StepTuned> engineTuneStep(Model::Impl&, KvCache&, const std::vector<
                                       const std::function<void(const std::string&)>&) {
   return {};
 }
+std::pair<int, int> engineStepEntriesUsed(const Model::Impl&) { return {0, 0}; }
 void engineGreedyLoop(Model::Impl&, KvCache&, const std::vector<std::int32_t>&, std::int64_t, int,
                       const std::function<void(int, bool)>&) {
   throw std::runtime_error("decode engine: this build has no CUDA kernels");

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sdw::gpu {
@@ -119,5 +120,10 @@ struct StepTuned {
 // reports progress. Empty elsewhere.
 std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids,
                                       std::int64_t slot, const std::function<void(const std::string&)>& stage);
+
+// Of the step last built: how many of its SpMV / dense GEMV launches (projections and lm_head)
+// took their configuration from the tuning table's step entries (TuningEntry::sparseStep,
+// sparseStepM16, denseStep), and how many launches of ours it has. {0, 0} without a step.
+std::pair<int, int> engineStepEntriesUsed(const Model::Impl& m);
 
 }  // namespace sdw::gpu

@@ -469,6 +469,15 @@ class TestEngineCuda : public QObject {
       // lm_head (our dense GEMV in both engines at batch 1 and 2)
       if (r.batch <= 2) QVERIFY(t.denseStep(c.vocabSize, c.hiddenSize, r.batch, "bf16").has_value());
     }
+    // Read back from the table, every SpMV / GEMV launch of the step takes its step entry.
+    DecodeBenchOptions rb = b;
+    rb.tuneStepOut.clear();
+    rb.tuningFile = table.toStdString();
+    for (const DecodeBenchResult& r : runDecodeBenchBatches(rb, {batches.begin(), batches.end()})) {
+      QVERIFY2(r.engineLaunches > 0, qPrintable(QStringLiteral("batch %1").arg(r.batch)));
+      QCOMPARE(r.stepEntryLaunches, r.engineLaunches);
+      QVERIFY(r.stepTuning.empty());
+    }
     LoadOptions eo = opts("bfloat16", linear, false), go_ = opts("bfloat16", linear);
     if (!dense) eo.randomPattern = go_.randomPattern = pattern.toStdString();
     go_.tuningFile = table.toStdString();
