@@ -676,6 +676,12 @@ class TestDecodeView : public QObject {
     QVERIFY(!sdw::gpu::decodeRowJson(r, "LlamaForCausalLM").contains("step_tuning"));
     r.stepTuning = "4096x4096 w16 u1 s1 c0 pdl -> w8 u42 s2 c1 pdl: 3849.8 -> 3729.5 us (77 launches)";
     QVERIFY(sdw::gpu::decodeRowJson(r, "LlamaForCausalLM")["step_tuning"] == r.stepTuning);
+    // An engine row says how many of its launches the table's step entries set; others do not.
+    QVERIFY(!sdw::gpu::decodeRowJson(r, "LlamaForCausalLM").contains("step_entry_launches"));
+    r.engineLaunches = 129, r.stepEntryLaunches = 128;
+    const auto j = sdw::gpu::decodeRowJson(r, "LlamaForCausalLM");
+    QCOMPARE(j["engine_launches"].get<int>(), 129);
+    QCOMPARE(j["step_entry_launches"].get<int>(), 128);
   }
 
   void opensTheCommittedGrid() {
