@@ -673,10 +673,6 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   std::optional<SpmvLaunch> step;
   if (op.mode == LinOp::Spmv)
     step = e.tuning.sparseStep(op.rows, op.cols, B, tuningDtype(compute), tensorCoresUsed, d.pattern.m);
-  if (step && !tensorCoresUsed) {
-    op.spmv = kernels::toConfig(*step, step->pdl);
-    op.stepPdl = step->pdl ? 1 : 0;
-  }
   if (tensorCoresUsed) {
     op.spmv = kernels::spmvOnTensorCores(op.spmv, op.rows, op.cols);
     op.spmv.tcM = d.pattern.m;  // 8:16 and 16:32 take the longer expansion
@@ -690,10 +686,11 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
     // SDW_TC_SEL=copies: the selector table in 8 copies (SpmvConfig::tcSelectorCopies; an A/B switch).
     const char* sel = std::getenv("SDW_TC_SEL");
     op.spmv.tcSelectorCopies = sel && std::string(sel) == "copies" && op.spmv.tcM < 16;
-    if (step) {  // chosen in the step (bench decode --tune-step): tiles a block, ring, split-K, launch
-      op.spmv.warps = step->warps, op.spmv.unroll = step->unroll, op.spmv.splitK = step->splitK;
-      op.stepPdl = step->pdl ? 1 : 0;
-    }
+  }
+  if (step) {  // chosen in the step: warps, unroll (ring), split-K, cluster; pdl set with the others'
+    op.spmv.warps = step->warps, op.spmv.unroll = step->unroll, op.spmv.splitK = step->splitK;
+    op.spmv.cluster = step->cluster;
+    op.stepPdl = step->pdl ? 1 : 0;
   }
   return op;
 }
@@ -1236,6 +1233,14 @@ at::Tensor engineStep(Model::Impl& m, KvCache& cache, const std::vector<std::int
   return g.logits;
 }
 
+// Appends a launch to the step tuning's candidates unless the same launch is there.
+template <typename Config>
+void addCandidate(std::vector<Config>& cands, const Config& c) {
+  for (const Config& x : cands)
+    if (kernels::toLaunch(x) == kernels::toLaunch(c)) return;
+  cands.push_back(c);
+}
+
 std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std::vector<std::int32_t>& ids,
                                       std::int64_t slot, const std::function<void(const std::string&)>& stage) {
   std::vector<StepTuned> out;
@@ -1329,17 +1334,10 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
         }
       };
       const kernels::SpmvConfig base = first.spmv;
-      // Candidates: the table's chained and plain launches, each with and without programmatic
-      // launch, and the tuning space's launches (unroll 1, 2, 4 and the bulk pipeline 41, 42;
-      // split-K up to 6) with it.
+      // Candidates (engineTuneStep's comment, gpu/engine_internal.h): the launch there now, then
+      // those of its path.
       std::vector<kernels::SpmvConfig> cands{base};
-      const auto add = [&](kernels::SpmvConfig c) {
-        for (const auto& x : cands)
-          if (x.warps == c.warps && x.unroll == c.unroll && x.splitK == c.splitK && x.cluster == c.cluster &&
-              x.pdl == c.pdl)
-            return;
-        cands.push_back(c);
-      };
+      const auto add = [&](const kernels::SpmvConfig& c) { addCandidate(cands, c); };
       if (tc) {
         // On the tensor cores (batch 2-8): 4 or 8 tiles a block, a ring of 2-4 stages (8:16 and
         // 16:32: 2), split-K from half to twice the heuristic's, with and without programmatic
@@ -1409,13 +1407,7 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
     const std::string dt = tuningDtype(first.w.scalar_type());
     const kernels::GemvConfig base = first.gemv;
     std::vector<kernels::GemvConfig> cands{base};
-    const auto add = [&](kernels::GemvConfig c) {
-      for (const auto& x : cands)
-        if (x.warps == c.warps && x.rowsPerWarp == c.rowsPerWarp && x.unroll == c.unroll && x.splitK == c.splitK &&
-            x.pdl == c.pdl)
-          return;
-      cands.push_back(c);
-    };
+    const auto add = [&](const kernels::GemvConfig& c) { addCandidate(cands, c); };
     for (bool chained : {true, false})
       for (bool pdl : {true, false}) add(kernels::toConfig(e.tuning.dense(rows, cols, B, dt, smCount(), chained), pdl));
     for (kernels::GemvConfig c : kernels::gemvTuningSpace(B)) {

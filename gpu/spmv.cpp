@@ -210,12 +210,6 @@ SpmvLaunch TuningTable::sparse(std::int64_t rows, std::int64_t cols, int batch, 
 }
 
 std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_t cols, int batch,
-                                                  const std::string& dtype) const {
-  const TuningEntry* e = exact(rows, cols, batch, dtype);
-  return e ? e->sparseStep : std::nullopt;
-}
-
-std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_t cols, int batch,
                                                   const std::string& dtype, bool tensorCores, int patternM) const {
   const TuningEntry* e = exact(rows, cols, batch, dtype);
   if (!e) return std::nullopt;

@@ -21,6 +21,7 @@ struct SpmvLaunch {
                      // -1 auto (up to 8 blocks), 0 never (workspace + ticket), 1 up to 16
   bool pdl = false;  // programmatic dependent launch (sm_90): start and first weight loads overlap the
                      // previous kernel of the stream (a launch option, not kept in the tuning table)
+  bool operator==(const SpmvLaunch&) const = default;
 };
 
 struct GemvLaunch {
@@ -29,6 +30,7 @@ struct GemvLaunch {
   int unroll = 2;
   int splitK = 1;
   bool pdl = false;  // as SpmvLaunch::pdl
+  bool operator==(const GemvLaunch&) const = default;
 };
 
 struct TuningEntry {
@@ -79,10 +81,8 @@ class TuningTable {
                    bool chained = false) const;
   // The entry of exactly (rows, cols, batch, dtype), or null.
   const TuningEntry* exact(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;
-  // The step-tuned sparse launch of exactly (rows, cols, batch, dtype), pdl as tuned; none
-  // where the table has no such entry.
-  std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;
-  // The one for a projection of pattern N:M whose SpMV runs on the tensor cores or not: for 8:16
+  // The step-tuned sparse launch of exactly (rows, cols, batch, dtype), pdl as tuned, for a
+  // projection of pattern N:M whose SpMV runs on the tensor cores or not: for 8:16
   // and 16:32 on the tensor cores the entry's sparseStepM16, else its sparseStep; none where that
   // was tuned on the other path (or, for M >= 16, is not a 2-stage ring).
   std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,

@@ -420,6 +420,14 @@ class TestSpmvCpu : public QObject {
   }
 
   void tuningTableKeepsChainedConfigurations() {
+    // A table saved and read back.
+    const auto roundTrip = [](const gpu::TuningTable& table) {
+      const auto path = std::filesystem::temp_directory_path() / "sdw-test-tuning.json";
+      table.save(path);
+      auto back = gpu::TuningTable::load(path);
+      std::filesystem::remove(path);
+      return back;
+    };
     gpu::TuningTable t;
     t.device = "test";
     gpu::TuningEntry e;
@@ -433,10 +441,7 @@ class TestSpmvCpu : public QObject {
     gpu::TuningEntry f = e;  // batch 2 (x by shuffle): no chained entries
     f.batch = 2, f.sparse.unroll = 202, f.sparseChained.reset(), f.denseChained.reset(), f.sparseStep.reset();
     t.put(f);
-    const auto path = std::filesystem::temp_directory_path() / "sdw-test-tuning.json";
-    t.save(path);
-    const auto u = gpu::TuningTable::load(path);
-    std::filesystem::remove(path);
+    const auto u = roundTrip(t);
     QCOMPARE(u.entries().size(), std::size_t(2));
     const auto plain = u.sparse(4096, 4096, 1, "bf16", 132);
     QCOMPARE(plain.warps, 16);
@@ -453,14 +458,14 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(dc.splitK, 1);
     QVERIFY(dc.pdl);
     // The step-tuned launch: exact shape only, its pdl flag as tuned.
-    const auto step = u.sparseStep(4096, 4096, 1, "bf16");
+    const auto step = u.sparseStep(4096, 4096, 1, "bf16", false, 4);
     QVERIFY(step.has_value());
     QCOMPARE(step->warps, 4);
     QCOMPARE(step->splitK, 3);
     QCOMPARE(step->cluster, 1);
     QVERIFY(!step->pdl);
-    QVERIFY(!u.sparseStep(4096, 4100, 1, "bf16"));  // a lookup near it gives no step entry
-    QVERIFY(!u.sparseStep(4096, 4096, 2, "bf16"));
+    QVERIFY(!u.sparseStep(4096, 4100, 1, "bf16", false, 4));  // a lookup near it gives no step entry
+    QVERIFY(!u.sparseStep(4096, 4096, 2, "bf16", false, 4));
     const auto b2 = u.sparse(4096, 4096, 2, "bf16", 132, true);  // no chained entry: the plain one, chained
     QCOMPARE(b2.warps, 16);
     QVERIFY(b2.pdl);
@@ -471,21 +476,18 @@ class TestSpmvCpu : public QObject {
     v.put(g);
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132).warps, 4);
     QCOMPARE(v.sparse(4096, 4096, 1, "bf16", 132, true).unroll, 34);
-    QCOMPARE(v.sparseStep(4096, 4096, 1, "bf16")->warps, 4);  // and the step's
+    QCOMPARE(v.sparseStep(4096, 4096, 1, "bf16", false, 4)->warps, 4);  // and the step's
     // A step entry of batch 2 (x by shuffle) is its batch's alone, and round trips.
     gpu::TuningEntry h = f;
     h.sparseStep = gpu::SpmvLaunch{8, 203, 2, 0, true}, h.sparseStepUs = 4300.0;
     v.put(h);
-    const auto path2 = std::filesystem::temp_directory_path() / "sdw-test-tuning-b2.json";
-    v.save(path2);
-    const auto w = gpu::TuningTable::load(path2);
-    std::filesystem::remove(path2);
-    const auto step2 = w.sparseStep(4096, 4096, 2, "bf16");
+    const auto w = roundTrip(v);
+    const auto step2 = w.sparseStep(4096, 4096, 2, "bf16", false, 4);
     QVERIFY(step2.has_value());
     QCOMPARE(step2->unroll, 203);
     QCOMPARE(step2->splitK, 2);
     QVERIFY(step2->pdl);
-    QCOMPARE(w.sparseStep(4096, 4096, 1, "bf16")->unroll, 1);    // batch 1's unchanged
+    QCOMPARE(w.sparseStep(4096, 4096, 1, "bf16", false, 4)->unroll, 1);  // batch 1's unchanged
     QCOMPARE(w.sparse(4096, 4096, 2, "bf16", 132).unroll, 202);  // the plain entry kept
     // By path and pattern: a CUDA-core step entry serves every pattern off the tensor cores and
     // none on them.
@@ -500,9 +502,7 @@ class TestSpmvCpu : public QObject {
     k.sparseStepM16 = gpu::SpmvLaunch{4, 102, 6, -1, false}, k.sparseStepM16Us = 5200.0;
     gpu::TuningTable w8 = w;
     w8.put(k);
-    w8.save(path2);
-    const auto x = gpu::TuningTable::load(path2);
-    std::filesystem::remove(path2);
+    const auto x = roundTrip(w8);
     QCOMPARE(x.sparseStep(4096, 4096, 8, "bf16", true, 4)->unroll, 103);
     QCOMPARE(x.sparseStep(4096, 4096, 8, "bf16", true, 8)->splitK, 3);
     const auto wide = x.sparseStep(4096, 4096, 8, "bf16", true, 16);
@@ -518,16 +518,14 @@ class TestSpmvCpu : public QObject {
     gpu::TuningEntry de = f;
     de.denseStep = gpu::GemvLaunch{4, 2, 1, 4, false}, de.denseStepUs = 5600.0;
     d.put(de);
-    d.save(path2);
-    const auto dl = gpu::TuningTable::load(path2);
-    std::filesystem::remove(path2);
+    const auto dl = roundTrip(d);
     const auto ds = dl.denseStep(4096, 4096, 2, "bf16");
     QVERIFY(ds.has_value());
     QCOMPARE(ds->rowsPerWarp, 2);
     QCOMPARE(ds->splitK, 4);
     QVERIFY(!ds->pdl);
     QVERIFY(!dl.denseStep(4096, 4096, 1, "bf16"));
-    QCOMPARE(dl.sparseStep(4096, 4096, 2, "bf16")->unroll, 203);  // the sparse one kept beside it
+    QCOMPARE(dl.sparseStep(4096, 4096, 2, "bf16", false, 4)->unroll, 203);  // the sparse one kept beside it
     // An M >= 16 entry with a deeper ring than its expansion takes is not used.
     gpu::TuningTable y = x;
     k.sparseStepM16->unroll = 103;
