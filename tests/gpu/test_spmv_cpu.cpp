@@ -383,13 +383,25 @@ class TestSpmvCpu : public QObject {
     // The H100 table tuned the shuffle path at batch 2 on every shape it holds.
     const auto h100 =
         gpu::TuningTable::load(std::filesystem::path(SDW_SOURCE_DIR) / "resources/tuning/nvidia-h100-80gb-hbm3.json");
-    int b2 = 0;
+    int b2 = 0, m16 = 0, denseSteps = 0;
     for (const auto& e : h100.entries()) {
+      // Its 8:16 / 16:32 step entries were tuned on the tensor cores at batch 8 (2-stage ring).
+      if (e.sparseStepM16) {
+        ++m16;
+        QCOMPARE(e.batch, 8);
+        QCOMPARE(e.sparseStepM16->unroll, 102);
+      }
+      if (e.denseStep) {
+        ++denseSteps;
+        QVERIFY(e.denseStepUs > 0);
+      }
       if (e.batch != 2) continue;
       ++b2;
       QVERIFY2(e.sparse.unroll > 200 && e.sparse.unroll <= 203, qPrintable(QString::number(e.rows)));
     }
     QCOMPARE(b2, 20);
+    QCOMPARE(m16, 12);         // the four projections of the three model shapes
+    QCOMPARE(denseSteps, 40);  // Llama-3.1-8B and Qwen3-14B: five shapes (lm_head too) x four batches
   }
 
   void rejectsBadSizes() {

@@ -25,7 +25,8 @@
 #  step (asked for by name only): its test, then the sparse 2:4 engine at STEP_BATCHES (default 1,2,4,8)
 #     with its SpMV launches chosen in the whole step (bench decode --tune-step), per shape of
 #     STEP_CONFIGS, then 16:32 at STEP_M16_BATCHES (default 8: the tensor cores' entries of 8:16 and
-#     16:32); STEP_LINEARS="dense sparse" first tunes the dense GEMV engine's launches the same way;
+#     16:32); STEP_LINEARS="dense sparse" first tunes the dense GEMV engine's launches the same way
+#     ("dense", "m16": those alone);
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
 #     command; GRID_TUNING: a table, or "step" for the table the step step wrote), then transformers +
 #     torch.compile on the Llama-3.1-8B shape.
@@ -119,13 +120,16 @@ for r in d.get("rows", [d]):  # one configuration: the row itself
       echo "  ($c dense in $((SECONDS - t0)) s, at $SECONDS s)"
       pack
     fi
-    [[ " ${STEP_LINEARS:-sparse} " == *" sparse "* ]] && fits 100 "the step tuning of $c" || continue
-    t0=$SECONDS
-    $cli bench decode --config $c --linear sparse --patterns 2:4 --batch "${STEP_BATCHES:-1,2,4,8}" --tune-step "$O/step-$card.json" --json \
-      --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c.json"
-    echo "  ($c in $((SECONDS - t0)) s, at $SECONDS s)"
-    pack
-    # 8:16 and 16:32 on the tensor cores (their own entries) at STEP_M16_BATCHES (default 8; empty: none)
+    if [[ " ${STEP_LINEARS:-sparse} " == *" sparse "* ]] && fits 100 "the step tuning of $c"; then
+      t0=$SECONDS
+      $cli bench decode --config $c --linear sparse --patterns 2:4 --batch "${STEP_BATCHES:-1,2,4,8}" --tune-step "$O/step-$card.json" --json \
+        --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c.json"
+      echo "  ($c in $((SECONDS - t0)) s, at $SECONDS s)"
+      pack
+    fi
+    # 8:16 and 16:32 on the tensor cores (their own entries) at STEP_M16_BATCHES (default 8; empty: none),
+    # after the 2:4 tuning or, with STEP_LINEARS naming m16, alone
+    [[ " ${STEP_LINEARS:-sparse} " == *" sparse "* || " ${STEP_LINEARS:-sparse} " == *" m16 "* ]] || continue
     [ -n "${STEP_M16_BATCHES-8}" ] && fits 60 "the 16:32 step tuning of $c" || continue
     t0=$SECONDS
     $cli bench decode --config $c --linear sparse --patterns 16:32 --batch "${STEP_M16_BATCHES-8}" --tune-step "$O/step-$card.json" \
