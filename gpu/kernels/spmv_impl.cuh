@@ -555,9 +555,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 // grp + 16 and grp + 24. With M | 8 (2:4, 4:8) every mask byte holds four kept columns, so
 // those 16 columns' 8 values are the 16 contiguous bytes 16 (t % 2) of the row's word: one
 // 16-byte load per row. PRMT places each byte's four values at their columns, the others
-// zero (selectors and masks from a 256-entry table in shared memory, tcExpandFour: position p
-// of the byte holds value popc(b & (2^p - 1)), which for a byte of four lies in the low
-// register for positions 0-1, the high one for 6-7, either for 2-5). The product's k order is the
+// zero (byte selectors from a 256-entry table in shared memory: position p of the byte
+// holds value popc(b & (2^p - 1)), which for a byte of four lies in the low register for
+// positions 0-1, the high one for 6-7, either for 2-5). The product's k order is the
 // lanes' columns (k step j of a lane: its columns 4j..4j+3), x staged as 16-bit
 // [batch row][column pair] so a lane's B fragments for two k steps are one 16-byte shared
 // load; batch rows >= B are zero operands. Padding rows (mask 0x0000ffff: bytes of 8 and 0)
@@ -571,19 +571,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 [[maybe_unused]] __device__ const TcSelectorTable kTcSelectors = makeTcSelectors();
 [[maybe_unused]] __device__ const TcSelectorTable16 kTcSelectors16 = makeTcSelectors16();
 
-// `prmt.b32 d, a, b, c` (default mode), as tcExpandFour and tcExpandSixteen take it.
-struct PrmtOp {
-  __host__ __device__ __forceinline__ std::uint32_t operator()(std::uint32_t a, std::uint32_t b,
-                                                               std::uint32_t c) const {
-#if defined(__CUDA_ARCH__)
-    std::uint32_t d;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-#else
-    return prmtModel(a, b, c);
-#endif
-  }
-};
+__device__ __forceinline__ std::uint32_t prmtZ(std::uint32_t a, std::uint32_t sel) {
+  std::uint32_t d;
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(a), "r"(sel));
+  return d;
+}
 
 // One row's 16 columns of the lane: e[2j], e[2j + 1] are the A-fragment registers of its
 // columns 4j, 4j + 1 and 4j + 2, 4j + 3 (16-bit pairs, the lower column in the low half).
@@ -592,24 +584,35 @@ template <int kStride = 1>
 __device__ __forceinline__ void tcExpandRow(const uint4& v, std::uint32_t bits, const uint4* sel,
                                             std::uint32_t (&e)[8]) {
   const uint4 s0 = sel[(bits & 255u) * kStride], s1 = sel[((bits >> 8) & 255u) * kStride];
-  tcExpandFour(v.x, v.y, s0.x, s0.y, s0.z, s0.w, PrmtOp{}, e);
-  tcExpandFour(v.z, v.w, s1.x, s1.y, s1.z, s1.w, PrmtOp{}, e + 4);
+  e[0] = prmtZ(v.x, s0.x);
+  e[1] = prmtZ(v.x, s0.y) | prmtZ(v.y, s0.y >> 16);
+  e[2] = prmtZ(v.x, s0.z) | prmtZ(v.y, s0.z >> 16);
+  e[3] = prmtZ(v.y, s0.x >> 16);
+  e[4] = prmtZ(v.z, s1.x);
+  e[5] = prmtZ(v.z, s1.y) | prmtZ(v.w, s1.y >> 16);
+  e[6] = prmtZ(v.z, s1.z) | prmtZ(v.w, s1.z >> 16);
+  e[7] = prmtZ(v.w, s1.x >> 16);
 }
 
 // The same for 8:16 (SpmvConfig::tcM = 16): the lane's 16 columns are one group of eight
 // values; the low byte's from the bottom of vLo, the high byte's from the top of vHi
-// (tcExpandSixteen): for 8:16 both are the lane's 16 value bytes, for 16:32 one of them is
+// (makeTcSelectors16): for 8:16 both are the lane's 16 value bytes, for 16:32 one of them is
 // the window of the row's values that the byte draws on (tc32Window).
-// sel16: [side][byte] two uint4 each (seven words used).
+// sel16: [side][byte] two uint4 each (five words of selectors used).
 __device__ __forceinline__ void tcExpandRow16(const uint4& vLo, const uint4& vHi, std::uint32_t bits,
                                               const uint4* sel16, std::uint32_t (&e)[8]) {
   const uint4* lo = sel16 + 2 * (bits & 255u);
   const uint4* hi = sel16 + 512 + 2 * ((bits >> 8) & 255u);
-  const uint4 l0 = lo[0], l1 = lo[1], h0 = hi[0], h1 = hi[1];
-  const std::uint32_t L[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
-  const std::uint32_t H[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
-  const std::uint32_t a[4] = {vLo.x, vLo.y, vLo.z, vLo.w}, b[4] = {vHi.x, vHi.y, vHi.z, vHi.w};
-  tcExpandSixteen(a, b, L, H, PrmtOp{}, e);
+  const uint4 l0 = lo[0], h0 = hi[0];
+  const std::uint32_t l4 = lo[1].x, h4 = hi[1].x;
+  e[0] = prmtZ(vLo.x, l0.x);
+  e[1] = prmtZ(vLo.x, l0.x >> 16) | prmtZ(vLo.y, l0.y);
+  e[2] = prmtZ(vLo.x, l0.y >> 16) | prmtZ(vLo.y, l0.z) | prmtZ(vLo.z, l0.z >> 16);
+  e[3] = prmtZ(vLo.x, l0.w) | prmtZ(vLo.y, l0.w >> 16) | prmtZ(vLo.z, l4) | prmtZ(vLo.w, l4 >> 16);
+  e[4] = prmtZ(vHi.x, h0.x) | prmtZ(vHi.y, h0.x >> 16) | prmtZ(vHi.z, h0.y) | prmtZ(vHi.w, h0.y >> 16);
+  e[5] = prmtZ(vHi.y, h0.z) | prmtZ(vHi.z, h0.z >> 16) | prmtZ(vHi.w, h0.w);
+  e[6] = prmtZ(vHi.z, h0.w >> 16) | prmtZ(vHi.w, h4);
+  e[7] = prmtZ(vHi.w, h4 >> 16);
 }
 
 template <typename T>

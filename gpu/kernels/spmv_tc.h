@@ -1,7 +1,7 @@
 #pragma once
 // The tensor-core SpMV's host-visible pieces (gpu/kernels/spmv_impl.cuh, docs/kernels.md): which
-// projections take it, and the byte selectors and formulas that expand a row's kept values to
-// their columns. Plain C++ (no CUDA): the CPU tests check them.
+// projections take it, and the byte selectors that expand a mask byte's four kept values
+// to their columns. Plain C++ (no CUDA): the CPU tests check them.
 
 #include <bit>
 #include <cstdint>
@@ -36,141 +36,67 @@ constexpr int spmvTensorCoresFromBatch(int mode, int m) {
   return 0;
 }
 
-// The expansion of a mask byte's kept values to their columns is a handful of byte permutes
-// (`prmt.b32 d, a, b, c` in its default mode: selector nibbles 0-3 pick a's bytes, 4-7 b's; a
-// nibble with bit 3 set would replicate a sign, so no selector sets it) and masks, the
-// selectors and masks looked up per byte. Output register n holds positions 2n, 2n + 1 (the
-// lower position in the low half), 16-bit values. A permute of two value registers picks any
-// of four values but cannot write a zero; a permute of one value register and the zero operand
-// (b = 0, nibble 4) can. So each output register takes at most two permutes: one of a single
-// register with zeros elsewhere, or one of a register pair, and-ed with the mask of the
-// positions it fills (0xffff in their halves), or two of those or-ed (one `lop3`).
-// These formulas are the kernel's own (spmv_impl.cuh: Prmt = `prmt.b32`) and the host tests'
-// (a model of `prmt.b32`), so the selectors are checked through the code that runs.
-
-// A host model of `prmt.b32 d, a, b, c` in its default mode (only c's low 16 bits count).
-constexpr std::uint32_t prmtModel(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-  const std::uint64_t ab = a | std::uint64_t(b) << 32;
-  std::uint32_t d = 0;
-  for (int i = 0; i < 4; ++i) d |= static_cast<std::uint32_t>((ab >> (8 * ((c >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
-  return d;
-}
-
-// Bytes of four kept columns (M | 8): the byte's values 0, 1 in lo and 2, 3 in hi; its table
-// entry w0 = A | D << 16 (output 0 from lo and zeros, output 3 from hi and zeros), w1 = B | C
-// << 16 (outputs 1 and 2 from the pair lo, hi), w2, w3 their masks: six permutes and two
-// `and` per byte. Position p holds value popc(b & (2^p - 1)): for a byte of four that is value
-// 0-1 at positions 0-1 and 2-3 at positions 6-7.
-template <typename Prmt>
-constexpr void tcExpandFour(std::uint32_t lo, std::uint32_t hi, std::uint32_t w0, std::uint32_t w1, std::uint32_t w2,
-                            std::uint32_t w3, Prmt prmt, std::uint32_t* e) {
-  e[0] = prmt(lo, 0u, w0);
-  e[1] = prmt(lo, hi, w1) & w2;
-  e[2] = prmt(lo, hi, w1 >> 16) & w3;
-  e[3] = prmt(hi, 0u, w0 >> 16);
+// Selectors of mask byte b, entries 4b + (0, 1, 2): A0 | B3 << 16, A1 | B1 << 16,
+// A2 | B2 << 16 (entry 4b + 3 unused). An (prmt's selector for `prmt.b32 d, lo, 0, An`)
+// places the byte's values from the low register (values 0, 1) into output register n
+// (positions 2n, 2n + 1: the lower position in the low half) and Bn those from the high
+// register (values 2, 3); byte selector 4 (a byte of the zero operand) elsewhere. Position
+// p holds value popc(b & (2^p - 1)); for a byte of four that lies in the low register for
+// positions 0-1, the high one for 6-7, either for 2-5, so
+//   e0 = prmt(lo, A0), e1 = prmt(lo, A1) | prmt(hi, B1), e2 = prmt(lo, A2) | prmt(hi, B2),
+//   e3 = prmt(hi, B3).
+// Bytes of other counts (padding rows) get selectors in range; their values are zero.
+struct TcSelectorTable {
+  std::uint32_t v[1024];
+};
+constexpr TcSelectorTable makeTcSelectors() {
+  TcSelectorTable t{};
+  for (unsigned b = 0; b < 256; ++b) {
+    std::uint32_t lo[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u}, hi[4] = {0x4444u, 0x4444u, 0x4444u, 0x4444u};
+    unsigned idx = 0;
+    for (unsigned p = 0; p < 8; ++p) {
+      if (!((b >> p) & 1u)) continue;
+      const unsigned o = p >> 1, sh = 8 * (p & 1);
+      if (idx < 2) lo[o] = (lo[o] & ~(0xffu << sh)) | ((2u * idx | (2u * idx + 1) << 4) << sh);
+      else if (idx < 4) hi[o] = (hi[o] & ~(0xffu << sh)) | ((2u * (idx - 2) | (2u * (idx - 2) + 1) << 4) << sh);
+      ++idx;
+    }
+    t.v[4 * b] = lo[0] | hi[3] << 16;
+    t.v[4 * b + 1] = lo[1] | hi[1] << 16;
+    t.v[4 * b + 2] = lo[2] | hi[2] << 16;
+  }
+  return t;
 }
 
 // 8:16 (SpmvConfig::tcM = 16): a lane's 16 columns are one group of the pattern, so their
 // eight values are again the row's 16 contiguous bytes (registers v0..v3, values 2r, 2r + 1
 // in v_r), but a byte may hold any 0-8 of them. The low byte's position p holds value
 // popc(b0 & (2^p - 1)) (counted from the bottom) and the high byte's position p value
-// 8 - popc(b1 >> p) (counted from the top), so output register n < 4 (positions 2n, 2n + 1 of
-// the low byte) draws on lo[0..n] and output register 4 + n (the high byte's) on hi[n..3]:
-//   e0 = P(lo0, 0)                    e7 = P(hi3, 0)
-//   e1 = P(lo0, lo1) & m              e6 = P(hi2, hi3) & m
-//   e2 = P(lo0, lo1) & m | P(lo2, 0)  e5 = P(hi2, hi3) & m | P(hi1, 0)
-//   e3 = P(lo0, lo1) & m | P(lo2, lo3) & m'   e4 = P(hi2, hi3) & m | P(hi0, hi1) & m'
-// six permutes and four `and` / `lop3` per side, 20 instructions a row (two bytes of four: 12;
-// before, with permutes of one register each, 32 and 16).
-// Entries: [side][byte][8] words: w0 = sel(e0|e7) | sel(e1|e6) << 16, w1 = the two of e2|e5,
-// w2 the two of e3|e4, w3 = mask of e1|e6, w4 of e2|e5, w5, w6 of e3|e4 (w7 unused). For
-// 16:32 (below) lo and hi are not the same registers. Padding rows (0xffff in a word's low
-// half, zero values) stay in range.
-template <typename Prmt>
-constexpr void tcExpandSixteen(const std::uint32_t (&lo)[4], const std::uint32_t (&hi)[4], const std::uint32_t (&L)[8],
-                               const std::uint32_t (&H)[8], Prmt prmt, std::uint32_t* e) {
-  e[0] = prmt(lo[0], 0u, L[0]);
-  e[1] = prmt(lo[0], lo[1], L[0] >> 16) & L[3];
-  e[2] = (prmt(lo[0], lo[1], L[1]) & L[4]) | prmt(lo[2], 0u, L[1] >> 16);
-  e[3] = (prmt(lo[0], lo[1], L[2]) & L[5]) | (prmt(lo[2], lo[3], L[2] >> 16) & L[6]);
-  e[7] = prmt(hi[3], 0u, H[0]);
-  e[6] = prmt(hi[2], hi[3], H[0] >> 16) & H[3];
-  e[5] = (prmt(hi[2], hi[3], H[1]) & H[4]) | prmt(hi[1], 0u, H[1] >> 16);
-  e[4] = (prmt(hi[2], hi[3], H[2]) & H[5]) | (prmt(hi[0], hi[1], H[2] >> 16) & H[6]);
-}
-
-namespace detail {
-// One permute of an output register: the value registers r0 (and r0 + 1 for a pair, else the
-// zero operand) it reads, where its selector goes (word, shift) and its mask (word, or -1 for a
-// permute with zeros, which needs none).
-struct TcSource {
-  int r0, regs, selWord, selShift, maskWord;
-};
-// Place value j (in register j / 2, half j % 2) at half `half` of an output through the first
-// source holding it: its selector's two nibbles, and its mask's half.
-constexpr void tcPlace(std::uint32_t* w, const TcSource* src, int nSrc, unsigned j, unsigned half) {
-  for (int k = 0; k < nSrc; ++k) {
-    const TcSource& s = src[k];
-    const int reg = static_cast<int>(j / 2);
-    if (reg < s.r0 || reg >= s.r0 + s.regs) continue;
-    const unsigned first = 4u * static_cast<unsigned>(reg - s.r0) + 2u * (j & 1u);
-    const unsigned sh = static_cast<unsigned>(s.selShift) + 8u * half;
-    w[s.selWord] = (w[s.selWord] & ~(0xffu << sh)) | ((first | (first + 1) << 4) << sh);
-    if (s.maskWord >= 0) w[s.maskWord] |= 0xffffu << (16 * half);
-    return;
-  }
-}
-}  // namespace detail
-
-// The entries of bytes of four (tcExpandFour): [byte][4] words. Bytes of other counts (padding
-// rows, whose values are zero) get selectors in range.
-struct TcSelectorTable {
-  std::uint32_t v[1024];
-};
-constexpr TcSelectorTable makeTcSelectors() {
-  TcSelectorTable t{};
-  // Output n's sources: 0 from lo and zeros, 1 and 2 from the pair, 3 from hi and zeros.
-  constexpr detail::TcSource src[4] = {{0, 1, 0, 0, -1}, {0, 2, 1, 0, 2}, {0, 2, 1, 16, 3}, {1, 1, 0, 16, -1}};
-  for (unsigned b = 0; b < 256; ++b) {
-    std::uint32_t* w = t.v + 4 * b;
-    w[0] = 0x44444444u;  // zeros where nothing is placed
-    unsigned idx = 0;
-    for (unsigned p = 0; p < 8; ++p) {
-      if (!((b >> p) & 1u)) continue;
-      if (idx < 4) detail::tcPlace(w, &src[p >> 1], 1, idx, p & 1u);
-      ++idx;
-    }
-  }
-  return t;
-}
-
+// 8 - popc(b1 >> p) (counted from the top), so output register n < 4 (positions 2n, 2n + 1
+// of the low byte) draws on v0..vn and output register 4 + n (the high byte's) on vn..v3:
+//   e[n]     = OR over r <= n of prmt(v_r, lo[b0][n (n + 1) / 2 + r]),
+//   e[4 + n] = OR over r >= n of prmt(v_r, hi[b1][4 n - n (n - 1) / 2 + r - n]),
+// ten selectors per byte and side (20 prmt and 12 or per 16 columns, against 12 and 4 for a
+// byte of four). Entries: [side][byte][8] words, selector k in bits 16 (k & 1) of word k / 2
+// (words 5-7 unused). Padding rows (0xffff in a word's low half, zero values) stay in range.
 struct TcSelectorTable16 {
   std::uint32_t v[2 * 256 * 8];
 };
 constexpr TcSelectorTable16 makeTcSelectors16() {
   TcSelectorTable16 t{};
-  // Per side, output k = 0..3 (e0..e3 of the low side, e7..e4 of the high side): its sources in
-  // the order tried (a register, then a pair; or a pair, then the next pair).
-  constexpr detail::TcSource lo[4][2] = {{{0, 1, 0, 0, -1}, {0, 0, 0, 0, -1}},
-                                         {{0, 2, 0, 16, 3}, {0, 0, 0, 0, -1}},
-                                         {{0, 2, 1, 0, 4}, {2, 1, 1, 16, -1}},
-                                         {{0, 2, 2, 0, 5}, {2, 2, 2, 16, 6}}};
-  constexpr detail::TcSource hi[4][2] = {{{3, 1, 0, 0, -1}, {0, 0, 0, 0, -1}},
-                                         {{2, 2, 0, 16, 3}, {0, 0, 0, 0, -1}},
-                                         {{2, 2, 1, 0, 4}, {1, 1, 1, 16, -1}},
-                                         {{2, 2, 2, 0, 5}, {0, 2, 2, 16, 6}}};
   for (unsigned side = 0; side < 2; ++side)
     for (unsigned b = 0; b < 256; ++b) {
-      std::uint32_t* w = t.v + (side * 256 + b) * 8;
-      w[0] = 0x44444444u;  // e0 / e7 (and e1 / e6, masked): zeros by default
-      w[1] = 0x44440000u;  // e2 / e5's single register
+      std::uint32_t sel[10];
+      for (auto& x : sel) x = 0x4444u;
       for (unsigned p = 0; p < 8; ++p) {
         if (!((b >> p) & 1u)) continue;
-        const unsigned j = side == 0 ? static_cast<unsigned>(std::popcount(b & ((1u << p) - 1u)))
-                                     : 8u - static_cast<unsigned>(std::popcount(b >> p));
-        const unsigned n = p >> 1, k = side == 0 ? n : 3 - n;
-        detail::tcPlace(w, side == 0 ? lo[k] : hi[k], 2, j, p & 1u);
+        const unsigned idx = side == 0 ? static_cast<unsigned>(std::popcount(b & ((1u << p) - 1u)))
+                                       : 8u - static_cast<unsigned>(std::popcount(b >> p));
+        const unsigned n = p >> 1, half = p & 1u, r = idx >> 1, first = 2 * (idx & 1u);
+        const unsigned k = side == 0 ? n * (n + 1) / 2 + r : 4 * n - n * (n - 1) / 2 + (r - n);
+        sel[k] = (sel[k] & ~(0xffu << (8 * half))) | ((first | (first + 1) << 4) << (8 * half));
       }
+      for (unsigned k = 0; k < 10; ++k) t.v[(side * 256 + b) * 8 + k / 2] |= sel[k] << (16 * (k & 1u));
     }
   return t;
 }

@@ -28,23 +28,37 @@ namespace {
 constexpr float kSentinel = -777.25f;
 constexpr std::int64_t kGuard = 37;
 
-// A host model of `prmt.b32 d, a, b, c` (default mode: selector nibbles 0-3 pick a's bytes,
-// 4-7 b's; a nibble with bit 3 set would replicate a sign): *outOfRange counts such nibbles in
-// the selector's low 16 bits, the ones prmt reads. Otherwise the header's model.
-std::uint32_t prmtCheckedModel(std::uint32_t a, std::uint32_t b, std::uint32_t c, int* outOfRange) {
-  for (int i = 0; i < 4; ++i)
-    if ((c >> (4 * i)) & 8u) ++*outOfRange;
-  return kernels::prmtModel(a, b, c);
+// A host model of `prmt.b32 d, a, 0, c` (default mode): selector nibbles 0-3 pick a's bytes,
+// 4-7 the zero operand's; a nibble with bit 3 set would replicate a sign. Our selectors use
+// 0-4 only: *outOfRange counts any other nibble.
+std::uint32_t prmtZeroModel(std::uint32_t a, std::uint32_t c, int* outOfRange) {
+  std::uint32_t d = 0;
+  for (int i = 0; i < 4; ++i) {
+    const unsigned n = (c >> (4 * i)) & 15u;
+    if (n > 4) ++*outOfRange;
+    const std::uint32_t byte = n < 4 ? (a >> (8 * n)) & 0xffu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
 }
 
-// The kernel's 8:16 expansion (tcExpandRow16: tcExpandSixteen on the table's words) through that
-// model: the low byte of `bits` from the bottom of lo[0..3], the high byte from the top of hi[0..3].
+// The kernel's 8:16 expansion (tcExpandRow16) through that model: the low byte of `bits` from
+// the bottom of lo[0..3], the high byte from the top of hi[0..3].
 template <typename Prmt>
 void expandRow16Model(const kernels::TcSelectorTable16& tab, const std::uint32_t (&lo)[4], const std::uint32_t (&hi)[4],
                       unsigned bits, Prmt prmt, std::uint32_t (&e)[8]) {
-  std::uint32_t L[8], H[8];
-  for (int k = 0; k < 8; ++k) L[k] = tab.v[(bits & 255u) * 8 + k], H[k] = tab.v[(256 + ((bits >> 8) & 255u)) * 8 + k];
-  kernels::tcExpandSixteen(lo, hi, L, H, prmt, e);
+  const std::uint32_t* L = tab.v + (bits & 255u) * 8;
+  const std::uint32_t* H = tab.v + (256 + ((bits >> 8) & 255u)) * 8;
+  const auto l = [&](int k) { return L[k / 2] >> (16 * (k & 1)); };
+  const auto h = [&](int k) { return H[k / 2] >> (16 * (k & 1)); };
+  e[0] = prmt(lo[0], l(0));
+  e[1] = prmt(lo[0], l(1)) | prmt(lo[1], l(2));
+  e[2] = prmt(lo[0], l(3)) | prmt(lo[1], l(4)) | prmt(lo[2], l(5));
+  e[3] = prmt(lo[0], l(6)) | prmt(lo[1], l(7)) | prmt(lo[2], l(8)) | prmt(lo[3], l(9));
+  e[4] = prmt(hi[0], h(0)) | prmt(hi[1], h(1)) | prmt(hi[2], h(2)) | prmt(hi[3], h(3));
+  e[5] = prmt(hi[1], h(4)) | prmt(hi[2], h(5)) | prmt(hi[3], h(6));
+  e[6] = prmt(hi[2], h(7)) | prmt(hi[3], h(8));
+  e[7] = prmt(hi[3], h(9));
 }
 
 // Whether the expanded 16-bit pairs `e` hold want(p) at every position p < n; QTest's
@@ -183,31 +197,31 @@ class TestSpmvCpu : public QObject {
         }
   }
 
-  // The tensor-core SpMV's byte selectors and masks (gpu/kernels/spmv_tc.h), through a host
-  // model of `prmt.b32 d, a, b, c` (default mode; no selector may set a nibble's bit 3, which
-  // would replicate a sign) and the kernel's formula (tcExpandFour): for every mask byte with
-  // four kept columns, four distinct values land at the kept positions in column order and
-  // every other position is zero, whatever the zero positions' permutes pick.
+  // The tensor-core SpMV's byte selectors (gpu/kernels/spmv_tc.h), through a host model of
+  // `prmt.b32 d, a, 0, c` (default mode: selector nibbles 0-3 pick a's bytes, 4-7 the zero
+  // operand's; bit 3 would replicate a sign, so no selector may set it): for every mask byte
+  // with four kept columns, four distinct values land at the kept positions in column order
+  // and every other position is zero.
   void tensorCoreSelectorsExpandEveryByteOfFour() {
     static constexpr kernels::TcSelectorTable tab = kernels::makeTcSelectors();
     int outOfRange = 0;
-    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-      return prmtCheckedModel(a, b, c, &outOfRange);
-    };
+    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t c) { return prmtZeroModel(a, c, &outOfRange); };
+    for (int e = 0; e < 1024; ++e)
+      if (e % 4 != 3) (void)prmt(0u, tab.v[e]), (void)prmt(0u, tab.v[e] >> 16);
+    QCOMPARE(outOfRange, 0);
     const std::uint16_t vals[4] = {0x1357, 0x2468, 0x9abc, 0xdef1};
     const std::uint32_t lo = vals[0] | std::uint32_t(vals[1]) << 16, hi = vals[2] | std::uint32_t(vals[3]) << 16;
     int bytes = 0;
     for (unsigned b = 0; b < 256; ++b) {
-      const std::uint32_t* s = tab.v + 4 * b;
-      std::uint32_t out[4];
-      kernels::tcExpandFour(lo, hi, s[0], s[1], s[2], s[3], prmt, out);
       if (std::popcount(b) != 4) continue;
+      const std::uint32_t* s = tab.v + 4 * b;
+      const std::uint32_t out[4] = {prmt(lo, s[0]), prmt(lo, s[1]) | prmt(hi, s[1] >> 16),
+                                    prmt(lo, s[2]) | prmt(hi, s[2] >> 16), prmt(hi, s[0] >> 16)};
       int idx = 0;
       const auto want = [&](int p) -> std::uint16_t { return ((b >> p) & 1u) ? vals[idx++] : 0; };
       if (!expandedAsWanted(out, 8, want, QStringLiteral("byte 0x%1").arg(b, 2, 16, QChar('0')))) return;
       ++bytes;
     }
-    QCOMPARE(outOfRange, 0);
     QCOMPARE(bytes, 70);  // C(8, 4): every 4:8 byte, the 36 of 2:4 among them
   }
 
@@ -218,9 +232,7 @@ class TestSpmvCpu : public QObject {
   void tensorCoreSelectorsExpandEverySixteenOfEight() {
     static constexpr kernels::TcSelectorTable16 tab = kernels::makeTcSelectors16();
     int outOfRange = 0;
-    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-      return prmtCheckedModel(a, b, c, &outOfRange);
-    };
+    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t c) { return prmtZeroModel(a, c, &outOfRange); };
     const std::uint16_t vals[8] = {0x1357, 0x2468, 0x9abc, 0xdef1, 0x0f1e, 0x2d3c, 0x4b5a, 0x6978};
     std::uint32_t v[4];
     for (int r = 0; r < 4; ++r) v[r] = vals[2 * r] | std::uint32_t(vals[2 * r + 1]) << 16;
@@ -251,9 +263,7 @@ class TestSpmvCpu : public QObject {
   void tensorCoreSixteenOfThirtyTwoExpandsThroughWindows() {
     static constexpr kernels::TcSelectorTable16 tab = kernels::makeTcSelectors16();
     int outOfRange = 0;
-    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-      return prmtCheckedModel(a, b, c, &outOfRange);
-    };
+    const auto prmt = [&outOfRange](std::uint32_t a, std::uint32_t c) { return prmtZeroModel(a, c, &outOfRange); };
     std::uint16_t vals[16];
     for (int i = 0; i < 16; ++i) vals[i] = static_cast<std::uint16_t>(0x1000 + 0x0101 * i);
     std::uint32_t r[8];
