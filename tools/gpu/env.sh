@@ -60,17 +60,21 @@ fits() {
   return 1
 }
 
-# sdw_out DIR [ARCHIVE]: the call's results folder, O=${OUT:-out/gpu}/DIR (made; run from the
-# repository root), and pack, which writes it into ${OUT:-out/gpu}/ARCHIVE.tgz (default DIR.tgz):
-# called after every step, so a call cut short still brings back the steps before.
+# sdw_out DIR [ARCHIVE]: the call's results folder O (made; run from the repository root), and
+# pack, which writes it into ${OUT:-out/gpu}/ARCHIVE.tgz (default DIR.tgz): called after every
+# step, so a call cut short still brings back the steps before. Without OUT, O is out/gpu/DIR;
+# with OUT (the GPU machine, which brings back at most 8 files of it) O is a folder outside OUT
+# and the archive is the one file there, so two scripts in one call (OUT=$OUT/a, OUT=$OUT/b)
+# each bring back theirs whole.
 sdw_out() {
   _sdw_out=${OUT:-$PWD/out/gpu}
   _sdw_dir=$1
   _sdw_archive=${2:-$1}
-  O=$_sdw_out/$_sdw_dir
-  mkdir -p "$O"
+  if [ -n "${OUT:-}" ]; then _sdw_work=$(mktemp -d "${TMPDIR:-/tmp}/sdw-out.XXXXXX"); else _sdw_work=$_sdw_out; fi
+  O=$_sdw_work/$_sdw_dir
+  mkdir -p "$O" "$_sdw_out"
 }
-pack() { tar -C "$_sdw_out" -czf "$_sdw_out/$_sdw_archive.tgz" "$_sdw_dir"; }
+pack() { tar -C "$_sdw_work" -czf "$_sdw_out/$_sdw_archive.tgz" "$_sdw_dir"; }
 
 # sdw_machine_txt FILE [NOTE]: the card, its driver and memory, and the commit (SDW_COMMIT) with
 # NOTE after it, into FILE and on the screen.
