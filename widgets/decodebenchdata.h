@@ -32,6 +32,10 @@ struct DecodeRowData {
   double bytesPerStep = 0;
   double memoryBytes = 0;  // what the model held on its device after the timed steps
   int packedProjections = 0;
+  // Decode-engine rows: the SpMV / GEMV launches of one step, and how many of them took their
+  // launch from a step entry of the tuning table (`bench decode --tune-step`); -1 where the
+  // row does not say (cuBLAS, eager, files from before).
+  int engineLaunches = -1, stepEntryLaunches = -1;
   QVector<double> stepMs;  // the timed steps, in order
 };
 

@@ -46,6 +46,7 @@ QVariant DecodeResultsModel::data(const QModelIndex& index, int role) const {
       case LimitTokensPerSecond: return r.limitTokensPerSecond;
       case PercentOfLimit: return percent;
       case Memory: return r.memoryBytes;
+      case StepTuned: return r.engineLaunches > 0 ? double(r.stepEntryLaunches) / r.engineLaunches : -1.0;
       case Engine: return r.engine;
     }
     return {};
@@ -64,6 +65,10 @@ QVariant DecodeResultsModel::data(const QModelIndex& index, int role) const {
     case Memory:
       return r.memoryBytes > 0 ? ModuleTreeModel::formatBytes(static_cast<quint64>(r.memoryBytes))
                                : QStringLiteral("-");
+    case StepTuned:
+      return r.engineLaunches >= 0 && r.stepEntryLaunches >= 0
+                 ? QStringLiteral("%1 / %2").arg(r.stepEntryLaunches).arg(r.engineLaunches)
+                 : QStringLiteral("-");
     case Engine: return r.engine;
   }
   return {};
@@ -86,6 +91,11 @@ QVariant DecodeResultsModel::headerData(int section, Qt::Orientation orientation
         return tr(
             "what the model held on its device after the timed steps: weights (packed where packed), "
             "KV cache, engine buffers");
+      case StepTuned:
+        return tr(
+            "decode engine: of its SpMV / GEMV launches per step, how many took the launch chosen in the "
+            "whole step for that shape and batch (the tuning table's step entries, sdw-cli bench decode "
+            "--tune-step); the others run kernel-level or heuristic launches");
       default: return {};
     }
   }
@@ -100,6 +110,7 @@ QVariant DecodeResultsModel::headerData(int section, Qt::Orientation orientation
     case LimitTokensPerSecond: return tr("Limit tokens/s");
     case PercentOfLimit: return tr("% of limit");
     case Memory: return tr("GPU memory");
+    case StepTuned: return tr("Step-tuned launches");
     case Engine: return tr("Engine");
   }
   return {};
@@ -123,12 +134,14 @@ QString DecodeResultsModel::toCsv() const {
   QString out;
   QTextStream s(&out);
   s << "config,linear,pattern,batch,tokens_per_second,gb_per_s,limit_tokens_per_second,percent_of_limit,"
-       "memory_bytes,median_ms,p10_ms,p90_ms,engine\n";
+       "memory_bytes,median_ms,p10_ms,p90_ms,step_entry_launches,engine_launches,engine\n";
   for (const DecodeRowData& r : rows_)
     s << csvField(r.config) << ',' << csvField(r.linear) << ',' << csvField(r.pattern) << ',' << r.batch << ','
       << csvNumber(r.tokensPerSecond) << ',' << csvNumber(r.gbs) << ',' << csvNumber(r.limitTokensPerSecond) << ','
       << csvNumber(100.0 * r.ratioToLimit) << ',' << csvNumber(r.memoryBytes) << ',' << csvNumber(r.medianMs) << ','
-      << csvNumber(r.p10Ms) << ',' << csvNumber(r.p90Ms) << ',' << csvField(r.engine) << '\n';
+      << csvNumber(r.p10Ms) << ',' << csvNumber(r.p90Ms) << ','
+      << (r.stepEntryLaunches >= 0 ? QString::number(r.stepEntryLaunches) : QString()) << ','
+      << (r.engineLaunches >= 0 ? QString::number(r.engineLaunches) : QString()) << ',' << csvField(r.engine) << '\n';
   return out;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The End-to-end decode view's results table: one row per (config, linear,
 // pattern, batch) with tokens/s, the bandwidth it reached, the bandwidth
-// limit in tokens/s and the share of it, and the memory the model held.
+// limit in tokens/s and the share of it, the memory the model held, and how
+// many of the engine's launches came from the tuning table's step entries.
 // Display only: rows arrive measured or read from a file.
 
 #include "widgets/decodebenchdata.h"
@@ -24,6 +25,7 @@ class DecodeResultsModel : public QAbstractTableModel {
     LimitTokensPerSecond,
     PercentOfLimit,
     Memory,
+    StepTuned,
     Engine,
     ColumnCount
   };
@@ -43,7 +45,8 @@ class DecodeResultsModel : public QAbstractTableModel {
 
   // One line per row, in model order:
   // config,linear,pattern,batch,tokens_per_second,gb_per_s,limit_tokens_per_second,
-  // percent_of_limit,memory_bytes,median_ms,p10_ms,p90_ms,engine
+  // percent_of_limit,memory_bytes,median_ms,p10_ms,p90_ms,step_entry_launches,engine_launches,engine
+  // (the launch counts empty where the row has none)
   QString toCsv() const;
 
  private:

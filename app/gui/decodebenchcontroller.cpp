@@ -171,6 +171,8 @@ widgets::DecodeRowData rowData(const nlohmann::json& r) {
   d.bytesPerStep = number(r, "bytes_per_step");
   d.memoryBytes = number(r, "gpu_memory_bytes");
   d.packedProjections = static_cast<int>(number(r, "packed_projections"));
+  d.engineLaunches = static_cast<int>(number(r, "engine_launches", -1));
+  d.stepEntryLaunches = static_cast<int>(number(r, "step_entry_launches", -1));
   if (const auto it = r.find("step_ms"); it != r.end() && it->is_array())
     for (const auto& v : *it)
       if (v.is_number()) d.stepMs.push_back(v.get<double>());

@@ -684,6 +684,31 @@ class TestDecodeView : public QObject {
     QCOMPARE(j["step_entry_launches"].get<int>(), 128);
   }
 
+  // A grid whose engine rows say how many of their launches the table's step entries set: the
+  // results table shows it per row ("-" for cuBLAS), and the CSV export carries both counts.
+  void showsStepTunedLaunches() {
+    QVERIFY(open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/engine/h100-decode-e2e-step-m16-5d71683.json")));
+    const auto* m = view_->resultsModel();
+    QCOMPARE(m->rowCount(), 72);
+    QMap<QString, QString> tuned;
+    for (int i = 0; i < m->rowCount(); ++i) {
+      const DecodeRowData& r = m->rows()[i];
+      tuned[QStringLiteral("%1 %2 %3 %4").arg(r.config, r.linear, r.pattern).arg(r.batch)] =
+          m->index(i, DecodeResultsModel::StepTuned).data().toString();
+    }
+    QCOMPARE(tuned.value("llama-3.1-8b cublas  1"), QStringLiteral("-"));
+    QCOMPARE(tuned.value("llama-3.1-8b dense  8"), QStringLiteral("129 / 129"));
+    QCOMPARE(tuned.value("llama-3.1-8b sparse 2:4 4"), QStringLiteral("128 / 128"));
+    // 16:32 at batch 4 runs on the CUDA cores, where the table has no step entry for it.
+    QCOMPARE(tuned.value("llama-3.1-8b sparse 16:32 4"), QStringLiteral("0 / 128"));
+    // Qwen3-32B's dense engine: only its lm_head's entry (the projections' were not kept).
+    QCOMPARE(tuned.value("qwen3-32b dense  1"), QStringLiteral("1 / 257"));
+    const QStringList csv = m->toCsv().split('\n', Qt::SkipEmptyParts);
+    QVERIFY(csv[0].endsWith(QStringLiteral("p90_ms,step_entry_launches,engine_launches,engine")));
+    QVERIFY2(csv[1].startsWith(QStringLiteral("llama-3.1-8b,cublas,,1,")), qPrintable(csv[1]));
+    QVERIFY2(csv[1].contains(QStringLiteral(",,,")), qPrintable(csv[1]));  // no counts for cuBLAS
+  }
+
   void opensTheCommittedGrid() {
     // The H200 grid of bench/results: 3 shapes x (cuBLAS, dense, 4 patterns) x 4 batches.
     QVERIFY(open(QStringLiteral(SDW_SOURCE_DIR "/bench/results/h200-decode-e2e.json")));
