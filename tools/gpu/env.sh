@@ -92,6 +92,23 @@ for r in d.get("rows", [d]):  # one configuration and batch: the row itself
     "$1" "$2" 2>/dev/null || echo "$2: no result"
 }
 
+# sdw_tune_step CONFIG LINEAR PATTERN BATCHES TABLE OUT [ARG...]: `sdw-cli bench decode --tune-step TABLE`
+# of one shape (PATTERN empty for the dense engine; TABLE read first where it exists; ARGs added,
+# e.g. --tuning FILE), its JSON in OUT, stderr to $O/decode.log; prints each row and each
+# projection's launch before -> after, and the time taken.
+sdw_tune_step() {
+  local c=$1 linear=$2 pat=$3 batches=$4 table=$5 out=$6 t0=$SECONDS
+  shift 6
+  build-gpu/bin/sdw-cli bench decode --config "$c" --linear "$linear" ${pat:+--patterns "$pat"} --batch "$batches" \
+    "$@" --tune-step "$table" --json --out "$out" > /dev/null 2>> "$O/decode.log" || { echo "$c $linear $pat: failed"; return 1; }
+  python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+for r in d.get("rows", [d]):  # one configuration: the row itself
+    print(r["config"], r["linear"], r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
+    for t in r.get("step_tuning", "").split("; "): print("   ", t)' "$out"
+  echo "  ($c $linear $pat in $((SECONDS - t0)) s, at $SECONDS s)"
+}
+
 # Configures the gpu preset against that LibTorch and the unpacked packages, then builds
 # the targets given (keeping going past a failed one); the logs go to DIR/configure.log
 # and DIR/build.log, and on failure the first errors are printed and it returns 1.

@@ -107,34 +107,20 @@ if [[ "$steps" == *" step "* ]] && [ -n "${PENDING_STEPS:-}" ]; then
     echo "test_engine_cuda stepTunedLaunchesDecode rc $?: $(grep -E '^Totals' "$O/test-step.log")"
     grep -E "^FAIL|Loc:|step tuning:" "$O/test-step.log" | head -5
   fi
-  stepSummary='import json,sys
-d = json.load(open(sys.argv[1]))
-for r in d.get("rows", [d]):  # one configuration: the row itself
-    print(r["config"], r["linear"], r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
-    for t in r.get("step_tuning", "").split("; "): print("   ", t)'
   for c in ${STEP_CONFIGS-llama3-8b qwen3-14b qwen3-32b}; do  # STEP_CONFIGS= : the test alone
     if [[ " ${STEP_LINEARS:-sparse} " == *" dense "* ]] && fits 100 "the dense step tuning of $c"; then
-      t0=$SECONDS
-      $cli bench decode --config $c --linear dense --batch "${STEP_BATCHES:-1,2,4,8}" --tune-step "$O/step-$card.json" \
-        --json --out "$O/step-$c-dense.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c-dense.json"
-      echo "  ($c dense in $((SECONDS - t0)) s, at $SECONDS s)"
+      sdw_tune_step $c dense "" "${STEP_BATCHES:-1,2,4,8}" "$O/step-$card.json" "$O/step-$c-dense.json"
       pack
     fi
     if [[ " ${STEP_LINEARS:-sparse} " == *" sparse "* ]] && fits 100 "the step tuning of $c"; then
-      t0=$SECONDS
-      $cli bench decode --config $c --linear sparse --patterns 2:4 --batch "${STEP_BATCHES:-1,2,4,8}" --tune-step "$O/step-$card.json" --json \
-        --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c.json"
-      echo "  ($c in $((SECONDS - t0)) s, at $SECONDS s)"
+      sdw_tune_step $c sparse 2:4 "${STEP_BATCHES:-1,2,4,8}" "$O/step-$card.json" "$O/step-$c.json"
       pack
     fi
     # 8:16 and 16:32 on the tensor cores (their own entries) at STEP_M16_BATCHES (default 8; empty: none),
     # after the 2:4 tuning or, with STEP_LINEARS naming m16, alone
     [[ " ${STEP_LINEARS:-sparse} " == *" sparse "* || " ${STEP_LINEARS:-sparse} " == *" m16 "* ]] || continue
     [ -n "${STEP_M16_BATCHES-8}" ] && fits 60 "the 16:32 step tuning of $c" || continue
-    t0=$SECONDS
-    $cli bench decode --config $c --linear sparse --patterns 16:32 --batch "${STEP_M16_BATCHES-8}" --tune-step "$O/step-$card.json" \
-      --json --out "$O/step-$c-m16.json" > /dev/null 2>> "$O/decode.log" && python3 -c "$stepSummary" "$O/step-$c-m16.json"
-    echo "  ($c 16:32 in $((SECONDS - t0)) s, at $SECONDS s)"
+    sdw_tune_step $c sparse 16:32 "${STEP_M16_BATCHES-8}" "$O/step-$card.json" "$O/step-$c-m16.json"
     pack
   done
 fi

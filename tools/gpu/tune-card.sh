@@ -62,16 +62,11 @@ pack
 # TUNE_STEP_CONFIGS (default none; e.g. "llama3-8b qwen3-14b qwen3-32b"), into the new table.
 for c in ${TUNE_STEP_CONFIGS:-}; do
   fits 90 "the step tuning of $c" || continue
-  t0=$SECONDS
-  $cli bench decode --config "$c" --linear sparse --patterns 2:4 --batch "${TUNE_STEP_BATCHES:-1,2,4,8}" --tuning "$O/$name.json" \
-    --tune-step "$O/$name.json" --json --out "$O/step-$c.json" > /dev/null 2>> "$O/decode.log" &&
-    echo "step-tuned $c in $((SECONDS - t0)) s" && sdw_decode_summary "$O/step-$c.json" "step-tuned"
+  sdw_tune_step "$c" sparse 2:4 "${TUNE_STEP_BATCHES:-1,2,4,8}" "$O/$name.json" "$O/step-$c.json" --tuning "$O/$name.json"
   pack
   # 8:16 and 16:32 on the tensor cores have entries of their own (TUNE_STEP_M16_BATCHES, default 8)
   [ -n "${TUNE_STEP_M16_BATCHES-8}" ] && fits 60 "the 16:32 step tuning of $c" || continue
-  $cli bench decode --config "$c" --linear sparse --patterns 16:32 --batch "${TUNE_STEP_M16_BATCHES-8}" \
-    --tuning "$O/$name.json" --tune-step "$O/$name.json" --json --out "$O/step-$c-m16.json" > /dev/null 2>> "$O/decode.log" &&
-    sdw_decode_summary "$O/step-$c-m16.json" "step-tuned 16:32"
+  sdw_tune_step "$c" sparse 16:32 "${TUNE_STEP_M16_BATCHES-8}" "$O/$name.json" "$O/step-$c-m16.json" --tuning "$O/$name.json"
   pack
 done
 
