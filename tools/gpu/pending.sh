@@ -21,7 +21,8 @@
 #     (Llama-3.1-8B), with programmatic launch of the column kernels (the default) and without.
 #  chain (asked for by name only): the engine's batch-1 step as the card's table sets it up (CHAIN_CONFIGS,
 #     default Llama-3.1-8B, Qwen3-14B, Qwen3-32B; dense GEMV and sparse 2:4), the projections alone
-#     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS picks);
+#     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS picks among projections, step, rest:
+#     all but the projections, no-attention: all but the attention);
 #  step (asked for by name only): its test, then the sparse 2:4 engine at STEP_BATCHES (default 1,2,4,8)
 #     with its SpMV launches chosen in the whole step (bench decode --tune-step), per shape of
 #     STEP_CONFIGS, then 16:32 at STEP_M16_BATCHES (default 8: the tensor cores' entries of 8:16 and
@@ -89,8 +90,12 @@ fi
 if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 60 "the batch-1 step as the table sets it up"; then
   d=(--config "${CHAIN_CONFIGS:-llama3-8b,qwen3-14b,qwen3-32b}" --patterns 2:4 --batch 1 --linear dense,sparse --json)
   for part in ${CHAIN_PARTS:-projections step}; do
-    skip=""
-    [ $part = projections ] && skip=others
+    case $part in  # SDW_ENGINE_SKIP: what the step leaves out
+      projections) skip=others ;;    # the projections and lm_head alone
+      rest) skip=linears ;;          # everything but them
+      no-attention) skip=attention ;;
+      *) skip="" ;;                  # step: the whole step
+    esac
     fits 40 "the $part" && SDW_ENGINE_SKIP=$skip $cli bench decode "${d[@]}" --out "$O/chain-$part.json" \
       > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/chain-$part.json" "$part"
     echo "  (at $SECONDS s)"
