@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <type_traits>
 
 namespace sdw::gpu {
@@ -304,7 +305,18 @@ ModelConfig loadModelConfigFile(const std::filesystem::path& file) {
   return parseModelConfig(readFileBounded(file, JsonLimits{}.maxBytes), file.string());
 }
 
+void requireCheckpointFolder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(dir, ec);
+  if (!std::filesystem::exists(st)) throw std::runtime_error(dir.string() + ": no such folder");
+  if (!std::filesystem::is_directory(st))
+    throw std::runtime_error(dir.string() +
+                             ": not a folder (a checkpoint is a folder of config.json, model.safetensors and "
+                             "tokenizer.json)");
+}
+
 ModelConfig loadModelConfig(const std::filesystem::path& dir) {
+  requireCheckpointFolder(dir);
   const auto cfgPath = dir / "config.json";
   if (!std::filesystem::exists(cfgPath)) throw std::runtime_error(dir.string() + ": no config.json in this folder");
   ModelConfig c = loadModelConfigFile(cfgPath);

@@ -116,6 +116,9 @@ struct ModelConfig {
 
 // Parses config.json text. `source` names the file in error messages.
 ModelConfig parseModelConfig(const std::string& jsonText, const std::string& source = "config.json");
+// Throws std::runtime_error naming `dir` when it does not exist or is not a folder (a
+// checkpoint is a folder: config.json, the weights, tokenizer.json).
+void requireCheckpointFolder(const std::filesystem::path& dir);
 // dir/config.json and, when present, dir/generation_config.json.
 ModelConfig loadModelConfig(const std::filesystem::path& dir);
 // A config file on its own (bench shapes).

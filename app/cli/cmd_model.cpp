@@ -48,6 +48,7 @@ int runGenerate(const Args& a) {
   if (!(go.sampling.topP > 0 && go.sampling.topP <= 1)) throw UsageError("--top-p must be in (0, 1]");
   const bool json = a.has("json");
 
+  gpu::requireCheckpointFolder(dir);
   if (!fs::exists(dir / "tokenizer.json")) throw std::runtime_error(dir.string() + ": no tokenizer.json in this folder");
   const Tokenizer tok = Tokenizer::fromFile(dir / "tokenizer.json");
   const auto t0 = std::chrono::steady_clock::now();

@@ -150,6 +150,27 @@ private Q_SLOTS:
         };
         const QStringList all = {"model-info", "generate"};
 
+        // --model naming a file, or nothing: refused as such, not as a folder without config.json.
+        {
+          const QString file = model("f0", "", "") + "/config.json";
+          const QString missing = tmp_.path() + "/no-such-checkpoint";
+          for (const QString& c : all) {
+            QStringList head{c}, tail;
+            if (c != "model-info") {
+              head << "--model";
+              tail << "--prompt"
+                   << "hello"
+                   << "--max-new-tokens"
+                   << "0";
+            }
+            const QByteArray name = c.toUtf8();
+            const QStringList onFile = head + QStringList{file} + tail, onMissing = head + QStringList{missing} + tail;
+            const QString notFolder = ": not a folder", noFolder = ": no such folder";
+            QTest::addRow("--model a file: %s", name.constData()) << onFile << file << notFolder;
+            QTest::addRow("--model missing: %s", name.constData()) << onMissing << missing << noFolder;
+          }
+        }
+
         // config.json and generation_config.json
         modelCase("config.json nested arrays", model("c1", "config.json", withRaw(cfg, "rope_scaling", deepArrays(50000))),
                   "config.json", deep, all);
