@@ -108,6 +108,7 @@ void validateCalibrationSettings(const CalibrationSettings& s) {
   if (s.sampleRows < 0) throw std::invalid_argument("sample rows must be >= 0");
   const auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
   if (s.model.empty()) bad("no model folder given");
+  if (const std::string p = checkpointFolderProblem(s.model); !p.empty()) bad(s.model.string() + ": " + p);
   if (!fs::exists(s.model / "config.json")) bad("model folder " + s.model.string() + " has no config.json");
   if (s.tokenBudget <= 0) bad("the token budget must be >= 1");
   if (s.batch < 1) bad("batch must be >= 1");
@@ -123,6 +124,8 @@ void validateCalibrationSettings(const CalibrationSettings& s) {
   }
   if (s.source == CalibrationSource::CrossModel) {
     if (s.crossModel.empty()) bad("source cross-model needs the generating model's folder");
+    if (const std::string p = checkpointFolderProblem(s.crossModel); !p.empty())
+      bad("cross model " + s.crossModel.string() + ": " + p);
     if (!fs::exists(s.crossModel / "config.json")) bad("cross model folder " + s.crossModel.string() + " has no config.json");
     if (s.capture == CaptureMode::Exact) bad("cross-model calibration is teacher-forced: capture exact does not apply");
   }

@@ -139,6 +139,8 @@ EvaluationResult evaluate(const EvaluationSettings& settings, const ProgressFn& 
   if (settings.maxNewTokens < 1) throw std::invalid_argument("evaluate: max new tokens must be >= 1");
   if (settings.window < 2) throw std::invalid_argument("evaluate: the text window must be >= 2 tokens");
   validateDecoding(settings.decoding(), "evaluate");
+  requireCheckpointFolder(settings.dense);
+  for (const auto& m : settings.models) requireCheckpointFolder(m);
   EvaluationResult res;
   res.settings = settings;
 

@@ -305,14 +305,17 @@ ModelConfig loadModelConfigFile(const std::filesystem::path& file) {
   return parseModelConfig(readFileBounded(file, JsonLimits{}.maxBytes), file.string());
 }
 
-void requireCheckpointFolder(const std::filesystem::path& dir) {
+std::string checkpointFolderProblem(const std::filesystem::path& dir) {
   std::error_code ec;
   const auto st = std::filesystem::status(dir, ec);
-  if (!std::filesystem::exists(st)) throw std::runtime_error(dir.string() + ": no such folder");
+  if (!std::filesystem::exists(st)) return "no such folder";
   if (!std::filesystem::is_directory(st))
-    throw std::runtime_error(dir.string() +
-                             ": not a folder (a checkpoint is a folder of config.json, model.safetensors and "
-                             "tokenizer.json)");
+    return "not a folder (a checkpoint is a folder of config.json, model.safetensors and tokenizer.json)";
+  return {};
+}
+
+void requireCheckpointFolder(const std::filesystem::path& dir) {
+  if (const std::string p = checkpointFolderProblem(dir); !p.empty()) throw std::runtime_error(dir.string() + ": " + p);
 }
 
 ModelConfig loadModelConfig(const std::filesystem::path& dir) {

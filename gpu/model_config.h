@@ -116,8 +116,10 @@ struct ModelConfig {
 
 // Parses config.json text. `source` names the file in error messages.
 ModelConfig parseModelConfig(const std::string& jsonText, const std::string& source = "config.json");
-// Throws std::runtime_error naming `dir` when it does not exist or is not a folder (a
-// checkpoint is a folder: config.json, the weights, tokenizer.json).
+// Why `dir` cannot be a checkpoint ("no such folder", "not a folder (...)": a checkpoint is a
+// folder of config.json, the weights and tokenizer.json), or "" when it is a folder.
+std::string checkpointFolderProblem(const std::filesystem::path& dir);
+// Throws std::runtime_error "DIR: <the problem>" when there is one.
 void requireCheckpointFolder(const std::filesystem::path& dir);
 // dir/config.json and, when present, dir/generation_config.json.
 ModelConfig loadModelConfig(const std::filesystem::path& dir);

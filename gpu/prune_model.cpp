@@ -94,7 +94,8 @@ void validatePruneSettings(const PruneSettings& s) {
   parsePruningPattern(s.pattern);
   if (!(s.percdamp >= 0)) bad("percdamp must be >= 0");
   if (s.blocksize < 1) bad("blocksize must be >= 1");
-  if (s.model.empty() || !fs::is_directory(s.model)) bad("model folder '" + s.model.string() + "' does not exist");
+  if (s.model.empty()) bad("no model folder given");
+  if (const std::string p = checkpointFolderProblem(s.model); !p.empty()) bad(s.model.string() + ": " + p);
   if (s.calibration.empty() || !fs::is_regular_file(s.calibration))
     bad("calibration run '" + s.calibration.string() + "' does not exist");
   if (s.out.empty()) bad("an output folder is needed");

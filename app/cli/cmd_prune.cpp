@@ -5,6 +5,7 @@
 
 #include "app/cli/command.h"
 #include "core/compressed_tensors.h"
+#include "gpu/model_config.h"
 #include "gpu/pruning.h"
 
 #include <nlohmann/json.hpp>
@@ -32,6 +33,7 @@ int runPrune(const Args& a) {
   s.overwrite = a.has("overwrite");
   for (const char* req : {"model", "calibration", "method", "pattern", "out"})
     if (!a.has(req)) throw UsageError(std::string("--") + req + " is required");
+  gpu::requireCheckpointFolder(s.model);  // a missing or wrong path fails as the other commands' do (exit 1)
   try {
     s.method = gpu::parsePruneMethod(a.get("method"));
     if (a.has("order")) s.order = gpu::parsePruneOrder(a.get("order"));

@@ -150,24 +150,29 @@ private Q_SLOTS:
         };
         const QStringList all = {"model-info", "generate"};
 
-        // --model naming a file, or nothing: refused as such, not as a folder without config.json.
+        // A checkpoint path naming a file, or nothing: refused as such, not as a folder without
+        // config.json, by every command that takes a checkpoint folder.
         {
           const QString file = model("f0", "", "") + "/config.json";
           const QString missing = tmp_.path() + "/no-such-checkpoint";
-          for (const QString& c : all) {
-            QStringList head{c}, tail;
-            if (c != "model-info") {
-              head << "--model";
-              tail << "--prompt"
-                   << "hello"
-                   << "--max-new-tokens"
-                   << "0";
+          const QString out = tmp_.path() + "/out-never-written";
+          for (const QString& path : {file, missing}) {
+            const QString message =
+                path == file ? QStringLiteral(": not a folder") : QStringLiteral(": no such folder");
+            const QByteArray what = path == file ? QByteArray("a file") : QByteArray("missing");
+            const QList<QStringList> commands = {
+                {"model-info", path},
+                {"generate", "--model", path, "--prompt", "hello", "--max-new-tokens", "0"},
+                {"prune", "--model", path, "--calibration", file, "--method", "magnitude", "--pattern", "2:4", "--out",
+                 out},
+                {"eval", "--dense", path, "--models", path},
+                {"calibrate", "--source", "fixed", "--model", path, "--corpus", file, "--tokens", "8", "--out",
+                 out + ".sdw.h5"},
+            };
+            for (const QStringList& args : commands) {
+              const QByteArray command = args.first().toUtf8();
+              QTest::addRow("checkpoint %s: %s", what.constData(), command.constData()) << args << path << message;
             }
-            const QByteArray name = c.toUtf8();
-            const QStringList onFile = head + QStringList{file} + tail, onMissing = head + QStringList{missing} + tail;
-            const QString notFolder = ": not a folder", noFolder = ": no such folder";
-            QTest::addRow("--model a file: %s", name.constData()) << onFile << file << notFolder;
-            QTest::addRow("--model missing: %s", name.constData()) << onMissing << missing << noFolder;
           }
         }
 
