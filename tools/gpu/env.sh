@@ -83,12 +83,14 @@ sdw_machine_txt() {
   echo "commit ${SDW_COMMIT:-unknown}${2:+; $2}" | tee -a "$1"
 }
 
-# sdw_decode_summary FILE TAG: one line per row of a `sdw-cli bench decode --json` file.
+# sdw_decode_summary FILE TAG: one line per row of a `sdw-cli bench decode --json` file, and under
+# a row tuned with --tune-step each projection's launch before -> after.
 sdw_decode_summary() {
   python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
 for r in d.get("rows", [d]):  # one configuration and batch: the row itself
-    print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])' \
+    print(sys.argv[2], r["config"], r["linear"], r["pattern"] or "-", "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
+    for t in filter(None, r.get("step_tuning", "").split("; ")): print("   ", t)' \
     "$1" "$2" 2>/dev/null || echo "$2: no result"
 }
 
@@ -101,11 +103,7 @@ sdw_tune_step() {
   shift 6
   build-gpu/bin/sdw-cli bench decode --config "$c" --linear "$linear" ${pat:+--patterns "$pat"} --batch "$batches" \
     "$@" --tune-step "$table" --json --out "$out" > /dev/null 2>> "$O/decode.log" || { echo "$c $linear $pat: failed"; return 1; }
-  python3 -c 'import json,sys
-d = json.load(open(sys.argv[1]))
-for r in d.get("rows", [d]):  # one configuration: the row itself
-    print(r["config"], r["linear"], r["pattern"], "batch", r["batch"], "%.1f tok/s" % r["tokens_per_second"])
-    for t in r.get("step_tuning", "").split("; "): print("   ", t)' "$out"
+  sdw_decode_summary "$out" step-tuned
   echo "  ($c $linear $pat in $((SECONDS - t0)) s, at $SECONDS s)"
 }
 
