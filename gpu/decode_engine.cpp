@@ -1340,14 +1340,14 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
       const auto add = [&](const kernels::SpmvConfig& c) { addCandidate(cands, c); };
       if (tc) {
         // On the tensor cores (batch 2-8): 4 or 8 tiles a block, a ring of 2-4 stages (8:16 and
-        // 16:32: 2), split-K from half to twice the heuristic's, with and without programmatic
-        // launch; x's layout and the pattern's expansion stay as the step set them up.
+        // 16:32 too since their kernels take 3 and 4), split-K from half to twice the heuristic's,
+        // with and without programmatic launch; x's layout and the pattern's expansion stay as the
+        // step set them up.
         const int most = std::max(1, static_cast<int>(cols / 32) / 16);
         for (int w : {8, 4})
           for (int u : {102, 103, 104})
             for (int num : {2, 3, 4, 6, 8})
               for (bool pdl : {false, true}) {
-                if (u != 102 && first.spmv.tcM >= 16) continue;
                 kernels::SpmvConfig c = base;
                 c.warps = w, c.unroll = u, c.pdl = pdl;
                 c.splitK = std::clamp((base.splitK * num + 2) / 4, 1, most);

@@ -215,7 +215,7 @@ std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_
   if (!e) return std::nullopt;
   const bool wide = tensorCores && patternM >= 16;
   const std::optional<SpmvLaunch>& s = wide ? e->sparseStepM16 : e->sparseStep;
-  if (!s || onTensorCores(*s) != tensorCores || (wide && s->unroll != 102)) return std::nullopt;
+  if (!s || onTensorCores(*s) != tensorCores) return std::nullopt;
   return s;
 }
 

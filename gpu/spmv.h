@@ -52,8 +52,8 @@ struct TuningEntry {
   // on the path it was tuned on (CUDA cores, or the tensor cores for 2:4 and 4:8).
   std::optional<SpmvLaunch> sparseStep;
   double sparseStepUs = 0;
-  // The same for 8:16 and 16:32 on the tensor cores (their longer expansion, a 2-stage ring
-  // only): JSON "sparse_step_m16".
+  // The same for 8:16 and 16:32 on the tensor cores (their longer expansion): JSON
+  // "sparse_step_m16".
   std::optional<SpmvLaunch> sparseStepM16;
   double sparseStepM16Us = 0;
   // Our dense GEMV's launch chosen in the whole step (the dense engine's projections, either
@@ -84,7 +84,7 @@ class TuningTable {
   // The step-tuned sparse launch of exactly (rows, cols, batch, dtype), pdl as tuned, for a
   // projection of pattern N:M whose SpMV runs on the tensor cores or not: for 8:16
   // and 16:32 on the tensor cores the entry's sparseStepM16, else its sparseStep; none where that
-  // was tuned on the other path (or, for M >= 16, is not a 2-stage ring).
+  // was tuned on the other path.
   std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
                                        bool tensorCores, int patternM) const;
   // The step-tuned dense GEMV launch of exactly (rows, cols, batch, dtype), pdl as tuned.

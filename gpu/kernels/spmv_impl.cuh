@@ -1025,13 +1025,22 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
         default: break;
       }
     }
-    // 8:16 and 16:32 on the tensor cores: x as [batch, cols] and the 2-stage ring only (what
-    // the engine and the benchmark run). Off the tensor cores tcM means nothing (the CUDA-core
-    // kernel reads every pattern alike).
+    // 8:16 and 16:32 on the tensor cores: x as [batch, cols] only (what the engine and the
+    // benchmark pass), a ring of 2-4 stages. Off the tensor cores tcM means nothing (the
+    // CUDA-core kernel reads every pattern alike).
     if ((cfg.tcM == 16 || cfg.tcM == 32) && spmvTensorCores(cfg)) {
-      if (cfg.unroll != 102 || !cfg.xRowMajor) return cudaErrorInvalidValue;
-      return cfg.tcM == 16 ? launchTc<T, B, 0, 2, 16>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream)
-                           : launchTc<T, B, 0, 2, 32>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      if (!cfg.xRowMajor) return cudaErrorInvalidValue;
+#define SDW_SPMV_TC_WIDE(S)                                                                                          \
+  case 100 + S:                                                                                                      \
+    return cfg.tcM == 16 ? launchTc<T, B, 0, S, 16>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream) \
+                         : launchTc<T, B, 0, S, 32>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+      switch (cfg.unroll) {
+        SDW_SPMV_TC_WIDE(2)
+        SDW_SPMV_TC_WIDE(3)
+        SDW_SPMV_TC_WIDE(4)
+        default: return cudaErrorInvalidValue;
+      }
+#undef SDW_SPMV_TC_WIDE
     }
     if (cfg.tcSelectorCopies && cfg.xRowMajor && cfg.unroll == 102)
       return launchTc<T, B, 0, 2, 8, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);

@@ -247,8 +247,8 @@ class TestSpmvCuda : public QObject {
     const auto absRef = torch::matmul(ref.x.abs(), ref.w.abs().t());
     const double wantNorm = want.norm().item<double>();
     int configs = 0;
-    // 8:16 and 16:32 only with the 2-stage ring (and x as [batch, cols], as kc->launch passes it).
-    const std::vector<int> unrolls = m >= 16 ? std::vector<int>{102} : std::vector<int>{102, 103, 104};
+    // Every ring depth, 8:16 and 16:32 included (x as [batch, cols], as kc->launch passes it).
+    const std::vector<int> unrolls{102, 103, 104};
     for (const int warps : {1, 4, 8})
       for (const int unroll : unrolls)
         for (const bool pdl : {false, true}) {
