@@ -598,13 +598,13 @@ __device__ __forceinline__ void tcExpandRow(const uint4& v, std::uint32_t bits, 
 // values; the low byte's from the bottom of vLo, the high byte's from the top of vHi
 // (makeTcSelectors16): for 8:16 both are the lane's 16 value bytes, for 16:32 one of them is
 // the window of the row's values that the byte draws on (tc32Window).
-// sel16: [side][byte] two uint4 each (five words of selectors used).
+// sel16: the table's layout (TcSelectorTable16): words 0-3 of [side][byte] as uint4, then word 4.
 __device__ __forceinline__ void tcExpandRow16(const uint4& vLo, const uint4& vHi, std::uint32_t bits,
                                               const uint4* sel16, std::uint32_t (&e)[8]) {
-  const uint4* lo = sel16 + 2 * (bits & 255u);
-  const uint4* hi = sel16 + 512 + 2 * ((bits >> 8) & 255u);
-  const uint4 l0 = lo[0], h0 = hi[0];
-  const std::uint32_t l4 = lo[1].x, h4 = hi[1].x;
+  const unsigned lo = bits & 255u, hi = 256u + ((bits >> 8) & 255u);
+  const auto* tail = reinterpret_cast<const std::uint32_t*>(sel16 + kTcSel16Tail / 4);
+  const uint4 l0 = sel16[lo], h0 = sel16[hi];
+  const std::uint32_t l4 = tail[lo], h4 = tail[hi];
   e[0] = prmtZ(vLo.x, l0.x);
   e[1] = prmtZ(vLo.x, l0.x >> 16) | prmtZ(vLo.y, l0.y);
   e[2] = prmtZ(vLo.x, l0.y >> 16) | prmtZ(vLo.y, l0.z) | prmtZ(vLo.z, l0.z >> 16);
@@ -794,7 +794,7 @@ __device__ __forceinline__ TcPair tcRead(const unsigned char* stage, int grp, in
   return p;
 }
 
-// TM 16 and 32: 8:16 and 16:32 (tcExpandRow16 and its 16 KiB of selectors). REP
+// TM 16 and 32: 8:16 and 16:32 (tcExpandRow16 and its 10 KiB of selectors). REP
 // (SpmvConfig::tcSelectorCopies, TM 8 only): the selectors in 8 copies after the ring in
 // dynamic shared memory, entry e's copy c at e * 8 + c, lane l reading copy l & 7.
 template <typename T, int B, int XS, int S, bool PDL, int TM = 8, bool REP = false>
@@ -804,7 +804,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
                         std::int64_t ldy, float* __restrict__ ws, unsigned* __restrict__ counters) {
   static_assert(TM == 8 || TM == 16 || TM == 32);
   static_assert(!(REP && TM != 8), "8:16's selectors are not replicated");
-  constexpr int kSel = TM == 8 ? 256 : 1024;
+  constexpr int kSel = TM == 8 ? 256 : static_cast<int>(sizeof(TcSelectorTable16) / sizeof(uint4));
+  static_assert(sizeof(TcSelectorTable16) % sizeof(uint4) == 0);
   constexpr int kCopies = REP ? 8 : 1;
   __shared__ uint4 selStatic[REP ? 1 : kSel];
   extern __shared__ uint4 tcSmem[];

@@ -77,11 +77,20 @@ constexpr TcSelectorTable makeTcSelectors() {
 //   e[n]     = OR over r <= n of prmt(v_r, lo[b0][n (n + 1) / 2 + r]),
 //   e[4 + n] = OR over r >= n of prmt(v_r, hi[b1][4 n - n (n - 1) / 2 + r - n]),
 // ten selectors per byte and side (20 prmt and 12 or per 16 columns, against 12 and 4 for a
-// byte of four). Entries: [side][byte][8] words, selector k in bits 16 (k & 1) of word k / 2
-// (words 5-7 unused). Padding rows (0xffff in a word's low half, zero values) stay in range.
+// byte of four). Selector k sits in bits 16 (k & 1) of word k / 2 of its (side, byte) entry;
+// words 0-3 at v[4 (256 side + byte) ..] (one 16-byte load), word 4 at v[kTcSel16Tail + 256
+// side + byte] (one 4-byte load). So a quarter-warp's 16-byte loads of random bytes spread
+// over all 8 bank groups, and a warp's 4-byte loads over all 32 banks (10 KiB; an [side][byte][8]
+// layout used 4 groups and 4 banks). Padding rows (0xffff in a word's low half, zero values)
+// stay in range.
+constexpr int kTcSel16Tail = 2 * 256 * 4;
 struct TcSelectorTable16 {
-  std::uint32_t v[2 * 256 * 8];
+  std::uint32_t v[kTcSel16Tail + 2 * 256];
 };
+// Word w (0-4) of entry (side, byte).
+constexpr std::uint32_t tcSel16Word(const TcSelectorTable16& t, unsigned side, unsigned b, unsigned w) {
+  return w < 4 ? t.v[4 * (side * 256 + b) + w] : t.v[kTcSel16Tail + side * 256 + b];
+}
 constexpr TcSelectorTable16 makeTcSelectors16() {
   TcSelectorTable16 t{};
   for (unsigned side = 0; side < 2; ++side)
@@ -96,7 +105,11 @@ constexpr TcSelectorTable16 makeTcSelectors16() {
         const unsigned k = side == 0 ? n * (n + 1) / 2 + r : 4 * n - n * (n - 1) / 2 + (r - n);
         sel[k] = (sel[k] & ~(0xffu << (8 * half))) | ((first | (first + 1) << 4) << (8 * half));
       }
-      for (unsigned k = 0; k < 10; ++k) t.v[(side * 256 + b) * 8 + k / 2] |= sel[k] << (16 * (k & 1u));
+      for (unsigned k = 0; k < 10; ++k) {
+        const unsigned w = k / 2;
+        std::uint32_t& word = w < 4 ? t.v[4 * (side * 256 + b) + w] : t.v[kTcSel16Tail + side * 256 + b];
+        word |= sel[k] << (16 * (k & 1u));
+      }
     }
   return t;
 }

@@ -47,10 +47,9 @@ std::uint32_t prmtZeroModel(std::uint32_t a, std::uint32_t c, int* outOfRange) {
 template <typename Prmt>
 void expandRow16Model(const kernels::TcSelectorTable16& tab, const std::uint32_t (&lo)[4], const std::uint32_t (&hi)[4],
                       unsigned bits, Prmt prmt, std::uint32_t (&e)[8]) {
-  const std::uint32_t* L = tab.v + (bits & 255u) * 8;
-  const std::uint32_t* H = tab.v + (256 + ((bits >> 8) & 255u)) * 8;
-  const auto l = [&](int k) { return L[k / 2] >> (16 * (k & 1)); };
-  const auto h = [&](int k) { return H[k / 2] >> (16 * (k & 1)); };
+  const unsigned lb = bits & 255u, hb = (bits >> 8) & 255u;
+  const auto l = [&](int k) { return kernels::tcSel16Word(tab, 0, lb, unsigned(k) / 2) >> (16 * (k & 1)); };
+  const auto h = [&](int k) { return kernels::tcSel16Word(tab, 1, hb, unsigned(k) / 2) >> (16 * (k & 1)); };
   e[0] = prmt(lo[0], l(0));
   e[1] = prmt(lo[0], l(1)) | prmt(lo[1], l(2));
   e[2] = prmt(lo[0], l(3)) | prmt(lo[1], l(4)) | prmt(lo[2], l(5));
