@@ -315,7 +315,7 @@ class TestSpmvCpu : public QObject {
   }
 
   // Which projections take the tensor-core SpMV: 2:4 and 4:8 from batch 3 by default, 8:16
-  // and 16:32 from batch 5, all from batch 2 when asked, never when refused, never at batch 1.
+  // from batch 4, 16:32 from batch 5, all from batch 2 when asked, never when refused, never at batch 1.
   void tensorCoreSelection() {
     using kernels::spmvUseTensorCores;
     for (const int m : {4, 8}) {
@@ -325,9 +325,9 @@ class TestSpmvCpu : public QObject {
       QVERIFY(spmvUseTensorCores(1, 2, m) && spmvUseTensorCores(1, 8, m));
       QVERIFY(!spmvUseTensorCores(0, 4, m) && !spmvUseTensorCores(0, 8, m));
     }
-    // 8:16 and 16:32 from batch 5 (or 2 when asked for).
+    // 8:16 from batch 4, 16:32 from batch 5 (or 2 when asked for).
     QVERIFY(spmvUseTensorCores(1, 2, 16) && spmvUseTensorCores(1, 8, 16));
-    QVERIFY(!spmvUseTensorCores(-1, 2, 16) && !spmvUseTensorCores(-1, 4, 16));
+    QVERIFY(!spmvUseTensorCores(-1, 2, 16) && !spmvUseTensorCores(-1, 3, 16) && spmvUseTensorCores(-1, 4, 16));
     QVERIFY(spmvUseTensorCores(-1, 5, 16) && spmvUseTensorCores(-1, 6, 16) && spmvUseTensorCores(-1, 8, 16));
     QVERIFY(!spmvUseTensorCores(0, 8, 16) && !spmvUseTensorCores(1, 1, 16));
     QVERIFY(spmvUseTensorCores(1, 2, 32) && spmvUseTensorCores(1, 8, 32) && !spmvUseTensorCores(1, 1, 32));
@@ -339,7 +339,7 @@ class TestSpmvCpu : public QObject {
     using kernels::spmvTensorCoresFromBatch;
     QCOMPARE(spmvTensorCoresFromBatch(-1, 4), 3);
     QCOMPARE(spmvTensorCoresFromBatch(-1, 8), 3);
-    QCOMPARE(spmvTensorCoresFromBatch(-1, 16), 5);
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 16), 4);
     QCOMPARE(spmvTensorCoresFromBatch(-1, 32), 5);
     QCOMPARE(spmvTensorCoresFromBatch(1, 32), 2);
     QCOMPARE(spmvTensorCoresFromBatch(0, 4), 0);
