@@ -48,17 +48,20 @@ struct SpmvConfig {
                      // its last block (normtail.cuh)
   bool xRowMajor = false;  // batch 2-8 on the tensor cores: x is [batch][cols] row-major (16-byte aligned)
                            // instead of [cols][xStride]; refused on the other paths
-  int tcM = 8;             // on the tensor cores, the pattern's M: 2, 4, 8 (every mask byte holds four kept columns)
-                           // or 16 (8:16: every 16 columns hold eight; a longer expansion, with xRowMajor only; a ring
-                // of 2-4 stages, unroll 102-104) or 32 (16:32: 8:16's expansion on a window of each row's values,
-                // spmv_tc.h; the same restrictions). The packed format does not say which: a wrong
-                // M gives wrong sums.
+  // On the tensor cores, the pattern's M: 2, 4, 8 (every mask byte holds four kept columns) or 16
+  // (8:16: every 16 columns hold eight; a longer expansion, with xRowMajor only, a ring of 2-4
+  // stages, unroll 102-104) or 32 (16:32: 8:16's expansion on a window of each row's values,
+  // spmv_tc.h; the same restrictions). The packed format does not say which: a wrong M gives
+  // wrong sums.
+  int tcM = 8;
   // On the tensor cores with tcM 2, 4 or 8, x row-major and the 2-stage ring (unroll 102):
   // the byte selectors in 8 copies (32 KiB of shared memory instead of 4), lane l reading
   // copy l & 7, so the 8 lanes of each quarter-warp phase of a 16-byte shared load hit 8
   // distinct bank groups (with one copy the random bytes collide: ~10 wavefronts a load
   // instead of 4). Bitwise the same sums; never with programmatic dependent launch; ignored
-  // on the other paths. An A/B switch until measured (SDW_TC_SEL=copies in the engine).
+  // on the other paths. An A/B switch (SDW_TC_SEL=copies in the engine), off: on an H100 the
+  // engine's 2:4 steps at batch 4 and 8 ran 3-5% slower with it, one row 2.5% faster
+  // (docs/decode-engine.md).
   bool tcSelectorCopies = false;
 };
 
