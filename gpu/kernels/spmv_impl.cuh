@@ -1026,33 +1026,23 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
         default: break;
       }
     }
-    // 8:16 and 16:32 on the tensor cores: x as [batch, cols] only (what the engine and the
-    // benchmark pass), a ring of 2-4 stages. Off the tensor cores tcM means nothing (the
-    // CUDA-core kernel reads every pattern alike).
-    if ((cfg.tcM == 16 || cfg.tcM == 32) && spmvTensorCores(cfg)) {
-      if (!cfg.xRowMajor) return cudaErrorInvalidValue;
-#define SDW_SPMV_TC_WIDE(S)                                                                                          \
-  case 100 + S:                                                                                                      \
-    return cfg.tcM == 16 ? launchTc<T, B, 0, S, 16>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream) \
-                         : launchTc<T, B, 0, S, 32>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-      switch (cfg.unroll) {
-        SDW_SPMV_TC_WIDE(2)
-        SDW_SPMV_TC_WIDE(3)
-        SDW_SPMV_TC_WIDE(4)
-        default: return cudaErrorInvalidValue;
-      }
-#undef SDW_SPMV_TC_WIDE
-    }
-    if (cfg.tcSelectorCopies && cfg.xRowMajor && cfg.unroll == 102)
+    // On the tensor cores, 8:16 and 16:32 (tcM 16, 32) read x as [batch, cols] only (what the
+    // engine and the benchmark pass); every pattern takes a ring of 2-4 stages. Off the tensor
+    // cores tcM means nothing (the CUDA-core kernel reads every pattern alike).
+    const bool wide = cfg.tcM == 16 || cfg.tcM == 32;
+    if (wide && spmvTensorCores(cfg) && !cfg.xRowMajor) return cudaErrorInvalidValue;
+    if (!wide && cfg.tcSelectorCopies && cfg.xRowMajor && cfg.unroll == 102)
       return launchTc<T, B, 0, 2, 8, true>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
     // clang-format off
     switch (cfg.unroll) {
       case 1: return launchTyped<T, B, XS, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 2: return launchTyped<T, B, XS, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       case 4: return launchTyped<T, B, XS, 4>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-#define SDW_SPMV_TC(S)                                                                                           \
-  case 100 + S:                                                                                                  \
-    return cfg.xRowMajor ? launchTc<T, B, 0, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream) \
+#define SDW_SPMV_TC(S)                                                                                                \
+  case 100 + S:                                                                                                       \
+    if (cfg.tcM == 16) return launchTc<T, B, 0, S, 16>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream); \
+    if (cfg.tcM == 32) return launchTc<T, B, 0, S, 32>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream); \
+    return cfg.xRowMajor ? launchTc<T, B, 0, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream)      \
                          : launchTc<T, B, XS, S>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
       SDW_SPMV_TC(2) SDW_SPMV_TC(3) SDW_SPMV_TC(4)
 #undef SDW_SPMV_TC

@@ -89,9 +89,12 @@ constexpr int kTcSel16Tail = 2 * 256 * 4;
 struct TcSelectorTable16 {
   std::uint32_t v[kTcSel16Tail + 2 * 256];
 };
-// Word w (0-4) of entry (side, byte).
+// Where word w (0-4) of entry (side, byte) sits in TcSelectorTable16::v, and the word.
+constexpr unsigned tcSel16Index(unsigned side, unsigned b, unsigned w) {
+  return w < 4 ? 4 * (side * 256 + b) + w : kTcSel16Tail + side * 256 + b;
+}
 constexpr std::uint32_t tcSel16Word(const TcSelectorTable16& t, unsigned side, unsigned b, unsigned w) {
-  return w < 4 ? t.v[4 * (side * 256 + b) + w] : t.v[kTcSel16Tail + side * 256 + b];
+  return t.v[tcSel16Index(side, b, w)];
 }
 constexpr TcSelectorTable16 makeTcSelectors16() {
   TcSelectorTable16 t{};
@@ -107,11 +110,7 @@ constexpr TcSelectorTable16 makeTcSelectors16() {
         const unsigned k = side == 0 ? n * (n + 1) / 2 + r : 4 * n - n * (n - 1) / 2 + (r - n);
         sel[k] = (sel[k] & ~(0xffu << (8 * half))) | ((first | (first + 1) << 4) << (8 * half));
       }
-      for (unsigned k = 0; k < 10; ++k) {
-        const unsigned w = k / 2;
-        std::uint32_t& word = w < 4 ? t.v[4 * (side * 256 + b) + w] : t.v[kTcSel16Tail + side * 256 + b];
-        word |= sel[k] << (16 * (k & 1u));
-      }
+      for (unsigned k = 0; k < 10; ++k) t.v[tcSel16Index(side, b, k / 2)] |= sel[k] << (16 * (k & 1u));
     }
   return t;
 }
