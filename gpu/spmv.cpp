@@ -37,22 +37,23 @@ SpmvLaunch defaultSpmvLaunch(std::int64_t rows, std::int64_t cols, int batch, in
   return c;
 }
 
-SpmvLaunch batch2Launch(SpmvLaunch tuned2, const SpmvLaunch& tuned1, bool shuffle) {
-  const bool tunedShuffle = tuned2.unroll > 200;
+SpmvLaunch xShuffleLaunch(SpmvLaunch tuned, const SpmvLaunch& tuned1, bool shuffle) {
+  const bool tunedShuffle = tuned.unroll > 200;
   if (!shuffle) {
-    if (tunedShuffle) tuned2.warps = std::min(tuned2.warps, 8), tuned2.unroll = 2, tuned2.cluster = -1;
-    return tuned2;
+    if (tunedShuffle) tuned.warps = std::min(tuned.warps, 8), tuned.unroll = 2, tuned.cluster = -1;
+    return tuned;
   }
-  if (tunedShuffle) return tuned2;
+  if (tunedShuffle) return tuned;
   SpmvLaunch c = tuned1;
   const int u = c.unroll > 10 && c.unroll < 100 ? c.unroll % 10 : c.unroll;
   c.unroll = 200 + std::clamp(u, 1, 3);
   return c;
 }
 
-bool batch2ShuffleFromEnv() {
-  const char* env = std::getenv("SDW_SPMV_B2");
-  return !(env && std::string(env) == "staged");
+bool xShuffleFromEnv(int batch) {
+  if (batch < 2 || batch > 4) return false;
+  const char* env = std::getenv(batch == 2 ? "SDW_SPMV_B2" : "SDW_SPMV_B34");
+  return batch == 2 ? !(env && std::string(env) == "staged") : env && std::string(env) == "shuffle";
 }
 
 GemvLaunch defaultGemvLaunch(std::int64_t rows, std::int64_t cols, int batch, int smCount) {
@@ -205,7 +206,8 @@ SpmvLaunch TuningTable::sparse(std::int64_t rows, std::int64_t cols, int batch, 
   SpmvLaunch c = !e ? defaultSpmvLaunch(rows, cols, batch, smCount)
                     : chained && e->sparseChained ? *e->sparseChained : e->sparse;
   c.pdl = chained;
-  if (batch == 2) c = batch2Launch(c, sparse(rows, cols, 1, dtype, smCount, chained), batch2ShuffleFromEnv());
+  if (batch >= 2 && batch <= 4)
+    c = xShuffleLaunch(c, sparse(rows, cols, 1, dtype, smCount, chained), xShuffleFromEnv(batch));
   return c;
 }
 

@@ -66,8 +66,8 @@ struct TuningEntry {
 inline bool onTensorCores(const SpmvLaunch& l) { return l.unroll > 100 && l.unroll < 200; }
 
 // Best launch configuration per (rows, cols, batch, dtype). Lookup falls back to
-// the entry of the same batch with the nearest size, then to a heuristic; at batch 2 the
-// sparse lookup then applies batch2Launch (below).
+// the entry of the same batch with the nearest size, then to a heuristic; at batch 2-4 the
+// sparse lookup then applies xShuffleLaunch (below).
 class TuningTable {
  public:
   static TuningTable load(const std::filesystem::path& path);  // throws std::runtime_error
@@ -106,14 +106,15 @@ class TuningTable {
 // nvidia-h200.json); "" where none exists (the heuristics apply).
 std::string defaultTuningPath(const std::filesystem::path& resourcesDir, const std::string& deviceName);
 
-// Batch 2 on the CUDA cores (TuningTable::sparse, so the engine and the kernel benchmark): x by shuffle (unroll 200 +
-// U, docs/kernels.md) in the tuned batch-2 configuration where the table chose that path, else in the shape's batch-1
-// configuration (warps, split-K, cluster request and pdl kept; U its words in flight, at most 3, the bulk pipeline's 10
-// S + U giving U). shuffle false: the kernel that stages x, in the batch-2 configuration (at most 8 warps and 2 words
-// where that was a shuffle one).
-SpmvLaunch batch2Launch(SpmvLaunch tuned2, const SpmvLaunch& tuned1, bool shuffle);
-// Whether batch 2 takes the shuffle path: yes unless SDW_SPMV_B2=staged (an A/B switch).
-bool batch2ShuffleFromEnv();
+// Batch 2-4 on the CUDA cores (TuningTable::sparse, so the engine and the kernel benchmark): x by shuffle (unroll 200
+// + U, docs/kernels.md) in the tuned configuration of the batch where the table chose that path, else in the shape's
+// batch-1 configuration (warps, split-K, cluster request and pdl kept; U its words in flight, at most 3, the bulk
+// pipeline's 10 S + U giving U). shuffle false: the kernel that stages x, in the batch's configuration (at most 8 warps
+// and 2 words where that was a shuffle one).
+SpmvLaunch xShuffleLaunch(SpmvLaunch tuned, const SpmvLaunch& tuned1, bool shuffle);
+// Whether batch 2-4 takes the shuffle path: batch 2 yes unless SDW_SPMV_B2=staged; batch 3 and 4 only with
+// SDW_SPMV_B34=shuffle (A/B switches); other batches never.
+bool xShuffleFromEnv(int batch);
 
 // The heuristics used without a table entry.
 SpmvLaunch defaultSpmvLaunch(std::int64_t rows, std::int64_t cols, int batch, int smCount);

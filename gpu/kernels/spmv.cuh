@@ -68,9 +68,11 @@ struct SpmvConfig {
 int spmvXStride(int batch);  // 1, 2, 4 or 8
 // Whether a configuration takes the tensor-core path (unroll 100 + S; batch 2-8, M | 8).
 inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100 && cfg.unroll < 200; }
-// Whether a configuration takes batch 2's shuffle path (unroll 200 + U, U = 1..3; batch 2 only).
+// Whether a configuration takes the shuffle path of batch 2-4 (unroll 200 + U, U = 1..3): x
+// from registers by shuffle as at batch 1, batch-interleaved ([cols][2] at batch 2, 4-byte
+// aligned; [cols][4] at batch 3 and 4, 8-byte aligned).
 inline bool spmvXShuffle(const SpmvConfig& cfg, int batch) {
-  return batch == 2 && cfg.unroll > 200 && cfg.unroll <= 203;
+  return batch >= 2 && batch <= 4 && cfg.unroll > 200 && cfg.unroll <= 203;
 }
 // The tensor-core configuration for a shape and batch (what the engine and the kernel
 // benchmark run): 8 warps (tiles) per block, a 2-stage ring, split-K to about 1.7 blocks per

@@ -10,8 +10,9 @@
 // on sm_90, by block 0 of a thread-block cluster through distributed shared memory.
 //
 // Batch 1 (bitmaskSpmvB1Kernel): x by shuffle from registers, two traversal
-// chains per word, block-uniform trip counts, next chunk prefetched. Batch 2 with
-// SpmvConfig::unroll 200 + U: the same kernel, both rows' x in one 32-bit shuffle.
+// chains per word, block-uniform trip counts, next chunk prefetched. Batch 2-4 with
+// SpmvConfig::unroll 200 + U: the same kernel, a column's x in one 32-bit shuffle (batch 2)
+// or two (batch 3, 4).
 // Batch 2-8 (bitmaskSpmvKernel): x staged per block in shared memory as fp32,
 // batch-interleaved; one traversal from the top bit:
 //   p = 31 - clz(m); acc += v[15 - i] * x[32g + p]; m ^= 1 << p
@@ -135,9 +136,11 @@ __device__ __forceinline__ void stageX(float* xs, const unsigned short* xg, int 
 
 // A lane's column of x at batch B on the shuffle path, and its products: batch 1, one 16-bit
 // value widened to fp32 before the shuffle; batch 2, x as [cols][2], both rows' values in one
-// 32-bit register (row 0 in the low half), shuffled once and widened after.
+// 32-bit register (row 0 in the low half), shuffled once and widened after; batch 3 and 4, x
+// as [cols][4] (spmvXStride), the column's four 16-bit slots in two 32-bit registers, shuffled
+// as two words (batch 3 leaves the fourth slot unread).
 template <int B>
-using XBits = std::conditional_t<B == 1, unsigned short, std::uint32_t>;
+using XBits = std::conditional_t<B == 1, unsigned short, std::conditional_t<B == 2, std::uint32_t, uint2>>;
 template <typename T, int B>
 struct XLane;
 template <typename T>
@@ -155,13 +158,39 @@ struct XLane<T, 2> {
     acc[1] = fmaf(v, hi16<T>(x), acc[1]);
   }
 };
+template <typename T, int B>
+requires(B == 3 || B == 4) struct XLane<T, B> {
+  using Reg = uint2;
+  static __device__ __forceinline__ Reg reg(XBits<B> b) { return b; }
+  static __device__ __forceinline__ void fma(float v, Reg x, float (&acc)[B]) {
+    acc[0] = fmaf(v, lo16<T>(x.x), acc[0]);
+    acc[1] = fmaf(v, hi16<T>(x.x), acc[1]);
+    acc[2] = fmaf(v, lo16<T>(x.y), acc[2]);
+    if constexpr (B == 4) acc[3] = fmaf(v, hi16<T>(x.y), acc[3]);
+  }
+};
+// The shuffles of a lane's x register: one per 32-bit word.
+template <typename R>
+__device__ __forceinline__ R shflX(R r, int src) {
+  return __shfl_sync(0xffffffffu, r, src);
+}
+__device__ __forceinline__ uint2 shflX(uint2 r, int src) {
+  return make_uint2(__shfl_sync(0xffffffffu, r.x, src), __shfl_sync(0xffffffffu, r.y, src));
+}
+template <typename R>
+__device__ __forceinline__ R shflXorX(R r, int mask) {
+  return __shfl_xor_sync(0xffffffffu, r, mask);
+}
+__device__ __forceinline__ uint2 shflXorX(uint2 r, int mask) {
+  return make_uint2(__shfl_xor_sync(0xffffffffu, r.x, mask), __shfl_xor_sync(0xffffffffu, r.y, mask));
+}
 
-// Batch 1 (and 2), one mask word, two independent chains: the top chain walks m from its
+// Batch 1 (and 2-4), one mask word, two independent chains: the top chain walks m from its
 // highest kept column down (values 15..8), the bottom chain walks brev(m) from its
 // highest bit down, i.e. m from its lowest kept column up (values 0..7). x comes
 // from registers by shuffle: lane c of xr holds x[32g + c], lane c of xq holds
 // x[32g + 31 - c]. Per kept value: FLO, SHF + LOP (clear), SHFL, widen, FFMA (batch 2:
-// one SHFL, two widenings of x and two FFMA).
+// one SHFL, two widenings of x and two FFMA; batch 4: two SHFL, four widenings, four FFMA).
 template <typename T, int B>
 __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& vb, std::uint32_t m,
                                                  typename XLane<T, B>::Reg xr, typename XLane<T, B>::Reg xq,
@@ -177,8 +206,8 @@ __device__ __forceinline__ void accumulateWordB1(const uint4& va, const uint4& v
     const int k = 15 - i;
     const float vh = (k & 1) ? hi16<T>(w[k / 2]) : lo16<T>(w[k / 2]);
     const float vl = (i & 1) ? hi16<T>(w[i / 2]) : lo16<T>(w[i / 2]);
-    XLane<T, B>::fma(vh, __shfl_sync(0xffffffffu, xr, p), acc0);
-    XLane<T, B>::fma(vl, __shfl_sync(0xffffffffu, xq, q), acc1);
+    XLane<T, B>::fma(vh, shflX(xr, p), acc0);
+    XLane<T, B>::fma(vl, shflX(xq, q), acc1);
   }
 }
 
@@ -203,7 +232,8 @@ __device__ __forceinline__ void loadWeightsB1(ChunkB1<U, B>& c, const uint4* __r
 }
 template <int U, int B>
 __device__ __forceinline__ void loadXB1(ChunkB1<U, B>& c, const unsigned short* __restrict__ xg, int g, int lane) {
-  const XBits<B>* xb = reinterpret_cast<const XBits<B>*>(xg);  // batch 2: [cols][2], 4-byte aligned
+  // batch 2: [cols][2], 4-byte aligned; batch 3, 4: [cols][4], 8-byte aligned
+  const XBits<B>* xb = reinterpret_cast<const XBits<B>*>(xg);
 #pragma unroll
   for (int u = 0; u < U; ++u) c.xv[u] = __ldca(xb + static_cast<std::int64_t>(g + u) * 32 + lane);
 }
@@ -227,7 +257,7 @@ __device__ __forceinline__ void computeChunkB1(const ChunkB1<U, B>& c, bool keep
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const auto xr = XLane<T, B>::reg(c.xv[u]);
-    const auto xq = __shfl_xor_sync(0xffffffffu, xr, 31);
+    const auto xq = shflXorX(xr, 31);
     accumulateWordB1<T, B>(c.va[u], c.vb[u], c.mk[u], xr, xq, s0, s1);
   }
   if (keep) {
@@ -279,7 +309,7 @@ __device__ __forceinline__ void tailWordsB1(const SliceB1<U>& sl, const uint4* _
   }
 }
 
-// Batch 1 (and 2 on the shuffle path): the block's warps add their sums (acc) in shared
+// Batch 1 (and 2-4 on the shuffle path): the block's warps add their sums (acc) in shared
 // memory and the tile's splits are reduced (cluster: through block 0's shared memory; else
 // workspace + ticket, splitk.cuh). y: [B][ldy]. Called by every thread of the block.
 template <typename T, int B, bool CLUSTER, bool TAIL>
@@ -922,7 +952,7 @@ cudaError_t launchTyped(const void* values, const std::uint32_t* masks, std::int
                           static_cast<T*>(y), ldy, ws, counters);
 }
 
-// The batch-1 kernels (and batch 2's shuffle path) by (programmatic dependent launch, norm
+// The batch-1 kernels (and batch 2-4's shuffle path) by (programmatic dependent launch, norm
 // tail): the tail is compiled only into the kernels that run it (batch 1), so the others keep
 // their register count.
 template <typename T, int B, int U, bool CL>
@@ -938,7 +968,7 @@ auto bulkKernel(bool pdl, bool tail) {
   return pdl ? bitmaskSpmvB1BulkKernel<T, U, S, CL, true, false> : bitmaskSpmvB1BulkKernel<T, U, S, CL, false, false>;
 }
 
-// Batch 1, and batch 2 with x by shuffle (SpmvConfig::unroll 200 + U): the register path.
+// Batch 1, and batch 2-4 with x by shuffle (SpmvConfig::unroll 200 + U): the register path.
 template <typename T, int B, int U>
 cudaError_t launchB1(const void* values, const std::uint32_t* masks, std::int64_t rows, std::int64_t cols,
                      const void* x, void* y, std::int64_t ldy, const SpmvConfig& cfg, float* ws, unsigned* counters,
@@ -1018,11 +1048,11 @@ cudaError_t byUnroll(const void* values, const std::uint32_t* masks, std::int64_
     }
   } else {
     constexpr int XS = B == 2 ? 2 : B <= 4 ? 4 : 8;
-    if constexpr (B == 2) {  // x by shuffle from registers, as at batch 1 (unroll 200 + U)
+    if constexpr (B <= 4) {  // x by shuffle from registers, as at batch 1 (unroll 200 + U)
       switch (cfg.unroll) {
-        case 201: return launchB1<T, 2, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-        case 202: return launchB1<T, 2, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
-        case 203: return launchB1<T, 2, 3>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+        case 201: return launchB1<T, B, 1>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+        case 202: return launchB1<T, B, 2>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
+        case 203: return launchB1<T, B, 3>(values, masks, rows, cols, x, y, ldy, cfg, ws, counters, stream);
         default: break;
       }
     }

@@ -346,7 +346,7 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(spmvTensorCoresFromBatch(-1, 64), 0);
   }
 
-  // Batch 2 on the CUDA cores: x by shuffle (unroll 200 + U) in the tuned batch-2 configuration
+  // Batch 2 (3-4 on request) on the CUDA cores: x by shuffle (unroll 200 + U) in the tuned batch-2 configuration
   // where the table chose that path, else in the batch-1 one with its words in flight (at most
   // 3); staged (the A/B switch): the batch-2 configuration, a shuffle one cut to 8 warps, 2 words.
   void batchTwoTakesTheShufflePath() {
@@ -356,14 +356,14 @@ class TestSpmvCpu : public QObject {
              a.pdl == b.pdl;
     };
     const SpmvLaunch staged{8, 2, 4, 0, true};
-    QVERIFY(same(gpu::batch2Launch(staged, {16, 42, 1, 0, true}, true), {16, 202, 1, 0, true}));  // bulk 4 x 2 words
-    QVERIFY(same(gpu::batch2Launch(staged, {4, 41, 8, 1, false}, true), {4, 201, 8, 1, false}));
-    QVERIFY(same(gpu::batch2Launch(staged, {16, 4, 2, 1, true}, true), {16, 203, 2, 1, true}));  // 4 words: 3
-    QVERIFY(same(gpu::batch2Launch(staged, {8, 3, 1, -1, true}, true), {8, 203, 1, -1, true}));
+    QVERIFY(same(gpu::xShuffleLaunch(staged, {16, 42, 1, 0, true}, true), {16, 202, 1, 0, true}));  // bulk 4 x 2 words
+    QVERIFY(same(gpu::xShuffleLaunch(staged, {4, 41, 8, 1, false}, true), {4, 201, 8, 1, false}));
+    QVERIFY(same(gpu::xShuffleLaunch(staged, {16, 4, 2, 1, true}, true), {16, 203, 2, 1, true}));  // 4 words: 3
+    QVERIFY(same(gpu::xShuffleLaunch(staged, {8, 3, 1, -1, true}, true), {8, 203, 1, -1, true}));
     const SpmvLaunch tuned{4, 201, 6, 1, true};
-    QVERIFY(same(gpu::batch2Launch(tuned, {16, 42, 1, 0, true}, true), tuned));
-    QVERIFY(same(gpu::batch2Launch(staged, {16, 42, 1, 0, true}, false), staged));
-    QVERIFY(same(gpu::batch2Launch({16, 202, 1, 0, true}, {16, 42, 1, 0, true}, false), {8, 2, 1, -1, true}));
+    QVERIFY(same(gpu::xShuffleLaunch(tuned, {16, 42, 1, 0, true}, true), tuned));
+    QVERIFY(same(gpu::xShuffleLaunch(staged, {16, 42, 1, 0, true}, false), staged));
+    QVERIFY(same(gpu::xShuffleLaunch({16, 202, 1, 0, true}, {16, 42, 1, 0, true}, false), {8, 2, 1, -1, true}));
     // The table's lookup applies it: a staged batch-2 entry gives way to the batch-1 one.
     gpu::TuningTable t;
     gpu::TuningEntry e1;
@@ -379,6 +379,19 @@ class TestSpmvCpu : public QObject {
     const SpmvLaunch h1 = gpu::defaultSpmvLaunch(4096, 4096, 1, 132);
     QVERIFY(same(gpu::TuningTable{}.sparse(4096, 4096, 2, "bf16", 132),
                  {h1.warps, 200 + h1.unroll, h1.splitK, h1.cluster, false}));
+    // Batch 3 and 4 take the shuffle path only with SDW_SPMV_B34=shuffle (an A/B switch); batch 5-8 never.
+    qunsetenv("SDW_SPMV_B34");
+    QVERIFY(gpu::xShuffleFromEnv(2) && !gpu::xShuffleFromEnv(3) && !gpu::xShuffleFromEnv(4));
+    gpu::TuningEntry e4 = e2;
+    e4.batch = 4;
+    t.put(e4);
+    QVERIFY(same(t.sparse(4096, 4096, 4, "bf16", 132, true), staged));
+    qputenv("SDW_SPMV_B34", "shuffle");
+    QVERIFY(gpu::xShuffleFromEnv(3) && gpu::xShuffleFromEnv(4) && !gpu::xShuffleFromEnv(5));
+    QVERIFY(same(t.sparse(4096, 4096, 4, "bf16", 132, true), {8, 203, 2, 1, true}));
+    QVERIFY(same(gpu::TuningTable{}.sparse(4096, 4096, 3, "bf16", 132),
+                 {h1.warps, 200 + h1.unroll, h1.splitK, h1.cluster, false}));
+    qunsetenv("SDW_SPMV_B34");
     // The H100 table tuned the shuffle path at batch 2 on every shape it holds.
     const auto h100 =
         gpu::TuningTable::load(std::filesystem::path(SDW_SOURCE_DIR) / "resources/tuning/nvidia-h100-80gb-hbm3.json");

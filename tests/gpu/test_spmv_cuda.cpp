@@ -80,10 +80,14 @@ class TestSpmvCuda : public QObject {
       QTest::addRow("split-K 1024x4096 b1 %s", dt) << 1024 << 4096 << 1 << "2:4" << dt << 8;
       QTest::addRow("split-K 1000x5120 b8 %s", dt) << 1000 << 5120 << 8 << "16:32" << dt << 16;
       QTest::addRow("split-K uneven 65x4000->4064 b2 %s", dt) << 65 << 4064 << 2 << "4:8" << dt << 7;
-      // Batch 2 with x by shuffle (unroll 200 + U): split-K through the cluster (up to 16 blocks)
+      // Batch 2-4 with x by shuffle (unroll 200 + U): split-K through the cluster (up to 16 blocks)
       // and through the workspace, as at batch 1.
       QTest::addRow("shuffle b2 split 4 1024x4096 %s", dt) << 1024 << 4096 << 2 << "2:4" << dt << 4;
       QTest::addRow("shuffle b2 split 16 odd 37x14336 %s", dt) << 37 << 14336 << 2 << "16:32" << dt << 16;
+      // Batch 3 and 4 the same way (x as [cols][4], two 32-bit shuffles a column).
+      QTest::addRow("shuffle b4 split 4 1024x4096 %s", dt) << 1024 << 4096 << 4 << "2:4" << dt << 4;
+      QTest::addRow("shuffle b3 split 16 odd 37x14336 %s", dt) << 37 << 14336 << 3 << "16:32" << dt << 16;
+      QTest::addRow("shuffle b4 split 7 uneven 65x4064 %s", dt) << 65 << 4064 << 4 << "8:16" << dt << 7;
       // Batch 1 with split-K: each run also with the cluster path forced on (up to 16 blocks)
       // and off. 4064 columns = 127 words: no split count divides them evenly.
       QTest::addRow("cluster 2 1024x4096 b1 %s", dt) << 1024 << 4096 << 1 << "2:4" << dt << 2;
@@ -180,10 +184,10 @@ class TestSpmvCuda : public QObject {
         ++configs;
       }
       QVERIFY2(configs > 0 || ((stride > 1 || parts > 1) && index > 0), "an empty launch space");
-      // Batch 2's shuffle path (x by shuffle, unroll 201-203) in every warp count, split-K
+      // Batch 2-4's shuffle path (x by shuffle, unroll 201-203) in every warp count, split-K
       // and cluster request of the space, and nowhere else.
       if (kc.id == gpu::KernelId::Sparse && stride == 1 && parts == 1)
-        QVERIFY2(batch == 2 ? shuffled == 9 * (splitK > 1 ? 3 : 1) * 2 : shuffled == 0,
+        QVERIFY2(batch >= 2 && batch <= 4 ? shuffled == 9 * (splitK > 1 ? 3 : 1) * 2 : shuffled == 0,
                  qPrintable(QStringLiteral("%1 shuffle-path configurations at batch %2").arg(shuffled).arg(batch)));
       if (stride > 1 || parts > 1)
         qInfo("%s: %d of %d configurations (stride %d, part %d/%d)", std::string(gpu::kernelName(kc.id)).c_str(),
@@ -318,7 +322,9 @@ class TestSpmvCuda : public QObject {
              cudaErrorInvalidValue);
     kc->setBatch(in, 1);
     QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 102, 1, -1, false}), "batch 1 has no tensor-core path");
-    QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 202, 1, -1, false}), "unroll 200 + U is batch 2's alone");
+    QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 202, 1, -1, false}), "unroll 200 + U is batch 2-4's alone");
+    kc->setBatch(in, 5);
+    QVERIFY2(kc->launch(in, 0, gpu::SpmvLaunch{8, 202, 1, -1, false}), "unroll 200 + U is batch 2-4's alone");
 #endif
   }
 

@@ -19,6 +19,10 @@
 #     rows (16:32's windows read up to 16 bytes either side of a row in shared memory);
 #  6. dual (an H200 only): the dual-sparse decode at p_x 0.5 with TEAL's thresholds
 #     (Llama-3.1-8B), with programmatic launch of the column kernels (the default) and without.
+#  b34 (asked for by name only): batch 3 and 4 with x by shuffle (SDW_SPMV_B34=shuffle): test_spmv_cuda
+#     matchesReference, test_engine_cuda patternsAndBatches with it, the decode at batch 3 and 4 on the
+#     CUDA cores staged / by shuffle / staged (Llama-3.1-8B, Qwen3-14B; 2:4, 16:32), the default engines
+#     at batch 4, and the kernel benchmark at batch 4 either way;
 #  chain (asked for by name only): the engine's batch-1 step as the card's table sets it up (CHAIN_CONFIGS,
 #     default Llama-3.1-8B, Qwen3-14B, Qwen3-32B; dense GEMV and sparse 2:4), the projections alone
 #     (SDW_ENGINE_SKIP=others), then the whole step (CHAIN_PARTS picks among projections, step, rest:
@@ -83,6 +87,42 @@ for r in json.load(open(sys.argv[1]))["rows"]:
     if r["kernel"] in ("sparse", "dense", "cublas"):
         print(sys.argv[2], r["model"], r["module"], r["kernel"], "%.2f us" % r["us"], "chained %.2f" % r.get("us_chained", 0), r["config"])' \
       "$O/k-b2-$v.json" $v 2>/dev/null
+    pack
+  done
+fi
+
+if [[ "$steps" == *" b34 "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 200 "batch 3 and 4's shuffle path"; then
+  # Batch 3 and 4 with x by shuffle (unroll 200 + U, x as [cols][4]): the kernel's every
+  # configuration against float64, the engine's patterns and batches with it, then the decode at
+  # batch 3 and 4 on the CUDA cores with the staging kernel, by shuffle, and the staging kernel
+  # again (Llama-3.1-8B, Qwen3-14B; 2:4, 16:32), and the default engines at batch 4 (the best
+  # dense, 2:4 and 8:16 on the tensor cores); the kernel benchmark at batch 4 either way.
+  timeout 240 build-gpu/tests/test_spmv_cuda matchesReference > "$O/test-spmv-b34.log" 2>&1
+  echo "test_spmv_cuda matchesReference rc $?: $(grep -E '^Totals' "$O/test-spmv-b34.log")"
+  SDW_SPMV_B34=shuffle timeout 120 build-gpu/tests/test_engine_cuda patternsAndBatches > "$O/test-engine-b34.log" 2>&1
+  echo "test_engine_cuda patternsAndBatches (SDW_SPMV_B34=shuffle) rc $?: $(grep -E '^Totals' "$O/test-engine-b34.log")"
+  grep -hE "^FAIL|Loc:" "$O"/test-spmv-b34.log "$O"/test-engine-b34.log | head -10
+  pack
+  d=(--config llama3-8b,qwen3-14b --json)
+  for v in staged shuffle staged2; do
+    fits 50 "the decode at batch 3 and 4 ($v)" || continue
+    env SDW_SPMV_B34=${v%2} $cli bench decode "${d[@]}" --linear sparse --patterns 2:4,16:32 --batch 3,4 \
+      --no-tensor-cores --out "$O/b34-$v.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/b34-$v.json" $v
+    pack
+  done
+  fits 60 "the default engines at batch 4" &&
+    $cli bench decode "${d[@]}" --linear cublas,dense,sparse --patterns 2:4,8:16,16:32 --batch 4 \
+      --out "$O/b34-default.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/b34-default.json" default
+  pack
+  for v in shuffle staged; do
+    fits 60 "the kernel benchmark at batch 4 ($v)" || continue
+    env SDW_SPMV_B34=$v $cli bench kernels --shapes llama3-8b,qwen3-14b --batch 4 --patterns 2:4 --no-cusparselt \
+      --no-tensor-cores --json --out "$O/k-b4-$v.json" > /dev/null 2>> "$O/bench.log"
+    python3 -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["kernel"] in ("sparse", "dense", "cublas"):
+        print(sys.argv[2], r["model"], r["module"], r["kernel"], "%.2f us" % r["us"], "chained %.2f" % r.get("us_chained", 0), r["config"])' \
+      "$O/k-b4-$v.json" $v 2>/dev/null
     pack
   done
 fi
