@@ -1568,8 +1568,8 @@ std::string Model::engineDescription() const {
       if (from > 0) s << " on the tensor cores from batch " << from;
       else s << " on the CUDA cores at every batch";
       if (from != 2) s << (xShuffleFromEnv(2) ? " (batch 2: x by shuffle)" : " (batch 2: x staged)");
-      if ((from == 0 || from > 3) && xShuffleFromEnv(3))
-        s << (from == 4 ? " (batch 3" : " (batch 3-4") << ": x by shuffle)";
+      if (from == 0 || from > 3)
+        s << (from == 4 ? " (batch 3" : " (batch 3-4") << (xShuffleFromEnv(3) ? ": x by shuffle)" : ": x staged)");
     }
   }
   if (m.device.is_cuda()) {

@@ -53,7 +53,7 @@ SpmvLaunch xShuffleLaunch(SpmvLaunch tuned, const SpmvLaunch& tuned1, bool shuff
 bool xShuffleFromEnv(int batch) {
   if (batch < 2 || batch > 4) return false;
   const char* env = std::getenv(batch == 2 ? "SDW_SPMV_B2" : "SDW_SPMV_B34");
-  return batch == 2 ? !(env && std::string(env) == "staged") : env && std::string(env) == "shuffle";
+  return !(env && std::string(env) == "staged");
 }
 
 GemvLaunch defaultGemvLaunch(std::int64_t rows, std::int64_t cols, int batch, int smCount) {

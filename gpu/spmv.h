@@ -112,8 +112,8 @@ std::string defaultTuningPath(const std::filesystem::path& resourcesDir, const s
 // pipeline's 10 S + U giving U). shuffle false: the kernel that stages x, in the batch's configuration (at most 8 warps
 // and 2 words where that was a shuffle one).
 SpmvLaunch xShuffleLaunch(SpmvLaunch tuned, const SpmvLaunch& tuned1, bool shuffle);
-// Whether batch 2-4 takes the shuffle path: batch 2 yes unless SDW_SPMV_B2=staged; batch 3 and 4 only with
-// SDW_SPMV_B34=shuffle (A/B switches); other batches never.
+// Whether batch 2-4 takes the shuffle path: yes unless SDW_SPMV_B2=staged (batch 2) or SDW_SPMV_B34=staged (batch 3,
+// 4), A/B switches; other batches never.
 bool xShuffleFromEnv(int batch);
 
 // The heuristics used without a table entry.

@@ -18,15 +18,19 @@ namespace sdw::kernels {
 // 905.5 / 1209.5 on the tensor cores (Llama-3.1-8B); Qwen3-14B 436.8 / 356.5 / 398.7 / 460.4
 // and 347.3 / 424.0 / 478.5 / 635.7 (8522a77): the CUDA cores ahead at batch 4 (by 3% and
 // 26%), the tensor cores from batch 5 (by 25% and 19%). With the selector table laid out for
-// the banks (991d94c) 8:16 takes the tensor cores from batch 4: there, on an H100, 833.9 against
+// the banks (991d94c) 8:16 took the tensor cores from batch 4: there, on an H100, 833.9 against
 // 754.4 tokens/s on the CUDA cores (Llama-3.1-8B), 461.3 against 459.5 (Qwen3-14B).
 // 16:32 (tcM = 32, the 8:16 expansion on a window of each row's values, tc32Window) also from
 // batch 5: on the same H100 at 532f6d0 it ran 0.78 / 0.94x of the CUDA cores at batch 2 / 4 and
 // 1.26 / 1.37 / 1.53x at batch 5 / 6 / 8 (Llama-3.1-8B), 0.67 / 0.78x and 1.24 / 1.29 / 1.43x
 // (Qwen3-14B); at batch 4 in the same call as 8:16's above 696.5 / 373.6 against 712.5 / 446.3.
+// Since batch 3 and 4 take x by shuffle on the CUDA cores (2f56975), 8:16 is back to batch 5: on
+// an H100 the engine's 8:16 step at batch 4 ran 815.7 / 442.8 tokens/s on the tensor cores and
+// 863.6-863.9 / 486.7-488.2 on the CUDA cores by shuffle (Llama-3.1-8B / Qwen3-14B; the shuffle
+// rows are 2:4's and 16:32's, the CUDA-core kernel reads every pattern alike).
 constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
   if (batch < 2 || m <= 0 || (8 % m != 0 && m != 16 && m != 32)) return false;
-  if (m >= 16) return mode > 0 || (mode < 0 && batch >= (m == 16 ? 4 : 5));
+  if (m >= 16) return mode > 0 || (mode < 0 && batch >= 5);
   return mode > 0 || (mode < 0 && batch >= 3);
 }
 

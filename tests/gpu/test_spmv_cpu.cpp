@@ -315,7 +315,7 @@ class TestSpmvCpu : public QObject {
   }
 
   // Which projections take the tensor-core SpMV: 2:4 and 4:8 from batch 3 by default, 8:16
-  // from batch 4, 16:32 from batch 5, all from batch 2 when asked, never when refused, never at batch 1.
+  // and 16:32 from batch 5, all from batch 2 when asked, never when refused, never at batch 1.
   void tensorCoreSelection() {
     using kernels::spmvUseTensorCores;
     for (const int m : {4, 8}) {
@@ -325,9 +325,9 @@ class TestSpmvCpu : public QObject {
       QVERIFY(spmvUseTensorCores(1, 2, m) && spmvUseTensorCores(1, 8, m));
       QVERIFY(!spmvUseTensorCores(0, 4, m) && !spmvUseTensorCores(0, 8, m));
     }
-    // 8:16 from batch 4, 16:32 from batch 5 (or 2 when asked for).
+    // 8:16 and 16:32 from batch 5 (or 2 when asked for).
     QVERIFY(spmvUseTensorCores(1, 2, 16) && spmvUseTensorCores(1, 8, 16));
-    QVERIFY(!spmvUseTensorCores(-1, 2, 16) && !spmvUseTensorCores(-1, 3, 16) && spmvUseTensorCores(-1, 4, 16));
+    QVERIFY(!spmvUseTensorCores(-1, 2, 16) && !spmvUseTensorCores(-1, 3, 16) && !spmvUseTensorCores(-1, 4, 16));
     QVERIFY(spmvUseTensorCores(-1, 5, 16) && spmvUseTensorCores(-1, 6, 16) && spmvUseTensorCores(-1, 8, 16));
     QVERIFY(!spmvUseTensorCores(0, 8, 16) && !spmvUseTensorCores(1, 1, 16));
     QVERIFY(spmvUseTensorCores(1, 2, 32) && spmvUseTensorCores(1, 8, 32) && !spmvUseTensorCores(1, 1, 32));
@@ -339,14 +339,14 @@ class TestSpmvCpu : public QObject {
     using kernels::spmvTensorCoresFromBatch;
     QCOMPARE(spmvTensorCoresFromBatch(-1, 4), 3);
     QCOMPARE(spmvTensorCoresFromBatch(-1, 8), 3);
-    QCOMPARE(spmvTensorCoresFromBatch(-1, 16), 4);
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 16), 5);
     QCOMPARE(spmvTensorCoresFromBatch(-1, 32), 5);
     QCOMPARE(spmvTensorCoresFromBatch(1, 32), 2);
     QCOMPARE(spmvTensorCoresFromBatch(0, 4), 0);
     QCOMPARE(spmvTensorCoresFromBatch(-1, 64), 0);
   }
 
-  // Batch 2 (3-4 on request) on the CUDA cores: x by shuffle (unroll 200 + U) in the tuned batch-2 configuration
+  // Batch 2-4 on the CUDA cores: x by shuffle (unroll 200 + U) in the tuned batch-2 configuration
   // where the table chose that path, else in the batch-1 one with its words in flight (at most
   // 3); staged (the A/B switch): the batch-2 configuration, a shuffle one cut to 8 warps, 2 words.
   void batchTwoTakesTheShufflePath() {
@@ -379,18 +379,19 @@ class TestSpmvCpu : public QObject {
     const SpmvLaunch h1 = gpu::defaultSpmvLaunch(4096, 4096, 1, 132);
     QVERIFY(same(gpu::TuningTable{}.sparse(4096, 4096, 2, "bf16", 132),
                  {h1.warps, 200 + h1.unroll, h1.splitK, h1.cluster, false}));
-    // Batch 3 and 4 take the shuffle path only with SDW_SPMV_B34=shuffle (an A/B switch); batch 5-8 never.
+    // Batch 3 and 4 the same, unless SDW_SPMV_B34=staged (an A/B switch); batch 1 and 5-8 never.
     qunsetenv("SDW_SPMV_B34");
-    QVERIFY(gpu::xShuffleFromEnv(2) && !gpu::xShuffleFromEnv(3) && !gpu::xShuffleFromEnv(4));
+    QVERIFY(gpu::xShuffleFromEnv(2) && gpu::xShuffleFromEnv(3) && gpu::xShuffleFromEnv(4));
+    QVERIFY(!gpu::xShuffleFromEnv(1) && !gpu::xShuffleFromEnv(5) && !gpu::xShuffleFromEnv(8));
     gpu::TuningEntry e4 = e2;
     e4.batch = 4;
     t.put(e4);
-    QVERIFY(same(t.sparse(4096, 4096, 4, "bf16", 132, true), staged));
-    qputenv("SDW_SPMV_B34", "shuffle");
-    QVERIFY(gpu::xShuffleFromEnv(3) && gpu::xShuffleFromEnv(4) && !gpu::xShuffleFromEnv(5));
     QVERIFY(same(t.sparse(4096, 4096, 4, "bf16", 132, true), {8, 203, 2, 1, true}));
     QVERIFY(same(gpu::TuningTable{}.sparse(4096, 4096, 3, "bf16", 132),
                  {h1.warps, 200 + h1.unroll, h1.splitK, h1.cluster, false}));
+    qputenv("SDW_SPMV_B34", "staged");
+    QVERIFY(gpu::xShuffleFromEnv(2) && !gpu::xShuffleFromEnv(3) && !gpu::xShuffleFromEnv(4));
+    QVERIFY(same(t.sparse(4096, 4096, 4, "bf16", 132, true), staged));
     qunsetenv("SDW_SPMV_B34");
     // The H100 table tuned the shuffle path at batch 2 on every shape it holds.
     const auto h100 =
