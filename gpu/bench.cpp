@@ -509,7 +509,7 @@ void runGpu(const BenchSettings& s, BenchResult& res, Recorder& rec) {
         kc.space->store(e, cfg, best, haveChained ? &cfgChained : nullptr, bestChained);
         table.put(e);
       }
-      // 2:4 and 4:8 on the tensor cores from batch 3, 8:16 and 16:32 from 5 (--tensor-cores: from batch 2), in the
+      // 2:4 and 4:8 on the tensor cores from batch 4, 8:16 and 16:32 from 5 (--tensor-cores: from batch 2), in the
       // configuration spmvOnTensorCores picks for the shape (the tuning space does not hold that path).
       const auto onTensorCores = [&](CaseConfig c) {
         if (kc.id != KernelId::Sparse ||

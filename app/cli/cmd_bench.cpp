@@ -146,7 +146,7 @@ const RegisterBenchMode regKernels{BenchMode{
       "50%,col2:4,col4:8,dense"},
      {"tune", "", "sweep launch configurations and write a tuning table", ""},
      {"tensor-cores", "",
-      "every N:M pattern from batch 2: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 3, 8:16 and 16:32 "
+      "every N:M pattern from batch 2: our SpMV on the tensor cores (default: 2:4 and 4:8 from batch 4, 8:16 and 16:32 "
       "from batch 5)",
       ""},
      {"no-tensor-cores", "", "every N:M pattern at every batch: our SpMV on the CUDA cores", ""},

@@ -9,8 +9,12 @@
 namespace sdw::kernels {
 
 // Whether an N:M projection at this batch takes the tensor-core path: mode 1 from batch 2,
-// -1 (the default) from batch 3, where the engines were as fast or faster with it on the
-// H200 (docs/decode-engine.md, "Batch 2-3"; at batch 2 the CUDA-core kernel wins), 0 never.
+// -1 (the default) from batch 4, 0 never. From batch 3 (fada040 to 701b579), where the engines
+// were as fast or faster with it than with the kernel that stages x on the H200
+// (docs/decode-engine.md, "Batch 2-3"); since batch 3 takes x by shuffle, from batch 4: on an
+// H100 the 2:4 step at batch 3 ran 670.1 / 376.3 tokens/s by shuffle against 589.7 / 324.4 on
+// the tensor cores (Llama-3.1-8B / Qwen3-14B, 701b579), at batch 4 863.6 / 486.7 (2f56975,
+// batch-1 launches) against 907.4 / 533.6 (701b579, step-tuned).
 // Patterns with M | 8 (every mask byte holds four kept columns); 8:16 (every 16 columns
 // hold eight, a longer expansion: SpmvConfig::tcM = 16) from batch 5 by default. On an H100
 // (docs/decode-engine.md, "8:16 on the tensor cores") the engine's 8:16 step at batch 4 / 5 /
@@ -31,7 +35,7 @@ namespace sdw::kernels {
 constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
   if (batch < 2 || m <= 0 || (8 % m != 0 && m != 16 && m != 32)) return false;
   if (m >= 16) return mode > 0 || (mode < 0 && batch >= 5);
-  return mode > 0 || (mode < 0 && batch >= 3);
+  return mode > 0 || (mode < 0 && batch >= 4);
 }
 
 // The first batch (2-8) at which an N:M projection takes the tensor cores, 0 for none: what a

@@ -366,7 +366,7 @@ class TestEngineCuda : public QObject {
         QTest::newRow(qPrintable(QStringLiteral("%1 sparse %2").arg(arch, p)))
             << arch << int(Linear::Sparse) << p << false;
       for (const char* p :
-           {"2:4", "4:8", "8:16", "16:32"})  // the tensor cores from batch 2 (by default 3; 8:16 and 16:32 5)
+           {"2:4", "4:8", "8:16", "16:32"})  // the tensor cores from batch 2 (by default 4; 8:16 and 16:32 5)
         QTest::newRow(qPrintable(QStringLiteral("%1 sparse %2 tensor cores").arg(arch, p)))
             << arch << int(Linear::Sparse) << p << true;
     }

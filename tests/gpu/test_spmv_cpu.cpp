@@ -314,13 +314,13 @@ class TestSpmvCpu : public QObject {
     QCOMPARE(outOfRange, 0);
   }
 
-  // Which projections take the tensor-core SpMV: 2:4 and 4:8 from batch 3 by default, 8:16
+  // Which projections take the tensor-core SpMV: 2:4 and 4:8 from batch 4 by default, 8:16
   // and 16:32 from batch 5, all from batch 2 when asked, never when refused, never at batch 1.
   void tensorCoreSelection() {
     using kernels::spmvUseTensorCores;
     for (const int m : {4, 8}) {
       QVERIFY(!spmvUseTensorCores(-1, 1, m) && !spmvUseTensorCores(1, 1, m));
-      QVERIFY(!spmvUseTensorCores(-1, 2, m) && spmvUseTensorCores(-1, 3, m));
+      QVERIFY(!spmvUseTensorCores(-1, 2, m) && !spmvUseTensorCores(-1, 3, m));
       QVERIFY(spmvUseTensorCores(-1, 4, m) && spmvUseTensorCores(-1, 8, m));
       QVERIFY(spmvUseTensorCores(1, 2, m) && spmvUseTensorCores(1, 8, m));
       QVERIFY(!spmvUseTensorCores(0, 4, m) && !spmvUseTensorCores(0, 8, m));
@@ -337,8 +337,8 @@ class TestSpmvCpu : public QObject {
       for (const int mode : {-1, 0, 1}) QVERIFY(!spmvUseTensorCores(mode, 8, m));
     // What a run's description names: the first batch on the tensor cores.
     using kernels::spmvTensorCoresFromBatch;
-    QCOMPARE(spmvTensorCoresFromBatch(-1, 4), 3);
-    QCOMPARE(spmvTensorCoresFromBatch(-1, 8), 3);
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 4), 4);
+    QCOMPARE(spmvTensorCoresFromBatch(-1, 8), 4);
     QCOMPARE(spmvTensorCoresFromBatch(-1, 16), 5);
     QCOMPARE(spmvTensorCoresFromBatch(-1, 32), 5);
     QCOMPARE(spmvTensorCoresFromBatch(1, 32), 2);
