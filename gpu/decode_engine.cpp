@@ -1376,7 +1376,7 @@ std::vector<StepTuned> engineTuneStep(Model::Impl& m, KvCache& cache, const std:
       const auto [best, baseUs, bestUs] = choose(cands.size(), [&](std::size_t c) { apply(cands[c]); });
       StepTuned r;
       r.rows = rows, r.cols = cols, r.batch = B, r.dtype = dt;
-      r.m16 = tc && first.spmv.tcM >= 16;
+      r.m16 = first.packed.pattern.m >= 16;
       r.before = kernels::toLaunch(base);
       r.after = kernels::toLaunch(cands[best]);
       r.beforeUs = baseUs, r.afterUs = bestUs;

@@ -96,7 +96,7 @@ void engineGreedyLoop(Model::Impl& m, KvCache& cache, const std::vector<std::int
 struct StepTuned {
   std::int64_t rows = 0, cols = 0;
   int batch = 1;
-  bool m16 = false;  // 8:16 or 16:32 on the tensor cores: TuningEntry::sparseStepM16
+  bool m16 = false;  // 8:16 or 16:32 (either path): TuningEntry::sparseStepM16
   std::string dtype;
   SpmvLaunch before, after;          // pdl: whether launched with programmatic dependent launch
   bool dense = false;                // our dense GEMV (denseBefore, denseAfter) instead of the SpMV

@@ -215,10 +215,12 @@ std::optional<SpmvLaunch> TuningTable::sparseStep(std::int64_t rows, std::int64_
                                                   const std::string& dtype, bool tensorCores, int patternM) const {
   const TuningEntry* e = exact(rows, cols, batch, dtype);
   if (!e) return std::nullopt;
-  const bool wide = tensorCores && patternM >= 16;
-  const std::optional<SpmvLaunch>& s = wide ? e->sparseStepM16 : e->sparseStep;
-  if (!s || onTensorCores(*s) != tensorCores) return std::nullopt;
-  return s;
+  // 8:16 and 16:32: their own entry where it was tuned on this path; else, on the CUDA cores (whose
+  // kernel reads every pattern alike), the batch's other entry.
+  if (patternM >= 16 && e->sparseStepM16 && onTensorCores(*e->sparseStepM16) == tensorCores) return e->sparseStepM16;
+  if (patternM >= 16 && tensorCores) return std::nullopt;  // 2:4's tensor-core launch is not theirs
+  if (!e->sparseStep || onTensorCores(*e->sparseStep) != tensorCores) return std::nullopt;
+  return e->sparseStep;
 }
 
 std::optional<GemvLaunch> TuningTable::denseStep(std::int64_t rows, std::int64_t cols, int batch,

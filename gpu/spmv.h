@@ -52,8 +52,9 @@ struct TuningEntry {
   // on the path it was tuned on (CUDA cores, or the tensor cores for 2:4 and 4:8).
   std::optional<SpmvLaunch> sparseStep;
   double sparseStepUs = 0;
-  // The same for 8:16 and 16:32 on the tensor cores (their longer expansion): JSON
-  // "sparse_step_m16".
+  // The same for 8:16 and 16:32 (tuned with a 16:32 model), on the path they take at that batch:
+  // the tensor cores (their longer expansion) or the CUDA cores (batch 3 and 4, where 2:4 takes the
+  // tensor cores): JSON "sparse_step_m16".
   std::optional<SpmvLaunch> sparseStepM16;
   double sparseStepM16Us = 0;
   // Our dense GEMV's launch chosen in the whole step (the dense engine's projections, either
@@ -82,9 +83,9 @@ class TuningTable {
   // The entry of exactly (rows, cols, batch, dtype), or null.
   const TuningEntry* exact(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype) const;
   // The step-tuned sparse launch of exactly (rows, cols, batch, dtype), pdl as tuned, for a
-  // projection of pattern N:M whose SpMV runs on the tensor cores or not: for 8:16
-  // and 16:32 on the tensor cores the entry's sparseStepM16, else its sparseStep; none where that
-  // was tuned on the other path.
+  // projection of pattern N:M whose SpMV runs on the tensor cores or not: for 8:16 and 16:32 the
+  // entry's sparseStepM16 where that was tuned on this path, else on the CUDA cores its sparseStep;
+  // otherwise its sparseStep; none where that was tuned on the other path.
   std::optional<SpmvLaunch> sparseStep(std::int64_t rows, std::int64_t cols, int batch, const std::string& dtype,
                                        bool tensorCores, int patternM) const;
   // The step-tuned dense GEMV launch of exactly (rows, cols, batch, dtype), pdl as tuned.

@@ -564,6 +564,22 @@ class TestSpmvCpu : public QObject {
     k.sparseStepM16->unroll = 2;
     y.put(k);
     QVERIFY(!y.sparseStep(4096, 4096, 8, "bf16", true, 16));
+    QCOMPARE(y.sparseStep(4096, 4096, 8, "bf16", false, 16)->unroll, 2);  // it is the CUDA cores' for them
+    QVERIFY(!y.sparseStep(4096, 4096, 8, "bf16", false, 4));              // not 2:4's
+    // On the CUDA cores 8:16 and 16:32 without an entry of their own take the batch's other one
+    // (batch 3 and 4: x by shuffle, where 2:4 runs on the tensor cores, they have their own).
+    QCOMPARE(w.sparseStep(4096, 4096, 2, "bf16", false, 16)->unroll, 203);
+    gpu::TuningEntry b4 = f;
+    b4.batch = 4, b4.sparseStep = gpu::SpmvLaunch{8, 103, 3, -1, true};
+    b4.sparseStepM16 = gpu::SpmvLaunch{16, 202, 2, 1, true};
+    gpu::TuningTable z = w;
+    z.put(b4);
+    const auto zz = roundTrip(z);
+    QCOMPARE(zz.sparseStep(4096, 4096, 4, "bf16", true, 4)->unroll, 103);
+    QCOMPARE(zz.sparseStep(4096, 4096, 4, "bf16", false, 32)->unroll, 202);
+    QCOMPARE(zz.sparseStep(4096, 4096, 4, "bf16", false, 16)->warps, 16);
+    QVERIFY(!zz.sparseStep(4096, 4096, 4, "bf16", true, 16));
+    QVERIFY(!zz.sparseStep(4096, 4096, 4, "bf16", false, 4));
   }
 
   // A model's seven projections, and NAME:engine: the decode engine's four launches per layer
