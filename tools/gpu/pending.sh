@@ -60,6 +60,23 @@ echo "built at $SECONDS s" | tee -a "$O/machine.txt"
 pack
 cli=build-gpu/bin/sdw-cli
 
+# kernel_ab BATCH VAR: the kernel benchmark at BATCH on the CUDA cores (Llama-3.1-8B, Qwen3-14B; 2:4)
+# with VAR=shuffle, then VAR=staged (x by shuffle or staged in shared memory); k-b<BATCH>-<v>.json.
+kernel_ab() {
+  local v
+  for v in shuffle staged; do
+    fits 60 "the kernel benchmark at batch $1 ($v)" || continue
+    env "$2=$v" $cli bench kernels --shapes llama3-8b,qwen3-14b --batch "$1" --patterns 2:4 --no-cusparselt \
+      --no-tensor-cores --json --out "$O/k-b$1-$v.json" > /dev/null 2>> "$O/bench.log"
+    python3 -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["kernel"] in ("sparse", "dense", "cublas"):
+        print(sys.argv[2], r["model"], r["module"], r["kernel"], "%.2f us" % r["us"], "chained %.2f" % r.get("us_chained", 0), r["config"])' \
+      "$O/k-b$1-$v.json" $v 2>/dev/null
+    pack
+  done
+}
+
 if want b2 && fits 250 "batch 2's shuffle path"; then
   timeout 240 build-gpu/tests/test_spmv_cuda > "$O/test-spmv-all.log" 2>&1
   echo "test_spmv_cuda rc $?: $(grep -E '^Totals' "$O/test-spmv-all.log")"
@@ -78,17 +95,7 @@ if want b2 && fits 250 "batch 2's shuffle path"; then
     $cli bench decode "${d[@]}" --linear sparse --patterns 2:4 --batch 2 --tensor-cores \
       --out "$O/b2-tc.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/b2-tc.json" tensor-cores
   pack
-  for v in shuffle staged; do
-    fits 60 "the kernel benchmark at batch 2 ($v)" || continue
-    env SDW_SPMV_B2=$([ $v = staged ] && echo staged || echo shuffle) $cli bench kernels --shapes llama3-8b,qwen3-14b \
-      --batch 2 --patterns 2:4 --no-cusparselt --no-tensor-cores --json --out "$O/k-b2-$v.json" > /dev/null 2>> "$O/bench.log"
-    python3 -c 'import json,sys
-for r in json.load(open(sys.argv[1]))["rows"]:
-    if r["kernel"] in ("sparse", "dense", "cublas"):
-        print(sys.argv[2], r["model"], r["module"], r["kernel"], "%.2f us" % r["us"], "chained %.2f" % r.get("us_chained", 0), r["config"])' \
-      "$O/k-b2-$v.json" $v 2>/dev/null
-    pack
-  done
+  kernel_ab 2 SDW_SPMV_B2
 fi
 
 if [[ "$steps" == *" b34 "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 200 "batch 3 and 4's shuffle path"; then
@@ -114,17 +121,7 @@ if [[ "$steps" == *" b34 "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 200 "batch
     $cli bench decode "${d[@]}" --linear cublas,dense,sparse --patterns 2:4,8:16,16:32 --batch 4 \
       --out "$O/b34-default.json" > /dev/null 2>> "$O/decode.log" && sdw_decode_summary "$O/b34-default.json" default
   pack
-  for v in shuffle staged; do
-    fits 60 "the kernel benchmark at batch 4 ($v)" || continue
-    env SDW_SPMV_B34=$v $cli bench kernels --shapes llama3-8b,qwen3-14b --batch 4 --patterns 2:4 --no-cusparselt \
-      --no-tensor-cores --json --out "$O/k-b4-$v.json" > /dev/null 2>> "$O/bench.log"
-    python3 -c 'import json,sys
-for r in json.load(open(sys.argv[1]))["rows"]:
-    if r["kernel"] in ("sparse", "dense", "cublas"):
-        print(sys.argv[2], r["model"], r["module"], r["kernel"], "%.2f us" % r["us"], "chained %.2f" % r.get("us_chained", 0), r["config"])' \
-      "$O/k-b4-$v.json" $v 2>/dev/null
-    pack
-  done
+  kernel_ab 4 SDW_SPMV_B34
 fi
 
 if [[ "$steps" == *" chain "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 60 "the batch-1 step as the table sets it up"; then
