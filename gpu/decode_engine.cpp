@@ -668,8 +668,8 @@ LinOp packedOp(const EngineState& e, const DeviceBitmask& d, std::int64_t yOff, 
   const bool tensorCoresUsed = op.mode == LinOp::Spmv && kernels::spmvUseTensorCores(tensorCores, B, d.pattern.m);
   if (op.mode == LinOp::Spmv)
     op.spmv = kernels::toConfig(e.tuning.sparse(op.rows, op.cols, B, tuningDtype(compute), smCount(), true), true);
-  // (8:16 and 16:32 on the tensor cores have step entries of their own; one tuned on the other
-  // path is not used.)
+  // (8:16 and 16:32 have step entries of their own, on either path; one tuned on the other path
+  // is not used.)
   std::optional<SpmvLaunch> step;
   if (op.mode == LinOp::Spmv)
     step = e.tuning.sparseStep(op.rows, op.cols, B, tuningDtype(compute), tensorCoresUsed, d.pattern.m);

@@ -1,5 +1,6 @@
 #include "gpu/spmv.h"
 #include "core/json_limits.h"
+#include "gpu/kernels/spmv_tc.h"  // spmvShuffleBatch (plain C++)
 #include "gpu/spmv_ops.h"
 
 #include <ATen/ATen.h>
@@ -51,7 +52,7 @@ SpmvLaunch xShuffleLaunch(SpmvLaunch tuned, const SpmvLaunch& tuned1, bool shuff
 }
 
 bool xShuffleFromEnv(int batch) {
-  if (batch < 2 || batch > 4) return false;
+  if (!kernels::spmvShuffleBatch(batch)) return false;
   const char* env = std::getenv(batch == 2 ? "SDW_SPMV_B2" : "SDW_SPMV_B34");
   return !(env && std::string(env) == "staged");
 }
@@ -206,7 +207,7 @@ SpmvLaunch TuningTable::sparse(std::int64_t rows, std::int64_t cols, int batch, 
   SpmvLaunch c = !e ? defaultSpmvLaunch(rows, cols, batch, smCount)
                     : chained && e->sparseChained ? *e->sparseChained : e->sparse;
   c.pdl = chained;
-  if (batch >= 2 && batch <= 4)
+  if (kernels::spmvShuffleBatch(batch))
     c = xShuffleLaunch(c, sparse(rows, cols, 1, dtype, smCount, chained), xShuffleFromEnv(batch));
   return c;
 }

@@ -38,6 +38,11 @@ constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
   return mode > 0 || (mode < 0 && batch >= 4);
 }
 
+// Whether the CUDA-core SpMV can take x by shuffle from registers at this batch (the batch-1
+// kernel's walk, SpmvConfig::unroll 200 + U): batch 2-4, whose column of x fits two 32-bit
+// words; batch 5-8 stage x in shared memory.
+constexpr bool spmvShuffleBatch(int batch) { return batch >= 2 && batch <= 4; }
+
 // The first batch (2-8) at which an N:M projection takes the tensor cores, 0 for none: what a
 // run's description names.
 constexpr int spmvTensorCoresFromBatch(int mode, int m) {

@@ -349,7 +349,7 @@ class TestSpmvCpu : public QObject {
   // Batch 2-4 on the CUDA cores: x by shuffle (unroll 200 + U) in the tuned batch-2 configuration
   // where the table chose that path, else in the batch-1 one with its words in flight (at most
   // 3); staged (the A/B switch): the batch-2 configuration, a shuffle one cut to 8 warps, 2 words.
-  void batchTwoTakesTheShufflePath() {
+  void batchesTwoToFourTakeTheShufflePath() {
     using gpu::SpmvLaunch;
     const auto same = [](const SpmvLaunch& a, const SpmvLaunch& b) {
       return a.warps == b.warps && a.unroll == b.unroll && a.splitK == b.splitK && a.cluster == b.cluster &&
