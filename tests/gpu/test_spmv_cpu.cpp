@@ -396,14 +396,29 @@ class TestSpmvCpu : public QObject {
     // The H100 table tuned the shuffle path at batch 2 on every shape it holds.
     const auto h100 =
         gpu::TuningTable::load(std::filesystem::path(SDW_SOURCE_DIR) / "resources/tuning/nvidia-h100-80gb-hbm3.json");
-    int b2 = 0, m16 = 0, denseSteps = 0;
+    int b2 = 0, m16 = 0, m16Shuffle = 0, denseSteps = 0;
     for (const auto& e : h100.entries()) {
       // Its 8:16 / 16:32 step entries were tuned on the tensor cores at batch 8 (a ring of 2-4
-      // stages).
+      // stages) and on the CUDA cores with x by shuffle at batch 4 (Llama-3.1-8B, Qwen3-14B).
       if (e.sparseStepM16) {
         ++m16;
-        QCOMPARE(e.batch, 8);
-        QVERIFY(gpu::onTensorCores(*e.sparseStepM16));
+        if (e.batch == 4) {
+          ++m16Shuffle;
+          QVERIFY(!gpu::onTensorCores(*e.sparseStepM16));
+          QVERIFY2(e.sparseStepM16->unroll > 200 && e.sparseStepM16->unroll <= 203,
+                   qPrintable(QString::number(e.rows)));
+          // The lookup at batch 4 returns it for 16:32 on the CUDA cores; 2:4's entry there is a
+          // tensor-core one, which 16:32 on the tensor cores does not take.
+          const auto l = h100.sparseStep(e.rows, e.cols, 4, "bf16", false, 32);
+          QVERIFY(l && same(*l, *e.sparseStepM16));
+          QVERIFY(e.sparseStep && gpu::onTensorCores(*e.sparseStep));
+          const auto l24 = h100.sparseStep(e.rows, e.cols, 4, "bf16", true, 4);
+          QVERIFY(l24 && same(*l24, *e.sparseStep));
+          QVERIFY(!h100.sparseStep(e.rows, e.cols, 4, "bf16", true, 32));
+        } else {
+          QCOMPARE(e.batch, 8);
+          QVERIFY(gpu::onTensorCores(*e.sparseStepM16));
+        }
       }
       if (e.denseStep) {
         ++denseSteps;
@@ -414,7 +429,8 @@ class TestSpmvCpu : public QObject {
       QVERIFY2(e.sparse.unroll > 200 && e.sparse.unroll <= 203, qPrintable(QString::number(e.rows)));
     }
     QCOMPARE(b2, 20);
-    QCOMPARE(m16, 12);         // the four projections of the three model shapes
+    QCOMPARE(m16, 20);  // batch 8: the four projections of the three model shapes; batch 4: of two
+    QCOMPARE(m16Shuffle, 8);
     // The three model shapes at four batches: Llama-3.1-8B's five (lm_head too), Qwen3-14B's and
     // Qwen3-32B's four each and the lm_head they share.
     QCOMPARE(denseSteps, 56);
