@@ -61,8 +61,9 @@ cudaError_t launchBitmaskSpmv(const void* values, const std::uint32_t* masks, DT
   const bool shuffle = spmvXShuffle(cfg, batch);
   if (cfg.warps < 1 || cfg.warps > (batch == 1 || shuffle ? kMaxWarpsB1 : kMaxWarps) || spmvTiles(rows) > 2147483647)
     return cudaErrorInvalidValue;
-  if (cfg.unroll > 200 && (!shuffle || (reinterpret_cast<std::uintptr_t>(x) & (batch == 2 ? 3 : 7))))
-    return cudaErrorInvalidValue;
+  // x by shuffle: a lane loads its column's spmvXStride 16-bit slots at once (4 or 8 bytes, aligned)
+  const std::uintptr_t xAlign = 2u * static_cast<std::uintptr_t>(spmvXStride(batch)) - 1;
+  if (cfg.unroll > 200 && (!shuffle || (reinterpret_cast<std::uintptr_t>(x) & xAlign))) return cudaErrorInvalidValue;
   if (spmvWorkspaceFloats(rows, cols, batch, cfg) > 0 && (!workspace || !counters)) return cudaErrorInvalidValue;
   if (cfg.tail.on() && (batch != 1 || !cfg.tail.h || !cfg.tail.w || !cfg.tail.x)) return cudaErrorInvalidValue;
   if (cfg.xRowMajor && (batch == 1 || !spmvTensorCores(cfg))) return cudaErrorInvalidValue;  // interleaved x only

@@ -11,6 +11,7 @@
 
 #include "gpu/bench_decode.h"
 #include "gpu/device.h"
+#include "gpu/kernels/spmv_tc.h"  // spmvUseTensorCores (plain C++)
 #include "gpu/model.h"
 #include "gpu/spmv.h"
 #include "tests/gpu/require_gpu.h"
@@ -451,7 +452,7 @@ class TestEngineCuda : public QObject {
     for (const DecodeBenchResult& r : rs) {
       qInfo("step tuning, %s batch %d: %s", qPrintable(pattern), r.batch, r.stepTuning.c_str());
       QVERIFY(r.tokensPerSecond > 0);
-      const bool tc = r.batch >= (M >= 16 ? 5 : 4);  // the engine's default paths
+      const bool tc = sdw::kernels::spmvUseTensorCores(-1, r.batch, M);  // the engine's default path
       for (const auto& sh : shapes) {
         QVERIFY2(r.stepTuning.find(std::to_string(sh[0]) + "x" + std::to_string(sh[1])) != std::string::npos,
                  r.stepTuning.c_str());
