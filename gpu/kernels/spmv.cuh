@@ -72,7 +72,7 @@ inline bool spmvTensorCores(const SpmvConfig& cfg) { return cfg.unroll > 100 && 
 // from registers by shuffle as at batch 1, batch-interleaved ([cols][2] at batch 2, 4-byte
 // aligned; [cols][4] at batch 3 and 4, 8-byte aligned).
 inline bool spmvXShuffle(const SpmvConfig& cfg, int batch) {
-  return spmvShuffleBatch(batch) && cfg.unroll > 200 && cfg.unroll <= 203;
+  return spmvShuffleBatch(batch) && spmvShuffleUnroll(cfg.unroll);
 }
 // The tensor-core configuration for a shape and batch (what the engine and the kernel
 // benchmark run): 8 warps (tiles) per block, a 2-stage ring, split-K to about 1.7 blocks per

@@ -42,6 +42,8 @@ constexpr bool spmvUseTensorCores(int mode, int batch, int m) {
 // kernel's walk, SpmvConfig::unroll 200 + U): batch 2-4, whose column of x fits two 32-bit
 // words; batch 5-8 stage x in shared memory.
 constexpr bool spmvShuffleBatch(int batch) { return batch >= 2 && batch <= 4; }
+// Whether an unroll code names the shuffle path (200 + U, U = 1..3).
+constexpr bool spmvShuffleUnroll(int unroll) { return unroll > 200 && unroll <= 203; }
 
 // The first batch (2-8) at which an N:M projection takes the tensor cores, 0 for none: what a
 // run's description names.
