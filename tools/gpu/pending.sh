@@ -32,6 +32,8 @@
 #     STEP_CONFIGS, then 16:32 at STEP_M16_BATCHES (default 8: the tensor cores' entries of 8:16 and
 #     16:32); STEP_LINEARS="dense sparse" first tunes the dense GEMV engine's launches the same way
 #     ("dense", "m16": those alone);
+#  ctest (asked for by name only): every GPU suite, `ctest -L gpu` (their targets are built with the
+#     rest; the GUI's story needs the GUI's bundle and tools/gpu/check.sh), last;
 #  grid (an H200 only unless named): the committed decode grid (bench/results/h200-decode-e2e.json's
 #     command; GRID_TUNING: a table, or "step" for the table the step step wrote), then transformers +
 #     torch.compile on the Llama-3.1-8B shape.
@@ -55,6 +57,8 @@ want() {  # a step asked for (bench and dual by default on an H200 only)
 sdw_machine_txt "$O/machine.txt"
 targets=${PENDING_TARGETS:-sdw-cli test_spmv_cuda test_engine_cuda}
 want bench && targets="$targets test_spmspv_cuda"
+gpu_suites="test_colstats_cuda test_model_cuda test_engine_cuda test_spmv_cuda test_spmspv_cuda test_actsparse_cuda test_sparsegpt_cuda"
+[[ "$steps" == *" ctest "* ]] && targets="$targets $gpu_suites"
 sdw_gpu_build "$O" $targets || { pack; exit 1; }
 echo "built at $SECONDS s" | tee -a "$O/machine.txt"
 pack
@@ -263,6 +267,13 @@ if want dual; then
     sdw_decode_summary "$O/dual-thresholds-$v.json" "$v"
     pack
   done
+fi
+if [[ "$steps" == *" ctest "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 90 "ctest -L gpu"; then
+  (cd build-gpu && timeout $((deadline - SECONDS)) ctest -L gpu -E test_gpu_story --output-on-failure -V) \
+    > "$O/ctest-gpu.log" 2>&1
+  echo "ctest -L gpu rc $?:"
+  grep -E "^ *[0-9]+/[0-9]+ Test|tests passed|Total Test time|^FAIL" "$O/ctest-gpu.log" | head -30
+  pack
 fi
 echo "done at $SECONDS s"
 pack
