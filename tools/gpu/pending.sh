@@ -57,8 +57,8 @@ want() {  # a step asked for (bench and dual by default on an H200 only)
 sdw_machine_txt "$O/machine.txt"
 targets=${PENDING_TARGETS:-sdw-cli test_spmv_cuda test_engine_cuda}
 want bench && targets="$targets test_spmspv_cuda"
-gpu_suites="test_colstats_cuda test_model_cuda test_engine_cuda test_spmv_cuda test_spmspv_cuda test_actsparse_cuda test_sparsegpt_cuda"
-[[ "$steps" == *" ctest "* ]] && targets="$targets $gpu_suites"
+# The GPU suites tests/CMakeLists.txt labels gpu at its top level (the GUI's story sits under its GUI block).
+want ctest && targets="$targets $(sed -nE 's/^sdw_add_test\((test_[a-z0-9_]+) .*LABELS gpu\).*/\1/p' tests/CMakeLists.txt)"
 sdw_gpu_build "$O" $targets || { pack; exit 1; }
 echo "built at $SECONDS s" | tee -a "$O/machine.txt"
 pack
@@ -268,7 +268,7 @@ if want dual; then
     pack
   done
 fi
-if [[ "$steps" == *" ctest "* ]] && [ -n "${PENDING_STEPS:-}" ] && fits 90 "ctest -L gpu"; then
+if want ctest && fits 90 "ctest -L gpu"; then
   (cd build-gpu && timeout $((deadline - SECONDS)) ctest -L gpu -E test_gpu_story --output-on-failure -V) \
     > "$O/ctest-gpu.log" 2>&1
   echo "ctest -L gpu rc $?:"
