@@ -1,6 +1,6 @@
 #include "gpu/spmv.h"
 #include "core/json_limits.h"
-#include "gpu/kernels/spmv_tc.h"  // spmvShuffleBatch (plain C++)
+#include "gpu/kernels/spmv_tc.h"  // spmvShuffleBatch, spmvShuffleUnroll (plain C++)
 #include "gpu/spmv_ops.h"
 
 #include <ATen/ATen.h>
@@ -39,7 +39,7 @@ SpmvLaunch defaultSpmvLaunch(std::int64_t rows, std::int64_t cols, int batch, in
 }
 
 SpmvLaunch xShuffleLaunch(SpmvLaunch tuned, const SpmvLaunch& tuned1, bool shuffle) {
-  const bool tunedShuffle = tuned.unroll > 200;
+  const bool tunedShuffle = kernels::spmvShuffleUnroll(tuned.unroll);
   if (!shuffle) {
     if (tunedShuffle) tuned.warps = std::min(tuned.warps, 8), tuned.unroll = 2, tuned.cluster = -1;
     return tuned;

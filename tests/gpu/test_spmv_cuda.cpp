@@ -9,6 +9,7 @@
 #include "core/sparse_format.h"
 #include "gpu/device.h"
 #include "gpu/kernel_cases.h"
+#include "gpu/kernels/spmv_tc.h"  // spmvShuffleUnroll (plain C++)
 #include "gpu/spmv_ops.h"
 #include "tests/gpu/require_gpu.h"
 
@@ -170,7 +171,7 @@ class TestSpmvCuda : public QObject {
       for (const gpu::CaseConfig& cfg : kc.space->valid(cols, batch, splitK)) {
         if (index++ % stride != offset) continue;
         if (selected++ % parts != part) continue;
-        if (const auto* l = std::get_if<gpu::SpmvLaunch>(&cfg); l && l->unroll > 200) ++shuffled;
+        if (const auto* l = std::get_if<gpu::SpmvLaunch>(&cfg); l && kernels::spmvShuffleUnroll(l->unroll)) ++shuffled;
         const QString what = QStringLiteral("%1 %2%3").arg(QString::fromUtf8(gpu::kernelName(kc.id).data(),
                                                                               static_cast<int>(gpu::kernelName(kc.id).size())),
                                                            QString::fromStdString(kc.describe(in, cfg)),
