@@ -224,7 +224,11 @@ class TestKill : public QObject {
     for (const auto& e : fs::directory_iterator(work / "runs")) {
       const std::string name = e.path().filename().string();
       if (resumed >= 8 || !name.starts_with("c") || !name.ends_with(".sdw.h5.partial")) continue;
-      if (sdw::runstore::RunReader::open(e.path()).status() == "complete") continue;  // not resumable
+      try {
+        if (sdw::runstore::RunReader::open(e.path()).status() == "complete") continue;  // not resumable
+      } catch (const std::exception&) {
+        continue;  // does not open: the census counted it as corrupt, and the test fails on that below
+      }
       const fs::path finalPath = e.path().parent_path() / name.substr(0, name.size() - std::string(".partial").size());
       if (runToEnd({QStringLiteral("calibrate"), QStringLiteral("--resume"), QStringLiteral("--out"),
                     QString::fromStdString(finalPath.string())}) != 0) {
