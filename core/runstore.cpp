@@ -3,6 +3,7 @@
 
 #include "core/runstore.h"
 
+#include "core/h5_journal.h"
 #include "core/runstore_internal.h"
 
 #include <algorithm>
@@ -96,15 +97,14 @@ H5Handle detail::fileAccessPlist(bool writable) {
   // detected), readable by every h5py, and no "file open for write" flag
   // that a crashed writer would leave set (1.10 format only).
   if (fapl) H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18);
+  // Checkpoints through a journal (core/h5_journal.h); every open replays
+  // one that a kill left behind. Read-only opens need the driver for that.
+  if (fapl) useJournalDriver(fapl.get());
   if (fapl && writable) {
-    // No metadata reaches the file between checkpoints: with evictions off,
-    // the metadata cache keeps every changed header, heap and index in
-    // memory until H5Fflush (a checkpoint) or close, so a process killed
-    // mid-write leaves the metadata of the last flush, whole. With
-    // evictions on, a root header evicted mid-write could land on disk
-    // pointing past the end the superblock still recorded: a .partial that
-    // no longer opened (test_kill). The cache grows as needed instead (a
-    // run's metadata is a few MB).
+    // Evictions off: the metadata cache keeps every changed header, heap
+    // and index until H5Fflush (a checkpoint) or close, rather than writing
+    // them out mid-interval (which the journal would then hold anyway). The
+    // cache grows as needed instead (a run's metadata is a few MB).
     H5AC_cache_config_t cfg;
     cfg.version = H5AC__CURR_CACHE_CONFIG_VERSION;
     if (H5Pget_mdc_config(fapl.get(), &cfg) >= 0) {

@@ -2,6 +2,7 @@
 // appends that roll back when their rows do not reach the disk, the free
 // space reserve, checkpoints, commit and discard.
 
+#include "core/h5_journal.h"
 #include "core/runstore_internal.h"
 
 #include "core/format.h"
@@ -462,6 +463,7 @@ RunWriter RunWriter::create(const fs::path& finalPath, const Provenance& provena
         writeProvenance(*st, prov);
         flushFile(*st);
         renameRun(creating, partial, false);
+        journalFileRenamed(st->file.get(), partial);
     } catch (...) {
         // A half-initialised file is not a run: remove it.
         st->file.reset();
@@ -764,6 +766,7 @@ void RunWriter::discard() {
     std::error_code ec;
     fs::remove(st.path, ec);
     if (ec) st.fail(ErrorCode::Io, {}, "cannot delete " + quoted(st.path) + ": " + ec.message());
+    fs::remove(journalPathFor(st.path), ec);  // only there when the close failed after its commit point
 }
 
 }  // namespace sdw::runstore
