@@ -9,6 +9,7 @@
 // default "sec2" driver does) and holds every metadata write in memory until
 // the flush ends. Then it commits them:
 //
+//   0. sync the file (the raw data written since the last commit);
 //   1. write them all to `.NAME.journal.tmp` (address, length, bytes; a
 //      checksum at the end) and fsync it;
 //   2. rename it to `.NAME.journal` and fsync the folder: the commit point;
