@@ -237,6 +237,29 @@ void patchHeld(JournalFile& f, haddr_t addr, std::size_t size, const unsigned ch
   }
 }
 
+void committed(JournalFile& f) {
+  f.eofOnDisk = std::max<haddr_t>(f.eofOnDisk, pendingEnd(f));
+  if (f.shrinkTo) f.eofOnDisk = *f.shrinkTo;
+  f.pending.clear();
+  f.shrinkTo.reset();
+  f.committedEoa = f.eoa;
+  f.heldRaw = 0;
+}
+
+herr_t commitInPlace(JournalFile& f) {
+  int err = 0;
+  for (const auto& [addr, bytes] : f.pending)
+    if ((err = writeAll(f.fd, bytes.data(), bytes.size(), static_cast<off_t>(addr))) != 0) break;
+  if (err == 0 && f.shrinkTo && ::ftruncate(f.fd, static_cast<off_t>(*f.shrinkTo)) != 0) err = errno;
+  if (err == 0 && ::fsync(f.fd) != 0) err = errno;
+  if (err != 0) {
+    pushError("sdw_journal_commit", H5E_WRITEERROR, "cannot write " + f.path.string(), err);
+    return -1;
+  }
+  committed(f);
+  return 0;
+}
+
 // Writes the held metadata through the journal (steps 1-4 of the header).
 herr_t commit(JournalFile& f) {
   static const char* const func = "sdw_journal_commit";
@@ -262,15 +285,17 @@ herr_t commit(JournalFile& f) {
   fs::path tmp = journal;
   tmp += ".tmp";
   const int jfd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (jfd < 0) {
-    pushError(func, H5E_WRITEERROR, "cannot create the journal " + tmp.string(), errno);
-    return -1;
+  int err = jfd < 0 ? errno : writeAll(jfd, out.data(), out.size(), 0);
+  if (jfd >= 0) {
+    if (err == 0 && ::fsync(jfd) != 0) err = errno;
+    ::close(jfd);
   }
-  int err = writeAll(jfd, out.data(), out.size(), 0);
-  if (err == 0 && ::fsync(jfd) != 0) err = errno;
-  ::close(jfd);
   if (err != 0) {
     ::unlink(tmp.c_str());
+    // No room for the journal: write in place, unjournaled, as HDF5's default
+    // driver would, so that the run can still be kept (a kill during this
+    // one flush could tear it).
+    if (err == ENOSPC || err == EDQUOT) return commitInPlace(f);
     pushError(func, H5E_WRITEERROR, "cannot write the journal " + tmp.string(), err);
     return -1;
   }
@@ -302,12 +327,7 @@ herr_t commit(JournalFile& f) {
     pushError(func, H5E_WRITEERROR, "cannot remove the journal " + journal.string(), errno);
     return -1;
   }
-  f.eofOnDisk = std::max<haddr_t>(f.eofOnDisk, pendingEnd(f));
-  if (f.shrinkTo) f.eofOnDisk = *f.shrinkTo;
-  f.pending.clear();
-  f.shrinkTo.reset();
-  f.committedEoa = f.eoa;
-  f.heldRaw = 0;
+  committed(f);
   return 0;
 }
 
