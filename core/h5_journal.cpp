@@ -161,9 +161,7 @@ std::optional<Journal> readJournal(const fs::path& path) {
 
 // Writes a committed journal into the file; 0 or errno.
 int applyJournal(int fd, const Journal& j) {
-  std::size_t done = 0;
   for (const Journal::Record& r : j.records) {
-    if (done++ == j.records.size() / 2) crashIf(JournalCrashPoint::MidApply);
     if (const int err = writeAll(fd, j.bytes.data() + r.offset, r.size, static_cast<off_t>(r.addr))) return err;
   }
   if (j.shrinkTo != kNoShrink && ::ftruncate(fd, static_cast<off_t>(j.shrinkTo)) != 0) return errno;
@@ -246,13 +244,19 @@ void committed(JournalFile& f) {
   f.heldRaw = 0;
 }
 
+// Writes the held blocks into the file, applies a held shrink, syncs; 0 or errno.
+int writeHeld(JournalFile& f) {
+  std::size_t done = 0;
+  for (const auto& [addr, bytes] : f.pending) {
+    if (done++ == f.pending.size() / 2) crashIf(JournalCrashPoint::MidApply);
+    if (const int err = writeAll(f.fd, bytes.data(), bytes.size(), static_cast<off_t>(addr))) return err;
+  }
+  if (f.shrinkTo && ::ftruncate(f.fd, static_cast<off_t>(*f.shrinkTo)) != 0) return errno;
+  return ::fsync(f.fd) == 0 ? 0 : errno;
+}
+
 herr_t commitInPlace(JournalFile& f) {
-  int err = 0;
-  for (const auto& [addr, bytes] : f.pending)
-    if ((err = writeAll(f.fd, bytes.data(), bytes.size(), static_cast<off_t>(addr))) != 0) break;
-  if (err == 0 && f.shrinkTo && ::ftruncate(f.fd, static_cast<off_t>(*f.shrinkTo)) != 0) err = errno;
-  if (err == 0 && ::fsync(f.fd) != 0) err = errno;
-  if (err != 0) {
+  if (const int err = writeHeld(f)) {
     pushError("sdw_journal_commit", H5E_WRITEERROR, "cannot write " + f.path.string(), err);
     return -1;
   }
@@ -313,12 +317,7 @@ herr_t commit(JournalFile& f) {
   crashIf(JournalCrashPoint::AfterRename);
 
   // Committed: from here on a failure leaves the journal for the next open.
-  std::optional<Journal> j = readJournal(journal);
-  if (!j) {
-    pushError(func, H5E_WRITEERROR, "the journal " + journal.string() + " does not read back");
-    return -1;
-  }
-  if ((err = applyJournal(f.fd, *j)) != 0) {
+  if ((err = writeHeld(f)) != 0) {
     pushError(func, H5E_WRITEERROR, "cannot write " + f.path.string() + " from its journal", err);
     return -1;
   }
