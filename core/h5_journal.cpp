@@ -341,7 +341,9 @@ int recover(const fs::path& path) {
   const bool haveJournal = fs::exists(journal, ec), haveTmp = fs::exists(tmp, ec);
   if (!haveJournal && !haveTmp) return 0;
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? 0 : errno;
+  // Only a committed journal needs the file writable: an uncommitted one
+  // changes nothing (its owner deletes it, or the next writable open).
+  if (fd < 0) return errno == ENOENT || !haveJournal ? 0 : errno;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
     return 0;  // a live writer
