@@ -41,6 +41,15 @@ void crashIf(JournalCrashPoint at) {
 
 void setJournalCrashPointForTest(JournalCrashPoint point) { gCrashPoint.store(point); }
 
+namespace {
+// Raw data rewritten in place is held in memory up to this much per commit;
+// beyond it, it goes straight to the file (the values may then mix two
+// checkpoints after a kill, the file still opens).
+std::atomic<std::size_t> gHeldRawBudget{std::size_t{256} << 20};
+}  // namespace
+
+void setJournalRawBudgetForTest(std::size_t bytes) { gHeldRawBudget.store(bytes); }
+
 }  // namespace sdw::runstore::detail
 
 #if H5_VERSION_GE(1, 13, 0)
@@ -58,10 +67,6 @@ namespace {
 constexpr char kMagic[8] = {'S', 'D', 'W', 'J', 'R', 'N', 'L', '1'};
 constexpr char kEndMagic[8] = {'S', 'D', 'W', 'J', 'E', 'N', 'D', '1'};
 constexpr std::uint64_t kNoShrink = std::numeric_limits<std::uint64_t>::max();
-// Raw data rewritten in place is held in memory up to this much per commit;
-// beyond it, it goes straight to the file (the values may then mix two
-// checkpoints after a kill, the file still opens).
-constexpr std::size_t kHeldRawBudget = std::size_t{256} << 20;
 
 // Pushes an HDF5 error in the style of the sec2 driver ("errno = N, error
 // message = '...'"), which the run store's messages parse.
@@ -502,7 +507,7 @@ herr_t jWrite(H5FD_t* file, H5FD_mem_t type, hid_t, haddr_t addr, size_t size, c
   std::size_t held = 0;
   if (addr < f->committedEoa) {
     const std::size_t below = static_cast<std::size_t>(std::min<haddr_t>(addr + size, f->committedEoa) - addr);
-    if (f->heldRaw + below <= kHeldRawBudget) {
+    if (f->heldRaw + below <= gHeldRawBudget.load()) {
       holdMetadata(*f, addr, below, data);
       f->heldRaw += below;
       held = below;

@@ -33,6 +33,7 @@
 
 #include <hdf5.h>
 
+#include <cstddef>
 #include <filesystem>
 
 namespace sdw::runstore::detail {
@@ -53,5 +54,7 @@ void journalFileRenamed(hid_t file, const std::filesystem::path& newPath);
 // next commit, as a kill there would leave things.
 enum class JournalCrashPoint { None, BeforeRename, AfterRename, MidApply };
 void setJournalCrashPointForTest(JournalCrashPoint point);
+// Tests only: the raw bytes held per commit (default 256 MiB).
+void setJournalRawBudgetForTest(std::size_t bytes);
 
 }  // namespace sdw::runstore::detail

@@ -349,7 +349,8 @@ public:
     void setIntAttribute(std::string_view objectPath, std::string_view name, std::int64_t value);
     void setDoubleAttribute(std::string_view objectPath, std::string_view name, double value);
 
-    // Unlinks a group or dataset. HDF5 does not reclaim the space.
+    // Unlinks a group or dataset. HDF5 reuses its space while the file stays
+    // open (a dataset written next may land there); once closed, it is lost.
     void remove(std::string_view objectPath);
 
     // Increments `checkpoint`, updates provenance updated_utc and flushes

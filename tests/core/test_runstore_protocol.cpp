@@ -424,6 +424,9 @@ void TestRunStoreProtocol::crashDuringCheckpoint_data() {
   QTest::newRow("before the journal's rename") << int(detail::JournalCrashPoint::BeforeRename) << false;
   QTest::newRow("after the journal's rename") << int(detail::JournalCrashPoint::AfterRename) << true;
   QTest::newRow("halfway through applying it") << int(detail::JournalCrashPoint::MidApply) << true;
+  // Raw data rewritten in place past the held budget goes straight to the
+  // file: the metadata is still the last checkpoint's, whole.
+  QTest::newRow("no raw budget, before the rename") << int(detail::JournalCrashPoint::BeforeRename) << false;
 }
 
 void TestRunStoreProtocol::crashDuringCheckpoint() {
@@ -435,8 +438,10 @@ void TestRunStoreProtocol::crashDuringCheckpoint() {
   const fs::path partial = partialPathFor(p);
   const pid_t pid = fork();
   QVERIFY(pid >= 0);
+  const bool noRawBudget = QByteArray(QTest::currentDataTag()).startsWith("no raw budget");
   if (pid == 0) {
     int rc = 3;
+    if (noRawBudget) detail::setJournalRawBudgetForTest(0);
     try {
       RunWriter w = RunWriter::create(p, sampleProvenance(), "calibration");
       w.writeDataset("/calibration/rows", std::vector<float>{1, 2, 3, 4}, {2, 2}, DatasetOptions::appendable());
@@ -471,7 +476,13 @@ void TestRunStoreProtocol::crashDuringCheckpoint() {
     const Array<double> sums = r.readFloat64("/calibration/sums");
     QCOMPARE(sums.data.size(), std::size_t(4096));
     const double want = newState ? 2.0 : 1.0;
-    QVERIFY(std::all_of(sums.data.begin(), sums.data.end(), [&](double v) { return v == want; }));
+    // Without the raw budget the replaced values may land in the old
+    // dataset's freed space: they may mix, but each is old or new.
+    QVERIFY(std::all_of(sums.data.begin(), sums.data.end(),
+                        [&](double v) { return noRawBudget ? v == 1.0 || v == 2.0 : v == want; }));
+    if (noRawBudget)
+      qInfo("without the raw budget: %d of 4096 sums read back from the interrupted checkpoint",
+            int(std::count(sums.data.begin(), sums.data.end(), 2.0)));
     QCOMPARE(r.exists("/calibration/added"), newState);
   }
   QVERIFY(!fs::exists(detail::journalPathFor(partial)));
