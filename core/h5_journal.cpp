@@ -56,6 +56,7 @@ void setJournalRawBudgetForTest(std::size_t bytes) { gHeldRawBudget.store(bytes)
 
 namespace sdw::runstore::detail {
 bool useJournalDriver(hid_t) { return false; }
+bool journalDriverAvailable() { return false; }
 void journalFileRenamed(hid_t, const fs::path&) {}
 }  // namespace sdw::runstore::detail
 
@@ -595,6 +596,8 @@ H5FD_class_t makeClass() {
 const H5FD_class_t kClass = makeClass();
 
 }  // namespace
+
+bool journalDriverAvailable() { return true; }
 
 bool useJournalDriver(hid_t fapl) {
   // Registered once per process (callers hold Hdf5Lock; the id lives as long as the library).

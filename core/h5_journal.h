@@ -41,6 +41,8 @@ namespace sdw::runstore::detail {
 // Sets the journaling driver on a file-access property list. False when this
 // HDF5 has no journaling driver (the list keeps the default one).
 bool useJournalDriver(hid_t fapl);
+// Whether this build has the journaling driver (HDF5 1.10).
+bool journalDriverAvailable();
 
 // The journal's name for a file: the folder's hidden `.NAME.journal`
 // (a file already hidden keeps its one dot).

@@ -392,9 +392,13 @@ void TestRunStoreProtocol::crashKeepsLastCheckpoint() {
         const Array<float> kept = r.readFloat32("/calibration/kept");
         // Checkpointed rows survive; the append after the checkpoint does not
         // (its metadata was held back), nor the dataset written after it.
-        QCOMPARE(kept.rows(), hsize_t(2));
+        if (detail::journalDriverAvailable()) {
+          QCOMPARE(kept.rows(), hsize_t(2));
+          QVERIFY(!r.exists("/calibration/lost"));
+        } else {
+          QVERIFY(kept.rows() == 2 || kept.rows() == 3);  // HDF5's default driver: either
+        }
         QCOMPARE(kept.cols(), hsize_t(2));
-        QVERIFY(!r.exists("/calibration/lost"));
         keptRows = kept.rows();
         QCOMPARE(std::vector<float>(kept.data.begin(), kept.data.begin() + 4), (std::vector<float>{1, 2, 3, 4}));
     }
@@ -431,6 +435,7 @@ void TestRunStoreProtocol::crashDuringCheckpoint_data() {
 
 void TestRunStoreProtocol::crashDuringCheckpoint() {
 #if defined(__unix__)
+  if (!detail::journalDriverAvailable()) QSKIP("this HDF5 has no journaling driver (core/h5_journal.h: 1.10 only)");
   QFETCH(int, point);
   QFETCH(bool, newState);
   QTemporaryDir dir;
