@@ -2,6 +2,8 @@
 
 #include "core/h5_journal.h"
 
+#include "core/sha256.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -10,13 +12,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ fs::path journalPathFor(const fs::path& file) {
 namespace {
 
 std::atomic<JournalCrashPoint> gCrashPoint{JournalCrashPoint::None};
+// Raw data rewritten in place is held in memory up to this much per commit;
+// beyond it, it goes straight to the file (the values may then mix two
+// checkpoints after a kill, the file still opens).
+std::atomic<std::size_t> gHeldRawBudget{std::size_t{256} << 20};
 
 void crashIf(JournalCrashPoint at) {
   if (gCrashPoint.load() == at) ::_exit(86);
@@ -40,13 +45,6 @@ void crashIf(JournalCrashPoint at) {
 }  // namespace
 
 void setJournalCrashPointForTest(JournalCrashPoint point) { gCrashPoint.store(point); }
-
-namespace {
-// Raw data rewritten in place is held in memory up to this much per commit;
-// beyond it, it goes straight to the file (the values may then mix two
-// checkpoints after a kill, the file still opens).
-std::atomic<std::size_t> gHeldRawBudget{std::size_t{256} << 20};
-}  // namespace
 
 void setJournalRawBudgetForTest(std::size_t bytes) { gHeldRawBudget.store(bytes); }
 
@@ -77,9 +75,14 @@ void pushError(const char* func, hid_t minor, const std::string& what, int err =
   H5Epush2(H5E_DEFAULT, __FILE__, func, __LINE__, H5E_ERR_CLS, H5E_VFL, minor, "%s", msg.c_str());
 }
 
-std::uint64_t fnv1a(const unsigned char* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
+constexpr std::size_t kDigest = 32;            // SHA-256 of everything before it
+constexpr std::size_t kTrailer = kDigest + 8;  // digest, end magic
+constexpr std::size_t kHeader = 24;            // magic, record count, shrink
+
+Sha256::Digest digestOf(const unsigned char* p, std::size_t n) {
+  Sha256 h;
+  h.update(std::as_bytes(std::span(p, n)));
+  return h.finish();
 }
 
 void putU64(std::vector<unsigned char>& out, std::uint64_t v) {
@@ -132,7 +135,7 @@ std::optional<Journal> readJournal(const fs::path& path) {
   if (fd < 0) return std::nullopt;
   Journal j;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size < 48) {
+  if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < kHeader + kTrailer) {
     ::close(fd);
     return std::nullopt;
   }
@@ -148,20 +151,22 @@ std::optional<Journal> readJournal(const fs::path& path) {
   const std::size_t n = j.bytes.size();
   if (got != n) return std::nullopt;
   const unsigned char* b = j.bytes.data();
+  const std::size_t body = n - kTrailer;
   if (std::memcmp(b, kMagic, 8) != 0 || std::memcmp(b + n - 8, kEndMagic, 8) != 0) return std::nullopt;
-  if (getU64(b + n - 16) != fnv1a(b, n - 16)) return std::nullopt;
+  const Sha256::Digest want = digestOf(b, body);
+  if (std::memcmp(b + body, want.data(), kDigest) != 0) return std::nullopt;
   const std::uint64_t count = getU64(b + 8);
   j.shrinkTo = getU64(b + 16);
-  std::size_t at = 24;
+  std::size_t at = kHeader;
   for (std::uint64_t i = 0; i < count; ++i) {
-    if (at + 16 > n - 16) return std::nullopt;
+    if (at + 16 > body) return std::nullopt;
     const std::uint64_t addr = getU64(b + at), size = getU64(b + at + 8);
     at += 16;
-    if (size > n - 16 - at) return std::nullopt;
+    if (size > body - at) return std::nullopt;
     j.records.push_back({addr, at, size});
     at += size;
   }
-  if (at != n - 16) return std::nullopt;
+  if (at != body) return std::nullopt;
   return j;
 }
 
@@ -261,6 +266,46 @@ int writeHeld(JournalFile& f) {
   return ::fsync(f.fd) == 0 ? 0 : errno;
 }
 
+// Streams the held blocks to a journal file: header, (address, length,
+// bytes) records, SHA-256, end magic. Small pieces are gathered, the held
+// blocks themselves are written from where they lie. 0 or errno.
+int writeJournal(int fd, const JournalFile& f) {
+  Sha256 hash;
+  std::vector<unsigned char> buf(kMagic, kMagic + 8);
+  off_t at = 0;
+  int err = 0;
+  const auto flushBuf = [&] {
+    if (err == 0 && !buf.empty()) {
+      hash.update(std::as_bytes(std::span(buf)));
+      err = writeAll(fd, buf.data(), buf.size(), at);
+      at += static_cast<off_t>(buf.size());
+    }
+    buf.clear();
+  };
+  putU64(buf, f.pending.size());
+  putU64(buf, f.shrinkTo ? *f.shrinkTo : kNoShrink);
+  for (const auto& [addr, bytes] : f.pending) {
+    putU64(buf, addr);
+    putU64(buf, bytes.size());
+    if (bytes.size() < (std::size_t{64} << 10)) {
+      buf.insert(buf.end(), bytes.begin(), bytes.end());
+      if (buf.size() >= (std::size_t{1} << 20)) flushBuf();
+      continue;
+    }
+    flushBuf();
+    if (err != 0) return err;
+    hash.update(std::as_bytes(std::span(bytes)));
+    if ((err = writeAll(fd, bytes.data(), bytes.size(), at)) != 0) return err;
+    at += static_cast<off_t>(bytes.size());
+  }
+  flushBuf();
+  if (err != 0) return err;
+  const Sha256::Digest digest = hash.finish();
+  buf.assign(digest.begin(), digest.end());
+  buf.insert(buf.end(), kEndMagic, kEndMagic + 8);
+  return writeAll(fd, buf.data(), buf.size(), at);
+}
+
 herr_t commitInPlace(JournalFile& f) {
   if (const int err = writeHeld(f)) {
     pushError("sdw_journal_commit", H5E_WRITEERROR, "cannot write " + f.path.string(), err);
@@ -280,22 +325,11 @@ herr_t commit(JournalFile& f) {
     pushError(func, H5E_WRITEERROR, "cannot sync " + f.path.string(), errno);
     return -1;
   }
-  std::vector<unsigned char> out(kMagic, kMagic + 8);
-  putU64(out, f.pending.size());
-  putU64(out, f.shrinkTo ? *f.shrinkTo : kNoShrink);
-  for (const auto& [addr, bytes] : f.pending) {
-    putU64(out, addr);
-    putU64(out, bytes.size());
-    out.insert(out.end(), bytes.begin(), bytes.end());
-  }
-  putU64(out, fnv1a(out.data(), out.size()));
-  out.insert(out.end(), kEndMagic, kEndMagic + 8);
-
   const fs::path journal = journalPathFor(f.path);
   fs::path tmp = journal;
   tmp += ".tmp";
   const int jfd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int err = jfd < 0 ? errno : writeAll(jfd, out.data(), out.size(), 0);
+  int err = jfd < 0 ? errno : writeJournal(jfd, f);
   if (jfd >= 0) {
     if (err == 0 && ::fsync(jfd) != 0) err = errno;
     ::close(jfd);

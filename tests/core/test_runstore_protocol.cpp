@@ -450,11 +450,11 @@ void TestRunStoreProtocol::crashDuringCheckpoint() {
     try {
       RunWriter w = RunWriter::create(p, sampleProvenance(), "calibration");
       w.writeDataset("/calibration/rows", std::vector<float>{1, 2, 3, 4}, {2, 2}, DatasetOptions::appendable());
-      w.writeDataset("/calibration/sums", std::vector<double>(4096, 1.0), {64, 64});
+      w.writeDataset("/calibration/sums", std::vector<double>(16384, 1.0), {128, 128});
       w.checkpoint();
       w.append("/calibration/rows", std::vector<float>{5, 6});
       w.remove("/calibration/sums");
-      w.writeDataset("/calibration/sums", std::vector<double>(4096, 2.0), {64, 64});
+      w.writeDataset("/calibration/sums", std::vector<double>(16384, 2.0), {128, 128});
       w.writeDataset("/calibration/added", std::vector<float>{9}, {1});
       detail::setJournalCrashPointForTest(static_cast<detail::JournalCrashPoint>(point));
       w.checkpoint();
@@ -479,14 +479,14 @@ void TestRunStoreProtocol::crashDuringCheckpoint() {
     QCOMPARE(rows.rows(), hsize_t(newState ? 3 : 2));
     QCOMPARE(rows(rows.rows() - 1, 1), newState ? 6.f : 4.f);
     const Array<double> sums = r.readFloat64("/calibration/sums");
-    QCOMPARE(sums.data.size(), std::size_t(4096));
+    QCOMPARE(sums.data.size(), std::size_t(16384));
     const double want = newState ? 2.0 : 1.0;
     // Without the raw budget the replaced values may land in the old
     // dataset's freed space: they may mix, but each is old or new.
     QVERIFY(std::all_of(sums.data.begin(), sums.data.end(),
                         [&](double v) { return noRawBudget ? v == 1.0 || v == 2.0 : v == want; }));
     if (noRawBudget)
-      qInfo("without the raw budget: %d of 4096 sums read back from the interrupted checkpoint",
+      qInfo("without the raw budget: %d of 16384 sums read back from the interrupted checkpoint",
             int(std::count(sums.data.begin(), sums.data.end(), 2.0)));
     QCOMPARE(r.exists("/calibration/added"), newState);
   }
