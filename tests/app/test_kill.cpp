@@ -13,6 +13,7 @@
 // statistics (relative Frobenius 1e-5). The figures (kills, files left,
 // corrupt: 0, resumed) go to the log. Label: app.
 
+#include "core/h5_journal.h"
 #include "core/runstore.h"
 #include "core/safetensors.h"
 #include "core/sparse_file.h"
@@ -229,10 +230,10 @@ class TestKill : public QObject {
         perCommand[QStringLiteral("export")], c.runsComplete, c.runsPartial, c.runsCommittedUnrenamed, c.runsCreating,
         c.checkpointsComplete, c.checkpointPartials, c.exportsComplete, c.corrupt);
     for (const auto& e : fs::recursive_directory_iterator(work)) {
-      const std::string name = e.path().filename().string();
-      if (name.ends_with(".journal") && fs::exists(e.path().parent_path() / name.substr(1, name.size() - 9))) {
+      const fs::path journal = sdw::runstore::detail::journalPathFor(e.path());
+      if (e.is_regular_file() && fs::exists(journal)) {
         ++c.corrupt;
-        qWarning("%s: not replayed by the open of its run", e.path().c_str());
+        qWarning("%s: not replayed by the open of its run", journal.c_str());
       }
     }
     // Incomplete calibration runs resume to the statistics of the uninterrupted one.
