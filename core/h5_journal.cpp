@@ -235,15 +235,23 @@ void holdMetadata(JournalFile& f, haddr_t addr, std::size_t size, const unsigned
   f.pending.emplace(lo, std::move(merged));
 }
 
-// Raw data written over held metadata (space freed and reused since the last
-// commit): the held bytes take the new data so that the commit keeps it.
-void patchHeld(JournalFile& f, haddr_t addr, std::size_t size, const unsigned char* data) {
+// Calls fn(held bytes, bytes of [addr, addr + size), length) for each part of
+// [addr, addr + size) that a held block covers.
+template <class Fn>
+void forEachHeldPart(JournalFile& f, haddr_t addr, std::size_t size, Fn fn) {
   const haddr_t end = addr + size;
   auto [first, last] = overlapping(f.pending, addr, end);
   for (auto it = first; it != last; ++it) {
     const haddr_t s = std::max(addr, it->first), e = std::min(end, it->first + it->second.size());
-    std::memcpy(it->second.data() + (s - it->first), data + (s - addr), e - s);
+    fn(it->second.data() + (s - it->first), s - addr, e - s);
   }
+}
+
+// Raw data written over held metadata (space freed and reused since the last
+// commit): the held bytes take the new data so that the commit keeps it.
+void patchHeld(JournalFile& f, haddr_t addr, std::size_t size, const unsigned char* data) {
+  forEachHeldPart(f, addr, size,
+                  [&](unsigned char* held, std::size_t at, std::size_t n) { std::memcpy(held, data + at, n); });
 }
 
 void committed(JournalFile& f) {
@@ -512,12 +520,9 @@ herr_t jRead(H5FD_t* file, H5FD_mem_t, hid_t, haddr_t addr, size_t size, void* b
     done += static_cast<std::size_t>(r);
   }
   if (done < size) std::memset(out + done, 0, size - done);
-  const haddr_t end = addr + size;
-  auto [first, last] = overlapping(f->pending, addr, end);
-  for (auto it = first; it != last; ++it) {
-    const haddr_t s = std::max(addr, it->first), e = std::min(end, it->first + it->second.size());
-    std::memcpy(out + (s - addr), it->second.data() + (s - it->first), e - s);
-  }
+  // What is held and not yet in the file reads as written.
+  forEachHeldPart(*f, addr, size,
+                  [&](const unsigned char* held, std::size_t at, std::size_t n) { std::memcpy(out + at, held, n); });
   return 0;
 }
 
