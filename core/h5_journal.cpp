@@ -111,6 +111,20 @@ int writeAll(int fd, const unsigned char* p, std::size_t n, off_t at) {
   return 0;
 }
 
+// Reads up to n bytes at `at` into p, stopping at the end of the file; 0 or
+// errno. `got`: the bytes read.
+int readAll(int fd, unsigned char* p, std::size_t n, off_t at, std::size_t& got) {
+  got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, p + got, n - got, at + static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno;
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  return 0;
+}
+
 int fsyncDir(const fs::path& file) {
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -141,15 +155,10 @@ std::optional<Journal> readJournal(const fs::path& path) {
   }
   j.bytes.resize(static_cast<std::size_t>(st.st_size));
   std::size_t got = 0;
-  while (got < j.bytes.size()) {
-    const ssize_t r = ::pread(fd, j.bytes.data() + got, j.bytes.size() - got, static_cast<off_t>(got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += static_cast<std::size_t>(r);
-  }
+  const int err = readAll(fd, j.bytes.data(), j.bytes.size(), 0, got);
   ::close(fd);
   const std::size_t n = j.bytes.size();
-  if (got != n) return std::nullopt;
+  if (err != 0 || got != n) return std::nullopt;
   const unsigned char* b = j.bytes.data();
   const std::size_t body = n - kTrailer;
   if (std::memcmp(b, kMagic, 8) != 0 || std::memcmp(b + n - 8, kEndMagic, 8) != 0) return std::nullopt;
@@ -509,17 +518,11 @@ herr_t jRead(H5FD_t* file, H5FD_mem_t, hid_t, haddr_t addr, size_t size, void* b
     return -1;
   }
   std::size_t done = 0;
-  while (done < size) {
-    const ssize_t r = ::pread(f->fd, out + done, size - done, static_cast<off_t>(addr + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      pushError("sdw_journal_read", H5E_READERROR, "file read failed, addr = " + std::to_string(addr), errno);
-      return -1;
-    }
-    if (r == 0) break;  // past the end of the file: zeros
-    done += static_cast<std::size_t>(r);
+  if (const int err = readAll(f->fd, out, size, static_cast<off_t>(addr), done)) {
+    pushError("sdw_journal_read", H5E_READERROR, "file read failed, addr = " + std::to_string(addr), err);
+    return -1;
   }
-  if (done < size) std::memset(out + done, 0, size - done);
+  if (done < size) std::memset(out + done, 0, size - done);  // past the end of the file: zeros
   // What is held and not yet in the file reads as written.
   forEachHeldPart(*f, addr, size,
                   [&](const unsigned char* held, std::size_t at, std::size_t n) { std::memcpy(out + at, held, n); });
